@@ -1,0 +1,17 @@
+# Production-like image of the platform: the same image runs web, worker and beat.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /app
+
+COPY requirements.txt ./
+RUN pip install --no-cache-dir -r requirements.txt
+
+COPY . .
+RUN SECRET_KEY=collectstatic-only DEBUG=0 python manage.py collectstatic --noinput
+
+RUN useradd --create-home --uid 1000 app && mkdir -p /data && chown app /data
+USER app
+ENV DATA_DIR=/data
+EXPOSE 8000
+CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]

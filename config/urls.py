@@ -1,0 +1,34 @@
+"""URL routes of the platform."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.http import JsonResponse
+from django.urls import include, path
+
+from annotation import views as annotation_views
+from config.ratelimit import client_ip, rate_limited
+from hits import views as hits_views
+
+
+def healthz(request):
+    """Liveness probe for load balancers and docker-compose."""
+    return JsonResponse({"status": "ok"})
+
+
+urlpatterns = [
+    path("", annotation_views.home, name="home"),
+    path("campaigns/", include("annotation.urls")),
+    path("work/quality/", annotation_views.worker_quality, name="worker-quality"),
+    path("work/", include("hits.urls")),
+    path("join/<str:token>/", hits_views.join, name="join"),
+    path(
+        "accounts/login/",
+        rate_limited("LOGIN_RATE_LIMIT", lambda r: f"{client_ip(r)}:{r.POST.get('username', '')[:150]}")(
+            auth_views.LoginView.as_view()
+        ),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
+]

@@ -1,0 +1,49 @@
+"""Shared fixtures of the test suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+DEMO_DIR = REPO / "annotation" / "demo"
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def researcher(django_user_model):
+    return django_user_model.objects.create_user(username="rita", password="a-long-test-password")
+
+
+@pytest.fixture
+def other_researcher(django_user_model):
+    return django_user_model.objects.create_user(username="oscar", password="a-long-test-password")
+
+
+@pytest.fixture
+def small_files(tmp_path):
+    """A valid two-example campaign: references and two systems' summaries as JSONL."""
+    refs = write_jsonl(
+        tmp_path / "refs.jsonl",
+        [
+            {"id": "a", "reference": "The mayor opened a new park. Children played there all day.", "source": "Long text."},
+            {"id": "b", "reference": "Storms closed the airport on Monday."},
+        ],
+    )
+    sums = write_jsonl(
+        tmp_path / "sums.jsonl",
+        [
+            {"id": "a", "system": "s1", "summary": "A park opened."},
+            {"id": "b", "system": "s1", "summary": "The airport closed."},
+            {"id": "a", "system": "s2", "summary": "The mayor opened a park."},
+            {"id": "b", "system": "s2", "summary": "Storms hit."},
+        ],
+    )
+    return refs, sums

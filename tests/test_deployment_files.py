@@ -1,0 +1,60 @@
+"""docker-compose.yml and the Dockerfile: parse, name the stack's services, and run commands that exist."""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+import shutil
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import REPO
+
+
+def _compose():
+    return yaml.safe_load((REPO / "docker-compose.yml").read_text())
+
+
+def _command(service) -> list[str]:
+    command = service["command"]
+    words = shlex.split(command) if isinstance(command, str) else list(command)
+    if words[:2] == ["sh", "-c"]:
+        words = shlex.split(words[2].split("&&")[-1])
+    return words
+
+
+def test_compose_names_the_stack():
+    services = _compose()["services"]
+    assert {"web", "worker", "beat", "postgres", "redis"} <= set(services)
+    for name in ("web", "worker", "beat"):
+        env = services[name]["environment"]
+        assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:" in env["DATABASE_URL"]
+        assert env["CELERY_BROKER_URL"].startswith("redis://redis:")
+        assert env["DEBUG"] == "0"
+
+
+def test_web_runs_gunicorn_on_the_projects_wsgi_application():
+    words = _command(_compose()["services"]["web"])
+    assert words[0] == "gunicorn"
+    module, attribute = words[1].split(":")
+    assert hasattr(importlib.import_module(module), attribute)
+    assert shutil.which("gunicorn", path=str(Path(REPO / ".venv" / "bin"))) or importlib.util.find_spec("gunicorn")
+    assert "migrate" in _compose()["services"]["web"]["command"]
+
+
+def test_worker_and_beat_run_the_projects_celery_app():
+    services = _compose()["services"]
+    for name, sub in (("worker", "worker"), ("beat", "beat")):
+        words = _command(services[name])
+        assert words[:3] == ["celery", "-A", "config"] and words[3] == sub
+    from config.celery import app
+
+    assert app.main == "qapyramid"
+
+
+def test_dockerfile_installs_requirements_and_serves_the_wsgi_app():
+    text = (REPO / "Dockerfile").read_text()
+    assert "pip install --no-cache-dir -r requirements.txt" in text
+    assert "config.wsgi:application" in text
+    assert (REPO / "requirements.txt").exists() and (REPO / "manage.py").exists()
