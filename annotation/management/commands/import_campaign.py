@@ -1,0 +1,60 @@
+"""``manage.py import_campaign``: import references, system summaries and predicates, all or nothing."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.importing.readers import CampaignImportError
+from annotation.services.campaign_import import PREDICATES_AUTO, import_campaign
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a campaign from a references file and system summaries (JSONL/CSV, or a directory of "
+        "<system>.summary files with ids.txt), or from a folder in the REALSumm/PyrXSum layout. "
+        "Nothing is written if any line is bad."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", required=True, help="Campaign name.")
+        parser.add_argument("--slug", help="Campaign slug (default: the slugified name).")
+        parser.add_argument("--references", help="References: JSONL {id, reference, source?} or CSV.")
+        parser.add_argument(
+            "--summaries", help="Summaries: JSONL {id, system, summary} or a directory of <system>.summary + ids.txt."
+        )
+        parser.add_argument("--folder", help="A folder in the REALSumm/PyrXSum layout (ids.txt, references.txt, ...).")
+        parser.add_argument(
+            "--predicates",
+            default=PREDICATES_AUTO,
+            help="'auto' (spaCy, default), 'none', or a JSONL file {id, start, end, lemma?} of reference offsets.",
+        )
+        parser.add_argument("--owner", help="Username of the researcher who owns the campaign.")
+        parser.add_argument("--description", default="", help="Free-text description.")
+
+    def handle(self, *args, **options):
+        owner = None
+        if options["owner"]:
+            try:
+                owner = get_user_model().objects.get(username=options["owner"])
+            except get_user_model().DoesNotExist:
+                raise CommandError(f"no user named '{options['owner']}'") from None
+        try:
+            report = import_campaign(
+                name=options["name"],
+                slug=options["slug"],
+                owner=owner,
+                description=options["description"],
+                references=options["references"],
+                summaries=options["summaries"],
+                predicates=options["predicates"],
+                folder=options["folder"],
+            )
+        except CampaignImportError as exc:
+            if options["verbosity"] >= 2:
+                for problem in exc.problems[1:]:
+                    self.stderr.write(f"  also: {problem}")
+            raise CommandError(f"nothing imported: {exc}") from None
+        self.stdout.write(report.summary_line())
+        if report.systems_without_labels:
+            self.stdout.write("Systems without gold labels: " + ", ".join(report.systems_without_labels))

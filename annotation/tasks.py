@@ -1,0 +1,32 @@
+"""Celery entry points of the annotation app (each calls a service)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from annotation.models import Campaign
+from annotation.services.predicates import redetect_predicates
+
+
+@shared_task(name="annotation.redetect_predicates", acks_late=True)
+def redetect_predicates_task(campaign_id: int) -> int:
+    """Re-run automatic predicate detection on a draft campaign (idempotent)."""
+    return redetect_predicates(Campaign.objects.get(pk=campaign_id))
+
+
+@shared_task(name="annotation.update_worker_quality", acks_late=True)
+def update_worker_quality_task(campaign_id: int, worker_ids: list[int]) -> dict[int, list[str]]:
+    """Recompute workers' cross-check figures and revoke failing qualifications (idempotent)."""
+    from annotation.services.quality import apply_cross_checks
+    from hits.models import Worker
+
+    campaign = Campaign.objects.get(pk=campaign_id)
+    return {w.pk: apply_cross_checks(campaign, w) for w in Worker.objects.filter(pk__in=worker_ids)}
+
+
+@shared_task(name="annotation.recompute_scores", acks_late=True)
+def recompute_scores_task(campaign_id: int, summary_ids: list[int] | None = None) -> int:
+    """Recompute the scores of summaries whose gold labels changed, and the system scores (idempotent)."""
+    from annotation.services.scores import recompute_summary_scores
+
+    return recompute_summary_scores(Campaign.objects.get(pk=campaign_id), summary_ids)
