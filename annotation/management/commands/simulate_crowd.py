@@ -1,0 +1,50 @@
+"""``manage.py simulate_crowd``: simulated workers do a campaign's HITs through the real pages over HTTP."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.management.campaigns import campaign_from_slug
+from annotation.models import Campaign
+from annotation.services.pipeline import LaunchError, launch_campaign
+from annotation.simulation import simulate_crowd
+
+
+class Command(BaseCommand):
+    help = "Run simulated workers (log in, accept, submit over HTTP) until the campaign is done or stuck."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--campaign", required=True, help="Campaign slug.")
+        parser.add_argument("--workers", type=int, default=8, help="Number of simulated workers (default 8).")
+        parser.add_argument("--accuracy", type=float, default=0.95, help="Share of right answers of careful workers (default 0.95).")
+        parser.add_argument("--careless", type=int, default=0, help="How many of the workers answer at random.")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--url", help="Base URL of a running server (default: serve in-process on loopback).")
+        parser.add_argument("--max-seconds", type=float, default=3600)
+
+    def handle(self, *args, **options):
+        campaign = campaign_from_slug(options["campaign"])
+        if not 0.0 <= options["accuracy"] <= 1.0:
+            raise CommandError("--accuracy must be between 0 and 1")
+        if options["workers"] < 1 or not 0 <= options["careless"] <= options["workers"]:
+            raise CommandError("--workers must be at least 1 and --careless between 0 and --workers")
+        if campaign.state == Campaign.State.DRAFT:
+            try:
+                created = launch_campaign(campaign)
+            except LaunchError as exc:
+                raise CommandError(f"cannot launch: {exc}") from None
+            self.stdout.write(f"Launched '{campaign.slug}': {created} HITs")
+            campaign.refresh_from_db()
+        if campaign.state != Campaign.State.RUNNING:
+            raise CommandError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}, not running")
+        report = simulate_crowd(
+            campaign,
+            options["workers"],
+            accuracy=options["accuracy"],
+            seed=options["seed"],
+            careless=options["careless"],
+            base_url=options["url"],
+            max_seconds=options["max_seconds"],
+        )
+        for line in report.lines():
+            self.stdout.write(line)

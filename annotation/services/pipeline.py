@@ -1,0 +1,413 @@
+"""The three-stage QAPyramid pipeline, driven by submitted assignments.
+
+1. Launch: one generation HIT per predicate (one writer).  An "scu"
+   campaign has its units already and goes straight to presence.
+2. A generation submission creates the writer's QA pairs and one
+   verification HIT for them (two verifiers; never the writer).
+3. When both verifiers have answered, a QA pair is kept if both marked it
+   valid.  A predicate with fewer kept pairs than the campaign's minimum (2)
+   goes back to generation for another writer, who sees the pairs already
+   kept and adds new ones; after ``max_redo_rounds`` extra rounds it is
+   flagged for the researcher instead.  Kept pairs of earlier rounds stay
+   kept.
+4. Once every predicate of an example is settled (enough kept pairs, or
+   flagged), the example gets one presence HIT per (system summary,
+   predicate with kept pairs), each for three judges.
+5. Presence answers become per-worker ``PresenceJudgment`` rows; when a
+   presence HIT is complete, the gold labels of its units are refreshed.
+
+Every step runs inside the transaction of the submission that caused it.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from annotation.services import quality
+
+from annotation.models import (
+    Campaign,
+    ContentUnit,
+    Example,
+    GoldPresence,
+    Predicate,
+    PresenceJudgment,
+    SystemSummary,
+    Verification,
+)
+from hits.models import HIT, Assignment, Batch, TaskType
+
+GENERATION = "generation"
+VERIFICATION = "verification"
+PRESENCE = "presence"
+
+TASK_TYPES = {
+    GENERATION: dict(
+        name="Write questions and answers",
+        description="Read a sentence and write questions about one highlighted verb, with their answers from the sentence.",
+        keywords="writing, questions, language, summarization",
+        position=1,
+        assignment_duration=20 * 60,
+    ),
+    VERIFICATION: dict(
+        name="Check questions and answers",
+        description="Decide whether questions about a highlighted verb are valid, and mark their answers in the sentence.",
+        keywords="checking, questions, language, summarization",
+        position=2,
+        assignment_duration=15 * 60,
+    ),
+    PRESENCE: dict(
+        name="Is it in the summary?",
+        description="Read a summary and decide, for each question-answer pair, whether the summary contains it.",
+        keywords="reading, judging, summarization",
+        position=3,
+        assignment_duration=15 * 60,
+    ),
+}
+
+# Units of an "scu" campaign shown together in one presence HIT.
+SCU_UNITS_PER_HIT = 4
+
+
+def task_type(slug: str) -> TaskType:
+    """The task type, created with its defaults on first use."""
+    obj, _ = TaskType.objects.get_or_create(slug=slug, defaults=TASK_TYPES[slug])
+    return obj
+
+
+def campaign_batch_reference(campaign: Campaign) -> str:
+    return f"campaign:{campaign.pk}"
+
+
+class LaunchError(Exception):
+    """The campaign cannot be launched as it is."""
+
+
+@transaction.atomic
+def launch_campaign(campaign: Campaign) -> int:
+    """Create the first HITs of a draft campaign and start it; returns the number of HITs created."""
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    if campaign.state != Campaign.State.DRAFT:
+        raise LaunchError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}, not a draft")
+    if not campaign.systems.exists():
+        raise LaunchError("the campaign has no system summaries to judge")
+    batch = ensure_batch(campaign)
+    Batch.objects.filter(pk=batch.pk).update(gold_share=campaign.gold_share, state=Batch.State.ACTIVE)
+    campaign.state = Campaign.State.RUNNING
+    campaign.launched_at = timezone.now()
+    campaign.save(update_fields=["state", "launched_at"])
+    if campaign.unit_type == Campaign.UnitType.SCU:
+        created = _create_scu_presence_hits(campaign)
+    else:
+        predicates = list(Predicate.objects.filter(sentence__example__campaign=campaign).order_by("pk"))
+        if not predicates:
+            raise LaunchError("the campaign has no predicates: add some or re-run predicate detection")
+        created = len(_create_generation_hits(campaign, predicates, round_number=1))
+        # Examples without any predicate have nothing to write about.
+        Example.objects.filter(campaign=campaign).exclude(sentences__predicates__isnull=False).update(
+            presence_started=True
+        )
+    return created
+
+
+def ensure_batch(campaign: Campaign) -> Batch:
+    """The campaign's batch of HITs (created before launch when qualification tests are defined)."""
+    for slug in TASK_TYPES:
+        task_type(slug)
+    if campaign.batch_id is None:
+        batch = Batch.objects.create(name=campaign.name[:200], reference=campaign_batch_reference(campaign))
+        Campaign.objects.filter(pk=campaign.pk).update(batch=batch)
+        campaign.batch = batch
+    return campaign.batch
+
+
+def _create_generation_hits(campaign: Campaign, predicates: list[Predicate], round_number: int) -> list[HIT]:
+    gen = task_type(GENERATION)
+    hits = HIT.objects.bulk_create(
+        [
+            HIT(
+                batch=campaign.batch,
+                task_type=gen,
+                payload={"predicate": p.pk, "round": round_number},
+                max_assignments=campaign.assignments_generation,
+                reward=campaign.reward_generation,
+                # Redo rounds go first so that examples reach presence sooner.
+                priority=-round_number,
+            )
+            for p in predicates
+        ]
+    )
+    Predicate.objects.filter(pk__in=[p.pk for p in predicates]).update(rounds=round_number)
+    return hits
+
+
+def _create_scu_presence_hits(campaign: Campaign) -> int:
+    units_by_example: dict[int, list[int]] = {}
+    for unit_id, example_id in (
+        ContentUnit.objects.filter(example__campaign=campaign).order_by("example_id", "index").values_list("pk", "example_id")
+    ):
+        units_by_example.setdefault(example_id, []).append(unit_id)
+    presence = task_type(PRESENCE)
+    rows = []
+    for summary_id, example_id in SystemSummary.objects.filter(system__campaign=campaign).values_list("pk", "example_id"):
+        units = units_by_example.get(example_id, [])
+        for start in range(0, len(units), SCU_UNITS_PER_HIT):
+            rows.append(
+                HIT(
+                    batch=campaign.batch,
+                    task_type=presence,
+                    payload={"summary": summary_id, "predicate": None, "units": units[start : start + SCU_UNITS_PER_HIT]},
+                    max_assignments=campaign.assignments_presence,
+                    reward=campaign.reward_presence,
+                )
+            )
+    _turn_share_into_gold(campaign, rows)
+    HIT.objects.bulk_create(rows, batch_size=2000)
+    Example.objects.filter(campaign=campaign).update(presence_started=True)
+    return len(rows)
+
+
+def _turn_share_into_gold(campaign: Campaign, rows: list[HIT]) -> None:
+    """Make ``gold_share`` of an "scu" campaign's presence HITs gold checks, keyed by imported labels.
+
+    Gold HITs look like any other; every judge may meet each once, and their
+    answers measure the judge instead of feeding the crowd's gold labels.
+    """
+    import random
+
+    if campaign.gold_share <= 0 or not rows:
+        return
+    labels = {
+        (unit_id, summary_id): present
+        for unit_id, summary_id, present in GoldPresence.objects.filter(
+            summary__system__campaign=campaign, origin=GoldPresence.Origin.IMPORTED
+        ).values_list("unit_id", "summary_id", "present")
+    }
+    if not labels:
+        return
+    rng = random.Random(campaign.pk)
+    eligible = [h for h in rows if all((u, h.payload["summary"]) in labels for u in h.payload["units"])]
+    for hit in rng.sample(eligible, round(len(eligible) * campaign.gold_share)):
+        hit.kind = HIT.Kind.GOLD
+        hit.max_assignments = 32767
+        hit.answer_key = {"labels": {str(u): labels[(u, hit.payload["summary"])] for u in hit.payload["units"]}}
+
+
+def campaign_of_hit(hit: HIT) -> Campaign:
+    return Campaign.objects.get(batch_id=hit.batch_id)
+
+
+# --- generation -------------------------------------------------------------------------------
+
+
+def record_generation(assignment) -> list[ContentUnit]:
+    """Store a writer's QA pairs and open their verification HIT."""
+    hit = assignment.hit
+    campaign = campaign_of_hit(hit)
+    predicate = Predicate.objects.select_related("sentence").get(pk=hit.payload["predicate"])
+    # Indexes are numbered per example: serialise writers of the same example.
+    example = Example.objects.select_for_update().get(pk=predicate.sentence.example_id)
+    highest = ContentUnit.objects.filter(example=example).aggregate(m=Max("index"))["m"]
+    next_index = 0 if highest is None else highest + 1
+    units = []
+    for offset, item in enumerate(assignment.answers["questions"]):
+        answers = item["answers"]
+        units.append(
+            ContentUnit(
+                example=example,
+                predicate=predicate,
+                kind=ContentUnit.Kind.QA,
+                index=next_index + offset,
+                question=item["question"],
+                answers=answers,
+                text=f"{item['question']} {' / '.join(answers)}",
+                author=assignment.worker,
+                round=hit.payload.get("round", 1),
+            )
+        )
+    units = ContentUnit.objects.bulk_create(units)
+    verification = HIT.objects.create(
+        batch=hit.batch,
+        task_type=task_type(VERIFICATION),
+        payload={"predicate": predicate.pk, "units": [u.pk for u in units], "round": hit.payload.get("round", 1)},
+        max_assignments=campaign.assignments_verification,
+        reward=campaign.reward_verification,
+        priority=hit.priority,
+    )
+    verification.exclusions.create(worker=assignment.worker)
+    return units
+
+
+# --- verification -----------------------------------------------------------------------------
+
+
+def record_verification(assignment) -> None:
+    """Store a verifier's verdicts; when the HIT is complete, decide which pairs are kept."""
+    hit = assignment.hit
+    Verification.objects.bulk_create(
+        [
+            Verification(
+                unit_id=item["unit"],
+                worker=assignment.worker,
+                assignment=assignment,
+                valid=item["valid"],
+                answers=item.get("answers", []),
+            )
+            for item in assignment.answers["verdicts"]
+        ]
+    )
+    if hit.state == HIT.State.COMPLETED:
+        resolve_verification(hit)
+
+
+def resolve_verification(hit: HIT) -> None:
+    """Keep the pairs every verifier marked valid; redo or settle the predicate."""
+    campaign = campaign_of_hit(hit)
+    unit_ids = hit.payload["units"]
+    counts = (
+        ContentUnit.objects.filter(pk__in=unit_ids)
+        .annotate(n=Count("verifications"), n_valid=Count("verifications", filter=Q(verifications__valid=True)))
+        .values_list("pk", "n", "n_valid")
+    )
+    kept = [pk for pk, n, n_valid in counts if n > 0 and n_valid == n]
+    ContentUnit.objects.filter(pk__in=kept).update(state=ContentUnit.State.KEPT)
+    ContentUnit.objects.filter(pk__in=unit_ids).exclude(pk__in=kept).update(state=ContentUnit.State.REJECTED)
+    quality.schedule_cross_checks(
+        campaign,
+        set(ContentUnit.objects.filter(pk__in=unit_ids).exclude(author=None).values_list("author_id", flat=True))
+        | set(hit.assignments.filter(state__in=Assignment.DONE_STATES).values_list("worker_id", flat=True)),
+    )
+    predicate = Predicate.objects.select_for_update().get(pk=hit.payload["predicate"])
+    n_kept = ContentUnit.objects.filter(predicate=predicate, state=ContentUnit.State.KEPT).count()
+    if n_kept >= campaign.min_kept_qas_per_predicate:
+        predicate.settled = True
+        predicate.save(update_fields=["settled"])
+    elif predicate.rounds <= campaign.max_redo_rounds:
+        _create_generation_hits(campaign, [predicate], round_number=predicate.rounds + 1)
+        return
+    else:
+        predicate.settled = True
+        predicate.flagged = True
+        predicate.flag_reason = (
+            f"only {n_kept} QA pair{'s' if n_kept != 1 else ''} kept after {predicate.rounds} rounds "
+            f"(at least {campaign.min_kept_qas_per_predicate} wanted)"
+        )
+        predicate.save(update_fields=["settled", "flagged", "flag_reason"])
+    start_presence_if_settled(campaign, predicate.sentence.example_id)
+
+
+def start_presence_if_settled(campaign: Campaign, example_id: int) -> int:
+    """Create the example's presence HITs once all its predicates are settled (exactly once)."""
+    example = Example.objects.select_for_update().get(pk=example_id)
+    if example.presence_started:
+        return 0
+    if Predicate.objects.filter(sentence__example=example, settled=False).exists():
+        return 0
+    example.presence_started = True
+    example.save(update_fields=["presence_started"])
+    units_by_predicate: dict[int, list[int]] = {}
+    for unit_id, predicate_id in (
+        ContentUnit.objects.filter(example=example, state=ContentUnit.State.KEPT)
+        .order_by("predicate_id", "index")
+        .values_list("pk", "predicate_id")
+    ):
+        units_by_predicate.setdefault(predicate_id, []).append(unit_id)
+    presence = task_type(PRESENCE)
+    rows = [
+        HIT(
+            batch=campaign.batch,
+            task_type=presence,
+            payload={"summary": summary_id, "predicate": predicate_id, "units": units},
+            max_assignments=campaign.assignments_presence,
+            reward=campaign.reward_presence,
+        )
+        for summary_id in SystemSummary.objects.filter(example=example).order_by("pk").values_list("pk", flat=True)
+        for predicate_id, units in units_by_predicate.items()
+    ]
+    HIT.objects.bulk_create(rows)
+    return len(rows)
+
+
+# --- presence ---------------------------------------------------------------------------------
+
+
+def record_presence(assignment) -> None:
+    """Store a judge's labels; when the HIT is complete, refresh the gold labels of its units."""
+    from annotation.services.gold import refresh_gold, schedule_score_update
+
+    hit = assignment.hit
+    summary_id = hit.payload["summary"]
+    PresenceJudgment.objects.bulk_create(
+        [
+            PresenceJudgment(
+                unit_id=item["unit"],
+                summary_id=summary_id,
+                worker_id=assignment.worker_id,
+                assignment=assignment,
+                present=item["present"],
+            )
+            for item in assignment.answers["labels"]
+        ]
+    )
+    if hit.state == HIT.State.COMPLETED:
+        campaign = campaign_of_hit(hit)
+        refresh_gold(campaign, [(unit_id, summary_id) for unit_id in hit.payload["units"]])
+        schedule_score_update(campaign, [summary_id])
+        quality.schedule_cross_checks(
+            campaign, hit.assignments.filter(state__in=Assignment.DONE_STATES).values_list("worker_id", flat=True)
+        )
+        finish_campaign_if_done(campaign)
+
+
+def finish_campaign_if_done(campaign: Campaign) -> bool:
+    """Mark a running campaign finished when no HIT of it is open any more."""
+    if campaign.state != Campaign.State.RUNNING:
+        return False
+    if HIT.objects.filter(batch_id=campaign.batch_id, state=HIT.State.OPEN, kind=HIT.Kind.REGULAR).exists():
+        return False
+    if Example.objects.filter(campaign=campaign, presence_started=False).exists():
+        return False
+    Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.FINISHED)
+    Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.FINISHED)
+    campaign.state = Campaign.State.FINISHED
+    return True
+
+
+# --- campaign controls ------------------------------------------------------------------------
+
+
+@transaction.atomic
+def pause_campaign(campaign: Campaign) -> None:
+    """Stop handing out HITs of the campaign; work in progress can still be submitted."""
+    _switch(campaign, Campaign.State.RUNNING, Campaign.State.PAUSED, Batch.State.PAUSED)
+
+
+@transaction.atomic
+def resume_campaign(campaign: Campaign) -> None:
+    _switch(campaign, Campaign.State.PAUSED, Campaign.State.RUNNING, Batch.State.ACTIVE)
+
+
+@transaction.atomic
+def cancel_campaign(campaign: Campaign) -> None:
+    """Cancel for good: open HITs are cancelled; submitted work is kept."""
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    if campaign.state in (Campaign.State.CANCELLED, Campaign.State.FINISHED):
+        raise LaunchError(f"campaign '{campaign.slug}' is already {campaign.get_state_display().lower()}")
+    campaign.state = Campaign.State.CANCELLED
+    campaign.save(update_fields=["state"])
+    if campaign.batch_id:
+        Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.CANCELLED)
+        HIT.objects.filter(batch_id=campaign.batch_id, state=HIT.State.OPEN).update(state=HIT.State.CANCELLED)
+
+
+def _switch(campaign: Campaign, expected: str, new: str, batch_state: str) -> None:
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    if campaign.state != expected:
+        raise LaunchError(
+            f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}, not {Campaign.State(expected).label.lower()}"
+        )
+    campaign.state = new
+    campaign.save(update_fields=["state"])
+    Batch.objects.filter(pk=campaign.batch_id).update(state=batch_state)

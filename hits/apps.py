@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+
+
+class HitsConfig(AppConfig):
+    name = "hits"
+    verbose_name = "Crowdsourcing (HITs, workers, assignments)"
+
+    def ready(self):
+        from hits.handlers import register_eligibility_rule
+        from hits.qualifications import qualification_rule
+
+        register_eligibility_rule(qualification_rule)

@@ -1,0 +1,291 @@
+"""Crowdsourcing machinery, protocol-agnostic.
+
+This app knows workers, task types, batches, HITs and assignments.  It never
+imports ``annotation``: a HIT carries a payload and a task type, and a
+submitted assignment carries answers.  What a task type *means* (its page,
+how answers are validated, what a submission sets in motion) is supplied by
+a handler registered in ``hits.handlers``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+def _new_token() -> str:
+    import secrets
+
+    return secrets.token_urlsafe(24)
+
+
+class Worker(models.Model):
+    """A person who does HITs, on the platform's own pages or through MTurk.
+
+    ``external_id`` is the platform identity shown in reports and exports
+    (for imported annotations, the id the data set used).
+    """
+
+    external_id = models.CharField(max_length=128, unique=True)
+    mturk_worker_id = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="worker"
+    )
+    blocked = models.BooleanField(default=False)
+    blocked_reason = models.CharField(max_length=500, blank=True)
+    auto_accept_next = models.BooleanField(
+        default=True, help_text="After a submission, accept the next HIT of the same type straight away."
+    )
+    # Worked examples on HIT pages start collapsed once the worker has seen them.
+    seen_instructions = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["external_id"]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class TaskType(models.Model):
+    """A kind of HIT; ``slug`` names the handler that renders and checks it."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    keywords = models.CharField(max_length=300, blank=True)
+    assignment_duration = models.PositiveIntegerField(default=30 * 60, help_text="Seconds a worker may hold an assignment.")
+    # Ordering of task types on the worker's home page.
+    position = models.PositiveSmallIntegerField(default=0)
+    # Qualification: when required, a worker must pass this type's qualification HITs first.
+    requires_qualification = models.BooleanField(default=False)
+    qualification_cooldown_hours = models.FloatField(default=24.0)
+    qualification_max_attempts = models.PositiveSmallIntegerField(default=2)
+
+    class Meta:
+        ordering = ["position", "slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Batch(models.Model):
+    """A group of HITs published together; ``reference`` names its owner (e.g. "campaign:12")."""
+
+    class State(models.TextChoices):
+        ACTIVE = "active", "Active"
+        PAUSED = "paused", "Paused"
+        CANCELLED = "cancelled", "Cancelled"
+        FINISHED = "finished", "Finished"
+
+    name = models.CharField(max_length=200)
+    reference = models.CharField(max_length=200, unique=True)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.ACTIVE)
+    # Chance that a worker's next HIT is a gold HIT (answers known), when one is left for them.
+    gold_share = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "batches"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class HIT(models.Model):
+    """A unit of work offered to ``max_assignments`` different workers.
+
+    ``n_taken`` counts the assignments that hold or used a place (assigned,
+    submitted, approved, rejected); it changes only in the transaction that
+    changes those assignments, so the database can refuse an over-filled HIT
+    with a CHECK constraint.
+    """
+
+    class State(models.TextChoices):
+        OPEN = "open", "Open"
+        COMPLETED = "completed", "Completed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    class Kind(models.TextChoices):
+        REGULAR = "regular", "Regular"
+        GOLD = "gold", "Gold check (answers known)"
+        QUALIFICATION = "qualification", "Qualification test"
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="hits")
+    task_type = models.ForeignKey(TaskType, on_delete=models.PROTECT, related_name="hits")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.REGULAR)
+    payload = models.JSONField(default=dict)
+    # Known answers of gold and qualification HITs: never sent to a worker's page.
+    answer_key = models.JSONField(null=True, blank=True)
+    max_assignments = models.PositiveSmallIntegerField(default=1)
+    reward = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.00"))
+    state = models.CharField(max_length=12, choices=State.choices, default=State.OPEN)
+    priority = models.IntegerField(default=0, help_text="Lower comes first.")
+    n_taken = models.PositiveSmallIntegerField(default=0)
+    n_submitted = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "HIT"
+        indexes = [models.Index(fields=["task_type", "state", "priority", "id"], name="hit_queue")]
+        constraints = [
+            models.CheckConstraint(condition=Q(n_taken__lte=F("max_assignments")), name="hit_not_overfilled"),
+            models.CheckConstraint(condition=Q(n_submitted__lte=F("n_taken")), name="hit_submitted_le_taken"),
+            models.CheckConstraint(condition=Q(max_assignments__gte=1), name="hit_max_assignments_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_type.slug} HIT {self.pk}"
+
+
+class HITExclusion(models.Model):
+    """A worker who may not take a HIT (e.g. the writer of the questions to verify)."""
+
+    hit = models.ForeignKey(HIT, on_delete=models.CASCADE, related_name="exclusions")
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hit", "worker"], name="hit_exclusion_unique")]
+
+
+class Assignment(models.Model):
+    """One worker's take on one HIT."""
+
+    class State(models.TextChoices):
+        ASSIGNED = "assigned", "Assigned"
+        SUBMITTED = "submitted", "Submitted"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+        RETURNED = "returned", "Returned"
+        EXPIRED = "expired", "Expired"
+
+    # States that hold a place of the HIT.
+    TAKING_STATES = (State.ASSIGNED, State.SUBMITTED, State.APPROVED, State.REJECTED)
+    DONE_STATES = (State.SUBMITTED, State.APPROVED, State.REJECTED)
+
+    hit = models.ForeignKey(HIT, on_delete=models.CASCADE, related_name="assignments")
+    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="assignments")
+    # Only qualification HITs are taken again, on a later attempt at the test; regular HITs always have attempt 1.
+    attempt = models.PositiveSmallIntegerField(default=1)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.ASSIGNED)
+    token = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    answers = models.JSONField(null=True, blank=True)
+    feedback = models.TextField(blank=True)
+    accepted_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    work_seconds = models.PositiveIntegerField(null=True, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_message = models.CharField(max_length=1000, blank=True)
+    bonus = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.00"))
+    paid = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-accepted_at"]
+        indexes = [
+            models.Index(fields=["state", "expires_at"], name="assignment_expiry"),
+            models.Index(fields=["worker", "state"], name="assignment_worker_state"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["hit", "worker", "attempt"], name="assignment_one_per_worker_and_hit"),
+            models.CheckConstraint(
+                condition=Q(submitted_at__isnull=True) | Q(state__in=["submitted", "approved", "rejected"]),
+                name="assignment_submitted_state",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} of {self.hit} by {self.worker}"
+
+
+class Invitation(models.Model):
+    """A sign-up link for new workers; limited in uses and time."""
+
+    token = models.CharField(max_length=64, unique=True, default=_new_token)
+    note = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    max_uses = models.PositiveIntegerField(default=100)
+    uses = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def usable(self, now) -> bool:
+        return self.uses < self.max_uses and (self.expires_at is None or self.expires_at > now)
+
+    def __str__(self) -> str:
+        return self.note or self.token[:8]
+
+
+class Qualification(models.Model):
+    """A worker's standing for one task type."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending (test not finished)"
+        QUALIFIED = "qualified", "Qualified"
+        FAILED = "failed", "Failed the test"
+        REVIEW = "review", "Test awaiting a researcher's review"
+        REVOKED = "revoked", "Revoked"
+
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="qualifications")
+    task_type = models.ForeignKey(TaskType, on_delete=models.CASCADE, related_name="qualifications")
+    state = models.CharField(max_length=12, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Tests finished so far.")
+    score = models.FloatField(null=True, blank=True)
+    reason = models.CharField(max_length=500, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["worker", "task_type"], name="qualification_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.worker} / {self.task_type.slug}: {self.state}"
+
+
+class QualificationEvent(models.Model):
+    """The log of every decision about a worker: who or what made it, and why."""
+
+    class Action(models.TextChoices):
+        GRANT = "grant", "Qualified"
+        FAIL = "fail", "Failed the test"
+        REVIEW = "review", "Sent to review"
+        REVOKE = "revoke", "Qualification revoked"
+        REINSTATE = "reinstate", "Reinstated"
+        BLOCK = "block", "Blocked"
+        UNBLOCK = "unblock", "Unblocked"
+        EXCLUDE = "exclude", "Work excluded from gold"
+        INCLUDE = "include", "Work counted again"
+
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="qualification_events")
+    task_type = models.ForeignKey(TaskType, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    action = models.CharField(max_length=12, choices=Action.choices)
+    reason = models.CharField(max_length=500, blank=True)
+    figures = models.JSONField(default=dict, blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    automatic = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class FollowUp(models.Model):
+    """A Celery task that could not be handed to the broker yet (e.g. Redis down).
+
+    Work that follows a committed submission must not be lost, nor fail the
+    worker's request: it waits here until ``hits.outbox.flush`` sends it.
+    """
+
+    task_name = models.CharField(max_length=200)
+    args = models.JSONField(default=list)
+    error = models.CharField(max_length=500, blank=True)
+    attempts = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]

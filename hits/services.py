@@ -1,0 +1,249 @@
+"""Workflow steps of the crowdsourcing machinery: accept, submit, return, expire.
+
+Each step is one transaction.  Handing out a HIT locks candidate rows with
+``SELECT ... FOR UPDATE SKIP LOCKED`` so that concurrent workers never take
+the same last place of a HIT; the CHECK constraint on ``HIT.n_taken`` and
+the unique (HIT, worker) constraint make an over-filled HIT or a double
+assignment impossible even if that logic were wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, F, OuterRef
+from django.utils import timezone
+
+from hits.handlers import AnswerErrors, eligible_kinds, task_handler
+from hits import qualifications
+from hits.models import HIT, Assignment, Batch, TaskType, Worker
+
+log = logging.getLogger(__name__)
+
+
+class NotEligible(Exception):
+    """The worker may not do HITs of this type."""
+
+
+class AssignmentClosed(Exception):
+    """The assignment was returned or has expired: it can no longer be submitted."""
+
+
+def worker_for_user(user) -> Worker:
+    """The platform worker of a logged-in user, created on first use."""
+    try:
+        return user.worker
+    except Worker.DoesNotExist:
+        pass
+    base = user.get_username()[:120]
+    external_id = base
+    suffix = 1
+    while Worker.objects.filter(external_id=external_id).exists():
+        suffix += 1
+        external_id = f"{base}-{suffix}"
+    try:
+        return Worker.objects.create(user=user, external_id=external_id)
+    except IntegrityError:  # created concurrently by another request of the same user
+        return Worker.objects.get(user=user)
+
+
+def available_hits(worker: Worker, task_type: TaskType, kinds=None, attempt: int | None = None):
+    """HITs of a type that this worker could accept now (unlocked query)."""
+    kinds = eligible_kinds(worker, task_type) if kinds is None else kinds
+    if attempt is None:
+        attempt = qualifications.attempt_for_kinds(worker, task_type, kinds)
+    taken = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker, attempt=attempt)
+    return (
+        HIT.objects.filter(
+            task_type=task_type,
+            kind__in=kinds,
+            state=HIT.State.OPEN,
+            batch__state=Batch.State.ACTIVE,
+            n_taken__lt=F("max_assignments"),
+        )
+        .filter(~Exists(taken))
+        .exclude(exclusions__worker=worker)
+    )
+
+
+def current_assignment(worker: Worker, task_type: TaskType) -> Assignment | None:
+    """The worker's live (assigned, not expired) assignment of this type, if any."""
+    return (
+        Assignment.objects.filter(
+            worker=worker, hit__task_type=task_type, state=Assignment.State.ASSIGNED, expires_at__gt=timezone.now()
+        )
+        .select_related("hit")
+        .first()
+    )
+
+
+def accept_next(worker: Worker, task_type: TaskType, hit_id: int | None = None) -> Assignment | None:
+    """Give the worker the next HIT of this type (or the HIT ``hit_id``); None when nothing is left.
+
+    A worker who already holds a live assignment of this type gets it back
+    rather than a second one.
+    """
+    kinds = eligible_kinds(worker, task_type)
+    if not kinds:
+        raise NotEligible(f"you may not do {task_type.name} HITs at the moment")
+    existing = current_assignment(worker, task_type)
+    if existing is not None and (hit_id is None or existing.hit_id == hit_id):
+        return existing
+    attempt = qualifications.attempt_for_kinds(worker, task_type, kinds)
+    now = timezone.now()
+    with transaction.atomic():
+        candidates = available_hits(worker, task_type, kinds, attempt)
+        if hit_id is not None:
+            candidates = candidates.filter(pk=hit_id)
+        hit = _next_hit(candidates, kinds, hit_id)
+        if hit is None:
+            return None
+        HIT.objects.filter(pk=hit.pk).update(n_taken=F("n_taken") + 1)
+        return Assignment.objects.create(
+            hit=hit,
+            worker=worker,
+            attempt=attempt,
+            accepted_at=now,
+            expires_at=now + timedelta(seconds=task_type.assignment_duration),
+        )
+
+
+def _next_hit(candidates, kinds, hit_id):
+    """Lock and return the next HIT; gold HITs are mixed in at their batch's ``gold_share``."""
+    ordered = candidates.order_by("priority", "id").select_related("batch")
+    lock = dict(skip_locked=True, of=("self",))
+    if hit_id is not None or HIT.Kind.GOLD not in kinds:
+        return ordered.select_for_update(**lock).first()
+    hit = ordered.exclude(kind=HIT.Kind.GOLD).select_for_update(**lock).first()
+    share = hit.batch.gold_share if hit is not None else 1.0
+    if share > 0 and random.random() < share:
+        gold = ordered.filter(kind=HIT.Kind.GOLD)
+        if hit is not None:
+            gold = gold.filter(batch_id=hit.batch_id)
+        gold_hit = gold.select_for_update(**lock).first()
+        if gold_hit is not None:
+            return gold_hit
+    return hit
+
+
+@dataclass
+class SubmitOutcome:
+    assignment: Assignment
+    duplicate: bool = False
+
+
+def submit_assignment(worker: Worker, assignment_id: int, data) -> SubmitOutcome:
+    """Validate and store a worker's answers; the handler reacts in the same transaction.
+
+    A second submission of the same assignment (double click, retry) records
+    nothing and reports ``duplicate``.  Raises ``AnswerErrors`` (nothing
+    stored), ``AssignmentClosed``, or ``Assignment.DoesNotExist`` when the
+    assignment is not this worker's.
+    """
+    now = timezone.now()
+    closed = None
+    with transaction.atomic():
+        assignment = (
+            Assignment.objects.select_for_update(of=("self",))
+            .select_related("hit__task_type")
+            .get(pk=assignment_id, worker=worker)
+        )
+        if assignment.state in Assignment.DONE_STATES:
+            return SubmitOutcome(assignment, duplicate=True)
+        if assignment.state == Assignment.State.ASSIGNED and assignment.expires_at <= now:
+            # The expiry is kept (committed) even though the submission is refused.
+            _release(assignment, Assignment.State.EXPIRED)
+            assignment.state = Assignment.State.EXPIRED
+        if assignment.state in (Assignment.State.RETURNED, Assignment.State.EXPIRED):
+            closed = f"this HIT was {assignment.get_state_display().lower()} and can no longer be submitted"
+        else:
+            _store_submission(assignment, data, now)
+    if closed:
+        raise AssignmentClosed(closed)
+    return SubmitOutcome(assignment)
+
+
+def _store_submission(assignment: Assignment, data, now) -> None:
+    """Validate, store and hand over a submission (inside the caller's transaction)."""
+    # Lock the HIT: submissions of one HIT are serialised, so "the last one" is known exactly.
+    hit = HIT.objects.select_for_update().get(pk=assignment.hit_id)
+    handler = task_handler(hit.task_type.slug)
+    answers = handler.clean(hit, data)
+    assignment.answers = answers
+    assignment.feedback = str(answers.get("feedback", ""))[:2000] if isinstance(answers, dict) else ""
+    assignment.state = Assignment.State.SUBMITTED
+    assignment.submitted_at = now
+    assignment.work_seconds = max(0, int((now - assignment.accepted_at).total_seconds()))
+    assignment.save()
+    hit.n_submitted += 1
+    if hit.n_submitted >= hit.max_assignments:
+        hit.state = HIT.State.COMPLETED
+        hit.completed_at = now
+    hit.save(update_fields=["n_submitted", "state", "completed_at"])
+    assignment.hit = hit
+    if hit.kind == HIT.Kind.QUALIFICATION:
+        qualifications.grade_if_complete(assignment, handler)
+    else:
+        handler.on_submitted(assignment)
+
+
+def _release(assignment: Assignment, state: str) -> None:
+    """Give an assigned place back to the HIT (inside the caller's transaction)."""
+    updated = Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.ASSIGNED).update(state=state)
+    if updated:
+        HIT.objects.filter(pk=assignment.hit_id).update(n_taken=F("n_taken") - 1)
+
+
+def return_assignment(worker: Worker, assignment_id: int) -> Assignment:
+    """The worker gives a HIT back; it returns to the pool for others."""
+    with transaction.atomic():
+        assignment = Assignment.objects.select_for_update().get(pk=assignment_id, worker=worker)
+        if assignment.state != Assignment.State.ASSIGNED:
+            raise AssignmentClosed(f"this HIT is already {assignment.get_state_display().lower()}")
+        _release(assignment, Assignment.State.RETURNED)
+        assignment.refresh_from_db()
+    return assignment
+
+
+def expire_assignments(now=None) -> int:
+    """Expire assignments held past their deadline; their places return to the pool."""
+    now = now or timezone.now()
+    expired = 0
+    ids = list(
+        Assignment.objects.filter(state=Assignment.State.ASSIGNED, expires_at__lte=now).values_list("pk", flat=True)
+    )
+    for pk in ids:
+        with transaction.atomic():
+            assignment = Assignment.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
+            if assignment is None or assignment.state != Assignment.State.ASSIGNED:
+                continue
+            _release(assignment, Assignment.State.EXPIRED)
+            expired += 1
+    if expired:
+        log.info("expired %d assignments", expired)
+    return expired
+
+
+def set_batch_state(batch: Batch, state: str) -> None:
+    Batch.objects.filter(pk=batch.pk).update(state=state)
+    batch.state = state
+
+
+__all__ = [
+    "AnswerErrors",
+    "AssignmentClosed",
+    "NotEligible",
+    "SubmitOutcome",
+    "accept_next",
+    "available_hits",
+    "current_assignment",
+    "expire_assignments",
+    "return_assignment",
+    "set_batch_state",
+    "submit_assignment",
+    "worker_for_user",
+]

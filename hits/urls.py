@@ -1,0 +1,12 @@
+from django.urls import path
+
+from hits import views
+
+urlpatterns = [
+    path("", views.worker_home, name="worker-home"),
+    path("history/", views.history, name="worker-history"),
+    path("settings/", views.worker_settings, name="worker-settings"),
+    path("assignments/<int:pk>/", views.assignment_page, name="assignment"),
+    path("<slug:slug>/start/", views.start_working, name="start-working"),
+    path("<slug:slug>/preview/", views.preview, name="preview"),
+]

@@ -1,0 +1,205 @@
+"""Worker pages: home, start working, preview, the HIT page, history, sign-up.
+
+These views know nothing of the protocol: the registered handler of a task
+type renders the HIT's part of the page and validates its answers.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
+from django.db.models import Count, Q, Sum
+from django.http import Http404, HttpResponseNotAllowed
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from config.ratelimit import rate_limited
+from hits.handlers import AnswerErrors, eligible_kinds, task_handler
+from hits.models import Assignment, Invitation, TaskType
+from hits.services import (
+    AssignmentClosed,
+    NotEligible,
+    accept_next,
+    available_hits,
+    current_assignment,
+    return_assignment,
+    submit_assignment,
+    worker_for_user,
+)
+
+
+def _worker(request):
+    return worker_for_user(request.user)
+
+
+@login_required
+def worker_home(request):
+    worker = _worker(request)
+    rows = []
+    for task_type in TaskType.objects.all():
+        kinds = eligible_kinds(worker, task_type)
+        rows.append(
+            {
+                "task_type": task_type,
+                "eligible": bool(kinds),
+                "available": available_hits(worker, task_type, kinds).count() if kinds else 0,
+                "current": current_assignment(worker, task_type),
+            }
+        )
+    return render(request, "hits/home.html", {"worker": worker, "rows": rows})
+
+
+def _start(request, task_type, hit_id=None):
+    worker = _worker(request)
+    try:
+        assignment = accept_next(worker, task_type, hit_id=hit_id)
+    except NotEligible as exc:
+        messages.error(request, str(exc).capitalize() + ".")
+        return redirect("worker-home")
+    if assignment is None:
+        messages.info(request, f"No {task_type.name} HITs are available right now. Thank you!")
+        return redirect("worker-home")
+    return redirect("assignment", pk=assignment.pk)
+
+
+@login_required
+@require_POST
+def start_working(request, slug):
+    task_type = get_object_or_404(TaskType, slug=slug)
+    hit_id = request.POST.get("hit")
+    return _start(request, task_type, int(hit_id) if hit_id and hit_id.isdigit() else None)
+
+
+@login_required
+def preview(request, slug):
+    """A read-only look at the next HIT the worker would get, before accepting it."""
+    task_type = get_object_or_404(TaskType, slug=slug)
+    worker = _worker(request)
+    kinds = eligible_kinds(worker, task_type)
+    hit = available_hits(worker, task_type, kinds).order_by("priority", "id").first() if kinds else None
+    if hit is None:
+        messages.info(request, f"No {task_type.name} HITs are available right now.")
+        return redirect("worker-home")
+    handler = task_handler(slug)
+    context = _page_context(handler, hit, None, None, worker)
+    context.update({"preview": True, "task_type": task_type})
+    return render(request, "hits/assignment.html", context)
+
+
+def _page_context(handler, hit, assignment, data, worker):
+    context = handler.page_context(hit, assignment, data)
+    key = getattr(handler, "instructions_key", hit.task_type.slug)
+    return {
+        "hit": hit,
+        "assignment": assignment,
+        "task": context,
+        "task_template": handler.template_name,
+        "instructions_collapsed": key in (worker.seen_instructions or []),
+        "errors": {},
+        "worker": worker,
+    }
+
+
+@login_required
+@rate_limited("SUBMIT_RATE_LIMIT", lambda r: f"user:{r.user.pk}")
+def assignment_page(request, pk):
+    worker = _worker(request)
+    assignment = Assignment.objects.select_related("hit__task_type").filter(pk=pk, worker=worker).first()
+    if assignment is None:
+        # Someone else's assignment, or none at all: the same answer, so ids reveal nothing.
+        raise Http404("No such assignment")
+    handler = task_handler(assignment.hit.task_type.slug)
+    if request.method == "GET":
+        if assignment.state != Assignment.State.ASSIGNED:
+            messages.info(request, f"This HIT is {assignment.get_state_display().lower()}.")
+            return redirect("worker-home")
+        return render(request, "hits/assignment.html", _page_context(handler, assignment.hit, assignment, None, worker))
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["GET", "POST"])
+    action = request.POST.get("action", "submit")
+    task_type = assignment.hit.task_type
+    if action in ("return", "skip"):
+        try:
+            return_assignment(worker, assignment.pk)
+        except AssignmentClosed as exc:
+            messages.info(request, str(exc).capitalize() + ".")
+            return redirect("worker-home")
+        if action == "skip":
+            messages.info(request, "Skipped. Here is another one.")
+            return _start(request, task_type)
+        messages.info(request, "HIT returned.")
+        return redirect("worker-home")
+    try:
+        outcome = submit_assignment(worker, assignment.pk, request.POST)
+    except AnswerErrors as exc:
+        context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
+        context["errors"] = exc.errors
+        return render(request, "hits/assignment.html", context, status=400)
+    except AssignmentClosed as exc:
+        messages.error(request, str(exc).capitalize() + ". Here is the next one.")
+        return _start(request, task_type)
+    if outcome.duplicate:
+        messages.info(request, "This HIT was already submitted; it was recorded once.")
+    else:
+        key = getattr(handler, "instructions_key", task_type.slug)
+        if key not in (worker.seen_instructions or []):
+            worker.seen_instructions = [*(worker.seen_instructions or []), key]
+            worker.save(update_fields=["seen_instructions"])
+        messages.success(request, "Submitted. Thank you!")
+    if worker.auto_accept_next:
+        return _start(request, task_type)
+    return redirect("worker-home")
+
+
+@login_required
+@require_POST
+def worker_settings(request):
+    worker = _worker(request)
+    worker.auto_accept_next = request.POST.get("auto_accept_next") == "on"
+    worker.save(update_fields=["auto_accept_next"])
+    messages.info(request, "Auto-accept is " + ("on." if worker.auto_accept_next else "off."))
+    return redirect(request.POST.get("next") or "worker-home")
+
+
+@login_required
+def history(request):
+    worker = _worker(request)
+    assignments = (
+        Assignment.objects.filter(worker=worker).select_related("hit__task_type").order_by("-accepted_at")[:200]
+    )
+    done = Assignment.objects.filter(worker=worker, state__in=Assignment.DONE_STATES)
+    totals = done.aggregate(
+        n=Count("pk"),
+        seconds=Sum("work_seconds"),
+        owed=Sum("hit__reward", filter=Q(paid=False) & ~Q(state=Assignment.State.REJECTED)),
+        bonus=Sum("bonus", filter=Q(paid=False)),
+    )
+    # SQLite sums decimals with float-like precision: round to cents.
+    owed = (Decimal(totals["owed"] or 0) + Decimal(totals["bonus"] or 0)).quantize(Decimal("0.01"))
+    return render(
+        request,
+        "hits/history.html",
+        {"assignments": assignments, "n_done": totals["n"], "seconds": totals["seconds"] or 0, "owed": owed},
+    )
+
+
+def join(request, token):
+    """Sign-up through an invitation link: creates the account and its worker identity."""
+    invitation = Invitation.objects.filter(token=token).first()
+    if invitation is None or not invitation.usable(timezone.now()):
+        return render(request, "hits/join_closed.html", status=404)
+    form = UserCreationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        Invitation.objects.filter(pk=invitation.pk).update(uses=invitation.uses + 1)
+        worker_for_user(user)
+        login(request, user)
+        messages.success(request, "Welcome! Pick a task to start.")
+        return redirect(reverse("worker-home"))
+    return render(request, "hits/join.html", {"form": form, "invitation": invitation})

@@ -1,0 +1,47 @@
+"""A worker takes the presence qualification test in Chromium and reads their standing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from annotation.services import quality
+from annotation.services.campaign_import import import_campaign
+from annotation.services.pipeline import launch_campaign
+from hits.models import HIT, Qualification
+from tests.browser.conftest import log_in
+from tests.conftest import DEMO_DIR, write_jsonl
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+PASSWORD = "browser-test-password-2"
+
+
+def test_presence_qualification_test_then_standing_page(page, tmp_path, django_user_model):
+    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
+    campaign = import_campaign(name="Qual browser", references=refs, summaries=sums).campaign
+    quality.define_qualifications(campaign, json.loads((DEMO_DIR / "qualifications.json").read_text()))
+    launch_campaign(campaign)
+    django_user_model.objects.create_user(username="quinn", password=PASSWORD)
+    log_in(page, "quinn", PASSWORD)
+    page.goto("/work/")
+    page.click("tr[data-task=presence] button:has-text('Start working')")
+    for n in range(4):
+        # Auto-accept is on: each submission leads straight to the next HIT of the test.
+        page.wait_for_selector(".presence-row")
+        hit = HIT.objects.get(pk=HIT.objects.filter(assignments__worker__user__username="quinn", assignments__state="assigned").values("pk")[:1])
+        assert hit.kind == "qualification"  # not told to the worker: the page looks like any other
+        assert "Preview" not in page.inner_text("main")
+        labels = hit.answer_key["labels"]
+        for pair in hit.payload["inline"]["pairs"]:
+            row = page.locator(f".presence-row[data-unit='{pair['id']}']")
+            row.get_by_label("Present" if labels[pair["id"]] else "Not present", exact=True).check()
+        page.click("#submit")
+        page.wait_for_load_state()
+    qualification = Qualification.objects.get(worker__user__username="quinn", task_type__slug="presence")
+    assert qualification.state == "qualified"
+    page.goto("/work/quality/")
+    row = page.locator("tr[data-task=presence]")
+    assert "Qualified" in row.inner_text() and "passed the test" in row.inner_text()
+    assert "Pending" in page.locator("tr[data-task=generation]").inner_text()

@@ -1,0 +1,140 @@
+"""Worker pages through the test client: start, preview, errors keep input, history, security."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from annotation.models import ContentUnit
+from annotation.services.campaign_import import import_campaign
+from annotation.services.pipeline import launch_campaign
+from hits.models import HIT, Assignment, Invitation, Worker
+from tests.conftest import write_jsonl
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def launched(tmp_path, researcher):
+    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
+    campaign = import_campaign(name="Pages", owner=researcher, references=refs, summaries=sums).campaign
+    launch_campaign(campaign)
+    return campaign
+
+
+def _client(django_user_model, name):
+    user = django_user_model.objects.create_user(username=name, password="pw-for-tests-123")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_worker_starts_sees_highlighted_predicate_and_errors_keep_what_was_typed(launched, django_user_model):
+    client = _client(django_user_model, "wendy")
+    home = client.get("/work/")
+    assert b"Write questions and answers" in home.content and b"Start working" in home.content
+    response = client.post("/work/generation/start/")
+    assert response.status_code == 302
+    page = client.get(response["Location"])
+    assert b'<mark class="predicate" id="predicate">blamed</mark>' in page.content
+    assert page.content.count(b'name="q') >= 5 * 4  # 5 questions with 3 answers each
+    bad = client.post(response["Location"], {"action": "submit", "q1": "Who blamed someone?", "q1_a1": "Policemen", "feedback": "hello"})
+    assert bad.status_code == 400
+    assert b'value="Who blamed someone?"' in bad.content and b'value="Policemen"' in bad.content
+    assert b"copied from the sentence" in bad.content and b">hello</textarea>" in bad.content
+    good = client.post(response["Location"], {"action": "submit", "q1": "Who blamed someone?", "q1_a1": "Police"})
+    assert good.status_code == 302
+    assert ContentUnit.objects.get().question == "Who blamed someone?"
+
+
+def test_preview_then_accept_and_history_shows_earnings(launched, django_user_model):
+    client = _client(django_user_model, "paula")
+    preview = client.get("/work/generation/preview/")
+    assert preview.status_code == 200 and b"Preview:" in preview.content and b"Accept this HIT" in preview.content
+    assert Assignment.objects.count() == 0  # previewing accepts nothing
+    hit = HIT.objects.get()
+    accepted = client.post("/work/generation/start/", {"hit": hit.pk})
+    assignment = Assignment.objects.get()
+    assert accepted["Location"] == f"/work/assignments/{assignment.pk}/"
+    client.post("/work/settings/", {})  # auto-accept off
+    client.post(accepted["Location"], {"action": "submit", "q1": "Who blamed someone?", "q1_a1": "Police"})
+    history = client.get("/work/history/")
+    assert b'<span id="n-done">1</span>' in history.content and b'<strong id="owed">$0.32</strong>' in history.content
+
+
+def test_another_workers_assignment_is_not_found(launched, django_user_model):
+    owner = _client(django_user_model, "owner")
+    location = owner.post("/work/generation/start/")["Location"]
+    intruder = _client(django_user_model, "intruder")
+    assert intruder.get(location).status_code == 404
+    assert intruder.post(location, {"action": "submit", "q1": "Who blamed someone?", "q1_a1": "Police"}).status_code == 404
+    assert Assignment.objects.get().state == "assigned"
+
+
+def test_forms_require_csrf(launched, django_user_model):
+    django_user_model.objects.create_user(username="csrf", password="pw-for-tests-123")
+    client = Client(enforce_csrf_checks=True)
+    client.login(username="csrf", password="pw-for-tests-123")
+    assert client.post("/work/generation/start/").status_code == 403
+    assert not Assignment.objects.exists()
+
+
+def test_worker_text_is_escaped_on_the_verifier_page(launched, django_user_model):
+    writer = _client(django_user_model, "writer")
+    location = writer.post("/work/generation/start/")["Location"]
+    writer.post("/work/settings/", {})
+    response = writer.post(location, {"action": "submit", "q1": "Who <script>alert(1)</script> blamed someone?", "q1_a1": "Police"})
+    assert response.status_code == 302
+    verifier = _client(django_user_model, "verifier")
+    page = verifier.get(verifier.post("/work/verification/start/")["Location"])
+    assert b"<script>alert(1)</script>" not in page.content
+    assert b"Who &lt;script&gt;alert(1)&lt;/script&gt; blamed someone?" in page.content
+
+
+def test_expired_assignment_is_refused_with_a_message_and_the_next_hit_offered(launched, django_user_model):
+    client = _client(django_user_model, "late")
+    location = client.post("/work/generation/start/")["Location"]
+    Assignment.objects.update(expires_at=timezone.now() - timedelta(minutes=1))
+    response = client.post(location, {"action": "submit", "q1": "Who blamed someone?", "q1_a1": "Police"}, follow=True)
+    assert b"expired and can no longer be submitted" in response.content
+    assert Assignment.objects.get().state == "expired"
+
+
+def test_skip_and_return(launched, django_user_model):
+    client = _client(django_user_model, "skipper")
+    location = client.post("/work/generation/start/")["Location"]
+    response = client.post(location, {"action": "return"}, follow=True)
+    assert b"HIT returned." in response.content
+    assert Assignment.objects.get().state == "returned" and HIT.objects.get().n_taken == 0
+
+
+def test_progress_page_is_for_the_campaigns_researchers_only(launched, researcher, other_researcher, django_user_model):
+    owner = Client()
+    owner.force_login(researcher)
+    page = owner.get("/campaigns/pages/progress/")
+    assert page.status_code == 200 and b'data-stage="generation"' in page.content
+    other = Client()
+    other.force_login(other_researcher)
+    assert other.get("/campaigns/pages/progress/").status_code == 404
+    worker = _client(django_user_model, "nosy")
+    assert worker.get("/campaigns/pages/progress/").status_code == 404
+    assert other.post("/campaigns/pages/control/", {"action": "pause"}).status_code == 404
+    owner.post("/campaigns/pages/control/", {"action": "pause"})
+    launched.refresh_from_db()
+    assert launched.state == "paused"
+    assert _client(django_user_model, "idle").post("/work/generation/start/", follow=True).content.count(b"No Write questions") == 1
+
+
+def test_invitation_link_signs_up_a_worker(client):
+    invitation = Invitation.objects.create(note="Welcome, pilot crowd", max_uses=1)
+    page = client.get(f"/join/{invitation.token}/")
+    assert b"Welcome, pilot crowd" in page.content
+    response = client.post(f"/join/{invitation.token}/", {"username": "newbie", "password1": "correct-horse-battery", "password2": "correct-horse-battery"})
+    assert response.status_code == 302 and response["Location"] == "/work/"
+    assert Worker.objects.filter(user__username="newbie").exists()
+    assert Client().get(f"/join/{invitation.token}/").status_code == 404  # used up
+    assert Client().get("/join/not-a-token/").status_code == 404
