@@ -1,0 +1,47 @@
+"""``manage.py campaign_scores``: per-system QAPyramid / nQAPyramid and agreement."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand
+
+from annotation.management.campaigns import campaign_from_slug
+from annotation.models import SummaryScore
+from annotation.services.scores import campaign_scores, recompute_summary_scores
+
+
+class Command(BaseCommand):
+    help = "Print a campaign's scores: JSON for scripts (--format json) or a table for people."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--campaign", required=True, help="Campaign slug.")
+        parser.add_argument("--format", choices=["json", "table"], default="table")
+        parser.add_argument("--bootstrap", type=int, default=1000, help="Bootstrap replicates for intervals.")
+
+    def handle(self, *args, **options):
+        campaign = campaign_from_slug(options["campaign"])
+        if not SummaryScore.objects.filter(summary__system__campaign=campaign).exists():
+            recompute_summary_scores(campaign)
+        result = campaign_scores(campaign, n_boot=options["bootstrap"])
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(result, indent=2))
+            return
+        alpha = result["alpha"]
+        self.stdout.write(f"Campaign {result['campaign']}: {result['n_units']:,} units, {result['n_judgments']:,} judgments")
+        if alpha["pooled"] is not None:
+            self.stdout.write(f"Krippendorff's alpha (pooled): {alpha['pooled']:.3f}  95% CI [{alpha['ci95'][0]:.3f}, {alpha['ci95'][1]:.3f}]")
+        else:
+            self.stdout.write("Krippendorff's alpha: undefined (no unit with two judgments, or no disagreement possible)")
+        self.stdout.write(f"{'system':<32} {'QAPyramid':>9} {'95% CI':>15} {'nQAPyramid':>10} {'alpha':>6} {'n':>5}")
+        ranked = sorted(result["systems"].items(), key=lambda kv: -(kv[1]["qapyramid"] or -1))
+        for name, s in ranked:
+            ci = s["ci95"]
+            self.stdout.write(
+                f"{name:<32} {_f(s['qapyramid']):>9} {('[' + _f(ci[0]) + ', ' + _f(ci[1]) + ']'):>15} "
+                f"{_f(s['nqapyramid']):>10} {_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
+            )
+
+
+def _f(x, digits=3):
+    return "—" if x is None else f"{x:.{digits}f}"

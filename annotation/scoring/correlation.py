@@ -1,0 +1,115 @@
+"""Meta-evaluation: how an automatic metric's ranking agrees with the gold QAPyramid.
+
+- system level: the correlation between the systems' mean scores;
+- summary level: for each example, the correlation across systems of the
+  summaries' scores, then the mean over examples where it is defined.
+Kendall's tau is scipy's tau-b; Pearson and Spearman as in scipy.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import stats
+
+METHODS = ("kendall", "pearson", "spearman")
+
+
+def correlation(x, y, method: str = "kendall") -> float:
+    """One correlation coefficient; NaN when undefined (fewer than 2 points, or a constant side)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}")
+    if x.size < 2 or np.all(x == x[0]) or np.all(y == y[0]):
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if method == "kendall":
+            return float(stats.kendalltau(x, y).statistic)
+        if method == "pearson":
+            return float(stats.pearsonr(x, y)[0])
+        return float(stats.spearmanr(x, y).statistic)
+
+
+def _means(values, index):
+    index = np.asarray(index, dtype=np.int64)
+    values = np.asarray(values, dtype=float)
+    keep = ~np.isnan(values)
+    size = int(index.max()) + 1 if index.size else 0
+    total = np.bincount(index[keep], weights=values[keep], minlength=size)
+    count = np.bincount(index[keep], minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def system_level_correlation(metric, gold, system_index, method: str = "kendall") -> float:
+    """Correlation between per-system means of ``metric`` and of ``gold`` (one value per summary)."""
+    return correlation(_means(metric, system_index), _means(gold, system_index), method)
+
+
+def summary_level_correlation(metric, gold, example_index, system_index, method: str = "kendall") -> tuple[float, int]:
+    """Mean over examples of the across-system correlation; returns (mean, number of examples used)."""
+    metric = np.asarray(metric, dtype=float)
+    gold = np.asarray(gold, dtype=float)
+    example_index = np.asarray(example_index, dtype=np.int64)
+    order = np.argsort(example_index, kind="stable")
+    bounds = np.flatnonzero(np.diff(example_index[order])) + 1
+    values = []
+    for rows in np.split(order, bounds):
+        if rows.size:
+            r = correlation(metric[rows], gold[rows], method)
+            if not np.isnan(r):
+                values.append(r)
+    return (float(np.mean(values)) if values else float("nan")), len(values)
+
+
+def correlations_by_subgroup(metric, gold, example_index, system_index, subgroups=None, methods=METHODS) -> dict:
+    """System- and summary-level correlations for all systems and for each named subgroup of system indices."""
+    system_index = np.asarray(system_index, dtype=np.int64)
+    groups = {"all": None, **(subgroups or {})}
+    result = {}
+    for name, members in groups.items():
+        rows = np.ones(system_index.shape, bool) if members is None else np.isin(system_index, list(members))
+        entry = {}
+        for method in methods:
+            summary, n_examples = summary_level_correlation(
+                np.asarray(metric)[rows], np.asarray(gold)[rows], np.asarray(example_index)[rows], system_index[rows], method
+            )
+            entry[method] = {
+                "system": system_level_correlation(np.asarray(metric)[rows], np.asarray(gold)[rows], system_index[rows], method),
+                "summary": summary,
+                "n_examples": n_examples,
+            }
+        result[name] = entry
+    return result
+
+
+def bootstrap_score_ci(summary_scores, example_index, system_index, n_boot: int = 1000, ci: float = 0.95, seed: int = 0):
+    """Percentile bootstrap interval of each system's mean score, resampling examples with replacement.
+
+    Returns an array (systems × 2) of [lo, hi].  Vectorised: the replicate
+    means are one product of the draw counts with the systems × examples
+    score matrix.
+    """
+    scores = np.asarray(summary_scores, dtype=float)
+    examples, ex = np.unique(np.asarray(example_index, dtype=np.int64), return_inverse=True)
+    ex = ex.ravel()
+    system_index = np.asarray(system_index, dtype=np.int64)
+    n_sys = int(system_index.max()) + 1 if system_index.size else 0
+    matrix = np.zeros((n_sys, len(examples)))
+    mask = np.zeros((n_sys, len(examples)))
+    keep = ~np.isnan(scores)
+    np.add.at(matrix, (system_index[keep], ex[keep]), scores[keep])
+    np.add.at(mask, (system_index[keep], ex[keep]), 1.0)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(len(examples), np.full(len(examples), 1.0 / len(examples)), size=n_boot).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = (draws @ matrix.T) / (draws @ mask.T)
+    tail = (1.0 - ci) / 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.nanquantile(means, [tail, 1.0 - tail], axis=0).T

@@ -1,0 +1,98 @@
+"""Export of a campaign, enough to reproduce the study from the export alone.
+
+- ``examples.jsonl``: one object per example: id, reference, source, the QA
+  pairs (or units) per predicate, gold labels per system, and per-system
+  summary scores;
+- ``judgments.csv``: every presence judgment (worker ids pseudonymised on
+  request, excluded judgments marked); cells that a spreadsheet would read
+  as a formula are prefixed with a quote;
+- ``campaign.json``: the campaign's settings and the export's counts.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+
+from django.forms.models import model_to_dict
+
+from annotation.models import Campaign, ContentUnit, Example, GoldPresence, PresenceJudgment, SummaryScore, SystemSummary
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value) -> str:
+    """Text a spreadsheet will not run as a formula (OWASP's advice: prefix with a quote)."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def pseudonym(worker_id: str, salt: str) -> str:
+    return "w-" + hashlib.sha256(f"{salt}:{worker_id}".encode()).hexdigest()[:12]
+
+
+def export_campaign(campaign: Campaign, out_dir: Path | str, *, pseudonymise: bool = False, salt: str = "") -> dict:
+    """Write the three export files into ``out_dir``; returns what was written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    units_by_example: dict[int, list] = {}
+    for unit in ContentUnit.objects.filter(example__campaign=campaign).select_related("predicate").order_by("example_id", "index"):
+        units_by_example.setdefault(unit.example_id, []).append(unit)
+    gold_by_summary: dict[int, dict] = {}
+    for unit_id, summary_id, present, origin in GoldPresence.objects.filter(summary__system__campaign=campaign).values_list(
+        "unit_id", "summary_id", "present", "origin"
+    ):
+        gold_by_summary.setdefault(summary_id, {}).setdefault(unit_id, {})[origin] = present
+    summaries_by_example: dict[int, list] = {}
+    for summary in SystemSummary.objects.filter(system__campaign=campaign).select_related("system"):
+        summaries_by_example.setdefault(summary.example_id, []).append(summary)
+    scores = {s.summary_id: s for s in SummaryScore.objects.filter(summary__system__campaign=campaign)}
+    n_examples = 0
+    with (out / "examples.jsonl").open("w", encoding="utf-8") as f:
+        for example in Example.objects.filter(campaign=campaign).order_by("position"):
+            predicates: dict[str, dict] = {}
+            for unit in units_by_example.get(example.pk, []):
+                key = str(unit.predicate_id) if unit.predicate_id else "units"
+                entry = predicates.setdefault(key, {
+                    "predicate": (unit.predicate.text or unit.predicate.external_id) if unit.predicate_id else None,
+                    "pairs": [],
+                })
+                entry["pairs"].append({"id": unit.pk, "question": unit.question, "answers": unit.answers, "text": unit.text, "state": unit.state})
+            systems = {}
+            for summary in summaries_by_example.get(example.pk, []):
+                gold = gold_by_summary.get(summary.pk, {})
+                score = scores.get(summary.pk)
+                systems[summary.system.name] = {
+                    "summary": summary.text,
+                    "gold": {str(u): labels.get("majority", labels.get("imported")) for u, labels in gold.items()},
+                    "imported_gold": {str(u): labels["imported"] for u, labels in gold.items() if "imported" in labels} or None,
+                    "qapyramid": score.qapyramid if score else None,
+                    "nqapyramid": score.nqapyramid if score else None,
+                }
+            f.write(json.dumps({"id": example.external_id, "reference": example.reference, "source": example.source or None,
+                                "predicates": list(predicates.values()), "systems": systems}, ensure_ascii=False) + "\n")
+            n_examples += 1
+    n_judgments = 0
+    with (out / "judgments.csv").open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["example", "system", "unit", "question", "answers", "worker", "present", "excluded", "assignment"])
+        rows = PresenceJudgment.objects.filter(summary__system__campaign=campaign).values_list(
+            "summary__example__external_id", "summary__system__name", "unit_id", "unit__question", "unit__answers",
+            "worker__external_id", "present", "excluded", "assignment_id",
+        ).order_by("summary__example__position", "summary__system__name", "unit_id", "pk")
+        for example_id, system, unit_id, question, answers, worker, present, excluded, assignment in rows.iterator(chunk_size=5000):
+            writer.writerow([
+                spreadsheet_safe(example_id), spreadsheet_safe(system), unit_id, spreadsheet_safe(question),
+                spreadsheet_safe(" / ".join(answers or [])), spreadsheet_safe(pseudonym(worker, salt) if pseudonymise else worker),
+                int(present), int(excluded), assignment or "",
+            ])
+            n_judgments += 1
+    settings = model_to_dict(campaign, exclude=["owner", "shared_with", "batch"])
+    settings = {k: (str(v) if not isinstance(v, (int, float, str, bool, type(None))) else v) for k, v in settings.items()}
+    (out / "campaign.json").write_text(
+        json.dumps({"campaign": settings, "counts": {"examples": n_examples, "judgments": n_judgments}, "pseudonymised": pseudonymise}, indent=2),
+        encoding="utf-8",
+    )
+    return {"dir": str(out), "examples": n_examples, "judgments": n_judgments}

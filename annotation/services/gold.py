@@ -1,0 +1,85 @@
+"""Gold presence labels from the judgments that count.
+
+Gold presence of a unit in a summary is the majority of its judges' labels,
+leaving out excluded judgments.  A tie (possible with an even number of
+judges) is decided by the campaign's tie rule: "absent" (the default, as in
+PyrXSum), "present", or "exclude" (no gold label; the unit does not count).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from django.db.models import Count, Q
+
+from annotation.models import Campaign, GoldPresence, PresenceJudgment
+
+
+def majority_label(n_judgments: int, n_present: int, tie_rule: str) -> bool | None:
+    """The majority label of one unit; ``None`` when there is no label to give."""
+    if n_judgments == 0:
+        return None
+    twice = 2 * n_present
+    if twice > n_judgments:
+        return True
+    if twice < n_judgments:
+        return False
+    return {Campaign.TieRule.ABSENT: False, Campaign.TieRule.PRESENT: True}.get(tie_rule)
+
+
+def refresh_gold(campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
+    """Recompute the gold labels of the given (unit id, summary id) pairs in one aggregate query.
+
+    Pairs whose judgments all got excluded lose their gold label.  Returns
+    the number of labels written.
+    """
+    pairs = set(pairs)
+    if not pairs:
+        return 0
+    unit_ids = {u for u, _ in pairs}
+    summary_ids = {s for _, s in pairs}
+    counts = (
+        PresenceJudgment.objects.filter(unit_id__in=unit_ids, summary_id__in=summary_ids, excluded=False)
+        .values("unit_id", "summary_id")
+        .annotate(n=Count("pk"), n_present=Count("pk", filter=Q(present=True)))
+    )
+    rows = []
+    for row in counts:
+        key = (row["unit_id"], row["summary_id"])
+        if key not in pairs:
+            continue
+        rows.append(
+            GoldPresence(
+                unit_id=key[0],
+                summary_id=key[1],
+                present=majority_label(row["n"], row["n_present"], campaign.tie_rule),
+                n_judgments=row["n"],
+                n_present=row["n_present"],
+                origin=GoldPresence.Origin.MAJORITY,
+            )
+        )
+    covered = {(r.unit_id, r.summary_id) for r in rows}
+    stale = pairs - covered
+    if stale:
+        condition = Q()
+        for unit_id, summary_id in stale:
+            condition |= Q(unit_id=unit_id, summary_id=summary_id)
+        GoldPresence.objects.filter(condition, origin=GoldPresence.Origin.MAJORITY).delete()
+    GoldPresence.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["unit", "summary", "origin"],
+        update_fields=["present", "n_judgments", "n_present", "origin"],
+        batch_size=2000,
+    )
+    return len(rows)
+
+
+def schedule_score_update(campaign: Campaign, summary_ids) -> None:
+    """After the current transaction commits, recompute these summaries' scores (a Celery task)."""
+    from annotation.tasks import recompute_scores_task
+    from hits.outbox import send_after_commit
+
+    ids = sorted(set(summary_ids))
+    if ids:
+        send_after_commit(recompute_scores_task, campaign.pk, ids)
