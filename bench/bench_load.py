@@ -1,0 +1,295 @@
+"""Load benchmark: gunicorn on PostgreSQL with a Celery worker on Redis, N simulated workers over HTTP.
+
+Each simulated worker repeats accept -> open the HIT page -> submit on presence
+HITs for a bounded time.  For each level the script prints
+
+    load workers=N cycles_per_s=X p50_ms=A p95_ms=B p99_ms=C queries_per_request=Q overfilled=0 duplicate_assignments=0 lost_submissions=0
+
+(latencies are per HTTP request; the three counts are measured in the database
+after the run).  Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres)
+and Redis on 127.0.0.1:6379; it creates and drops its own database
+"qapyr_bench" and uses Redis database 5.  Everything runs on loopback.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+LEVELS = [int(x) for x in os.environ.get("BENCH_LOAD_LEVELS", "50,100,200").split(",")]
+SECONDS = float(os.environ.get("BENCH_LOAD_SECONDS", "20"))
+DB = "qapyr_bench"
+N_EXAMPLES = int(os.environ.get("BENCH_LOAD_EXAMPLES", "800"))
+N_SYSTEMS = 10
+
+
+def reachable(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def environment(port: int) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "REDIS_URL"))}
+    env.update(
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{DB}",
+        CELERY_BROKER_URL="redis://127.0.0.1:6379/5",
+        REDIS_URL="redis://127.0.0.1:6379/5",
+        SECRET_KEY="bench-" + secrets.token_hex(24),
+        DEBUG="0",
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        SECURE_SSL_REDIRECT="0",
+        SESSION_COOKIE_SECURE="0",
+        CSRF_COOKIE_SECURE="0",
+        LOGIN_RATE_LIMIT="100000/60",
+        SUBMIT_RATE_LIMIT="100000/60",
+        COUNT_QUERIES="1",
+        DB_CONN_MAX_AGE="600",
+        DATA_DIR=tempfile.mkdtemp(prefix="qapyr-bench-"),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def recreate_database() -> None:
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB}")
+
+
+SETUP = r'''
+import json, secrets, sys
+from pathlib import Path
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+from annotation.services.campaign_import import import_campaign
+from annotation.services.pipeline import launch_campaign
+from hits.models import Worker
+
+folder, n_workers = Path(sys.argv[1]), int(sys.argv[2])
+campaign = import_campaign(name=f"Load {n_workers}", folder=folder, predicates="none").campaign
+launch_campaign(campaign)
+User = get_user_model()
+sessions = []
+for i in range(n_workers):
+    user = User.objects.create_user(f"load{n_workers}-{i}", password=None)
+    Worker.objects.create(user=user, external_id=f"load{n_workers}-{i}", auto_accept_next=False)
+    store = SessionStore()
+    store["_auth_user_id"] = str(user.pk)
+    store["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+    store["_auth_user_hash"] = user.get_session_auth_hash()
+    store.create()
+    sessions.append(store.session_key)
+print(json.dumps(sessions))
+'''
+
+CHECKS = r'''
+import json, sys
+import django
+django.setup()
+from django.db import connection
+acknowledged = json.loads(sys.stdin.read())
+with connection.cursor() as c:
+    c.execute("""SELECT count(*) FROM hits_hit h WHERE (SELECT count(*) FROM hits_assignment a WHERE a.hit_id = h.id
+                 AND a.state IN ('assigned','submitted','approved','rejected')) > h.max_assignments""")
+    overfilled = c.fetchone()[0]
+    c.execute("SELECT count(*) FROM (SELECT hit_id, worker_id FROM hits_assignment GROUP BY hit_id, worker_id HAVING count(*) > 1) d")
+    duplicates = c.fetchone()[0]
+    c.execute("""SELECT a.id, a.state, (SELECT count(*) FROM annotation_presencejudgment j WHERE j.assignment_id = a.id),
+                 jsonb_array_length(a.answers->'labels') FROM hits_assignment a WHERE a.id = ANY(%s)""", [acknowledged])
+    rows = c.fetchall()
+found = {r[0]: r for r in rows}
+lost = sum(1 for a in acknowledged if a not in found or found[a][1] != "submitted" or found[a][2] != found[a][3])
+print(json.dumps({"overfilled": overfilled, "duplicates": duplicates, "lost": lost}))
+'''
+
+
+def write_dataset(root: Path) -> None:
+    (root / "summaries").mkdir(parents=True)
+    ids = [f"doc{i}" for i in range(N_EXAMPLES)]
+    (root / "ids.txt").write_text("\n".join(ids) + "\n")
+    (root / "references.txt").write_text("\n".join(f"<t> Reference {i} about a topic . </t>" for i in ids) + "\n")
+    (root / "SCUs.txt").write_text("\n".join("\t".join(f"fact {u} of {i}" for u in range(4)) for i in ids) + "\n")
+    for s in range(N_SYSTEMS):
+        (root / "summaries" / f"sys{s}.summary").write_text("\n".join(f"System {s} says {i} ." for i in ids) + "\n")
+
+
+class Client:
+    """One simulated worker's keep-alive HTTP connection with its session and CSRF cookies."""
+
+    def __init__(self, port: int, session: str):
+        self.port = port
+        self.csrf = secrets.token_hex(16)
+        self.headers = {
+            "Cookie": f"sessionid={session}; csrftoken={self.csrf}",
+            "X-CSRFToken": self.csrf,
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Connection": "keep-alive",
+        }
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def request(self, method: str, path: str, body: dict | None = None):
+        data = urlencode(body or {}) if method == "POST" else None
+        started = time.perf_counter()
+        try:
+            self.conn.request(method, path, body=data, headers=self.headers)
+            response = self.conn.getresponse()
+            content = response.read()
+        except (http.client.HTTPException, OSError):
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            raise
+        elapsed = time.perf_counter() - started
+        return response.status, response.getheader("Location", ""), content, elapsed, int(response.getheader("X-DB-Queries", "0"))
+
+
+def run_level(port: int, sessions: list[str], seconds: float) -> dict:
+    latencies: list[float] = []
+    queries: list[int] = []
+    acknowledged: list[int] = []
+    errors = [0]
+    lock = threading.Lock()
+    stop_at = time.perf_counter() + seconds
+    unit_field = re.compile(rb'name="(p_\d+)"')
+
+    def work(session: str):
+        client = Client(port, session)
+        local_lat, local_q, local_ack = [], [], []
+        while time.perf_counter() < stop_at:
+            try:
+                status, location, _, t1, q1 = client.request("POST", "/work/presence/start/")
+                match = re.search(r"/work/assignments/(\d+)/", location)
+                if status != 302 or not match:
+                    break  # nothing left for this worker
+                page_path = match.group(0)
+                status, _, body, t2, q2 = client.request("GET", page_path)
+                fields = {name.decode(): "1" for name in unit_field.findall(body)}
+                status, _, _, t3, q3 = client.request("POST", page_path, {"action": "submit", **fields})
+                local_lat += [t1, t2, t3]
+                local_q += [q1, q2, q3]
+                if status == 302:
+                    local_ack.append(int(match.group(1)))
+                else:
+                    with lock:
+                        errors[0] += 1
+            except Exception:  # noqa: BLE001 - counted, the run goes on
+                with lock:
+                    errors[0] += 1
+        with lock:
+            latencies.extend(local_lat)
+            queries.extend(local_q)
+            acknowledged.extend(local_ack)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+
+    def pct(p):
+        return 1000 * latencies[min(len(latencies) - 1, int(p * len(latencies)))] if latencies else float("nan")
+
+    return {
+        "cycles_per_s": len(acknowledged) / elapsed,
+        "p50": pct(0.50),
+        "p95": pct(0.95),
+        "p99": pct(0.99),
+        "queries": statistics.mean(queries) if queries else float("nan"),
+        "acknowledged": acknowledged,
+        "errors": errors[0],
+    }
+
+
+def main() -> int:
+    if not (reachable(5432) and reachable(6379)):
+        print("load skipped: needs PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379")
+        return 0
+    port = free_port()
+    env = environment(port)
+    recreate_database()
+    subprocess.run([PY, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    procs = []
+    try:
+        for workers in LEVELS:
+            with tempfile.TemporaryDirectory() as tmp:
+                write_dataset(Path(tmp) / "ds")
+                out = subprocess.run(
+                    [PY, "-c", SETUP, str(Path(tmp) / "ds"), str(workers)], cwd=REPO, env=env | {"DJANGO_SETTINGS_MODULE": "config.settings"},
+                    check=True, capture_output=True, text=True,
+                ).stdout
+            import json
+
+            sessions = json.loads(out.strip().splitlines()[-1])
+            # Earlier levels' campaigns are finished or paused so each level works on fresh HITs.
+            gunicorn = subprocess.Popen(
+                [shutil.which("gunicorn", path=str(Path(PY).parent)) or "gunicorn", "config.wsgi:application", "-b", f"127.0.0.1:{port}",
+                 "-k", "gthread", "-w", os.environ.get("BENCH_GUNICORN_WORKERS", "3"), "--threads", os.environ.get("BENCH_GUNICORN_THREADS", "8"),
+                 "--backlog", "2048", "--log-level", "warning"],
+                cwd=REPO, env=env,
+            )
+            celery = subprocess.Popen(
+                [PY, "-m", "celery", "-A", "config", "worker", "-c", "1", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
+                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            procs = [gunicorn, celery]
+            for _ in range(100):
+                if reachable(port):
+                    break
+                time.sleep(0.1)
+            result = run_level(port, sessions, SECONDS)
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.wait(timeout=30)
+            procs = []
+            checks = json.loads(
+                subprocess.run([PY, "-c", CHECKS], cwd=REPO, env=env | {"DJANGO_SETTINGS_MODULE": "config.settings"}, input=json.dumps(result["acknowledged"]),
+                               check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+            )
+            subprocess.run([PY, "-c", "import django; django.setup(); from annotation.models import Campaign; Campaign.objects.update(state='cancelled'); "
+                            "from hits.models import Batch; Batch.objects.update(state='cancelled')"],
+                           cwd=REPO, env=env | {"DJANGO_SETTINGS_MODULE": "config.settings"}, check=True)
+            print(
+                f"load workers={workers} cycles_per_s={result['cycles_per_s']:.1f} p50_ms={result['p50']:.0f} "
+                f"p95_ms={result['p95']:.0f} p99_ms={result['p99']:.0f} queries_per_request={result['queries']:.1f} "
+                f"overfilled={checks['overfilled']} duplicate_assignments={checks['duplicates']} lost_submissions={checks['lost']}"
+                f" errors={result['errors']}",
+                flush=True,
+            )
+    finally:
+        for p in procs:
+            p.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

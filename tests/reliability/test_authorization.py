@@ -1,0 +1,132 @@
+"""Who may open what: every URL of the platform for anonymous users, workers, researchers and staff."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from annotation.services.campaign_import import import_campaign
+from annotation.services.pipeline import launch_campaign
+from hits.models import Assignment, Invitation, TaskType, Worker
+from hits.services import accept_next
+from tests.conftest import write_jsonl
+
+pytestmark = pytest.mark.django_db
+
+# Every named route must appear here; a new page without a row fails test_every_url_is_in_the_matrix.
+# Expected status per role: anonymous, worker (owner of the assignment), other worker, other researcher, owner, staff.
+LOGIN = "login"  # a redirect to the login page
+MATRIX = {
+    "home": ("GET", {}, [200, 302, 302, 200, 200, 200]),
+    "healthz": ("GET", {}, [200, 200, 200, 200, 200, 200]),
+    "login": ("GET", {}, [200, 200, 200, 200, 200, 200]),
+    "logout": ("POST", {}, [302, 302, 302, 302, 302, 302]),
+    "join": ("GET", {"token": "TOKEN"}, [200, 200, 200, 200, 200, 200]),
+    "campaign-detail": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-progress": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-control": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),
+    "campaign-workers": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-worker-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),
+    "campaign-leaderboard": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-qualifications": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "worker-home": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
+    "worker-history": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
+    "worker-quality": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
+    "worker-settings": ("POST", {}, [LOGIN, 302, 302, 302, 302, 302]),
+    "assignment": ("GET", {"pk": "ASSIGNMENT"}, [LOGIN, 200, 404, 404, 404, 404]),
+    "start-working": ("POST", {"slug": "generation"}, [LOGIN, 302, 302, 302, 302, 302]),
+    "preview": ("GET", {"slug": "generation"}, [LOGIN, 302, 302, 302, 302, 302]),  # the only HIT is taken
+}
+ROLES = ["anonymous", "worker", "other_worker", "other_researcher", "owner", "staff"]
+
+
+def _named_routes(resolver=None, prefix=""):
+    resolver = resolver or get_resolver()
+    for pattern in resolver.url_patterns:
+        if isinstance(pattern, URLResolver):
+            if pattern.namespace == "admin":
+                continue
+            yield from _named_routes(pattern, prefix)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            yield pattern.name
+
+
+def test_every_url_is_in_the_matrix():
+    unknown = set(_named_routes()) - set(MATRIX)
+    assert not unknown, f"add these routes to the authorization matrix: {sorted(unknown)}"
+
+
+@pytest.fixture
+def world(tmp_path, django_user_model):
+    users = {
+        "worker": django_user_model.objects.create_user("mw", password="pw-matrix-123"),
+        "other_worker": django_user_model.objects.create_user("mo", password="pw-matrix-123"),
+        "other_researcher": django_user_model.objects.create_user("mr", password="pw-matrix-123"),
+        "owner": django_user_model.objects.create_user("mown", password="pw-matrix-123"),
+        "staff": django_user_model.objects.create_user("mstaff", password="pw-matrix-123", is_staff=True),
+    }
+    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e", "reference": "Police blamed the driver."}])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e", "system": "s", "summary": "Police blamed him."}])
+    campaign = import_campaign(name="Matrix", owner=users["owner"], references=refs, summaries=sums).campaign
+    launch_campaign(campaign)
+    worker = Worker.objects.create(external_id="mw", user=users["worker"])
+    Worker.objects.create(external_id="mo", user=users["other_worker"])
+    from annotation.services.campaign_import import import_campaign as again
+
+    refs2 = write_jsonl(tmp_path / "r2.jsonl", [{"id": "x", "reference": "Rain fell."}])
+    sums2 = write_jsonl(tmp_path / "s2.jsonl", [{"id": "x", "system": "s", "summary": "It rained."}])
+    again(name="Other", owner=users["other_researcher"], references=refs2, summaries=sums2)
+    assignment = accept_next(worker, TaskType.objects.get(slug="generation"))
+    return users, assignment, Invitation.objects.create()
+
+
+@pytest.mark.parametrize("name", sorted(MATRIX))
+def test_authorization_matrix(world, name):
+    from django.urls import reverse
+
+    users, assignment, invitation = world
+    method, kwargs, expected = MATRIX[name]
+    kwargs = {k: (assignment.pk if v == "ASSIGNMENT" else invitation.token if v == "TOKEN" else v) for k, v in kwargs.items()}
+    url = reverse(name, kwargs=kwargs)
+    for role, want in zip(ROLES, expected):
+        client = Client()
+        if role != "anonymous":
+            client.force_login(users[role])
+        response = client.post(url, {}) if method == "POST" else client.get(url)
+        if want == LOGIN:
+            assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), (name, role, response.status_code)
+        else:
+            assert response.status_code == want, (name, role, response.status_code)
+    assert Assignment.objects.get(pk=assignment.pk).state == "assigned"
+
+
+def test_admin_is_for_staff_only(world):
+    users, _, _ = world
+    for role in ("worker", "owner"):
+        client = Client()
+        client.force_login(users[role])
+        assert client.get("/admin/").status_code == 302
+    staff = Client()
+    users["staff"].is_superuser = True
+    users["staff"].save()
+    staff.force_login(users["staff"])
+    assert staff.get("/admin/").status_code == 200
+    assert staff.get("/admin/annotation/campaign/").status_code == 200
+
+
+def test_every_state_changing_view_requires_csrf(world):
+    from django.urls import reverse
+
+    users, assignment, invitation = world
+    for name, (method, kwargs, _) in MATRIX.items():
+        if method != "POST" or name == "logout":
+            continue
+        kwargs = {k: (assignment.pk if v == "ASSIGNMENT" else v) for k, v in kwargs.items()}
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(users["owner"])
+        assert client.post(reverse(name, kwargs=kwargs), {}).status_code == 403, name
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(users["worker"])
+    assert client.post(reverse("assignment", kwargs={"pk": assignment.pk}), {"action": "return"}).status_code == 403
+    assert Assignment.objects.get(pk=assignment.pk).state == "assigned"
