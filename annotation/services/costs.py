@@ -1,0 +1,126 @@
+"""What a campaign will cost: HIT counts per stage, rewards and the crowd platform's commission.
+
+The pipeline creates HITs stage by stage (verification after generation,
+presence once an example's predicates are settled), so before launch the
+preview *estimates* the later stages from what the protocol implies:
+
+- generation: one HIT per predicate, ``assignments_generation`` each;
+- verification: one HIT per predicate, ``assignments_verification`` each;
+- presence: one HIT per (system summary, predicate of its example) for a
+  "qa" campaign, or per (system summary, group of units) for an "scu"
+  campaign, ``assignments_presence`` each.
+
+Redo rounds cannot be known in advance: ``redo_share`` (the expected share of
+predicates that go round again, default 10%) adds their generation and
+verification HITs.  Amazon Mechanical Turk's commission is 20% of rewards and
+bonuses, plus 20% more on HITs with 10 or more assignments; local campaigns
+pay no commission.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.db.models import Count
+
+from annotation.models import Campaign, ContentUnit, Predicate, SystemSummary
+
+MTURK_COMMISSION = Decimal("0.20")
+MTURK_LARGE_HIT_EXTRA = Decimal("0.20")
+MTURK_LARGE_HIT_ASSIGNMENTS = 10
+CENT = Decimal("0.01")
+
+
+def mturk_fee(reward: Decimal, max_assignments: int) -> Decimal:
+    """MTurk's commission on one paid assignment: 20% of the reward, 40% for HITs of 10+ assignments."""
+    rate = MTURK_COMMISSION + (MTURK_LARGE_HIT_EXTRA if max_assignments >= MTURK_LARGE_HIT_ASSIGNMENTS else 0)
+    return (Decimal(reward) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+@dataclass
+class StageCost:
+    task_type: str
+    hits: int
+    assignments_per_hit: int
+    reward: Decimal
+    rewards: Decimal
+    fees: Decimal
+
+    @property
+    def total(self) -> Decimal:
+        return self.rewards + self.fees
+
+
+@dataclass
+class CostPreview:
+    backend: str
+    stages: list[StageCost]
+
+    @property
+    def rewards(self) -> Decimal:
+        return sum((s.rewards for s in self.stages), Decimal("0"))
+
+    @property
+    def fees(self) -> Decimal:
+        return sum((s.fees for s in self.stages), Decimal("0"))
+
+    @property
+    def total(self) -> Decimal:
+        return self.rewards + self.fees
+
+    def as_dict(self) -> dict:
+        """JSON-ready (amounts as strings, so no float rounding creeps into money)."""
+        return {
+            "backend": self.backend,
+            "stages": [
+                {**{k: (str(v) if isinstance(v, Decimal) else v) for k, v in asdict(s).items()}, "total": str(s.total)}
+                for s in self.stages
+            ],
+            "rewards": str(self.rewards),
+            "fees": str(self.fees),
+            "total": str(self.total),
+        }
+
+
+def _stage(task_type: str, hits: int, assignments: int, reward: Decimal, with_fee: bool) -> StageCost:
+    reward = Decimal(reward)
+    paid = hits * assignments
+    rewards = (reward * paid).quantize(CENT)
+    fees = (mturk_fee(reward, assignments) * paid).quantize(CENT) if with_fee else Decimal("0.00")
+    return StageCost(task_type, hits, assignments, reward, rewards, fees)
+
+
+def campaign_cost_preview(campaign: Campaign, backend: str | None = None, redo_share: float = 0.10) -> CostPreview:
+    """Estimated cost of running ``campaign`` from launch to its last presence judgment.
+
+    ``backend`` defaults to the campaign's; the MTurk commission applies to
+    both MTurk backends.
+    """
+    backend = backend or campaign.backend
+    with_fee = backend.startswith("mturk")
+    stages: list[StageCost] = []
+    n_systems = campaign.systems.count()
+    if campaign.unit_type == Campaign.UnitType.SCU:
+        from annotation.services.pipeline import SCU_UNITS_PER_HIT
+
+        units = dict(
+            ContentUnit.objects.filter(example__campaign=campaign)
+            .values("example_id")
+            .annotate(n=Count("pk"))
+            .values_list("example_id", "n")
+        )
+        summaries = SystemSummary.objects.filter(system__campaign=campaign).values_list("example_id", flat=True)
+        presence_hits = sum(-(-units.get(e, 0) // SCU_UNITS_PER_HIT) for e in summaries)
+    else:
+        n_predicates = Predicate.objects.filter(example__campaign=campaign).count()
+        rounds = n_predicates + round(n_predicates * redo_share)
+        stages.append(
+            _stage("generation", rounds, campaign.assignments_generation, campaign.reward_generation, with_fee)
+        )
+        stages.append(
+            _stage("verification", rounds, campaign.assignments_verification, campaign.reward_verification, with_fee)
+        )
+        presence_hits = n_predicates * n_systems
+    stages.append(_stage("presence", presence_hits, campaign.assignments_presence, campaign.reward_presence, with_fee))
+    return CostPreview(backend=backend, stages=stages)
