@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from annotation.models import Campaign
+from annotation.roles import make_researcher
 from annotation.services.campaign_import import import_campaign
 from annotation.services.quality import define_qualifications
 
@@ -34,6 +35,7 @@ class Command(BaseCommand):
         user.is_staff = True
         user.is_superuser = True
         user.save()
+        make_researcher(user)
         if not Campaign.objects.filter(slug=DEMO_SLUG).exists():
             report = import_campaign(
                 name="Demo news",
