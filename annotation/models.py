@@ -400,3 +400,8 @@ class SystemScore(models.Model):
     predicate_level = models.FloatField(null=True)
     alpha = models.FloatField(null=True, help_text="Krippendorff's alpha of this system's presence judgments.")
     updated_at = models.DateTimeField(auto_now=True)
+
+
+from annotation.autoscore_models import (  # noqa: E402,F401  (automated scoring, issue 7)
+    AutoPresence, AutoscoreChunk, AutoscoreRun, AutoSummaryScore, GeneratedUnit, JudgeCacheEntry,
+)

@@ -30,3 +30,11 @@ def recompute_scores_task(campaign_id: int, summary_ids: list[int] | None = None
     from annotation.services.scores import recompute_summary_scores
 
     return recompute_summary_scores(Campaign.objects.get(pk=campaign_id), summary_ids)
+
+
+@shared_task(name="annotation.autoscore_chunk", acks_late=True, reject_on_worker_lost=True)
+def autoscore_chunk_task(chunk_id: int) -> dict:
+    """Judge one chunk of an automatic-scoring run (idempotent: a redelivered chunk adds nothing)."""
+    from annotation.services.autoscore import run_chunk
+
+    return run_chunk(chunk_id)

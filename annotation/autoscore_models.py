@@ -1,0 +1,155 @@
+"""Automated scoring (SemiAutoQAPyramid / AutoQAPyramid): judge cache, runs, chunks and their results.
+
+A run scores a campaign's system summaries with one automatic presence
+judge.  Its work is split into chunks (a few summaries each) that Celery
+workers take independently; a chunk writes its results and marks itself
+done in one transaction, so a chunk redelivered after a crash rewrites the
+same rows instead of adding duplicates.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class JudgeCacheEntry(models.Model):
+    """A judge's presence probability for one (summary, unit, context) pair.
+
+    ``pair_hash`` is the SHA-256 of the pair's texts, so an identical pair
+    judged again by the same judge version costs a lookup, not a model call.
+    """
+
+    judge_version = models.CharField(max_length=200)
+    pair_hash = models.CharField(max_length=64)
+    probability = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["judge_version", "pair_hash"], name="judge_cache_unique_pair"),
+            models.CheckConstraint(
+                condition=Q(probability__gte=0) & Q(probability__lte=1), name="judge_cache_probability_range"
+            ),
+        ]
+
+
+class AutoscoreRun(models.Model):
+    """One automatic scoring of (some of) a campaign's systems with one judge."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        RUNNING = "running", "Running"
+        FINISHED = "finished", "Finished"
+        FAILED = "failed", "Failed"
+
+    campaign = models.ForeignKey("annotation.Campaign", on_delete=models.CASCADE, related_name="autoscore_runs")
+    judge_name = models.CharField(max_length=100)
+    judge_version = models.CharField(max_length=200, blank=True)
+    systems = models.JSONField(default=list, blank=True, help_text="Ids of the systems scored; empty means all.")
+    generate_qas = models.BooleanField(default=False, help_text="AutoQAPyramid: units generated from the reference.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    n_chunks = models.PositiveIntegerField(default=0)
+    n_done = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="autoscore_runs"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+    results = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(n_done__lte=F("n_chunks")), name="autoscore_done_le_chunks"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.campaign} / {self.judge_name} #{self.pk}"
+
+    @property
+    def progress(self) -> float:
+        return self.n_done / self.n_chunks if self.n_chunks else 0.0
+
+
+class AutoscoreChunk(models.Model):
+    """A slice of a run's summaries; done exactly once however often it is delivered."""
+
+    run = models.ForeignKey(AutoscoreRun, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    summary_ids = models.JSONField(default=list)
+    done = models.BooleanField(default=False)
+    attempts = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(null=True, blank=True)
+    n_pairs = models.PositiveIntegerField(default=0)
+    n_cached = models.PositiveIntegerField(default=0)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="autoscore_chunk_unique_index")]
+
+
+class GeneratedUnit(models.Model):
+    """An AutoQAPyramid QA pair generated automatically from a reference sentence."""
+
+    run = models.ForeignKey(AutoscoreRun, on_delete=models.CASCADE, related_name="generated_units")
+    example = models.ForeignKey("annotation.Example", on_delete=models.CASCADE, related_name="generated_units")
+    index = models.PositiveIntegerField()
+    predicate = models.CharField(max_length=200)
+    question = models.CharField(max_length=300)
+    answer = models.TextField()
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["run", "example", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "example", "index"], name="generated_unit_unique_index")]
+
+
+class AutoPresence(models.Model):
+    """The judge's verdict on one unit (human-written or generated) in one system summary."""
+
+    run = models.ForeignKey(AutoscoreRun, on_delete=models.CASCADE, related_name="presences")
+    summary = models.ForeignKey("annotation.SystemSummary", on_delete=models.CASCADE, related_name="auto_presences")
+    unit = models.ForeignKey(
+        "annotation.ContentUnit", null=True, blank=True, on_delete=models.CASCADE, related_name="auto_presences"
+    )
+    generated = models.ForeignKey(
+        GeneratedUnit, null=True, blank=True, on_delete=models.CASCADE, related_name="presences"
+    )
+    probability = models.FloatField()
+    present = models.BooleanField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "summary", "unit"], condition=Q(unit__isnull=False), name="auto_presence_unique_unit"
+            ),
+            models.UniqueConstraint(
+                fields=["run", "summary", "generated"],
+                condition=Q(generated__isnull=False),
+                name="auto_presence_unique_generated",
+            ),
+            models.CheckConstraint(
+                condition=Q(unit__isnull=False, generated__isnull=True) | Q(unit__isnull=True, generated__isnull=False),
+                name="auto_presence_one_unit",
+            ),
+        ]
+
+
+class AutoSummaryScore(models.Model):
+    """A summary's automatic score in a run: share of units the judge found present."""
+
+    run = models.ForeignKey(AutoscoreRun, on_delete=models.CASCADE, related_name="summary_scores")
+    summary = models.ForeignKey("annotation.SystemSummary", on_delete=models.CASCADE, related_name="auto_scores")
+    n_units = models.PositiveIntegerField(default=0)
+    n_present = models.PositiveIntegerField(default=0)
+    score = models.FloatField(null=True)
+    mean_probability = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "summary"], name="auto_summary_score_unique")]
