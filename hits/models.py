@@ -82,9 +82,18 @@ class Batch(models.Model):
         CANCELLED = "cancelled", "Cancelled"
         FINISHED = "finished", "Finished"
 
+    class Backend(models.TextChoices):
+        LOCAL = "local", "Local workers"
+        MTURK_SANDBOX = "mturk-sandbox", "MTurk sandbox"
+        MTURK_LIVE = "mturk-live", "MTurk (live)"
+
     name = models.CharField(max_length=200)
     reference = models.CharField(max_length=200, unique=True)
     state = models.CharField(max_length=12, choices=State.choices, default=State.ACTIVE)
+    # Where the HITs are offered: the platform's own pages, or Amazon Mechanical Turk (published by hits.mturk).
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.LOCAL)
+    # USD; MTurk publishing and bonuses stop before rewards + fees + bonuses committed would exceed it.
+    budget_cap = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
     # Chance that a worker's next HIT is a gold HIT (answers known), when one is left for them.
     gold_share = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -94,6 +103,10 @@ class Batch(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def on_mturk(self) -> bool:
+        return self.backend != self.Backend.LOCAL
 
 
 class HIT(models.Model):
@@ -289,3 +302,56 @@ class FollowUp(models.Model):
 
     class Meta:
         ordering = ["pk"]
+
+
+class LedgerEntry(models.Model):
+    """Money: every reward, bonus and crowd-platform fee, one row each.
+
+    ``owed``: recorded for a local worker (paid outside the platform);
+    ``pending``: to be paid through MTurk by the next sync; ``paid``: MTurk
+    confirmed the call.  A reward and its fee are recorded once per
+    assignment (unique constraint); each bonus carries its own
+    ``request_token``, which is MTurk's ``UniqueRequestToken`` so a retried
+    SendBonus never pays twice.
+    """
+
+    class Kind(models.TextChoices):
+        REWARD = "reward", "Reward"
+        BONUS = "bonus", "Bonus"
+        FEE = "fee", "Platform fee"
+
+    class State(models.TextChoices):
+        OWED = "owed", "Owed (paid outside the platform)"
+        PENDING = "pending", "Pending (MTurk call to make)"
+        PAID = "paid", "Paid"
+
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="ledger")
+    assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="ledger")
+    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="ledger")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    # For a fee: the entry it is charged on.
+    fee_for = models.OneToOneField("self", null=True, blank=True, on_delete=models.PROTECT, related_name="fee")
+    amount = models.DecimalField(max_digits=8, decimal_places=2)
+    state = models.CharField(max_length=8, choices=State.choices)
+    reason = models.CharField(max_length=1000, blank=True)
+    request_token = models.CharField(max_length=64, unique=True)
+    error = models.CharField(max_length=500, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["assignment"], condition=Q(kind="reward"), name="ledger_one_reward_per_assignment"
+            ),
+            models.CheckConstraint(condition=Q(amount__gte=0), name="ledger_amount_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} ${self.amount} to {self.worker} ({self.state})"
+
+
+# The MTurk backend's own records (published HITs, their assignments, qualification types) live in hits.mturk.
+from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType  # noqa: E402,F401

@@ -17,3 +17,7 @@ def flush_followups_task() -> int:
     from hits.outbox import flush
 
     return flush()
+
+
+# The MTurk backend's tasks (publish, settle, sync) register with the same worker.
+from hits.mturk import tasks as _mturk_tasks  # noqa: E402,F401

@@ -20,22 +20,13 @@ pay no commission.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 from django.db.models import Count
 
 from annotation.models import Campaign, ContentUnit, Predicate, SystemSummary
-
-MTURK_COMMISSION = Decimal("0.20")
-MTURK_LARGE_HIT_EXTRA = Decimal("0.20")
-MTURK_LARGE_HIT_ASSIGNMENTS = 10
-CENT = Decimal("0.01")
-
-
-def mturk_fee(reward: Decimal, max_assignments: int) -> Decimal:
-    """MTurk's commission on one paid assignment: 20% of the reward, 40% for HITs of 10+ assignments."""
-    rate = MTURK_COMMISSION + (MTURK_LARGE_HIT_EXTRA if max_assignments >= MTURK_LARGE_HIT_ASSIGNMENTS else 0)
-    return (Decimal(reward) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+# The commission lives with the MTurk backend (hits.mturk), which charges it to the ledger and the budget cap too.
+from hits.mturk.fees import CENT, MTURK_COMMISSION, MTURK_LARGE_HIT_ASSIGNMENTS, MTURK_LARGE_HIT_EXTRA, mturk_fee  # noqa: F401
 
 
 @dataclass

@@ -1,0 +1,133 @@
+"""The boto3 MTurk client: sandbox or live endpoint, and retries with backoff.
+
+Credentials come from the standard AWS chain only (environment variables,
+shared config files, instance roles); nothing here reads or logs them.
+Throttling and transient failures (MTurk's ``ServiceFault``, HTTP 429/5xx,
+connection errors) are retried up to ``MTURK_MAX_RETRIES`` times, waiting
+
+    delay(n) = MTURK_RETRY_BASE_SECONDS * 2**n * U(0.5, 1.0)
+
+before retry n (0-based; jitter so that several workers do not retry in
+step).  A ``RequestError`` (bad parameters, a used request token, no funds)
+is not transient and is raised at once as ``MTurkError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+from typing import Callable
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
+LIVE_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
+# Where workers see a HIT, for links in the README and command output.
+WORKER_SITE = {True: "https://workersandbox.mturk.com", False: "https://worker.mturk.com"}
+
+RETRYABLE_CODES = {
+    "ServiceFault", "ServiceUnavailable", "InternalFailure", "InternalError",
+    "Throttling", "ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded",
+}
+
+
+class MTurkError(Exception):
+    """An MTurk call failed for good (after retries when the failure was transient)."""
+
+    def __init__(self, operation: str, code: str, message: str):
+        self.operation, self.code, self.message = operation, code, message
+        super().__init__(f"MTurk {operation} failed: {code}: {message}")
+
+
+def _snake(operation: str) -> str:
+    # CreateHIT -> create_hit, ListAssignmentsForHIT -> list_assignments_for_hit (botocore's own naming).
+    from botocore import xform_name
+
+    return xform_name(operation)
+
+
+def make_boto3_client(sandbox: bool):
+    """A fresh boto3 ``mturk`` client for the sandbox or the live marketplace.
+
+    botocore's own retries are switched off: ``MTurk.call`` retries, so every
+    attempt is visible (and tested) in one place.
+    """
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "mturk",
+        region_name=settings.MTURK_REGION,
+        endpoint_url=SANDBOX_ENDPOINT if sandbox else LIVE_ENDPOINT,
+        config=Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=30),
+    )
+
+
+# Tests (and tools) may install a factory returning a stubbed client: factory(sandbox) -> boto3 client.
+client_factory: Callable[[bool], object] = make_boto3_client
+
+
+class MTurk:
+    """One requester account (sandbox or live) with retried calls."""
+
+    def __init__(self, sandbox: bool, client=None, sleep: Callable[[float], None] = time.sleep):
+        self.sandbox = sandbox
+        self.client = client if client is not None else client_factory(sandbox)
+        self.sleep = sleep
+
+    def call(self, operation: str, **params) -> dict:
+        """Call ``operation`` (MTurk's name, e.g. "CreateHIT") with boto3 parameters, retrying transient failures."""
+        from botocore.exceptions import (
+            ClientError,
+            ConnectionClosedError,
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            ReadTimeoutError,
+        )
+
+        method = getattr(self.client, _snake(operation))
+        retries = settings.MTURK_MAX_RETRIES
+        for attempt in range(retries + 1):
+            try:
+                return method(**params)
+            except ClientError as exc:
+                error = exc.response.get("Error", {})
+                code, message = error.get("Code", "Unknown"), error.get("Message", "")
+                status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+                transient = code in RETRYABLE_CODES or status == 429 or status >= 500
+                if not transient or attempt == retries:
+                    raise MTurkError(operation, code, message) from None
+                reason = code
+            except (EndpointConnectionError, ConnectionClosedError, ConnectTimeoutError, ReadTimeoutError) as exc:
+                if attempt == retries:
+                    raise MTurkError(operation, type(exc).__name__, str(exc)) from None
+                reason = type(exc).__name__
+            delay = settings.MTURK_RETRY_BASE_SECONDS * (2**attempt) * random.uniform(0.5, 1.0)
+            log.warning("MTurk %s: %s, retry %d of %d in %.1fs", operation, reason, attempt + 1, retries, delay)
+            self.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def pages(self, operation: str, key: str, **params):
+        """Every item of a paginated List* call, following ``NextToken`` until MTurk gives none."""
+        token = None
+        while True:
+            page = self.call(operation, **params, **({"NextToken": token} if token else {}))
+            yield from page.get(key, [])
+            token = page.get("NextToken")
+            if not token:
+                return
+
+
+def for_batch(batch) -> MTurk:
+    """The account of a batch's backend (sandbox for ``mturk-sandbox``)."""
+    return MTurk(sandbox=batch.backend != "mturk-live")
+
+
+def token_already_used(error: MTurkError) -> bool:
+    """Whether MTurk refused a call because its UniqueRequestToken was used before (the call had succeeded)."""
+    text = f"{error.code} {error.message}"
+    return bool(re.search(r"already\s*exists|UniqueRequestToken|already been (used|processed)", text, re.I))

@@ -1,0 +1,57 @@
+"""MTurk's commission, and the money a batch has committed on MTurk (for the budget cap).
+
+Commission (MTurk's published pricing): 20% of every reward and bonus, plus
+20% more on the rewards of HITs with 10 or more assignments:
+
+    fee(reward, n) = round(reward * (0.20 + (0.20 if n >= 10 else 0)), cents)
+    fee(bonus)     = round(bonus * 0.20, cents)
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.db.models import Sum
+
+MTURK_COMMISSION = Decimal("0.20")
+MTURK_LARGE_HIT_EXTRA = Decimal("0.20")
+MTURK_LARGE_HIT_ASSIGNMENTS = 10
+CENT = Decimal("0.01")
+
+
+def mturk_fee(reward: Decimal, max_assignments: int) -> Decimal:
+    """MTurk's commission on one paid assignment: 20% of the reward, 40% for HITs of 10+ assignments."""
+    rate = MTURK_COMMISSION + (MTURK_LARGE_HIT_EXTRA if max_assignments >= MTURK_LARGE_HIT_ASSIGNMENTS else 0)
+    return (Decimal(reward) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def bonus_fee(amount: Decimal) -> Decimal:
+    """MTurk's commission on a bonus: 20%."""
+    return (Decimal(amount) * MTURK_COMMISSION).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def hit_commitment(reward: Decimal, max_assignments: int) -> Decimal:
+    """What publishing one HIT commits: (reward + fee) x assignments."""
+    return ((Decimal(reward) + mturk_fee(reward, max_assignments)) * max_assignments).quantize(CENT)
+
+
+def committed(batch) -> Decimal:
+    """Money a batch has committed on MTurk: every published HIT paid in full, plus bonuses and their fees.
+
+    committed = sum over published HITs of (reward + fee) x max_assignments
+              + sum of bonus and bonus-fee ledger entries
+    Rejected work is not refunded in this figure: the cap is a ceiling, so it errs on the safe side.
+    """
+    from hits.models import LedgerEntry
+    from hits.mturk.models import MTurkHIT
+
+    total = Decimal("0")
+    for reward, n in MTurkHIT.objects.filter(hit__batch=batch).values_list("reward", "max_assignments"):
+        total += hit_commitment(reward, n)
+    bonuses = (
+        LedgerEntry.objects.filter(batch=batch)
+        .filter(kind__in=[LedgerEntry.Kind.BONUS, LedgerEntry.Kind.FEE])
+        .exclude(fee_for__kind=LedgerEntry.Kind.REWARD)
+        .aggregate(s=Sum("amount"))["s"]
+    )
+    return (total + Decimal(bonuses or 0)).quantize(CENT)

@@ -1,0 +1,83 @@
+"""What the MTurk backend remembers about the HITs, assignments and qualification types it created."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class MTurkHIT(models.Model):
+    """A local HIT published on MTurk (one MTurk HIT per local HIT).
+
+    ``request_token`` is the ``UniqueRequestToken`` of the CreateHIT call,
+    derived from the local HIT id: a publish that is interrupted and run
+    again cannot create a second MTurk HIT for the same local HIT.
+    """
+
+    hit = models.OneToOneField("hits.HIT", on_delete=models.CASCADE, related_name="mturk")
+    sandbox = models.BooleanField()
+    mturk_hit_id = models.CharField(max_length=64, unique=True)
+    hit_type_id = models.CharField(max_length=64, blank=True)
+    request_token = models.CharField(max_length=64, unique=True)
+    # What MTurk was told (may differ from the local HIT, e.g. gold HITs: see README).
+    max_assignments = models.PositiveIntegerField()
+    reward = models.DecimalField(max_digits=6, decimal_places=2)
+    published_at = models.DateTimeField(auto_now_add=True)
+    expired_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "MTurk HIT"
+
+    def __str__(self) -> str:
+        return f"MTurk HIT {self.mturk_hit_id} (local {self.hit_id})"
+
+
+class MTurkAssignment(models.Model):
+    """An MTurk assignment and the local assignment it became when the worker opened our page.
+
+    ``status`` mirrors MTurk's AssignmentStatus as last seen ("" until the
+    first sync): the sync compares it with the local state to know which
+    ApproveAssignment / RejectAssignment calls are still to be made.
+    """
+
+    class Status(models.TextChoices):
+        UNKNOWN = "", "Not yet seen by a sync"
+        SUBMITTED = "Submitted", "Submitted"
+        APPROVED = "Approved", "Approved"
+        REJECTED = "Rejected", "Rejected"
+
+    mturk_assignment_id = models.CharField(max_length=64, unique=True)
+    mturk_hit = models.ForeignKey(MTurkHIT, on_delete=models.CASCADE, related_name="assignments")
+    assignment = models.OneToOneField("hits.Assignment", on_delete=models.CASCADE, related_name="mturk")
+    mturk_worker_id = models.CharField(max_length=64)
+    # Where the page posts the finished assignment (validated against MTURK_SUBMIT_HOSTS).
+    submit_to = models.URLField(max_length=300)
+    status = models.CharField(max_length=12, choices=Status.choices, blank=True, default=Status.UNKNOWN)
+    created_at = models.DateTimeField(auto_now_add=True)
+    synced_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "MTurk assignment"
+
+    def __str__(self) -> str:
+        return f"MTurk assignment {self.mturk_assignment_id}"
+
+
+class MTurkQualificationType(models.Model):
+    """The MTurk qualification type of one task type, created once per requester account (sandbox or live)."""
+
+    task_type = models.ForeignKey("hits.TaskType", on_delete=models.CASCADE, related_name="+")
+    sandbox = models.BooleanField()
+    qualification_type_id = models.CharField(max_length=64)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "MTurk qualification type"
+        constraints = [
+            models.UniqueConstraint(fields=["task_type", "sandbox"], name="mturk_qualification_type_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'sandbox' if self.sandbox else 'live'})"

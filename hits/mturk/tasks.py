@@ -1,0 +1,74 @@
+"""Celery entry points of the MTurk backend.
+
+Every task is idempotent (request tokens, and state compared with MTurk's
+before each call), so a task that is re-delivered after a worker died
+(``acks_late``, the project's default) repeats nothing that was done.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name="hits.mturk.publish_batch", acks_late=True)
+def publish_batch_task(batch_id: int) -> dict:
+    """Publish the batch's unpublished open HITs, ``MTURK_PUBLISH_CHUNK`` at a time; chains itself until done."""
+    from django.conf import settings
+
+    from hits.models import Batch
+    from hits.mturk.publishing import PublishRefused, publish_batch
+
+    batch = Batch.objects.get(pk=batch_id)
+    try:
+        report = publish_batch(batch, limit=settings.MTURK_PUBLISH_CHUNK)
+    except PublishRefused as exc:
+        log.warning("MTurk publishing of batch %s stopped: %s", batch_id, exc)
+        return {"refused": str(exc)}
+    if report.remaining and not report.stopped:
+        publish_batch_task.delay(batch_id)
+    return report.as_dict()
+
+
+@shared_task(name="hits.mturk.settle_batch", acks_late=True)
+def settle_batch_task(batch_id: int) -> dict:
+    """Make the pending MTurk calls of a batch's reviews and bonuses (after approve/reject/bonus)."""
+    from hits.models import Batch
+    from hits.mturk.sync import settle_batch
+
+    return settle_batch(Batch.objects.get(pk=batch_id)).as_dict()
+
+
+@shared_task(name="hits.mturk.sync_all", acks_late=True)
+def sync_all_task() -> dict:
+    """Celery beat: sync every active or finishing MTurk batch."""
+    from hits.models import Batch
+    from hits.mturk.sync import sync_batch
+
+    done = {}
+    for batch in Batch.objects.exclude(backend=Batch.Backend.LOCAL).filter(hits__mturk__isnull=False).distinct():
+        try:
+            done[batch.pk] = sync_batch(batch).as_dict()
+        except Exception as exc:  # noqa: BLE001 - one account's outage must not stop the other batches
+            log.exception("MTurk sync of batch %s failed", batch.pk)
+            done[batch.pk] = {"error": str(exc)[:300]}
+    return done
+
+
+@shared_task(name="hits.mturk.mirror_qualification", acks_late=True)
+def mirror_qualification_task(worker_id: int, task_type_id: int, granted: bool, reason: str) -> int:
+    """Grant or revoke the worker's MTurk qualification of a task type (both accounts where it exists)."""
+    from hits.mturk.qualifications import mirror_qualification
+
+    return mirror_qualification(worker_id, task_type_id, granted, reason)
+
+
+@shared_task(name="hits.mturk.mirror_block", acks_late=True)
+def mirror_block_task(worker_id: int, blocked: bool, reason: str) -> int:
+    """Create or delete the worker's MTurk block (CreateWorkerBlock / DeleteWorkerBlock)."""
+    from hits.mturk.qualifications import mirror_block
+
+    return mirror_block(worker_id, blocked, reason)

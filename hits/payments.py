@@ -1,0 +1,164 @@
+"""Reviewing and paying work: approve, reject, bonus.
+
+Each service changes the assignment and the ledger (``LedgerEntry``) in one
+transaction, for local and MTurk batches alike.  For an MTurk batch the money
+moves through MTurk: the entries are recorded ``pending`` and the MTurk calls
+(ApproveAssignment, RejectAssignment, SendBonus with the entry's unique
+request token) are made after the commit by the ``hits.mturk.settle_batch``
+task and by every sync, so a failed or repeated call never loses or doubles
+a payment.  For a local batch the entries are ``owed`` (paid outside the
+platform).
+
+Amounts:  reward entry = the HIT's reward (as published on MTurk);
+          fee entry    = MTurk's commission on it (``hits.mturk.fees``), MTurk only;
+          bonus entry  = the amount given, plus a 20% fee entry on MTurk.
+"""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from hits.models import Assignment, Batch, LedgerEntry
+from hits.mturk import fees
+from hits.outbox import send_after_commit
+
+SETTLE_TASK = "hits.mturk.settle_batch"
+
+
+class PaymentError(Exception):
+    """The review or payment cannot be made as asked; nothing was changed."""
+
+
+class BudgetExceeded(PaymentError):
+    """The batch's budget cap would be exceeded."""
+
+
+def _locked(assignment: Assignment) -> Assignment:
+    return (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("hit__batch", "worker")
+        .get(pk=assignment.pk)
+    )
+
+
+def _record(assignment: Assignment, kind: str, amount: Decimal, reason: str, by, token: str) -> LedgerEntry:
+    batch = assignment.hit.batch
+    on_mturk = batch.on_mturk
+    state = LedgerEntry.State.PENDING if on_mturk else LedgerEntry.State.OWED
+    entry = LedgerEntry.objects.create(
+        batch=batch, assignment=assignment, worker=assignment.worker, kind=kind, amount=amount,
+        state=state, reason=reason[:1000], request_token=token, created_by=by,
+    )
+    if on_mturk:
+        fee = fees.bonus_fee(amount) if kind == LedgerEntry.Kind.BONUS else fees.mturk_fee(amount, _mturk_max_assignments(assignment))
+        LedgerEntry.objects.create(
+            batch=batch, assignment=assignment, worker=assignment.worker, kind=LedgerEntry.Kind.FEE, fee_for=entry,
+            amount=fee, state=state, reason=f"MTurk commission on {kind}", request_token=f"{token}-fee", created_by=by,
+        )
+    return entry
+
+
+def _mturk_max_assignments(assignment: Assignment) -> int:
+    published = getattr(assignment.hit, "mturk", None)
+    return published.max_assignments if published is not None else assignment.hit.max_assignments
+
+
+def _reward(assignment: Assignment) -> Decimal:
+    published = getattr(assignment.hit, "mturk", None)
+    return published.reward if published is not None else assignment.hit.reward
+
+
+def _after_commit(assignment: Assignment) -> None:
+    if assignment.hit.batch.on_mturk:
+        send_after_commit(SETTLE_TASK, assignment.hit.batch_id)
+
+
+def approve_assignment(assignment: Assignment, message: str = "", by=None) -> Assignment:
+    """Accept a submitted assignment: the worker is paid the HIT's reward.
+
+    Approving an approved assignment changes nothing.  A rejected one may be
+    approved afterwards (MTurk's OverrideRejection): the reward is then paid.
+    """
+    with transaction.atomic():
+        assignment = _locked(assignment)
+        if assignment.state == Assignment.State.APPROVED:
+            return assignment
+        if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.REJECTED):
+            raise PaymentError(
+                f"only submitted work can be approved; this assignment is {assignment.get_state_display().lower()}"
+            )
+        assignment.state = Assignment.State.APPROVED
+        assignment.reviewed_at = timezone.now()
+        assignment.review_message = (message or "")[:1000]
+        assignment.save(update_fields=["state", "reviewed_at", "review_message"])
+        _record(assignment, LedgerEntry.Kind.REWARD, _reward(assignment), message, by, f"reward-{assignment.pk}")
+        _after_commit(assignment)
+    return assignment
+
+
+def reject_assignment(assignment: Assignment, message: str, by=None) -> Assignment:
+    """Refuse a submitted assignment: no reward; ``message`` tells the worker why (required)."""
+    message = (message or "").strip()
+    if not message:
+        raise PaymentError("a rejection needs a message telling the worker why")
+    with transaction.atomic():
+        assignment = _locked(assignment)
+        if assignment.state == Assignment.State.REJECTED:
+            return assignment
+        if assignment.state != Assignment.State.SUBMITTED:
+            raise PaymentError(
+                f"only submitted work can be rejected; this assignment is {assignment.get_state_display().lower()}"
+            )
+        assignment.state = Assignment.State.REJECTED
+        assignment.reviewed_at = timezone.now()
+        assignment.review_message = message[:1000]
+        assignment.save(update_fields=["state", "reviewed_at", "review_message"])
+        _after_commit(assignment)
+    return assignment
+
+
+def pay_bonus(assignment: Assignment, amount: Decimal, reason: str, by=None) -> LedgerEntry:
+    """Give the worker of a submitted or approved assignment a bonus; returns the ledger entry.
+
+    ``amount`` is in USD, more than 0 and at most ``MAX_BONUS``; ``reason``
+    is shown to the worker (required by MTurk).  On MTurk the bonus and its
+    20% fee count against the batch's budget cap.
+    """
+    try:
+        amount = Decimal(str(amount)).quantize(fees.CENT)
+    except (InvalidOperation, ValueError):
+        raise PaymentError(f"'{amount}' is not an amount of money") from None
+    reason = (reason or "").strip()
+    limit = Decimal(str(settings.MAX_BONUS))
+    if amount <= 0:
+        raise PaymentError("a bonus must be more than $0.00")
+    if amount > limit:
+        raise PaymentError(f"a bonus may be at most ${limit} (MAX_BONUS)")
+    if not reason:
+        raise PaymentError("a bonus needs a reason the worker will read")
+    with transaction.atomic():
+        assignment = _locked(assignment)
+        if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.APPROVED):
+            raise PaymentError(
+                f"bonuses are paid on submitted or approved work; this assignment is {assignment.get_state_display().lower()}"
+            )
+        batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
+        if batch.on_mturk and batch.budget_cap is not None:
+            after = fees.committed(batch) + amount + fees.bonus_fee(amount)
+            if after > batch.budget_cap:
+                raise BudgetExceeded(
+                    f"the bonus would bring the batch to ${after}, over its budget cap of ${batch.budget_cap}"
+                )
+        entry = _record(assignment, LedgerEntry.Kind.BONUS, amount, reason, by, f"bonus-{uuid.uuid4().hex}")
+        assignment.bonus = assignment.bonus + amount
+        assignment.save(update_fields=["bonus"])
+        _after_commit(assignment)
+    return entry
+
+
+__all__ = ["BudgetExceeded", "PaymentError", "approve_assignment", "pay_bonus", "reject_assignment"]

@@ -1,0 +1,69 @@
+"""Fixtures of the MTurk backend tests: stubbed boto3 clients and small batches of HITs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from django.utils import timezone
+
+from hits.models import HIT, Assignment, Batch, TaskType, Worker
+from hits.mturk import client as mturk_client
+
+
+@pytest.fixture
+def stubbed(monkeypatch, settings):
+    """A real boto3 mturk client with a Stubber; every MTurk call of the code under test goes to it.
+
+    The test lists the exact calls it expects with ``stub.add_response`` /
+    ``stub.add_client_error``; ``assert_no_pending_responses`` at the end
+    proves every expected call was made, in order.
+    """
+    settings.MTURK_RETRY_BASE_SECONDS = 0.0
+    boto = boto3.client(
+        "mturk",
+        region_name="us-east-1",
+        endpoint_url=mturk_client.SANDBOX_ENDPOINT,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    monkeypatch.setattr(mturk_client, "client_factory", lambda sandbox: boto)
+    with Stubber(boto) as stub:
+        yield stub
+        stub.assert_no_pending_responses()
+
+
+@pytest.fixture
+def task_type(db):
+    return TaskType.objects.create(
+        slug="label", name="Label it", description="Label one thing.", keywords="label, test", assignment_duration=600
+    )
+
+
+@pytest.fixture
+def mturk_batch(db):
+    return Batch.objects.create(name="Test batch", reference="test:1", backend=Batch.Backend.MTURK_SANDBOX)
+
+
+@pytest.fixture
+def local_batch(db):
+    return Batch.objects.create(name="Local batch", reference="test:2")
+
+
+def make_hit(batch, task_type, **fields) -> HIT:
+    values = dict(batch=batch, task_type=task_type, payload={"n": 1}, max_assignments=3, reward=Decimal("0.20"))
+    values.update(fields)
+    return HIT.objects.create(**values)
+
+
+def submitted_assignment(hit: HIT, worker: Worker, answers=None) -> Assignment:
+    now = timezone.now()
+    HIT.objects.filter(pk=hit.pk).update(n_taken=hit.n_taken + 1, n_submitted=hit.n_submitted + 1)
+    hit.refresh_from_db()
+    return Assignment.objects.create(
+        hit=hit, worker=worker, state=Assignment.State.SUBMITTED, accepted_at=now - timedelta(minutes=3),
+        expires_at=now + timedelta(minutes=7), submitted_at=now, answers=answers or {"ok": True}, work_seconds=180,
+    )
