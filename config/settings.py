@@ -83,6 +83,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "hits",
     "annotation",
 ]
@@ -197,9 +201,30 @@ CELERY_BEAT_SCHEDULE: dict = {
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Token first so an API client without a session gets 401 (with WWW-Authenticate), not 403.
+        "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "annotation.api.pagination.PageNumberWithSize",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "QAPyramid Studio API",
+    "DESCRIPTION": "Campaigns, predicates, QA pairs, presence judgments, gold labels, scores and workers of QAPyramid evaluations.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # Swagger UI and Redoc come from drf-spectacular-sidecar's static files: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 LOGGING = {
@@ -227,6 +252,31 @@ SESSION_ENGINE = (
 # Rate limits, "requests/seconds" per client: logins per IP and user name, submissions per worker.
 LOGIN_RATE_LIMIT = os.environ.get("LOGIN_RATE_LIMIT", "10/60")
 SUBMIT_RATE_LIMIT = os.environ.get("SUBMIT_RATE_LIMIT", "120/60")
+
+# Amazon Mechanical Turk backend (hits.mturk).  AWS credentials come only from the standard AWS chain
+# (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, ~/.aws, instance roles): never from here, the database or logs.
+MTURK_REGION = os.environ.get("MTURK_REGION", "us-east-1")
+MTURK_FRAME_HEIGHT = env_int("MTURK_FRAME_HEIGHT", 900)
+MTURK_HIT_LIFETIME = env_int("MTURK_HIT_LIFETIME", 7 * 24 * 3600)
+MTURK_AUTO_APPROVAL_DELAY = env_int("MTURK_AUTO_APPROVAL_DELAY", 3 * 24 * 3600)
+# Optional worker requirements: ISO country codes (e.g. "US,CA,GB") and a minimum approval rate in percent.
+MTURK_LOCALES = env_list("MTURK_LOCALES", [])
+MTURK_MIN_APPROVAL_RATE = env_int("MTURK_MIN_APPROVAL_RATE", 0)
+# Gold and qualification HITs are open-ended locally; on MTurk they get this many assignments (under 10: no extra fee).
+MTURK_OPEN_HIT_ASSIGNMENTS = env_int("MTURK_OPEN_HIT_ASSIGNMENTS", 9)
+MTURK_PUBLISH_CHUNK = env_int("MTURK_PUBLISH_CHUNK", 100)
+MTURK_MAX_RETRIES = env_int("MTURK_MAX_RETRIES", 5)
+MTURK_RETRY_BASE_SECONDS = float(os.environ.get("MTURK_RETRY_BASE_SECONDS", "1.0"))
+# Who may frame the MTurk HIT pages, and where they may post a finished assignment.
+MTURK_FRAME_ANCESTORS = [
+    "https://www.mturk.com", "https://worker.mturk.com", "https://workersandbox.mturk.com",
+    *env_list("MTURK_EXTRA_FRAME_ANCESTORS", []),
+]
+MTURK_SUBMIT_HOSTS = ["https://www.mturk.com", "https://workersandbox.mturk.com", *env_list("MTURK_EXTRA_SUBMIT_HOSTS", [])]
+MTURK_SYNC_INTERVAL = env_int("MTURK_SYNC_INTERVAL", 300)
+CELERY_BEAT_SCHEDULE["mturk-sync"] = {"task": "hits.mturk.sync_all", "schedule": float(MTURK_SYNC_INTERVAL)}
+# Largest bonus one call may give, in USD.
+MAX_BONUS = os.environ.get("MAX_BONUS", "5.00")
 
 # Limits on what an upload or import may contain.
 IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 200 * 1024 * 1024)

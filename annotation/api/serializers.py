@@ -1,0 +1,344 @@
+"""Serializers: the JSON shape of each resource (reads), and the validation of the few writes."""
+
+from __future__ import annotations
+
+import math
+
+from rest_framework import serializers
+
+from annotation.models import (
+    Campaign,
+    ContentUnit,
+    Example,
+    GoldPresence,
+    Predicate,
+    PresenceJudgment,
+    ReferenceSentence,
+    SummaryScore,
+    System,
+    SystemScore,
+    SystemSummary,
+    Verification,
+)
+
+# Campaign settings a researcher may change before launch (the paper's values are the defaults).
+SETTINGS_FIELDS = [
+    "assignments_generation",
+    "assignments_verification",
+    "assignments_presence",
+    "reward_generation",
+    "reward_verification",
+    "reward_presence",
+    "max_questions_per_predicate",
+    "max_answers_per_question",
+    "min_kept_qas_per_predicate",
+    "max_redo_rounds",
+    "qualification_hits",
+    "writer_valid_threshold",
+    "writer_min_questions_per_predicate",
+    "verifier_agreement_threshold",
+    "presence_accuracy_threshold",
+    "grace_period_items",
+    "qualification_cooldown_hours",
+    "qualification_max_attempts",
+    "gold_share",
+    "tie_rule",
+    "length_penalty_alpha",
+]
+
+
+class CampaignSerializer(serializers.ModelSerializer):
+    """A campaign with its settings; only name, description, backend and settings are writable."""
+
+    owner = serializers.CharField(source="owner.username", read_only=True, default=None)
+    shared_with = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    n_examples = serializers.SerializerMethodField()
+    n_systems = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "slug",
+            "name",
+            "description",
+            "owner",
+            "shared_with",
+            "unit_type",
+            "state",
+            "backend",
+            "created_at",
+            "launched_at",
+            "n_examples",
+            "n_systems",
+            *SETTINGS_FIELDS,
+        ]
+        read_only_fields = ["slug", "unit_type", "state", "created_at", "launched_at"]
+
+    def validate(self, attrs):
+        errors = {}
+        for name, value in attrs.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                errors[name] = ["must be a finite number"]
+            elif name.startswith("reward_") and value < 0:
+                errors[name] = ["a reward cannot be negative"]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+    def get_n_examples(self, campaign) -> int:
+        value = getattr(campaign, "n_examples", None)
+        return value if value is not None else campaign.examples.count()
+
+    def get_n_systems(self, campaign) -> int:
+        value = getattr(campaign, "n_systems", None)
+        return value if value is not None else campaign.systems.count()
+
+
+class CampaignCreateSerializer(serializers.Serializer):
+    """Upload of a new campaign: the same files and formats as ``manage.py import_campaign``."""
+
+    name = serializers.CharField(max_length=200)
+    slug = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    references = serializers.FileField(help_text="References: JSONL ({id, reference, source?}) or CSV/TSV.")
+    summaries = serializers.FileField(help_text="System summaries: JSONL ({id, system, summary}) or CSV/TSV.")
+    predicates = serializers.FileField(
+        required=False, help_text="Optional predicates JSONL; without it predicates are found automatically."
+    )
+    detect_predicates = serializers.BooleanField(
+        default=True, help_text="Find predicates automatically (ignored when a predicates file is given)."
+    )
+
+
+class ImportReportSerializer(serializers.Serializer):
+    n_examples = serializers.IntegerField()
+    n_sentences = serializers.IntegerField()
+    n_predicates = serializers.IntegerField()
+    n_systems = serializers.IntegerField()
+    n_summaries = serializers.IntegerField()
+    n_units = serializers.IntegerField()
+    n_gold = serializers.IntegerField()
+    seconds = serializers.FloatField()
+    summary = serializers.CharField(source="summary_line")
+
+
+class ProblemSerializer(serializers.Serializer):
+    file = serializers.CharField()
+    line = serializers.IntegerField(allow_null=True)
+    field = serializers.CharField(allow_null=True)
+    path = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class ShareSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+
+
+class StateSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    state = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class SentenceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ReferenceSentence
+        fields = ["id", "index", "text", "start", "end"]
+
+
+class ExampleSerializer(serializers.ModelSerializer):
+    sentences = SentenceSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Example
+        fields = ["id", "external_id", "position", "reference", "source", "presence_started", "sentences"]
+
+
+class SystemScoreSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SystemScore
+        fields = [
+            "n_summaries",
+            "qapyramid",
+            "qapyramid_low",
+            "qapyramid_high",
+            "nqapyramid",
+            "predicate_level",
+            "alpha",
+            "updated_at",
+        ]
+
+
+class SystemSerializer(serializers.ModelSerializer):
+    score = SystemScoreSerializer(read_only=True, allow_null=True, default=None)
+    n_summaries = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = System
+        fields = ["id", "name", "n_summaries", "score"]
+
+
+class SummaryScoreSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SummaryScore
+        fields = [
+            "n_units",
+            "n_present",
+            "qapyramid",
+            "predicate_level",
+            "repetition_rate",
+            "length_penalty",
+            "nqapyramid",
+            "updated_at",
+        ]
+
+
+class SummarySerializer(serializers.ModelSerializer):
+    system = serializers.CharField(source="system.name", read_only=True)
+    example = serializers.CharField(source="example.external_id", read_only=True)
+    score = SummaryScoreSerializer(read_only=True, allow_null=True, default=None)
+
+    class Meta:
+        model = SystemSummary
+        fields = ["id", "system", "system_id", "example", "example_id", "text", "score"]
+
+
+class PredicateSerializer(serializers.ModelSerializer):
+    """A predicate: ``sentence_text[start:end]``; created by giving a sentence id and the span."""
+
+    sentence = serializers.PrimaryKeyRelatedField(queryset=ReferenceSentence.objects.none())
+    example = serializers.CharField(source="example.external_id", read_only=True)
+    lemma = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+    class Meta:
+        model = Predicate
+        fields = [
+            "id",
+            "example",
+            "example_id",
+            "sentence",
+            "start",
+            "end",
+            "text",
+            "lemma",
+            "origin",
+            "edited_by_researcher",
+            "flagged",
+            "flag_reason",
+            "rounds",
+            "settled",
+        ]
+        read_only_fields = [
+            "text",
+            "origin",
+            "edited_by_researcher",
+            "flagged",
+            "flag_reason",
+            "rounds",
+            "settled",
+        ]
+        # The service checks the span; the model's own validators would only repeat it less clearly.
+        validators = []
+
+    def __init__(self, *args, campaign=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if campaign is not None:
+            # Only sentences of this campaign can be chosen: another campaign's id reads as "does not exist".
+            self.fields["sentence"].queryset = ReferenceSentence.objects.filter(example__campaign=campaign)
+
+    def validate_start(self, value):
+        if value < 0:
+            raise serializers.ValidationError("must be 0 or more")
+        return value
+
+
+class UnitSerializer(serializers.ModelSerializer):
+    """A content unit: a QA pair of a predicate, or an imported SCU."""
+
+    example = serializers.CharField(source="example.external_id", read_only=True)
+    predicate_text = serializers.CharField(source="predicate.text", read_only=True, default=None)
+    author = serializers.CharField(source="author.external_id", read_only=True, default=None)
+
+    class Meta:
+        model = ContentUnit
+        fields = [
+            "id",
+            "example",
+            "example_id",
+            "predicate_id",
+            "predicate_text",
+            "kind",
+            "index",
+            "question",
+            "answers",
+            "text",
+            "state",
+            "round",
+            "author",
+            "created_at",
+        ]
+
+
+class VerificationSerializer(serializers.ModelSerializer):
+    worker = serializers.CharField(source="worker.external_id", read_only=True)
+
+    class Meta:
+        model = Verification
+        fields = ["id", "unit_id", "worker", "valid", "answers", "created_at"]
+
+
+class JudgmentSerializer(serializers.ModelSerializer):
+    worker = serializers.CharField(source="worker.external_id", read_only=True)
+    system = serializers.CharField(source="summary.system.name", read_only=True)
+    example = serializers.CharField(source="summary.example.external_id", read_only=True)
+
+    class Meta:
+        model = PresenceJudgment
+        fields = ["id", "unit_id", "summary_id", "system", "example", "worker", "present", "excluded", "created_at"]
+
+
+class GoldSerializer(serializers.ModelSerializer):
+    system = serializers.CharField(source="summary.system.name", read_only=True)
+    example = serializers.CharField(source="summary.example.external_id", read_only=True)
+
+    class Meta:
+        model = GoldPresence
+        fields = ["id", "unit_id", "summary_id", "system", "example", "present", "n_judgments", "n_present", "origin"]
+
+
+class CheckSerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField()
+    threshold = serializers.FloatField(allow_null=True, required=False)
+    status = serializers.CharField(required=False)
+
+
+class WorkerRowSerializer(serializers.Serializer):
+    """One worker of a campaign: status per task type, HITs done, time per HIT and quality figures."""
+
+    worker = serializers.CharField(source="worker.external_id")
+    blocked = serializers.BooleanField(source="worker.blocked")
+    status = serializers.DictField(child=serializers.CharField())
+    reasons = serializers.DictField(child=serializers.CharField())
+    hits_done = serializers.IntegerField()
+    seconds_per_hit = serializers.FloatField(allow_null=True)
+    excluded = serializers.BooleanField()
+    figures = serializers.JSONField(help_text="Per task type: each check's value, n, threshold and status.")
+
+
+class LeaderboardRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    system = serializers.CharField()
+    system_id = serializers.IntegerField()
+    score = SystemScoreSerializer(allow_null=True)
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    systems = LeaderboardRowSerializer(many=True)
+    agreement = serializers.JSONField(help_text="Krippendorff's alpha pooled and per system, with 95% intervals.")
+    verification = serializers.JSONField(help_text="Agreement of the two verifiers of each question.")
+
+
+class WorkerActionSerializer(serializers.Serializer):
+    worker = serializers.CharField(max_length=128, help_text="The worker's external id.")
+    replace = serializers.BooleanField(default=True, help_text="Exclude: send the excluded judgments out again.")

@@ -1,0 +1,634 @@
+"""API views: thin adapters that read through selectors and write through services.
+
+Every view requires a researcher or admin (``IsResearcher``); campaign-scoped
+views look the campaign up among ``campaigns_visible_to(user)``, so another
+researcher's campaign is a 404.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import zipfile
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Count, Prefetch
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from django.utils.text import get_valid_filename
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import mixins, serializers as drf_serializers, status, viewsets
+from rest_framework.authtoken.models import Token
+from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import roles
+from annotation.api import filters, serializers
+from annotation.api.permissions import CanManageCampaignOrReadOnly, IsResearcher
+from annotation.importing.readers import CampaignImportError
+from annotation.models import (
+    Campaign,
+    ContentUnit,
+    Example,
+    GoldPresence,
+    Predicate,
+    PresenceJudgment,
+    ReferenceSentence,
+    System,
+    SystemSummary,
+    Verification,
+)
+from annotation.selectors import campaign_overview, campaign_progress, campaign_workers, campaigns_visible_to, leaderboard
+from annotation.services import pipeline, predicates as predicate_service, quality, scores
+from annotation.services.campaign_import import PREDICATES_AUTO, PREDICATES_NONE, import_campaign
+from config.ratelimit import client_ip, hit_limit
+from hits.models import Worker
+
+
+class Conflict(APIException):
+    """The request is valid but the campaign's state does not allow it (e.g. launching a running campaign)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The campaign's state does not allow this."
+    default_code = "conflict"
+
+
+DETAIL = inline_serializer("Detail", fields={"detail": drf_serializers.CharField()})
+IMPORT_ERROR = inline_serializer(
+    "ImportProblems",
+    fields={"detail": drf_serializers.CharField(), "problems": serializers.ProblemSerializer(many=True)},
+)
+
+
+# --- tokens ----------------------------------------------------------------------------------
+
+
+class TokenView(APIView):
+    """``POST /api/token/`` with username and password: the caller's API token (created on first request).
+
+    Rate limited like the login page (``LOGIN_RATE_LIMIT`` per client address
+    and user name), so it cannot be used to guess passwords faster.
+    """
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes: list = []
+
+    @extend_schema(
+        request=AuthTokenSerializer,
+        responses={
+            200: inline_serializer("TokenResponse", fields={"token": drf_serializers.CharField()}),
+            400: OpenApiResponse(description="Wrong user name or password."),
+            429: DETAIL,
+        },
+        auth=[],
+        tags=["auth"],
+    )
+    def post(self, request):
+        username = str(request.data.get("username", ""))[:150] if hasattr(request.data, "get") else ""
+        if hit_limit(f"LOGIN_RATE_LIMIT:api:{client_ip(request)}:{username}", settings.LOGIN_RATE_LIMIT):
+            return Response({"detail": "Too many attempts; wait a minute and try again."}, status=429)
+        serializer = AuthTokenSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
+        return Response({"token": token.key})
+
+
+# --- campaigns -------------------------------------------------------------------------------
+
+
+def _save_upload(upload, folder: Path, role: str) -> Path:
+    """Write an uploaded file under its own (sanitised) name, so import problems name the file the user sent.
+
+    Each upload gets its own sub-folder: two uploads with the same name cannot overwrite each other.
+    """
+    try:
+        name = get_valid_filename(Path(upload.name or role).name)
+    except Exception:  # noqa: BLE001 - a name with nothing usable left
+        name = role
+    (folder / role).mkdir()
+    path = folder / role / name
+    with path.open("wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    return path
+
+
+def _problem_dict(problem) -> dict:
+    return {
+        "file": problem.file,
+        "line": problem.line,
+        "field": problem.field,
+        "path": problem.path,
+        "message": problem.message,
+    }
+
+
+class CampaignViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Campaigns the caller owns or that are shared with them (admins: all)."""
+
+    serializer_class = serializers.CampaignSerializer
+    permission_classes = [IsResearcher, CanManageCampaignOrReadOnly]
+    lookup_field = "slug"
+    filterset_class = filters.CampaignFilter
+    ordering_fields = ["created_at", "name", "slug", "state"]
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def get_queryset(self):
+        return (
+            campaign_overview(campaigns_visible_to(self.request.user))
+            .prefetch_related("shared_with")
+            .order_by("-created_at", "slug")
+        )
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return serializers.CampaignCreateSerializer
+        return serializers.CampaignSerializer
+
+    @extend_schema(
+        request={"multipart/form-data": serializers.CampaignCreateSerializer},
+        responses={
+            201: inline_serializer(
+                "CampaignCreated",
+                fields={"campaign": serializers.CampaignSerializer(), "report": serializers.ImportReportSerializer()},
+            ),
+            400: IMPORT_ERROR,
+        },
+    )
+    def create(self, request, *args, **kwargs):
+        """Import a new campaign from uploaded files (all or nothing; every problem is listed with file, line and field)."""
+        form = serializers.CampaignCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        with tempfile.TemporaryDirectory(prefix="api-import-") as tmp:
+            folder = Path(tmp)
+            refs = _save_upload(data["references"], folder, "references")
+            sums = _save_upload(data["summaries"], folder, "summaries")
+            preds = PREDICATES_AUTO if data["detect_predicates"] else PREDICATES_NONE
+            if data.get("predicates"):
+                preds = _save_upload(data["predicates"], folder, "predicates")
+            try:
+                report = import_campaign(
+                    name=data["name"],
+                    slug=data.get("slug") or None,
+                    owner=request.user,
+                    description=data.get("description", ""),
+                    references=refs,
+                    summaries=sums,
+                    predicates=preds,
+                )
+            except CampaignImportError as exc:
+                return Response(
+                    {"detail": str(exc), "problems": [_problem_dict(p) for p in exc.problems]},
+                    status=status.HTTP_400_BAD_REQUEST,
+                )
+        roles.make_researcher(request.user)
+        campaign = campaign_overview(Campaign.objects.filter(pk=report.campaign.pk)).get()
+        return Response(
+            {
+                "campaign": serializers.CampaignSerializer(campaign).data,
+                "report": serializers.ImportReportSerializer(report).data,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+    @extend_schema(responses={200: serializers.CampaignSerializer, 400: DETAIL, 409: DETAIL})
+    def partial_update(self, request, *args, **kwargs):
+        """Change the name, description, backend or settings; settings only while the campaign is a draft."""
+        campaign = self.get_object()
+        serializer = self.get_serializer(campaign, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        changed_settings = set(serializer.validated_data) & set(serializers.SETTINGS_FIELDS + ["backend"])
+        if changed_settings and campaign.state != Campaign.State.DRAFT:
+            raise Conflict(
+                f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}: "
+                f"settings ({', '.join(sorted(changed_settings))}) can only change before launch"
+            )
+        serializer.save()
+        return Response(self.get_serializer(self.get_object()).data)
+
+    def update(self, request, *args, **kwargs):  # PUT is not offered: every change is partial.
+        return self.partial_update(request, *args, **kwargs)
+
+    def _control(self, request, service, done: str):
+        campaign = self.get_object()
+        try:
+            result = service(campaign)
+        except pipeline.LaunchError as exc:
+            raise Conflict(str(exc).capitalize() + ".") from None
+        campaign.refresh_from_db()
+        return Response({"slug": campaign.slug, "state": campaign.state, "detail": done.format(n=result)})
+
+    @extend_schema(request=None, responses={200: serializers.StateSerializer, 409: DETAIL})
+    @action(detail=True, methods=["post"])
+    def launch(self, request, slug=None):
+        """Create the first HITs and start the campaign."""
+        return self._control(request, pipeline.launch_campaign, "Campaign launched: {n} HITs created.")
+
+    @extend_schema(request=None, responses={200: serializers.StateSerializer, 409: DETAIL})
+    @action(detail=True, methods=["post"])
+    def pause(self, request, slug=None):
+        """Stop handing out HITs; work in progress can still be submitted."""
+        return self._control(request, pipeline.pause_campaign, "Campaign paused.")
+
+    @extend_schema(request=None, responses={200: serializers.StateSerializer, 409: DETAIL})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, slug=None):
+        return self._control(request, pipeline.resume_campaign, "Campaign resumed.")
+
+    @extend_schema(request=None, responses={200: serializers.StateSerializer, 409: DETAIL})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, slug=None):
+        """Cancel for good: open HITs are withdrawn, submitted work is kept."""
+        return self._control(request, pipeline.cancel_campaign, "Campaign cancelled.")
+
+    def _sharing(self, request, service):
+        campaign = self.get_object()
+        form = serializers.ShareSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        User = get_user_model()
+        try:
+            user = User.objects.get(username=form.validated_data["username"])
+        except User.DoesNotExist:
+            raise ValidationError({"username": [f"no user named '{form.validated_data['username']}'"]}) from None
+        try:
+            changed = service(campaign, user, by=request.user)
+        except roles.SharingError as exc:
+            raise ValidationError({"username": [str(exc)]}) from None
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied(str(exc)) from None
+        return Response(
+            {"changed": changed, "shared_with": sorted(campaign.shared_with.values_list("username", flat=True))}
+        )
+
+    SHARE_RESPONSE = inline_serializer(
+        "Sharing",
+        fields={"changed": drf_serializers.BooleanField(), "shared_with": drf_serializers.ListField(child=drf_serializers.CharField())},
+    )
+
+    @extend_schema(request=serializers.ShareSerializer, responses={200: SHARE_RESPONSE, 400: DETAIL})
+    @action(detail=True, methods=["post"])
+    def share(self, request, slug=None):
+        """Share the campaign with another user (they become a researcher who sees and manages it)."""
+        return self._sharing(request, roles.share_campaign)
+
+    @extend_schema(request=serializers.ShareSerializer, responses={200: SHARE_RESPONSE, 400: DETAIL})
+    @action(detail=True, methods=["post"])
+    def unshare(self, request, slug=None):
+        return self._sharing(request, roles.unshare_campaign)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def progress(self, request, slug=None):
+        """HITs and assignments per stage, settled and flagged predicates, workers and cost so far (poll this)."""
+        progress = campaign_progress(self.get_object())
+        progress["flagged"] = [
+            {"id": p.pk, "text": p.text, "example": p.example.external_id, "reason": p.flag_reason}
+            for p in progress["flagged"]
+        ]
+        progress["cost_so_far"] = str(progress["cost_so_far"])
+        return Response(progress)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("backend", str, enum=[c for c, _ in Campaign.Backend.choices], required=False)
+        ],
+        responses={200: OpenApiTypes.OBJECT, 400: DETAIL},
+    )
+    @action(detail=True, methods=["get"])
+    def cost(self, request, slug=None):
+        """Estimated cost from launch to the last presence judgment (amounts as decimal strings, USD)."""
+        from annotation.services.costs import campaign_cost_preview
+
+        backend = request.query_params.get("backend") or None
+        if backend is not None and backend not in Campaign.Backend.values:
+            raise ValidationError({"backend": [f"must be one of {', '.join(Campaign.Backend.values)}"]})
+        return Response(campaign_cost_preview(self.get_object(), backend=backend).as_dict())
+
+    @extend_schema(
+        parameters=[OpenApiParameter("n_boot", int, description="Bootstrap resamples for intervals (0-2000, default 1000).")],
+        responses={200: OpenApiTypes.OBJECT, 400: DETAIL},
+    )
+    @action(detail=True, methods=["get"])
+    def scores(self, request, slug=None):
+        """Krippendorff's alpha (pooled, per system, 95% CI) and each system's QAPyramid, nQAPyramid and interval."""
+        n_boot = _int_param(request, "n_boot", scores.N_BOOT, 0, 2000)
+        return Response(scores.campaign_scores(self.get_object(), n_boot=n_boot))
+
+    @extend_schema(responses={200: serializers.LeaderboardSerializer})
+    @action(detail=True, methods=["get"])
+    def leaderboard(self, request, slug=None):
+        """Systems ranked by gold QAPyramid (stale intervals are recomputed first), with agreement."""
+        campaign = self.get_object()
+        scores.refresh_stale_intervals(campaign)
+        board = leaderboard(campaign)
+        rows = [
+            {"rank": i + 1, "system": row["system"].name, "system_id": row["system"].pk, "score": row["score"]}
+            for i, row in enumerate(board["rows"])
+        ]
+        return Response(
+            serializers.LeaderboardSerializer(
+                {"systems": rows, "agreement": board["agreement"], "verification": board["verification"]}
+            ).data
+        )
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"])
+    def recompute(self, request, slug=None):
+        """Recompute every crowd gold label and every score from the judgments that count."""
+        campaign = self.get_object()
+        result = scores.recompute_gold(campaign)
+        scores.recompute_system_scores(campaign)
+        return Response(result)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("pseudonymise", bool, description="Replace worker ids by salted hashes.")],
+        responses={(200, "application/zip"): OpenApiTypes.BINARY},
+    )
+    @action(detail=True, methods=["get"])
+    def export(self, request, slug=None):
+        """The study as a zip: examples.jsonl, judgments.csv and campaign.json (as ``manage.py export_campaign``)."""
+        from annotation.services.export import export_campaign
+
+        campaign = self.get_object()
+        pseudonymise = request.query_params.get("pseudonymise", "").lower() in {"1", "true", "yes"}
+        buffer = io.BytesIO()
+        with tempfile.TemporaryDirectory(prefix="api-export-") as tmp:
+            # The salt is derived from the secret key so pseudonyms are stable across exports but unlinkable outside.
+            export_campaign(campaign, tmp, pseudonymise=pseudonymise, salt=settings.SECRET_KEY + campaign.slug)
+            with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+                for path in sorted(Path(tmp).iterdir()):
+                    archive.write(path, arcname=f"{campaign.slug}/{path.name}")
+        response = HttpResponse(buffer.getvalue(), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{campaign.slug}.zip"'
+        return response
+
+
+def _int_param(request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: ["must be a whole number"]}) from None
+    if not low <= value <= high:
+        raise ValidationError({name: [f"must be between {low} and {high}"]})
+    return value
+
+
+# --- campaign-scoped resources ---------------------------------------------------------------
+
+
+CAMPAIGN_SLUG = OpenApiParameter("campaign_slug", str, OpenApiParameter.PATH, description="The campaign's slug.")
+
+
+class CampaignScoped:
+    """Resolves ``campaign_slug`` among the campaigns the caller may see (404 otherwise)."""
+
+    permission_classes = [IsResearcher]
+    lookup_value_regex = r"[0-9]+"
+
+    _campaign = None
+
+    @property
+    def campaign(self) -> Campaign:
+        if self._campaign is None:
+            self._campaign = get_object_or_404(
+                campaigns_visible_to(self.request.user), slug=self.kwargs.get("campaign_slug", "")
+            )
+        return self._campaign
+
+    def require_manager(self):
+        if not roles.can_manage_campaign(self.request.user, self.campaign):
+            raise PermissionDenied("Only the campaign's owner, the researchers it is shared with, and admins may change it.")
+
+
+def _scoped_schema(cls):
+    return extend_schema(parameters=[CAMPAIGN_SLUG])(cls)
+
+
+@_scoped_schema
+class ExampleViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
+    """The campaign's examples with their reference sentences."""
+
+    serializer_class = serializers.ExampleSerializer
+    filterset_class = filters.ExampleFilter
+    ordering_fields = ["position", "external_id"]
+    queryset = Example.objects.none()
+
+    def get_queryset(self):
+        return (
+            Example.objects.filter(campaign=self.campaign)
+            .prefetch_related(Prefetch("sentences", queryset=ReferenceSentence.objects.order_by("index")))
+            .order_by("position")
+        )
+
+
+@_scoped_schema
+class SystemViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
+    """The campaign's systems with their gold scores (means over summaries, 95% bootstrap interval)."""
+
+    serializer_class = serializers.SystemSerializer
+    ordering_fields = ["name"]
+    queryset = System.objects.none()
+
+    def get_queryset(self):
+        return (
+            System.objects.filter(campaign=self.campaign)
+            .select_related("score")
+            .annotate(n_summaries=Count("summaries"))
+            .order_by("name")
+        )
+
+
+@_scoped_schema
+class SummaryViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
+    """System summaries with their QAPyramid, nQAPyramid and penalties."""
+
+    serializer_class = serializers.SummarySerializer
+    filterset_class = filters.SummaryFilter
+    ordering_fields = ["id"]
+    queryset = SystemSummary.objects.none()
+
+    def get_queryset(self):
+        return (
+            SystemSummary.objects.filter(system__campaign=self.campaign)
+            .select_related("system", "example", "score")
+            .order_by("system__name", "example__position")
+        )
+
+
+@_scoped_schema
+class PredicateViewSet(
+    CampaignScoped,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Predicates of the references; researchers may add or remove them before launch."""
+
+    serializer_class = serializers.PredicateSerializer
+    filterset_class = filters.PredicateFilter
+    ordering_fields = ["id", "start"]
+    queryset = Predicate.objects.none()
+
+    def get_queryset(self):
+        return (
+            Predicate.objects.filter(example__campaign=self.campaign)
+            .select_related("example")
+            .order_by("example__position", "sentence__index", "start")
+        )
+
+    def get_serializer(self, *args, **kwargs):
+        if self.request is not None and self.kwargs.get("campaign_slug") is not None:
+            kwargs.setdefault("campaign", self.campaign)
+        return super().get_serializer(*args, **kwargs)
+
+    @extend_schema(responses={201: serializers.PredicateSerializer, 400: DETAIL, 409: DETAIL})
+    def create(self, request, *args, **kwargs):
+        """Add a predicate: ``{"sentence": id, "start": i, "end": j}`` spans ``sentence.text[i:j]`` (before launch)."""
+        self.require_manager()
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        if self.campaign.state != Campaign.State.DRAFT:
+            raise Conflict(f"campaign '{self.campaign.slug}' is {self.campaign.get_state_display().lower()}: predicates can only change before launch")
+        try:
+            predicate = predicate_service.add_predicate(data["sentence"], data["start"], data["end"], data.get("lemma", ""))
+        except DjangoValidationError as exc:
+            raise ValidationError({"detail": exc.messages}) from None
+        return Response(self.get_serializer(predicate).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None, 409: DETAIL})
+    def destroy(self, request, *args, **kwargs):
+        """Remove a predicate (before launch)."""
+        self.require_manager()
+        predicate = self.get_object()
+        if self.campaign.state != Campaign.State.DRAFT:
+            raise Conflict(f"campaign '{self.campaign.slug}' is {self.campaign.get_state_display().lower()}: predicates can only change before launch")
+        predicate_service.remove_predicate(predicate)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@_scoped_schema
+class UnitViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
+    """Content units: QA pairs (with their state: proposed, kept, rejected, superseded) or imported SCUs."""
+
+    serializer_class = serializers.UnitSerializer
+    filterset_class = filters.UnitFilter
+    ordering_fields = ["id", "index", "created_at"]
+    queryset = ContentUnit.objects.none()
+
+    def get_queryset(self):
+        return (
+            ContentUnit.objects.filter(example__campaign=self.campaign)
+            .select_related("example", "predicate", "author")
+            .order_by("example__position", "index")
+        )
+
+
+@_scoped_schema
+class VerificationViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
+    """Verifiers' verdicts on written QA pairs."""
+
+    serializer_class = serializers.VerificationSerializer
+    filterset_class = filters.VerificationFilter
+    ordering_fields = ["id", "created_at"]
+    queryset = Verification.objects.none()
+
+    def get_queryset(self):
+        return Verification.objects.filter(unit__example__campaign=self.campaign).select_related("worker").order_by("pk")
+
+
+@_scoped_schema
+class JudgmentViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
+    """Presence judgments (one judge, one unit, one summary); filter by system, worker, example, unit."""
+
+    serializer_class = serializers.JudgmentSerializer
+    filterset_class = filters.JudgmentFilter
+    ordering_fields = ["id", "created_at"]
+    queryset = PresenceJudgment.objects.none()
+
+    def get_queryset(self):
+        return (
+            PresenceJudgment.objects.filter(summary__system__campaign=self.campaign)
+            .select_related("worker", "summary__system", "summary__example")
+            .order_by("pk")
+        )
+
+
+@_scoped_schema
+class GoldViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
+    """Gold presence labels: imported, or the majority of the judgments that count (ties per the campaign's rule)."""
+
+    serializer_class = serializers.GoldSerializer
+    filterset_class = filters.GoldFilter
+    ordering_fields = ["id"]
+    queryset = GoldPresence.objects.none()
+
+    def get_queryset(self):
+        return (
+            GoldPresence.objects.filter(summary__system__campaign=self.campaign)
+            .select_related("summary__system", "summary__example")
+            .order_by("pk")
+        )
+
+
+@_scoped_schema
+class WorkerViewSet(CampaignScoped, viewsets.GenericViewSet):
+    """Workers who did HITs of the campaign, with their status and quality figures; exclude or include them."""
+
+    serializer_class = serializers.WorkerRowSerializer
+    filter_backends: list = []
+    queryset = Worker.objects.none()
+
+    @extend_schema(responses={200: serializers.WorkerRowSerializer(many=True)})
+    def list(self, request, *args, **kwargs):
+        rows = campaign_workers(self.campaign)
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(serializers.WorkerRowSerializer(page, many=True).data)
+
+    def _worker(self, form) -> Worker:
+        worker = Worker.objects.filter(external_id=form.validated_data["worker"]).first()
+        if worker is None:
+            raise ValidationError({"worker": [f"no worker '{form.validated_data['worker']}'"]})
+        return worker
+
+    @extend_schema(request=serializers.WorkerActionSerializer, responses={200: OpenApiTypes.OBJECT, 400: DETAIL})
+    @action(detail=False, methods=["post"])
+    def exclude(self, request, campaign_slug=None):
+        """Leave a worker's presence judgments out of the gold labels (optionally re-opening their places)."""
+        self.require_manager()
+        form = serializers.WorkerActionSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        worker = self._worker(form)
+        return Response(quality.exclude_worker(self.campaign, worker, by=request.user, replace=form.validated_data["replace"]))
+
+    @extend_schema(request=serializers.WorkerActionSerializer, responses={200: OpenApiTypes.OBJECT, 400: DETAIL})
+    @action(detail=False, methods=["post"])
+    def include(self, request, campaign_slug=None):
+        """Undo an exclusion: the worker's judgments count again."""
+        self.require_manager()
+        form = serializers.WorkerActionSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        worker = self._worker(form)
+        return Response(quality.include_worker(self.campaign, worker, by=request.user))

@@ -1,0 +1,60 @@
+"""Fixtures of the API tests: one user per role and a campaign owned by one researcher, shared with another."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotation.roles import make_researcher, share_campaign
+from annotation.services.campaign_import import import_campaign
+from hits.models import Worker
+from tests.conftest import write_jsonl
+
+ROLES = ("anonymous", "worker", "owner", "other_researcher", "shared", "admin")
+
+
+@pytest.fixture
+def api_world(tmp_path, django_user_model):
+    """Users of every role; ``campaign`` (owner's, shared with ``shared``) and ``other`` (other_researcher's)."""
+    users = {
+        "worker": django_user_model.objects.create_user("crowd1", password="crowd-pass-123"),
+        "owner": django_user_model.objects.create_user("owner1", password="owner-pass-123"),
+        "other_researcher": django_user_model.objects.create_user("other1", password="other-pass-123"),
+        "shared": django_user_model.objects.create_user("shared1", password="shared-pass-123"),
+        "admin": django_user_model.objects.create_user("admin1", password="admin-pass-123", is_staff=True),
+    }
+    Worker.objects.create(external_id="crowd1", user=users["worker"])
+    for role in ("owner", "other_researcher"):
+        make_researcher(users[role])
+    refs = write_jsonl(
+        tmp_path / "refs.jsonl",
+        [
+            {"id": "a", "reference": "The mayor opened a new park. Children played there all day."},
+            {"id": "b", "reference": "Storms closed the airport on Monday."},
+        ],
+    )
+    sums = write_jsonl(
+        tmp_path / "sums.jsonl",
+        [
+            {"id": "a", "system": "alpha", "summary": "A park opened."},
+            {"id": "b", "system": "alpha", "summary": "The airport closed."},
+            {"id": "a", "system": "beta", "summary": "Children played in a new park."},
+            {"id": "b", "system": "beta", "summary": "Storms hit on Monday."},
+        ],
+    )
+    campaign = import_campaign(name="Parks", owner=users["owner"], references=refs, summaries=sums).campaign
+    share_campaign(campaign, users["shared"], by=users["owner"])
+    refs2 = write_jsonl(tmp_path / "refs2.jsonl", [{"id": "x", "reference": "Rain fell on the city."}])
+    sums2 = write_jsonl(tmp_path / "sums2.jsonl", [{"id": "x", "system": "gamma", "summary": "It rained."}])
+    other = import_campaign(name="Rain", owner=users["other_researcher"], references=refs2, summaries=sums2).campaign
+    return {"users": users, "campaign": campaign, "other": other}
+
+
+def client_for(world, role: str) -> APIClient:
+    """An API client authenticated with the role's token (anonymous: no credentials)."""
+    client = APIClient()
+    if role != "anonymous":
+        token, _ = Token.objects.get_or_create(user=world["users"][role])
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
