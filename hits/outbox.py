@@ -11,6 +11,7 @@ dispatch_followups``, and opportunistically whenever a later publish works.
 from __future__ import annotations
 
 import logging
+import time
 
 from celery import current_app
 from django.db import transaction
@@ -25,10 +26,26 @@ def _publish(task_name: str, args: list) -> None:
     if app.conf.task_always_eager:
         app.tasks[task_name].apply(args=args, throw=True)
         return
-    # A connection of its own rather than the shared pool: after a broker outage kombu may leave the
-    # pool closed, and every later publish would fail until the process restarts.
-    with app.connection_for_write() as connection:
-        app.send_task(task_name, args=args, retry=False, connection=connection)
+    try:
+        # The shared producer pool: one broker connection per process, reused by every submission.
+        app.send_task(task_name, args=args, retry=False)
+    except Exception:
+        # After a broker outage kombu may leave the pooled connection dead (or the pool closed):
+        # drop it so that the next publish connects afresh instead of failing until a restart.
+        _reset_pool(app)
+        raise
+
+
+def _reset_pool(app) -> None:
+    import kombu.pools
+
+    try:
+        app.pool.force_close_all()
+    except Exception:  # noqa: BLE001 - the pool is being thrown away anyway
+        pass
+    kombu.pools.reset()
+    app._pool = None
+    app.amqp._producer_pool = None
 
 
 def send_now(task_name: str, args: list) -> bool:
@@ -40,10 +57,27 @@ def send_now(task_name: str, args: list) -> bool:
             raise
         log.warning("broker unavailable, follow-up %s stored for later: %s", task_name, exc)
         FollowUp.objects.create(task_name=task_name, args=args, error=str(exc)[:500])
+        global _last_flush_check
+        _last_flush_check = float("-inf")  # look again at the next successful publish
         return False
+    _flush_if_due()
+    return True
+
+
+# Seconds between two looks for stored follow-ups from the same process: a look is a query, and
+# a busy web process publishes on every submission (Celery beat flushes every minute anyway).
+FLUSH_CHECK_INTERVAL = 30.0
+_last_flush_check = float("-inf")
+
+
+def _flush_if_due() -> None:
+    global _last_flush_check
+    now = time.monotonic()
+    if now - _last_flush_check < FLUSH_CHECK_INTERVAL:
+        return
+    _last_flush_check = now
     if FollowUp.objects.exists():
         flush()
-    return True
 
 
 def send_after_commit(task, *args) -> None:
