@@ -265,6 +265,10 @@ MTURK_MIN_APPROVAL_RATE = env_int("MTURK_MIN_APPROVAL_RATE", 0)
 # Gold and qualification HITs are open-ended locally; on MTurk they get this many assignments (under 10: no extra fee).
 MTURK_OPEN_HIT_ASSIGNMENTS = env_int("MTURK_OPEN_HIT_ASSIGNMENTS", 9)
 MTURK_PUBLISH_CHUNK = env_int("MTURK_PUBLISH_CHUNK", 100)
+# Prefix of every UniqueRequestToken and RequesterAnnotation: give each installation sharing an account its own.
+MTURK_TOKEN_PREFIX = os.environ.get("MTURK_TOKEN_PREFIX", "qapyr")
+# Submitted MTurk work is approved by the sync after this many hours unless a researcher rejected it first.
+MTURK_APPROVE_AFTER_HOURS = float(os.environ.get("MTURK_APPROVE_AFTER_HOURS", "24"))
 MTURK_MAX_RETRIES = env_int("MTURK_MAX_RETRIES", 5)
 MTURK_RETRY_BASE_SECONDS = float(os.environ.get("MTURK_RETRY_BASE_SECONDS", "1.0"))
 # Who may frame the MTurk HIT pages, and where they may post a finished assignment.

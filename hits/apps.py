@@ -10,3 +10,5 @@ class HitsConfig(AppConfig):
         from hits.qualifications import qualification_rule
 
         register_eligibility_rule(qualification_rule)
+        # The MTurk backend mirrors qualification decisions and blocks to MTurk (signal receivers).
+        import hits.mturk.qualifications  # noqa: F401

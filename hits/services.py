@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from hits.handlers import AnswerErrors, eligible_kinds, task_handler
 from hits import qualifications
 from hits.models import HIT, Assignment, Batch, TaskType, Worker
+from hits.mturk.publishing import publish_soon
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +52,20 @@ def worker_for_user(user) -> Worker:
         return Worker.objects.get(user=user)
 
 
-def available_hits(worker: Worker, task_type: TaskType, kinds=None, attempt: int | None = None):
-    """HITs of a type that this worker could accept now (unlocked query)."""
+def available_hits(worker: Worker, task_type: TaskType, kinds=None, attempt: int | None = None, via_mturk: bool = False):
+    """HITs of a type that this worker could accept now (unlocked query).
+
+    HITs of an MTurk batch are taken only through MTurk (``via_mturk``, the
+    framed HIT page), those of a local batch only on the platform's pages.
+    """
     kinds = eligible_kinds(worker, task_type) if kinds is None else kinds
     if attempt is None:
         attempt = qualifications.attempt_for_kinds(worker, task_type, kinds)
     taken = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker, attempt=attempt)
+    local = Q(batch__backend=Batch.Backend.LOCAL)
     return (
         HIT.objects.filter(
+            ~local if via_mturk else local,
             task_type=task_type,
             kind__in=kinds,
             state=HIT.State.OPEN,
@@ -81,7 +88,7 @@ def current_assignment(worker: Worker, task_type: TaskType) -> Assignment | None
     )
 
 
-def accept_next(worker: Worker, task_type: TaskType, hit_id: int | None = None) -> Assignment | None:
+def accept_next(worker: Worker, task_type: TaskType, hit_id: int | None = None, via_mturk: bool = False) -> Assignment | None:
     """Give the worker the next HIT of this type (or the HIT ``hit_id``); None when nothing is left.
 
     A worker who already holds a live assignment of this type gets it back
@@ -96,7 +103,7 @@ def accept_next(worker: Worker, task_type: TaskType, hit_id: int | None = None) 
     attempt = qualifications.attempt_for_kinds(worker, task_type, kinds)
     now = timezone.now()
     with transaction.atomic():
-        candidates = available_hits(worker, task_type, kinds, attempt)
+        candidates = available_hits(worker, task_type, kinds, attempt, via_mturk=via_mturk)
         if hit_id is not None:
             candidates = candidates.filter(pk=hit_id)
         hit = _next_hit(candidates, kinds, hit_id)
@@ -170,7 +177,7 @@ def submit_assignment(worker: Worker, assignment_id: int, data) -> SubmitOutcome
 def _store_submission(assignment: Assignment, data, now) -> None:
     """Validate, store and hand over a submission (inside the caller's transaction)."""
     # Lock the HIT: submissions of one HIT are serialised, so "the last one" is known exactly.
-    hit = HIT.objects.select_for_update().get(pk=assignment.hit_id)
+    hit = HIT.objects.select_for_update(of=("self",)).select_related("batch").get(pk=assignment.hit_id)
     handler = task_handler(hit.task_type.slug)
     answers = handler.clean(hit, data)
     assignment.answers = answers
@@ -189,6 +196,8 @@ def _store_submission(assignment: Assignment, data, now) -> None:
         qualifications.grade_if_complete(assignment, handler)
     else:
         handler.on_submitted(assignment)
+    # A submission may open new HITs (the next stage); on an MTurk batch they are published after the commit.
+    publish_soon(hit.batch)
 
 
 def _release(assignment: Assignment, state: str) -> None:

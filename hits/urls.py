@@ -1,6 +1,7 @@
 from django.urls import path
 
 from hits import views
+from hits.mturk import views as mturk_views
 
 urlpatterns = [
     path("", views.worker_home, name="worker-home"),
@@ -9,4 +10,6 @@ urlpatterns = [
     path("assignments/<int:pk>/", views.assignment_page, name="assignment"),
     path("<slug:slug>/start/", views.start_working, name="start-working"),
     path("<slug:slug>/preview/", views.preview, name="preview"),
+    # The HIT page inside MTurk's frame (the ExternalQuestion URL).
+    path("mturk/hit/", mturk_views.mturk_hit_page, name="mturk-hit"),
 ]

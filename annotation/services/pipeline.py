@@ -38,6 +38,7 @@ from annotation.models import (
     Verification,
 )
 from hits.models import HIT, Assignment, Batch, TaskType
+from hits.mturk.publishing import publish_soon
 
 GENERATION = "generation"
 VERIFICATION = "verification"
@@ -94,7 +95,12 @@ def launch_campaign(campaign: Campaign) -> int:
     if not campaign.systems.exists():
         raise LaunchError("the campaign has no system summaries to judge")
     batch = ensure_batch(campaign)
-    Batch.objects.filter(pk=batch.pk).update(gold_share=campaign.gold_share, state=Batch.State.ACTIVE)
+    Batch.objects.filter(pk=batch.pk).update(
+        gold_share=campaign.gold_share, state=Batch.State.ACTIVE, backend=campaign.backend
+    )
+    batch.backend = campaign.backend
+    # On MTurk, the HITs are published after the commit (later ones after each submission: hits.services).
+    publish_soon(batch)
     campaign.state = Campaign.State.RUNNING
     campaign.launched_at = timezone.now()
     campaign.save(update_fields=["state", "launched_at"])

@@ -86,6 +86,7 @@ class MTurk:
             ConnectionClosedError,
             ConnectTimeoutError,
             EndpointConnectionError,
+            NoCredentialsError,
             ReadTimeoutError,
         )
 
@@ -102,6 +103,8 @@ class MTurk:
                 if not transient or attempt == retries:
                     raise MTurkError(operation, code, message) from None
                 reason = code
+            except NoCredentialsError:
+                raise MTurkError(operation, "NoCredentials", "no AWS credentials in the environment or the AWS chain") from None
             except (EndpointConnectionError, ConnectionClosedError, ConnectTimeoutError, ReadTimeoutError) as exc:
                 if attempt == retries:
                     raise MTurkError(operation, type(exc).__name__, str(exc)) from None

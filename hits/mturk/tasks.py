@@ -22,10 +22,13 @@ def publish_batch_task(batch_id: int) -> dict:
     from hits.models import Batch
     from hits.mturk.publishing import PublishRefused, publish_batch
 
+    from hits.mturk.client import MTurkError
+
     batch = Batch.objects.get(pk=batch_id)
     try:
         report = publish_batch(batch, limit=settings.MTURK_PUBLISH_CHUNK)
-    except PublishRefused as exc:
+    except (PublishRefused, MTurkError) as exc:
+        # Nothing is lost: the HITs stay unpublished and the next publish or sync (Celery beat) picks them up.
         log.warning("MTurk publishing of batch %s stopped: %s", batch_id, exc)
         return {"refused": str(exc)}
     if report.remaining and not report.stopped:
@@ -37,9 +40,15 @@ def publish_batch_task(batch_id: int) -> dict:
 def settle_batch_task(batch_id: int) -> dict:
     """Make the pending MTurk calls of a batch's reviews and bonuses (after approve/reject/bonus)."""
     from hits.models import Batch
+    from hits.mturk.client import MTurkError
     from hits.mturk.sync import settle_batch
 
-    return settle_batch(Batch.objects.get(pk=batch_id)).as_dict()
+    try:
+        return settle_batch(Batch.objects.get(pk=batch_id)).as_dict()
+    except MTurkError as exc:
+        # The ledger entries stay pending; the next sync makes the calls.
+        log.warning("MTurk settling of batch %s stopped: %s", batch_id, exc)
+        return {"error": str(exc)}
 
 
 @shared_task(name="hits.mturk.sync_all", acks_late=True)
@@ -58,17 +67,33 @@ def sync_all_task() -> dict:
     return done
 
 
-@shared_task(name="hits.mturk.mirror_qualification", acks_late=True)
-def mirror_qualification_task(worker_id: int, task_type_id: int, granted: bool, reason: str) -> int:
+def _retry_later(task, exc) -> int:
+    """A failed MTurk call: retried later by a real worker; in-process (eager) it is logged, not raised into a request."""
+    if task.request.is_eager:
+        log.error("%s failed and was not retried (no Celery worker): %s", task.name, exc)
+        return 0
+    raise task.retry(exc=exc, countdown=60 * 2 ** task.request.retries, max_retries=5)
+
+
+@shared_task(name="hits.mturk.mirror_qualification", acks_late=True, bind=True)
+def mirror_qualification_task(self, worker_id: int, task_type_id: int, granted: bool, reason: str) -> int:
     """Grant or revoke the worker's MTurk qualification of a task type (both accounts where it exists)."""
+    from hits.mturk.client import MTurkError
     from hits.mturk.qualifications import mirror_qualification
 
-    return mirror_qualification(worker_id, task_type_id, granted, reason)
+    try:
+        return mirror_qualification(worker_id, task_type_id, granted, reason)
+    except MTurkError as exc:
+        return _retry_later(self, exc)
 
 
-@shared_task(name="hits.mturk.mirror_block", acks_late=True)
-def mirror_block_task(worker_id: int, blocked: bool, reason: str) -> int:
+@shared_task(name="hits.mturk.mirror_block", acks_late=True, bind=True)
+def mirror_block_task(self, worker_id: int, blocked: bool, reason: str) -> int:
     """Create or delete the worker's MTurk block (CreateWorkerBlock / DeleteWorkerBlock)."""
+    from hits.mturk.client import MTurkError
     from hits.mturk.qualifications import mirror_block
 
-    return mirror_block(worker_id, blocked, reason)
+    try:
+        return mirror_block(worker_id, blocked, reason)
+    except MTurkError as exc:
+        return _retry_later(self, exc)

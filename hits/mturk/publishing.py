@@ -1,0 +1,285 @@
+"""Publishing a batch's HITs on MTurk: CreateHIT requests, idempotency, budget cap and balance check.
+
+Each local HIT becomes one MTurk HIT whose question is an ExternalQuestion
+pointing at the platform's own framed HIT page.  The CreateHIT call carries
+``UniqueRequestToken = RequesterAnnotation = "<MTURK_TOKEN_PREFIX>-hit-<HIT id>"``:
+a publish interrupted after MTurk created a HIT but before we recorded it
+gets "already exists" on the next run, finds the HIT by its annotation
+(ListHITs) and records it; it never creates a second one.  Each created HIT
+is recorded in its own transaction right after its call, so an interruption
+loses nothing already published.
+
+Mapping of HIT kinds (see README, "MTurk backend"):
+
+- regular HITs: ``MaxAssignments`` = the HIT's own (1 / 2 / 3 per the protocol);
+- gold and qualification HITs are open-ended locally (32767 places): on MTurk
+  they get ``MTURK_OPEN_HIT_ASSIGNMENTS`` (default 9, under the 10 that
+  doubles MTurk's commission);
+- qualification HITs are shown only to workers *without* the task type's
+  MTurk qualification (``DoesNotExist``); regular and gold HITs of a type that
+  requires qualification only to workers who have it (``Exists``);
+- MTurk's minimum reward is $0.01, so a $0.00 qualification HIT pays $0.01.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from xml.sax.saxutils import escape
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.urls import reverse
+
+from hits.models import HIT, Batch
+from hits.mturk import fees
+from hits.mturk.client import MTurk, MTurkError, for_batch, token_already_used
+from hits.mturk.models import MTurkHIT, MTurkQualificationType
+from hits.outbox import send_after_commit
+
+log = logging.getLogger(__name__)
+
+LOCALE_QUALIFICATION = "00000000000000000071"
+APPROVAL_RATE_QUALIFICATION = "000000000000000000L0"
+MIN_REWARD = Decimal("0.01")
+# First key of the advisory lock that serialises publishers of one batch (second key: the batch id).
+LOCK_NAMESPACE = 7301
+EXTERNAL_QUESTION = (
+    '<ExternalQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd">'
+    "<ExternalURL>{url}</ExternalURL><FrameHeight>{height}</FrameHeight></ExternalQuestion>"
+)
+
+
+class PublishRefused(Exception):
+    """Publishing cannot start: wrong backend, no HTTPS base URL, or a balance that cannot cover the HITs."""
+
+
+def request_token(hit: HIT) -> str:
+    """The CreateHIT UniqueRequestToken (and RequesterAnnotation) of a local HIT: stable, at most 64 characters."""
+    return f"{settings.MTURK_TOKEN_PREFIX}-hit-{hit.pk}"[:64]
+
+
+def mturk_max_assignments(hit: HIT) -> int:
+    if hit.kind in (HIT.Kind.GOLD, HIT.Kind.QUALIFICATION):
+        return min(hit.max_assignments, settings.MTURK_OPEN_HIT_ASSIGNMENTS)
+    return hit.max_assignments
+
+
+def mturk_reward(hit: HIT) -> Decimal:
+    return max(Decimal(hit.reward), MIN_REWARD)
+
+
+def external_question(page_url: str | None = None) -> str:
+    url = page_url or settings.PUBLIC_BASE_URL + reverse("mturk-hit")
+    return EXTERNAL_QUESTION.format(url=escape(url), height=settings.MTURK_FRAME_HEIGHT)
+
+
+def qualification_requirements(hit: HIT, qualification_type_id: str | None) -> list[dict]:
+    """MTurk requirements of a HIT: the task type's own qualification, then the optional locale and approval rate."""
+    guard = {"ActionsGuarded": "DiscoverPreviewAndAccept"}
+    requirements = []
+    if hit.task_type.requires_qualification:
+        comparator = "DoesNotExist" if hit.kind == HIT.Kind.QUALIFICATION else "Exists"
+        requirements.append({"QualificationTypeId": qualification_type_id, "Comparator": comparator, **guard})
+    if settings.MTURK_LOCALES:
+        requirements.append(
+            {
+                "QualificationTypeId": LOCALE_QUALIFICATION,
+                "Comparator": "In",
+                "LocaleValues": [{"Country": country.upper()} for country in settings.MTURK_LOCALES],
+                **guard,
+            }
+        )
+    if settings.MTURK_MIN_APPROVAL_RATE:
+        requirements.append(
+            {
+                "QualificationTypeId": APPROVAL_RATE_QUALIFICATION,
+                "Comparator": "GreaterThanOrEqualTo",
+                "IntegerValues": [settings.MTURK_MIN_APPROVAL_RATE],
+                **guard,
+            }
+        )
+    return requirements
+
+
+def create_hit_request(hit: HIT, qualification_type_id: str | None = None) -> dict:
+    """The CreateHIT parameters (boto3 names) for a local HIT."""
+    task_type = hit.task_type
+    title = task_type.name if hit.kind != HIT.Kind.QUALIFICATION else f"Qualification test: {task_type.name}"
+    params = {
+        "Title": title[:128],
+        "Description": (task_type.description or task_type.name)[:2000],
+        "Keywords": task_type.keywords[:1000],
+        "Reward": str(mturk_reward(hit)),
+        "MaxAssignments": mturk_max_assignments(hit),
+        "AssignmentDurationInSeconds": task_type.assignment_duration,
+        "LifetimeInSeconds": settings.MTURK_HIT_LIFETIME,
+        "AutoApprovalDelayInSeconds": settings.MTURK_AUTO_APPROVAL_DELAY,
+        "Question": external_question(),
+        "RequesterAnnotation": request_token(hit),
+        "UniqueRequestToken": request_token(hit),
+    }
+    requirements = qualification_requirements(hit, qualification_type_id)
+    if requirements:
+        params["QualificationRequirements"] = requirements
+    return params
+
+
+def unpublished_hits(batch: Batch):
+    """Open HITs of the batch that are not on MTurk yet, oldest first."""
+    return (
+        HIT.objects.filter(batch=batch, state=HIT.State.OPEN, mturk__isnull=True)
+        .select_related("task_type")
+        .order_by("pk")
+    )
+
+
+def planned_requests(batch: Batch) -> list[dict]:
+    """The CreateHIT requests a publish of ``batch`` would send now, without calling AWS.
+
+    A task type whose MTurk qualification type does not exist yet shows a
+    placeholder id: it is created (once) by the first real publish.
+    """
+    sandbox = batch.backend != Batch.Backend.MTURK_LIVE
+    known = dict(
+        MTurkQualificationType.objects.filter(sandbox=sandbox).values_list("task_type_id", "qualification_type_id")
+    )
+    requests = []
+    for hit in unpublished_hits(batch):
+        type_id = known.get(hit.task_type_id, f"<created on first publish: {hit.task_type.slug}>")
+        requests.append(create_hit_request(hit, type_id))
+    return requests
+
+
+@dataclass
+class PublishReport:
+    published: int = 0
+    recovered: int = 0
+    remaining: int = 0
+    committed: str = "0.00"
+    stopped: str = ""
+    hit_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_balance(mturk: MTurk, needed: Decimal) -> Decimal:
+    """Refuse (``PublishRefused``) when the account's available balance cannot cover ``needed``; returns the balance."""
+    balance = Decimal(mturk.call("GetAccountBalance")["AvailableBalance"])
+    if balance < needed:
+        raise PublishRefused(f"the MTurk balance of ${balance} cannot cover ${needed.quantize(fees.CENT)}")
+    return balance
+
+
+def publish_batch(batch: Batch, limit: int | None = None, mturk: MTurk | None = None) -> PublishReport:
+    """Publish the batch's unpublished open HITs (at most ``limit``); safe to run again at any point.
+
+    Stops before the HIT that would take the money committed (``fees.committed``)
+    over the batch's ``budget_cap``; refuses to start when the account balance
+    cannot cover the HITs about to be published.
+    """
+    if not batch.on_mturk:
+        raise PublishRefused(f"batch '{batch}' runs on local workers, not MTurk")
+    if not settings.PUBLIC_BASE_URL.startswith("https://"):
+        raise PublishRefused("PUBLIC_BASE_URL must be an https:// address: MTurk only frames HTTPS pages")
+    mturk = mturk or for_batch(batch)
+    with publishing_lock(batch) as acquired:
+        if not acquired:
+            # Another process is publishing this batch; what it misses, the next publish or sync takes.
+            return PublishReport(stopped="another publish of this batch is running")
+        return _publish(batch, limit, mturk)
+
+
+@contextmanager
+def publishing_lock(batch: Batch):
+    """One publisher per batch at a time (PostgreSQL session advisory lock; SQLite runs one process anyway).
+
+    Not a row lock: each created HIT is committed on its own while the lock is held.
+    """
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, batch.pk])
+        acquired = cursor.fetchone()[0]
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, batch.pk])
+
+
+def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
+    report = PublishReport()
+    pending = list(unpublished_hits(batch))
+    selected, committed = [], fees.committed(batch)
+    for hit in pending:
+        if limit is not None and len(selected) >= limit:
+            break
+        cost = fees.hit_commitment(mturk_reward(hit), mturk_max_assignments(hit))
+        if batch.budget_cap is not None and committed + cost > batch.budget_cap:
+            report.stopped = f"budget cap of ${batch.budget_cap} reached (${committed} committed)"
+            break
+        committed += cost
+        selected.append(hit)
+    report.remaining = len(pending) - len(selected)
+    report.committed = str(committed)
+    if not selected:
+        return report
+    check_balance(mturk, committed - fees.committed(batch))
+    from hits.mturk.qualifications import ensure_qualification_type
+
+    type_ids: dict[int, str] = {}
+    for hit in selected:
+        if hit.task_type.requires_qualification and hit.task_type_id not in type_ids:
+            type_ids[hit.task_type_id] = ensure_qualification_type(mturk, hit.task_type).qualification_type_id
+        params = create_hit_request(hit, type_ids.get(hit.task_type_id))
+        try:
+            created = mturk.call("CreateHIT", **params)["HIT"]
+        except MTurkError as exc:
+            if not token_already_used(exc):
+                raise
+            created = find_hit_by_annotation(mturk, params["RequesterAnnotation"])
+            if created is None:
+                raise
+            report.recovered += 1
+        record_published(hit, created, params, mturk.sandbox)
+        report.published += 1
+        report.hit_ids.append(created["HITId"])
+    return report
+
+
+def find_hit_by_annotation(mturk: MTurk, annotation: str) -> dict | None:
+    """The account's HIT whose RequesterAnnotation is ``annotation`` (ListHITs, every page)."""
+    for item in mturk.pages("ListHITs", "HITs", MaxResults=100):
+        if item.get("RequesterAnnotation") == annotation:
+            return item
+    return None
+
+
+def record_published(hit: HIT, created: dict, params: dict, sandbox: bool) -> MTurkHIT | None:
+    """Remember a created MTurk HIT (own transaction; a concurrent publish of the same HIT is ignored)."""
+    try:
+        with transaction.atomic():
+            return MTurkHIT.objects.create(
+                hit=hit,
+                sandbox=sandbox,
+                mturk_hit_id=created["HITId"],
+                hit_type_id=created.get("HITTypeId", ""),
+                request_token=params["UniqueRequestToken"],
+                max_assignments=params["MaxAssignments"],
+                reward=Decimal(params["Reward"]),
+            )
+    except IntegrityError:
+        log.info("HIT %s was recorded by a concurrent publish", hit.pk)
+        return None
+
+
+def publish_soon(batch: Batch | None) -> None:
+    """Hook for apps that create HITs: on an MTurk batch, publish the new HITs once the transaction commits."""
+    if batch is not None and batch.on_mturk:
+        send_after_commit("hits.mturk.publish_batch", batch.pk)

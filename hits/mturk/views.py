@@ -1,0 +1,169 @@
+"""The HIT page inside MTurk's frame: the same HIT pages and services as local workers.
+
+MTurk loads ``ExternalURL?assignmentId=..&hitId=..&workerId=..&turkSubmitTo=..``:
+
+- ``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``: the worker is previewing;
+  the page is shown read-only.
+- otherwise the MTurk worker id is mapped to a platform ``Worker``
+  (created on first visit), the local assignment of this HIT is taken for
+  them (``hits.services.accept_next``, the same rules as local workers:
+  qualifications, exclusions, blocks) and the page shows the form.
+- the form posts back here; the answers are validated and stored by
+  ``hits.services.submit_assignment`` *first*, then the page posts
+  ``assignmentId`` to ``<turkSubmitTo>/mturk/externalSubmit`` so MTurk
+  records the submission.
+
+There is no login: the assignment's secret token, carried in the form,
+proves the post comes from the page we served, and a worker id that does
+not match the assignment is refused.  That is why the view is exempt from
+Django's CSRF cookie check (a cookie set inside MTurk's third-party frame
+is not sent back by browsers that block third-party cookies): the token
+plays the CSRF token's role.  These are the only pages that MTurk's domains
+(``MTURK_FRAME_ANCESTORS``) may frame; every other page stays unframeable.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import wraps
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.shortcuts import render
+from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.csrf import csrf_exempt
+
+from config.ratelimit import rate_limited
+from hits.handlers import AnswerErrors, task_handler
+from hits.models import Assignment, Worker
+from hits.mturk.models import MTurkAssignment, MTurkHIT
+from hits.services import AssignmentClosed, NotEligible, accept_next, submit_assignment
+
+PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
+# MTurk's ids are upper-case letters and digits.
+MTURK_ID = re.compile(r"^[A-Z0-9]{1,64}$")
+
+
+def framable_by_mturk(view):
+    """Allow MTurk's domains (and only them) to frame the view's pages."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        response["Content-Security-Policy"] = "frame-ancestors " + " ".join(settings.MTURK_FRAME_ANCESTORS)
+        return response
+
+    return xframe_options_exempt(wrapped)
+
+
+def _refuse(request, status: int, message: str):
+    return render(request, "hits/mturk_message.html", {"message": message}, status=status)
+
+
+def _valid_submit_to(url: str) -> bool:
+    return url.rstrip("/") in [host.rstrip("/") for host in settings.MTURK_SUBMIT_HOSTS]
+
+
+def _page(request, hit, assignment, record, data=None, errors=None, status=200):
+    handler = task_handler(hit.task_type.slug)
+    context = {
+        "hit": hit,
+        "assignment": assignment,
+        "record": record,
+        "task": handler.page_context(hit, assignment, data),
+        "task_template": handler.template_name,
+        "preview": assignment is None,
+        "errors": errors or {},
+        "instructions_collapsed": False,
+    }
+    return render(request, "hits/mturk_hit.html", context, status=status)
+
+
+def _worker(mturk_worker_id: str) -> Worker:
+    worker = Worker.objects.filter(mturk_worker_id=mturk_worker_id).first()
+    if worker is not None:
+        return worker
+    try:
+        with transaction.atomic():
+            return Worker.objects.create(external_id=f"mturk:{mturk_worker_id}", mturk_worker_id=mturk_worker_id)
+    except IntegrityError:  # the same worker's first two requests raced
+        return Worker.objects.get(mturk_worker_id=mturk_worker_id)
+
+
+def _take(published: MTurkHIT, mturk_assignment_id: str, mturk_worker_id: str, submit_to: str):
+    """The local assignment behind an MTurk assignment, taken on first visit. Returns (record, error message)."""
+    worker = _worker(mturk_worker_id)
+    hit = published.hit
+    try:
+        assignment = accept_next(worker, hit.task_type, hit_id=hit.pk, via_mturk=True)
+    except NotEligible as exc:
+        return None, f"Sorry, {exc}. Please return this HIT."
+    if assignment is None:
+        return None, "Sorry, this HIT has no place left for you. Please return it."
+    try:
+        with transaction.atomic():
+            existing = MTurkAssignment.objects.select_for_update().filter(assignment=assignment).first()
+            if existing is not None:
+                # The worker returned the HIT on MTurk and accepted it again: same local assignment, new MTurk id.
+                existing.mturk_assignment_id = mturk_assignment_id
+                existing.submit_to = submit_to
+                existing.save(update_fields=["mturk_assignment_id", "submit_to"])
+                return existing, ""
+            return MTurkAssignment.objects.create(
+                mturk_assignment_id=mturk_assignment_id, mturk_hit=published, assignment=assignment,
+                mturk_worker_id=mturk_worker_id, submit_to=submit_to,
+            ), ""
+    except IntegrityError:  # two loads of the same page at once
+        return MTurkAssignment.objects.get(mturk_assignment_id=mturk_assignment_id), ""
+
+
+@csrf_exempt
+@framable_by_mturk
+@rate_limited("SUBMIT_RATE_LIMIT", lambda r: f"mturk:{r.POST.get('workerId', '')[:64]}")
+def mturk_hit_page(request):
+    """The framed HIT page (GET: preview or the form; POST: store the answers, then hand over to MTurk)."""
+    params = request.POST if request.method == "POST" else request.GET
+    if request.method not in ("GET", "POST"):
+        return _refuse(request, 405, "Only GET and POST are allowed here.")
+    hit_id = params.get("hitId", "")
+    if not MTURK_ID.match(hit_id):
+        return _refuse(request, 400, "This page is opened by Amazon Mechanical Turk; the hitId is missing or malformed.")
+    published = MTurkHIT.objects.select_related("hit__task_type", "hit__batch").filter(mturk_hit_id=hit_id).first()
+    if published is None:
+        return _refuse(request, 404, "This HIT is not known to the platform.")
+    mturk_assignment_id = params.get("assignmentId", "")
+    if request.method == "GET" and mturk_assignment_id in ("", PREVIEW_ID):
+        return _page(request, published.hit, None, None)
+    worker_id = params.get("workerId", "")
+    if not MTURK_ID.match(mturk_assignment_id) or not MTURK_ID.match(worker_id):
+        return _refuse(request, 400, "The assignmentId or workerId is missing or malformed.")
+    record = (
+        MTurkAssignment.objects.select_related("assignment__hit__task_type", "assignment__worker")
+        .filter(mturk_assignment_id=mturk_assignment_id)
+        .first()
+    )
+    if record is not None and (record.mturk_worker_id != worker_id or record.mturk_hit_id != published.pk):
+        return _refuse(request, 403, "This assignment belongs to another worker or HIT.")
+    if request.method == "GET":
+        submit_to = params.get("turkSubmitTo", "").rstrip("/")
+        if not _valid_submit_to(submit_to):
+            return _refuse(request, 400, "The turkSubmitTo address is not one of MTurk's.")
+        if record is None:
+            record, refusal = _take(published, mturk_assignment_id, worker_id, submit_to)
+            if record is None:
+                return _refuse(request, 403, refusal)
+        if record.assignment.state in Assignment.DONE_STATES:
+            return render(request, "hits/mturk_submit.html", {"record": record})
+        if record.assignment.state != Assignment.State.ASSIGNED:
+            return _refuse(request, 410, f"This HIT was {record.assignment.get_state_display().lower()}. Please return it on MTurk.")
+        return _page(request, published.hit, record.assignment, record)
+    if record is None or params.get("token", "") != str(record.assignment.token):
+        return _refuse(request, 403, "This submission does not come from the page of this assignment.")
+    assignment = record.assignment
+    try:
+        submit_assignment(assignment.worker, assignment.pk, request.POST)
+    except AnswerErrors as exc:
+        return _page(request, published.hit, assignment, record, data=request.POST, errors=exc.errors, status=400)
+    except AssignmentClosed as exc:
+        return _refuse(request, 410, f"Sorry, {exc}. Please return it on MTurk.")
+    return render(request, "hits/mturk_submit.html", {"record": record})

@@ -1,0 +1,209 @@
+"""Publishing on MTurk, every call checked with botocore's Stubber against the exact parameters."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from hits.models import HIT
+from hits.mturk.client import MTurkError
+from hits.mturk.models import MTurkHIT, MTurkQualificationType
+from hits.mturk.publishing import PublishRefused, planned_requests, publish_batch
+from tests.mturk.conftest import make_hit
+
+pytestmark = pytest.mark.django_db
+
+QUESTION = (
+    '<ExternalQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd">'
+    "<ExternalURL>https://studio.example.org/work/mturk/hit/</ExternalURL><FrameHeight>900</FrameHeight></ExternalQuestion>"
+)
+
+
+@pytest.fixture(autouse=True)
+def public_url(settings):
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    settings.MTURK_FRAME_HEIGHT = 900
+    settings.MTURK_HIT_LIFETIME = 604800
+    settings.MTURK_AUTO_APPROVAL_DELAY = 259200
+    settings.MTURK_LOCALES = []
+    settings.MTURK_MIN_APPROVAL_RATE = 0
+    settings.MTURK_MAX_RETRIES = 2
+
+
+def expected_create(hit: HIT, **changes) -> dict:
+    params = {
+        "Title": "Label it",
+        "Description": "Label one thing.",
+        "Keywords": "label, test",
+        "Reward": "0.20",
+        "MaxAssignments": 3,
+        "AssignmentDurationInSeconds": 600,
+        "LifetimeInSeconds": 604800,
+        "AutoApprovalDelayInSeconds": 259200,
+        "Question": QUESTION,
+        "RequesterAnnotation": f"qapyr-hit-{hit.pk}",
+        "UniqueRequestToken": f"qapyr-hit-{hit.pk}",
+    }
+    params.update(changes)
+    return params
+
+
+def created(hit_id: str) -> dict:
+    return {"HIT": {"HITId": hit_id, "HITTypeId": "TYPE1"}}
+
+
+def test_publish_creates_one_mturk_hit_per_local_hit(stubbed, mturk_batch, task_type):
+    hits = [make_hit(mturk_batch, task_type) for _ in range(2)]
+    # 2 HITs x 3 assignments x ($0.20 + $0.04 commission) = $1.44 must be covered.
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "1.44"}, {})
+    stubbed.add_response("create_hit", created("AAA1"), expected_create(hits[0]))
+    stubbed.add_response("create_hit", created("AAA2"), expected_create(hits[1]))
+    report = publish_batch(mturk_batch)
+    assert report.published == 2 and report.remaining == 0 and report.committed == "1.44"
+    assert dict(MTurkHIT.objects.values_list("hit_id", "mturk_hit_id")) == {hits[0].pk: "AAA1", hits[1].pk: "AAA2"}
+    # A second run has nothing to do: no AWS call at all (the Stubber would fail on an unexpected one).
+    assert publish_batch(mturk_batch).published == 0
+
+
+def test_publish_interrupted_half_way_is_finished_without_duplicates(stubbed, mturk_batch, task_type):
+    """Issue 9 fault: CreateHIT of the 2nd HIT succeeds on MTurk but the answer is lost (ServiceFault on every try).
+
+    The next run sends the same UniqueRequestToken, MTurk says the HIT exists, and the
+    HIT is found by its RequesterAnnotation (ListHITs, second page) instead of created again.
+    """
+    hits = [make_hit(mturk_batch, task_type) for _ in range(3)]
+    fault = dict(service_error_code="ServiceFault", service_message="We encountered an unexpected error.", http_status_code=500)
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_response("create_hit", created("AAA1"), expected_create(hits[0]))
+    for _ in range(3):  # first try + MTURK_MAX_RETRIES (2)
+        stubbed.add_client_error("create_hit", expected_params=expected_create(hits[1]), **fault)
+    with pytest.raises(MTurkError, match="ServiceFault"):
+        publish_batch(mturk_batch)
+    assert list(MTurkHIT.objects.values_list("mturk_hit_id", flat=True)) == ["AAA1"]
+
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_client_error(
+        "create_hit",
+        service_error_code="RequestError",
+        service_message=f"AWS.MechanicalTurk.HitAlreadyExists: a HIT with UniqueRequestToken qapyr-hit-{hits[1].pk} already exists",
+        http_status_code=400,
+        expected_params=expected_create(hits[1]),
+    )
+    stubbed.add_response(
+        "list_hits",
+        {"NextToken": "page2", "NumResults": 1, "HITs": [{"HITId": "AAA1", "RequesterAnnotation": f"qapyr-hit-{hits[0].pk}"}]},
+        {"MaxResults": 100},
+    )
+    stubbed.add_response(
+        "list_hits",
+        {"NumResults": 1, "HITs": [{"HITId": "AAA2", "HITTypeId": "TYPE1", "RequesterAnnotation": f"qapyr-hit-{hits[1].pk}"}]},
+        {"MaxResults": 100, "NextToken": "page2"},
+    )
+    stubbed.add_response("create_hit", created("AAA3"), expected_create(hits[2]))
+    report = publish_batch(mturk_batch)
+    assert report.published == 2 and report.recovered == 1
+    assert sorted(MTurkHIT.objects.values_list("mturk_hit_id", flat=True)) == ["AAA1", "AAA2", "AAA3"]
+    assert MTurkHIT.objects.get(mturk_hit_id="AAA2").hit_id == hits[1].pk
+
+
+def test_throttled_call_is_retried(stubbed, mturk_batch, task_type):
+    hit = make_hit(mturk_batch, task_type)
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "10.00"}, {})
+    stubbed.add_client_error(
+        "create_hit", service_error_code="ThrottlingException", service_message="Rate exceeded", http_status_code=400,
+        expected_params=expected_create(hit),
+    )
+    stubbed.add_response("create_hit", created("AAA1"), expected_create(hit))
+    assert publish_batch(mturk_batch).published == 1
+
+
+def test_request_error_is_not_retried(stubbed, mturk_batch, task_type):
+    hit = make_hit(mturk_batch, task_type)
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "10.00"}, {})
+    stubbed.add_client_error(
+        "create_hit", service_error_code="RequestError", service_message="Reward is not valid", http_status_code=400,
+        expected_params=expected_create(hit),
+    )
+    with pytest.raises(MTurkError, match="Reward is not valid"):
+        publish_batch(mturk_batch)
+    assert not MTurkHIT.objects.exists()
+
+
+def test_budget_cap_stops_publishing(stubbed, mturk_batch, task_type):
+    mturk_batch.budget_cap = Decimal("1.50")
+    mturk_batch.save()
+    hits = [make_hit(mturk_batch, task_type) for _ in range(3)]  # $0.72 each
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_response("create_hit", created("AAA1"), expected_create(hits[0]))
+    stubbed.add_response("create_hit", created("AAA2"), expected_create(hits[1]))
+    report = publish_batch(mturk_batch)
+    assert report.published == 2 and report.remaining == 1 and "budget cap of $1.50" in report.stopped
+    # Still capped on the next run: nothing is sent.
+    assert publish_batch(mturk_batch).published == 0
+    assert not MTurkHIT.objects.filter(hit=hits[2]).exists()
+
+
+def test_balance_that_cannot_cover_the_hits_refuses_the_publish(stubbed, mturk_batch, task_type):
+    make_hit(mturk_batch, task_type)
+    make_hit(mturk_batch, task_type)
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "1.43"}, {})
+    with pytest.raises(PublishRefused, match=r"balance of \$1.43 cannot cover \$1.44"):
+        publish_batch(mturk_batch)
+    assert not MTurkHIT.objects.exists()
+
+
+def test_qualification_types_gold_and_tests_map_to_mturk(stubbed, mturk_batch, task_type, settings):
+    """The type's qualification is created once and reused; gold HITs get 9 assignments; tests pay MTurk's minimum."""
+    settings.MTURK_LOCALES = ["us", "GB"]
+    settings.MTURK_MIN_APPROVAL_RATE = 95
+    task_type.requires_qualification = True
+    task_type.save()
+    test = make_hit(mturk_batch, task_type, kind=HIT.Kind.QUALIFICATION, max_assignments=32767, reward=Decimal("0"))
+    gold = make_hit(mturk_batch, task_type, kind=HIT.Kind.GOLD, max_assignments=32767)
+    guard = {"ActionsGuarded": "DiscoverPreviewAndAccept"}
+    extra = [
+        {"QualificationTypeId": "00000000000000000071", "Comparator": "In", "LocaleValues": [{"Country": "US"}, {"Country": "GB"}], **guard},
+        {"QualificationTypeId": "000000000000000000L0", "Comparator": "GreaterThanOrEqualTo", "IntegerValues": [95], **guard},
+    ]
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_response(
+        "create_qualification_type",
+        {"QualificationType": {"QualificationTypeId": "QUAL1", "Name": "qapyr Label it (label)"}},
+        {"Name": "qapyr Label it (label)", "Keywords": "label, test", "Description": "Passed the qualification test for 'Label it' HITs.", "QualificationTypeStatus": "Active"},
+    )
+    stubbed.add_response("create_hit", created("TEST1"), expected_create(
+        test, Title="Qualification test: Label it", Reward="0.01", MaxAssignments=9,
+        QualificationRequirements=[{"QualificationTypeId": "QUAL1", "Comparator": "DoesNotExist", **guard}, *extra],
+    ))
+    stubbed.add_response("create_hit", created("GOLD1"), expected_create(
+        gold, MaxAssignments=9, QualificationRequirements=[{"QualificationTypeId": "QUAL1", "Comparator": "Exists", **guard}, *extra],
+    ))
+    publish_batch(mturk_batch)
+    # A later regular HIT reuses the qualification type: no second CreateQualificationType.
+    regular = make_hit(mturk_batch, task_type)
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_response("create_hit", created("REG1"), expected_create(
+        regular, QualificationRequirements=[{"QualificationTypeId": "QUAL1", "Comparator": "Exists", **guard}, *extra],
+    ))
+    publish_batch(mturk_batch)
+    assert MTurkQualificationType.objects.get().qualification_type_id == "QUAL1"
+    assert MTurkHIT.objects.get(mturk_hit_id="GOLD1").max_assignments == 9
+
+
+def test_publishing_needs_https_and_an_mturk_batch(mturk_batch, local_batch, task_type, settings):
+    make_hit(mturk_batch, task_type)
+    with pytest.raises(PublishRefused, match="local workers"):
+        publish_batch(local_batch)
+    settings.PUBLIC_BASE_URL = "http://127.0.0.1:8000"
+    with pytest.raises(PublishRefused, match="https"):
+        publish_batch(mturk_batch)
+
+
+def test_planned_requests_need_no_aws(mturk_batch, task_type):
+    task_type.requires_qualification = True
+    task_type.save()
+    hit = make_hit(mturk_batch, task_type)
+    [request] = planned_requests(mturk_batch)
+    assert request["UniqueRequestToken"] == f"qapyr-hit-{hit.pk}"
+    assert request["QualificationRequirements"][0]["QualificationTypeId"] == "<created on first publish: label>"
