@@ -405,3 +405,5 @@ class SystemScore(models.Model):
 from annotation.autoscore_models import (  # noqa: E402,F401  (automated scoring, issue 7)
     AutoPresence, AutoscoreChunk, AutoscoreRun, AutoSummaryScore, GeneratedUnit, JudgeCacheEntry,
 )
+
+from annotation.jobs_models import Job, QAPairCorrection  # noqa: E402,F401  (researcher pages: long work, corrections)

@@ -38,3 +38,11 @@ def autoscore_chunk_task(chunk_id: int) -> dict:
     from annotation.services.autoscore import run_chunk
 
     return run_chunk(chunk_id)
+
+
+@shared_task(name="annotation.run_job", acks_late=True)
+def run_job_task(job_id: int) -> str:
+    """Run a researcher's long job (import, recomputation, export) and record its progress (idempotent)."""
+    from annotation.services.jobs import run_job
+
+    return run_job(job_id)

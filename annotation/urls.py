@@ -1,8 +1,30 @@
 from django.urls import path
 
-from annotation import views
+from annotation import agreement_views, campaign_views, job_views, review_views, views
 
 urlpatterns = [
+    # Researcher pages of issue 8 (creating, setting up and growing campaigns; long jobs). Fixed paths
+    # come before "<slug:slug>/": the slugs "new" and "jobs" are refused when a campaign is created.
+    path("new/", campaign_views.campaign_new, name="campaign-new"),
+    path("new/confirm/", campaign_views.campaign_new_confirm, name="campaign-new-confirm"),
+    path("jobs/<int:pk>/", job_views.job_detail, name="job-detail"),
+    path("jobs/<int:pk>/status/", job_views.job_status_view, name="job-status"),
+    path("jobs/<int:pk>/download/", job_views.job_download, name="job-download"),
+    path("<slug:slug>/settings/", campaign_views.campaign_settings, name="campaign-settings"),
+    path("<slug:slug>/predicates/", campaign_views.campaign_predicates, name="campaign-predicates"),
+    path("<slug:slug>/predicates/add/", campaign_views.campaign_predicate_add, name="campaign-predicate-add"),
+    path("<slug:slug>/predicates/remove/", campaign_views.campaign_predicate_remove, name="campaign-predicate-remove"),
+    path("<slug:slug>/systems/add/", campaign_views.campaign_add_system, name="campaign-add-system"),
+    path("<slug:slug>/progress/status/", campaign_views.campaign_progress_status, name="campaign-progress-status"),
+    path("<slug:slug>/recompute/", job_views.campaign_recompute, name="campaign-recompute"),
+    path("<slug:slug>/export/", job_views.campaign_export, name="campaign-export"),
+    path("<slug:slug>/agreement/", agreement_views.campaign_agreement, name="campaign-agreement"),
+    path("<slug:slug>/review/", review_views.campaign_review, name="campaign-review"),
+    path("<slug:slug>/review/<int:pk>/", review_views.campaign_review_example, name="campaign-review-example"),
+    path(
+        "<slug:slug>/review/assignments/<int:pk>/", review_views.review_assignment, name="campaign-review-assignment"
+    ),
+    path("<slug:slug>/review/pairs/<int:pk>/correct/", review_views.correct_pair, name="campaign-correct-pair"),
     path("<slug:slug>/", views.campaign_detail, name="campaign-detail"),
     path("<slug:slug>/progress/", views.campaign_progress, name="campaign-progress"),
     path("<slug:slug>/control/", views.campaign_control, name="campaign-control"),

@@ -20,7 +20,9 @@ def home(request):
     if not request.user.is_staff and not campaigns.exists() and hasattr(request.user, "worker"):
         # Crowd workers land on their own page.
         return redirect("worker-home")
-    return render(request, "annotation/home.html", {"campaigns": campaigns})
+    from annotation.roles import is_researcher
+
+    return render(request, "annotation/home.html", {"campaigns": campaigns, "can_create": is_researcher(request.user)})
 
 
 def _visible_campaign(request, slug):

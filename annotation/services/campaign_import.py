@@ -97,14 +97,19 @@ def import_campaign(
     summaries: Path | str | None = None,
     predicates: Path | str | None = PREDICATES_AUTO,
     folder: Path | str | None = None,
+    progress=None,
 ) -> ImportReport:
     """Import a campaign from files; raise ``CampaignImportError`` and write nothing on any problem.
 
     Either ``folder`` (REALSumm/PyrXSum layout) or ``references`` and
     ``summaries`` must be given.  ``predicates`` is ``"auto"`` (spaCy),
     ``"none"`` (sentences only) or the path of a predicates JSONL file.
+    ``progress(done, total, message)``, when given, hears of each of the
+    three steps (checking the files, finding predicates, writing).
     """
     started = time.perf_counter()
+    progress = progress or (lambda done, total, message="": None)
+    progress(0, 3, "checking the files")
     problems = ProblemList()
     name = (name or "").strip()
     final_slug = campaign_slug(name, slug)
@@ -124,6 +129,7 @@ def import_campaign(
     _check_cross_references(contents, problems)
     problems.raise_if_any()
 
+    progress(1, 3, "finding sentences and predicates")
     analysed = analyse_references(
         [r.reference for r in contents.references], [r.sentence_bounds for r in contents.references]
     )
@@ -135,6 +141,7 @@ def import_campaign(
 
     origin = Predicate.Origin.FILE if predicate_records is not None else Predicate.Origin.AUTO
     unit_type = Campaign.UnitType.SCU if contents.units is not None else Campaign.UnitType.QA
+    progress(2, 3, "writing the campaign")
     try:
         with transaction.atomic():
             report = _write(name, final_slug, owner, description, unit_type, contents, analysed, origin)
@@ -146,6 +153,7 @@ def import_campaign(
         # Another import with the same slug won the race, or a constraint caught what the checks missed.
         raise CampaignImportError([_problem_from_integrity_error(exc, final_slug)]) from exc
     report.seconds = time.perf_counter() - started
+    progress(3, 3, "imported")
     return report
 
 

@@ -33,8 +33,17 @@ def pseudonym(worker_id: str, salt: str) -> str:
     return "w-" + hashlib.sha256(f"{salt}:{worker_id}".encode()).hexdigest()[:12]
 
 
-def export_campaign(campaign: Campaign, out_dir: Path | str, *, pseudonymise: bool = False, salt: str = "") -> dict:
-    """Write the three export files into ``out_dir``; returns what was written."""
+def export_campaign(
+    campaign: Campaign, out_dir: Path | str, *, pseudonymise: bool = False, salt: str = "", progress=None
+) -> dict:
+    """Write the three export files into ``out_dir``; returns what was written.
+
+    ``progress(done, total, message)``, when given, counts examples written
+    (every 50), then one step for the judgments and one for the settings.
+    """
+    progress = progress or (lambda done, total, message="": None)
+    n_total = Example.objects.filter(campaign=campaign).count() + 2
+    progress(0, n_total, "examples")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     units_by_example: dict[int, list] = {}
@@ -74,6 +83,9 @@ def export_campaign(campaign: Campaign, out_dir: Path | str, *, pseudonymise: bo
             f.write(json.dumps({"id": example.external_id, "reference": example.reference, "source": example.source or None,
                                 "predicates": list(predicates.values()), "systems": systems}, ensure_ascii=False) + "\n")
             n_examples += 1
+            if n_examples % 50 == 0:
+                progress(min(n_examples, n_total - 2), n_total, "examples")
+    progress(n_total - 2, n_total, "judgments")
     n_judgments = 0
     with (out / "judgments.csv").open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
@@ -95,4 +107,5 @@ def export_campaign(campaign: Campaign, out_dir: Path | str, *, pseudonymise: bo
         json.dumps({"campaign": settings, "counts": {"examples": n_examples, "judgments": n_judgments}, "pseudonymised": pseudonymise}, indent=2),
         encoding="utf-8",
     )
+    progress(n_total, n_total, "exported")
     return {"dir": str(out), "examples": n_examples, "judgments": n_judgments}

@@ -150,6 +150,15 @@ def _create_generation_hits(campaign: Campaign, predicates: list[Predicate], rou
 
 
 def _create_scu_presence_hits(campaign: Campaign) -> int:
+    rows = scu_presence_hit_rows(campaign, SystemSummary.objects.filter(system__campaign=campaign))
+    _turn_share_into_gold(campaign, rows)
+    HIT.objects.bulk_create(rows, batch_size=2000)
+    Example.objects.filter(campaign=campaign).update(presence_started=True)
+    return len(rows)
+
+
+def scu_presence_hit_rows(campaign: Campaign, summaries) -> list[HIT]:
+    """Unsaved presence HITs of an "scu" campaign: each summary's units in groups of ``SCU_UNITS_PER_HIT``."""
     units_by_example: dict[int, list[int]] = {}
     for unit_id, example_id in (
         ContentUnit.objects.filter(example__campaign=campaign).order_by("example_id", "index").values_list("pk", "example_id")
@@ -157,7 +166,7 @@ def _create_scu_presence_hits(campaign: Campaign) -> int:
         units_by_example.setdefault(example_id, []).append(unit_id)
     presence = task_type(PRESENCE)
     rows = []
-    for summary_id, example_id in SystemSummary.objects.filter(system__campaign=campaign).values_list("pk", "example_id"):
+    for summary_id, example_id in summaries.values_list("pk", "example_id"):
         units = units_by_example.get(example_id, [])
         for start in range(0, len(units), SCU_UNITS_PER_HIT):
             rows.append(
@@ -169,10 +178,7 @@ def _create_scu_presence_hits(campaign: Campaign) -> int:
                     reward=campaign.reward_presence,
                 )
             )
-    _turn_share_into_gold(campaign, rows)
-    HIT.objects.bulk_create(rows, batch_size=2000)
-    Example.objects.filter(campaign=campaign).update(presence_started=True)
-    return len(rows)
+    return rows
 
 
 def _turn_share_into_gold(campaign: Campaign, rows: list[HIT]) -> None:
@@ -313,6 +319,17 @@ def start_presence_if_settled(campaign: Campaign, example_id: int) -> int:
         return 0
     example.presence_started = True
     example.save(update_fields=["presence_started"])
+    summary_ids = SystemSummary.objects.filter(example=example).order_by("pk").values_list("pk", flat=True)
+    rows = presence_hit_rows(campaign, example, summary_ids)
+    HIT.objects.bulk_create(rows)
+    return len(rows)
+
+
+def presence_hit_rows(campaign: Campaign, example: Example, summary_ids) -> list[HIT]:
+    """Unsaved presence HITs of an example's kept QA pairs, one per (summary, predicate), for these summaries.
+
+    Also used to judge a system added after its examples' presence HITs exist.
+    """
     units_by_predicate: dict[int, list[int]] = {}
     for unit_id, predicate_id in (
         ContentUnit.objects.filter(example=example, state=ContentUnit.State.KEPT)
@@ -321,7 +338,7 @@ def start_presence_if_settled(campaign: Campaign, example_id: int) -> int:
     ):
         units_by_predicate.setdefault(predicate_id, []).append(unit_id)
     presence = task_type(PRESENCE)
-    rows = [
+    return [
         HIT(
             batch=campaign.batch,
             task_type=presence,
@@ -329,11 +346,9 @@ def start_presence_if_settled(campaign: Campaign, example_id: int) -> int:
             max_assignments=campaign.assignments_presence,
             reward=campaign.reward_presence,
         )
-        for summary_id in SystemSummary.objects.filter(example=example).order_by("pk").values_list("pk", flat=True)
+        for summary_id in summary_ids
         for predicate_id, units in units_by_predicate.items()
     ]
-    HIT.objects.bulk_create(rows)
-    return len(rows)
 
 
 # --- presence ---------------------------------------------------------------------------------

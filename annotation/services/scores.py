@@ -180,14 +180,21 @@ def _nan(x):
     return np.nan if x is None else x
 
 
-def recompute_gold(campaign: Campaign) -> dict:
-    """Full recomputation: every crowd gold label from the judgments that count, then every score."""
+def recompute_gold(campaign: Campaign, progress=None) -> dict:
+    """Full recomputation: every crowd gold label from the judgments that count, then every score.
+
+    ``progress(done, total, message)``, when given, hears of each of the two steps.
+    """
+    progress = progress or (lambda done, total, message="": None)
+    progress(0, 2, "gold labels")
     pairs = set(
         PresenceJudgment.objects.filter(summary__system__campaign=campaign).values_list("unit_id", "summary_id").distinct()
     )
     with transaction.atomic():
         n_gold = refresh_gold(campaign, pairs)
+        progress(1, 2, "scores and intervals")
         n_summaries = recompute_summary_scores(campaign)
+    progress(2, 2, "recomputed")
     return {"gold_labels": n_gold, "summaries": n_summaries}
 
 

@@ -37,7 +37,39 @@ MATRIX = {
     "assignment": ("GET", {"pk": "ASSIGNMENT"}, [LOGIN, 200, 404, 404, 404, 404]),
     "start-working": ("POST", {"slug": "generation"}, [LOGIN, 302, 302, 302, 302, 302]),
     "preview": ("GET", {"slug": "generation"}, [LOGIN, 302, 302, 302, 302, 302]),  # the only HIT is taken
+    # Researcher pages (issue 8). Creating a campaign needs the researcher role; the worker "mw" has none.
+    "campaign-new": ("GET", {}, [LOGIN, 403, 403, 200, 200, 200]),
+    "campaign-new-confirm": ("POST", {}, [LOGIN, 403, 403, 302, 302, 302]),  # no upload: back to the form
+    "job-detail": ("GET", {"pk": "JOB"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "job-status": ("GET", {"pk": "JOB"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "job-download": ("GET", {"pk": "JOB"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-settings": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-predicates": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-predicate-add": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),  # no sentence given
+    "campaign-predicate-remove": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),  # no predicate given
+    "campaign-add-system": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-progress-status": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-recompute": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),
+    "campaign-export": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),
+    "campaign-agreement": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-review": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-review-example": ("GET", {"slug": "matrix", "pk": "EXAMPLE"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-review-assignment": ("POST", {"slug": "matrix", "pk": "ASSIGNMENT"}, [LOGIN, 404, 404, 404, 302, 302]),
+    "campaign-correct-pair": ("POST", {"slug": "matrix", "pk": "UNIT"}, [LOGIN, 404, 404, 404, 302, 302]),
 }
+
+
+def _researcher_object(value):
+    """Placeholders of the researcher pages' routes: the objects the ``world`` fixture made for them."""
+    from annotation.jobs_models import Job
+    from annotation.models import ContentUnit, Example
+
+    lookups = {
+        "JOB": lambda: Job.objects.get(campaign__slug="matrix").pk,
+        "EXAMPLE": lambda: Example.objects.get(campaign__slug="matrix").pk,
+        "UNIT": lambda: ContentUnit.objects.get(example__campaign__slug="matrix").pk,
+    }
+    return lookups[value]() if value in lookups else value
 ROLES = ["anonymous", "worker", "other_worker", "other_researcher", "owner", "staff"]
 
 
@@ -58,7 +90,7 @@ def test_every_url_is_in_the_matrix():
 
 
 @pytest.fixture
-def world(tmp_path, django_user_model):
+def world(tmp_path, django_user_model, settings):
     users = {
         "worker": django_user_model.objects.create_user("mw", password="pw-matrix-123"),
         "other_worker": django_user_model.objects.create_user("mo", password="pw-matrix-123"),
@@ -78,7 +110,23 @@ def world(tmp_path, django_user_model):
     sums2 = write_jsonl(tmp_path / "s2.jsonl", [{"id": "x", "system": "s", "summary": "It rained."}])
     again(name="Other", owner=users["other_researcher"], references=refs2, summaries=sums2)
     assignment = accept_next(worker, TaskType.objects.get(slug="generation"))
+    _researcher_page_objects(campaign, users["owner"], tmp_path, settings)
     return users, assignment, Invitation.objects.create()
+
+
+def _researcher_page_objects(campaign, owner, tmp_path, settings):
+    """A finished export job (its file downloadable) and a QA pair, for the researcher pages' routes."""
+    from annotation.jobs_models import Job
+    from annotation.models import ContentUnit, Predicate
+    from annotation.services.jobs import run_job
+
+    settings.EXPORTS_DIR = tmp_path / "exports"
+    run_job(Job.objects.create(kind=Job.Kind.EXPORT, campaign=campaign, created_by=owner).pk)
+    predicate = Predicate.objects.filter(example__campaign=campaign).first()
+    ContentUnit.objects.create(
+        example=predicate.example, predicate=predicate, kind="qa", index=0, question="Who blamed someone?",
+        answers=["Police"], text="Who blamed someone? Police",
+    )
 
 
 @pytest.mark.parametrize("name", sorted(MATRIX))
@@ -88,6 +136,7 @@ def test_authorization_matrix(world, name):
     users, assignment, invitation = world
     method, kwargs, expected = MATRIX[name]
     kwargs = {k: (assignment.pk if v == "ASSIGNMENT" else invitation.token if v == "TOKEN" else v) for k, v in kwargs.items()}
+    kwargs = {k: _researcher_object(v) for k, v in kwargs.items()}
     url = reverse(name, kwargs=kwargs)
     for role, want in zip(ROLES, expected):
         client = Client()
@@ -122,7 +171,7 @@ def test_every_state_changing_view_requires_csrf(world):
     for name, (method, kwargs, _) in MATRIX.items():
         if method != "POST" or name == "logout":
             continue
-        kwargs = {k: (assignment.pk if v == "ASSIGNMENT" else v) for k, v in kwargs.items()}
+        kwargs = {k: _researcher_object(assignment.pk if v == "ASSIGNMENT" else v) for k, v in kwargs.items()}
         client = Client(enforce_csrf_checks=True)
         client.force_login(users["owner"])
         assert client.post(reverse(name, kwargs=kwargs), {}).status_code == 403, name

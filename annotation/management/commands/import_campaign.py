@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importing.readers import CampaignImportError
+from annotation.management.progress import ProgressBar
 from annotation.services.campaign_import import PREDICATES_AUTO, import_campaign
 
 
@@ -31,6 +32,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--owner", help="Username of the researcher who owns the campaign.")
         parser.add_argument("--description", default="", help="Free-text description.")
+        parser.add_argument("--progress", action="store_true", help="Show a progress bar on stderr even when it is not a terminal.")
 
     def handle(self, *args, **options):
         owner = None
@@ -39,6 +41,7 @@ class Command(BaseCommand):
                 owner = get_user_model().objects.get(username=options["owner"])
             except get_user_model().DoesNotExist:
                 raise CommandError(f"no user named '{options['owner']}'") from None
+        bar = ProgressBar.for_command(self, options)
         try:
             report = import_campaign(
                 name=options["name"],
@@ -49,12 +52,15 @@ class Command(BaseCommand):
                 summaries=options["summaries"],
                 predicates=options["predicates"],
                 folder=options["folder"],
+                progress=bar,
             )
         except CampaignImportError as exc:
+            bar.close()
             if options["verbosity"] >= 2:
                 for problem in exc.problems[1:]:
                     self.stderr.write(f"  also: {problem}")
             raise CommandError(f"nothing imported: {exc}") from None
+        bar.close()
         self.stdout.write(report.summary_line())
         if report.systems_without_labels:
             self.stdout.write("Systems without gold labels: " + ", ".join(report.systems_without_labels))

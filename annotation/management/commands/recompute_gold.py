@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand
 
 from annotation.management.campaigns import campaign_from_slug
+from annotation.management.progress import ProgressBar
 from annotation.services.scores import recompute_gold
 
 
@@ -11,8 +12,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--campaign", required=True, help="Campaign slug.")
+        parser.add_argument("--progress", action="store_true", help="Show a progress bar on stderr even when it is not a terminal.")
 
     def handle(self, *args, **options):
         campaign = campaign_from_slug(options["campaign"])
-        result = recompute_gold(campaign)
+        bar = ProgressBar.for_command(self, options)
+        result = recompute_gold(campaign, progress=bar)
+        bar.close()
         self.stdout.write(f"Recomputed {result['gold_labels']:,} crowd gold labels and the scores of {result['summaries']:,} summaries.")

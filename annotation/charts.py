@@ -1,0 +1,141 @@
+"""Small SVG charts drawn on the server (no JavaScript, no chart library).
+
+Each function takes plain numbers and returns safe SVG markup; every piece
+of text is escaped.  Coordinates are computed here so that templates stay
+free of arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+INK, MUTED, ACCENT, WARN = "#1d2330", "#5b6475", "#2456c9", "#c0392b"
+
+
+def _num(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def interval_chart(
+    points: list[dict],
+    *,
+    y_min: float = 0.0,
+    y_max: float = 1.0,
+    width: int = 640,
+    height: int = 240,
+    chart_id: str = "",
+    label: str = "",
+    reference: float | None = None,
+) -> SafeString:
+    """Points with vertical whiskers: ``points`` are dicts with ``label``, ``value``, ``lo``, ``hi`` (None = missing).
+
+    ``reference`` draws a dashed horizontal line (e.g. the pooled value).
+    """
+    left, right, top, bottom = 48, 12, 12, 56
+    plot_w, plot_h = width - left - right, height - top - bottom
+    span = (y_max - y_min) or 1.0
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - (min(max(v, y_min), y_max) - y_min) / span)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"'
+        f' aria-label="{escape(label)}"{_id(chart_id)}>'
+    ]
+    for tick in _ticks(y_min, y_max):
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{_num(y(tick))}" y2="{_num(y(tick))}" stroke="#e7eaf2"/>'
+            f'<text x="{left - 6}" y="{_num(y(tick) + 4)}" font-size="11" text-anchor="end" fill="{MUTED}">{tick:.1f}</text>'
+        )
+    if reference is not None:
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{_num(y(reference))}" y2="{_num(y(reference))}"'
+            f' stroke="{WARN}" stroke-dasharray="4 3"/>'
+        )
+    n = len(points)
+    step = plot_w / max(n, 1)
+    previous = None
+    for i, point in enumerate(points):
+        x = left + step * (i + 0.5)
+        value, lo, hi = point.get("value"), point.get("lo"), point.get("hi")
+        title = escape(point.get("title") or point["label"])
+        if lo is not None and hi is not None:
+            parts.append(
+                f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{_num(y(lo))}" y2="{_num(y(hi))}" stroke="{INK}" stroke-width="1.5"/>'
+                f'<line x1="{_num(x - 5)}" x2="{_num(x + 5)}" y1="{_num(y(lo))}" y2="{_num(y(lo))}" stroke="{INK}"/>'
+                f'<line x1="{_num(x - 5)}" x2="{_num(x + 5)}" y1="{_num(y(hi))}" y2="{_num(y(hi))}" stroke="{INK}"/>'
+            )
+        if value is not None:
+            if previous is not None and point.get("connect", True):
+                parts.append(
+                    f'<line x1="{_num(previous[0])}" x2="{_num(x)}" y1="{_num(previous[1])}" y2="{_num(y(value))}"'
+                    f' stroke="{ACCENT}" opacity="0.5"/>'
+                )
+            parts.append(
+                f'<circle cx="{_num(x)}" cy="{_num(y(value))}" r="4" fill="{ACCENT}" class="point">'
+                f"<title>{title}: {value:.3f}</title></circle>"
+            )
+            previous = (x, y(value))
+        text = escape(point["label"] if len(point["label"]) <= 14 else point["label"][:13] + "…")
+        parts.append(
+            f'<text x="{_num(x)}" y="{height - bottom + 16}" font-size="11" text-anchor="end" fill="{INK}"'
+            f' transform="rotate(-30 {_num(x)} {height - bottom + 16})">{text}</text>'
+        )
+    parts.append(
+        f'<line x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}" stroke="{MUTED}"/>'
+        f'<line x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}" stroke="{MUTED}"/>'
+    )
+    parts.append("</svg>")
+    return mark_safe("".join(parts))
+
+
+def histogram_chart(
+    counts: list[int], edges: list[float], *, width: int = 640, height: int = 220, chart_id: str = "", label: str = ""
+) -> SafeString:
+    """Bars of ``counts`` over the bins ``[edges[i], edges[i+1])`` (the last bin closed)."""
+    left, right, top, bottom = 40, 12, 12, 36
+    plot_w, plot_h = width - left - right, height - top - bottom
+    highest = max(counts) if counts else 0
+    y_max = max(1, highest)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"'
+        f' aria-label="{escape(label)}"{_id(chart_id)}>'
+    ]
+    for tick in sorted({0, y_max // 2, y_max}):
+        ty = top + plot_h * (1 - tick / y_max)
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{_num(ty)}" y2="{_num(ty)}" stroke="#e7eaf2"/>'
+            f'<text x="{left - 6}" y="{_num(ty + 4)}" font-size="11" text-anchor="end" fill="{MUTED}">{tick}</text>'
+        )
+    bar_w = plot_w / max(len(counts), 1)
+    for i, count in enumerate(counts):
+        h = plot_h * count / y_max
+        x = left + i * bar_w
+        parts.append(
+            f'<rect x="{_num(x + 1)}" y="{_num(top + plot_h - h)}" width="{_num(bar_w - 2)}" height="{_num(h)}"'
+            f' fill="{ACCENT}" opacity="0.8" class="bar" data-count="{count}">'
+            f"<title>{edges[i]:.2f}–{edges[i + 1]:.2f}: {count}</title></rect>"
+        )
+    for i, edge in enumerate(edges):
+        if i % 2 == 0 or len(edges) <= 6:
+            x = left + i * bar_w
+            parts.append(f'<text x="{_num(x)}" y="{height - bottom + 16}" font-size="11" text-anchor="middle" fill="{INK}">{edge:.1f}</text>')
+    parts.append(f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="{MUTED}"/></svg>')
+    return mark_safe("".join(parts))
+
+
+def _id(chart_id: str) -> str:
+    return f' id="{escape(chart_id)}"' if chart_id else ""
+
+
+def _ticks(lo: float, hi: float) -> list[float]:
+    step = 0.2 if hi - lo <= 1.2 else 0.5
+    first = math.ceil(lo / step - 1e-9) * step
+    ticks, t = [], first
+    while t <= hi + 1e-9:
+        ticks.append(round(t, 6))
+        t += step
+    return ticks

@@ -1,0 +1,163 @@
+"""Forms of the researcher pages (creating a campaign, its settings, adding systems, review)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django import forms
+from django.core.validators import MinValueValidator
+from django.utils.text import slugify
+
+from annotation.models import Campaign
+
+# Paths under /campaigns/ that are pages, not campaigns.
+RESERVED_SLUGS = {"new", "jobs"}
+
+
+class CampaignUploadForm(forms.Form):
+    """Name and files of a new campaign; the files may already be staged from an earlier attempt."""
+
+    PREDICATE_CHOICES = [
+        ("auto", "Find them automatically (every verb of every reference sentence)"),
+        ("none", "None for now (add them by hand before launch)"),
+        ("file", "From a file: JSONL {id, start, end, lemma?} with offsets into the reference"),
+    ]
+
+    name = forms.CharField(max_length=200)
+    slug = forms.CharField(
+        max_length=200, required=False, help_text="Used in the campaign's addresses; the slugified name by default."
+    )
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    references = forms.FileField(
+        required=False, help_text='JSONL lines {"id", "reference", "source"?}, or CSV with the columns id,reference[,source].'
+    )
+    summaries = forms.FileField(required=False, help_text='JSONL lines {"id", "system", "summary"}.')
+    predicates = forms.ChoiceField(choices=PREDICATE_CHOICES, initial="auto", widget=forms.RadioSelect)
+    predicates_file = forms.FileField(required=False, label="Predicates file")
+
+    def clean(self):
+        data = super().clean()
+        name = (data.get("name") or "").strip()
+        slug = slugify(data.get("slug") or name)
+        if name and not slug:
+            self.add_error("slug", "Cannot make an address from this name: give a slug with letters or digits.")
+        elif slug in RESERVED_SLUGS:
+            self.add_error("slug", f"'{slug}' is reserved: choose another slug.")
+        elif slug and Campaign.objects.filter(slug=slug).exists():
+            self.add_error("slug", f"A campaign with the slug '{slug}' already exists: choose another name or slug.")
+        data["final_slug"] = slug
+        return data
+
+
+SETTINGS_GROUPS = [
+    ("Where the work runs", ["backend"]),
+    ("Redundancy (workers per HIT)", ["assignments_generation", "assignments_verification", "assignments_presence"]),
+    ("Rewards per HIT (USD)", ["reward_generation", "reward_verification", "reward_presence"]),
+    (
+        "QA generation rules",
+        ["max_questions_per_predicate", "max_answers_per_question", "min_kept_qas_per_predicate", "max_redo_rounds"],
+    ),
+    (
+        "Quality control",
+        [
+            "qualification_hits",
+            "writer_valid_threshold",
+            "writer_min_questions_per_predicate",
+            "verifier_agreement_threshold",
+            "presence_accuracy_threshold",
+            "grace_period_items",
+            "gold_share",
+            "qualification_cooldown_hours",
+            "qualification_max_attempts",
+        ],
+    ),
+    ("Aggregation and scores", ["tie_rule", "length_penalty_alpha"]),
+]
+
+
+class CampaignSettingsForm(forms.ModelForm):
+    """Every setting of a campaign; the model's defaults are the paper's values."""
+
+    class Meta:
+        model = Campaign
+        fields = [name for _, names in SETTINGS_GROUPS for name in names]
+        labels = {
+            "assignments_generation": "Writers per predicate",
+            "assignments_verification": "Verifiers per predicate",
+            "assignments_presence": "Judges per presence HIT",
+            "reward_generation": "QA generation",
+            "reward_verification": "QA verification",
+            "reward_presence": "QA presence",
+            "min_kept_qas_per_predicate": "Kept QA pairs wanted per predicate",
+            "max_redo_rounds": "Redo rounds before a predicate is flagged",
+            "qualification_hits": "Qualification HITs per task type",
+            "writer_valid_threshold": "Writers: share of pairs kept must be above",
+            "writer_min_questions_per_predicate": "Writers: questions per predicate, on average, at least",
+            "verifier_agreement_threshold": "Verifiers: agreement with the other verifier above",
+            "presence_accuracy_threshold": "Judges: accuracy on gold above",
+            "grace_period_items": "Grace period (judged items before any check)",
+            "gold_share": "Share of gold HITs in a judge's stream",
+            "tie_rule": "Tie rule",
+            "length_penalty_alpha": "Length-penalty alpha",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("reward_generation", "reward_verification", "reward_presence"):
+            self.fields[name].validators.append(MinValueValidator(Decimal("0.01")))
+            self.fields[name].widget.attrs["min"] = "0.01"
+
+    def groups(self):
+        """(title, [bound field, paper value]) for the template."""
+        return [
+            (title, [(self[name], paper_value(name)) for name in names]) for title, names in SETTINGS_GROUPS
+        ]
+
+
+def paper_value(field_name: str):
+    """The model default of a setting: the value the QAPyramid paper used (or the protocol implies)."""
+    field = Campaign._meta.get_field(field_name)
+    value = field.get_default()
+    if field.choices:
+        return dict(field.flatchoices).get(value, value)
+    return value
+
+
+class AddSystemForm(forms.Form):
+    summaries = forms.FileField(
+        help_text='JSONL lines {"id", "system", "summary"} of the new system(s), one summary per judged example.'
+    )
+
+
+class AssignmentReviewForm(forms.Form):
+    ACTIONS = [("approve", "Approve"), ("reject", "Reject"), ("bonus", "Pay a bonus")]
+
+    action = forms.ChoiceField(choices=ACTIONS)
+    message = forms.CharField(max_length=1000, required=False)
+    amount = forms.DecimalField(max_digits=6, decimal_places=2, required=False, min_value=Decimal("0.01"))
+
+    def clean(self):
+        data = super().clean()
+        action = data.get("action")
+        if action == "reject" and not (data.get("message") or "").strip():
+            self.add_error("message", "Say why the work is rejected: the worker sees this message.")
+        if action == "bonus":
+            if data.get("amount") is None:
+                self.add_error("amount", "Give the bonus amount in USD.")
+            if not (data.get("message") or "").strip():
+                self.add_error("message", "Give the reason for the bonus: the worker sees it.")
+        return data
+
+
+class QAPairCorrectionForm(forms.Form):
+    question = forms.CharField(max_length=300)
+    answers = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), help_text="One answer per line; each must be a substring of the sentence."
+    )
+    reason = forms.CharField(max_length=500, required=False)
+
+    def clean_answers(self):
+        answers = [line.strip() for line in self.cleaned_data["answers"].splitlines() if line.strip()]
+        if not answers:
+            raise forms.ValidationError("Give at least one answer.")
+        return answers

@@ -1,0 +1,133 @@
+"""Adding a system to a campaign that already runs or has finished.
+
+A new system's summaries are read with the import's own reader and checked
+like an import (every problem with file, line and field; nothing written
+while any remains).  Systems are compared on the same examples, so a new
+system must summarise exactly the examples the campaign's systems cover.
+
+Then, in one transaction, only the presence HITs the new summaries need are
+created (the pipeline's own ``presence_hit_rows`` / ``scu_presence_hit_rows``):
+for every example whose presence stage has started, one HIT per (new
+summary, predicate with kept QA pairs).  Examples still in QA generation
+pick the new summaries up when their presence stage starts.  A finished
+campaign with new HITs runs again until they are judged.  Instead of crowd
+judges, the new system can be scored automatically
+(``annotation.services.autoscore.start_autoscore_run``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from annotation.importing.readers import CampaignImportError, ProblemList, read_summaries
+from annotation.models import Campaign, Example, System, SystemSummary
+from hits.models import HIT, Batch
+
+
+@dataclass
+class AddedSystems:
+    systems: list[str] = field(default_factory=list)
+    n_summaries: int = 0
+    n_hits: int = 0
+
+
+def add_systems(campaign: Campaign, summaries: Path | str, by=None) -> AddedSystems:
+    """Add the systems of a summaries JSONL file and create only their presence HITs.
+
+    Raises ``CampaignImportError`` (nothing written) when a line is bad, a
+    system already exists, an example is unknown, or a new system does not
+    cover exactly the campaign's judged examples.
+    """
+    problems = ProblemList()
+    path = Path(summaries)
+    records = read_summaries(path, problems)
+    name = path.name
+    if campaign.state == Campaign.State.CANCELLED:
+        problems.add(name, None, None, "the campaign is cancelled: no system can be added")
+    examples = dict(Example.objects.filter(campaign=campaign).values_list("external_id", "pk"))
+    existing = set(campaign.systems.values_list("name", flat=True))
+    judged = set(
+        SystemSummary.objects.filter(system__campaign=campaign).values_list("example__external_id", flat=True).distinct()
+    )
+    by_system: dict[str, set[str]] = {}
+    for record in records:
+        if record.system in existing:
+            problems.add(name, record.line, "system", f"system '{record.system}' is already in the campaign")
+            continue
+        if record.id not in examples:
+            problems.add(name, record.line, "id", f"summary for unknown example '{record.id}'")
+            continue
+        by_system.setdefault(record.system, set()).add(record.id)
+    for system, ids in sorted(by_system.items()):
+        if not judged:
+            continue
+        missing, extra = sorted(judged - ids), sorted(ids - judged)
+        if missing:
+            shown = ", ".join(f"'{m}'" for m in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            problems.add(name, None, "system", f"system '{system}' has no summary for {shown}")
+        if extra:
+            shown = ", ".join(f"'{m}'" for m in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+            problems.add(
+                name, None, "id", f"system '{system}' summarises {shown}, which no other system does: systems are compared on the same examples"
+            )
+    problems.raise_if_any()
+    return _write_systems(campaign, [r for r in records if r.system in by_system])
+
+
+@transaction.atomic
+def _write_systems(campaign: Campaign, records) -> AddedSystems:
+    from annotation.services.pipeline import presence_hit_rows, scu_presence_hit_rows
+
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    names = sorted({r.system for r in records})
+    systems = {s.name: s for s in System.objects.bulk_create([System(campaign=campaign, name=n) for n in names])}
+    examples = {e.external_id: e for e in Example.objects.filter(campaign=campaign)}
+    summaries = SystemSummary.objects.bulk_create(
+        [SystemSummary(system=systems[r.system], example=examples[r.id], text=r.summary) for r in records], batch_size=2000
+    )
+    result = AddedSystems(systems=names, n_summaries=len(summaries))
+    if campaign.state == Campaign.State.DRAFT or campaign.batch_id is None:
+        return result  # launching creates every HIT, the new system's included
+    if campaign.unit_type == Campaign.UnitType.SCU:
+        rows = scu_presence_hit_rows(campaign, SystemSummary.objects.filter(pk__in=[s.pk for s in summaries]))
+    else:
+        rows = []
+        by_example: dict[int, list[int]] = {}
+        for summary in summaries:
+            by_example.setdefault(summary.example_id, []).append(summary.pk)
+        started = {e.pk: e for e in examples.values() if e.presence_started}
+        for example_id, summary_ids in by_example.items():
+            if example_id in started:
+                rows.extend(presence_hit_rows(campaign, started[example_id], summary_ids))
+    HIT.objects.bulk_create(rows, batch_size=2000)
+    result.n_hits = len(rows)
+    if rows and campaign.state == Campaign.State.FINISHED:
+        # New work to do: the campaign runs again until the new system is judged.
+        Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.RUNNING)
+        Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.ACTIVE)
+    if rows and campaign.backend != Campaign.Backend.LOCAL:
+        _publish_on_mturk(campaign)
+    return result
+
+
+def _publish_on_mturk(campaign: Campaign) -> None:
+    """Hand the new HITs to the MTurk backend's publisher (it publishes a batch's unpublished open HITs)."""
+    from hits.outbox import send_after_commit
+
+    try:
+        from hits.mturk.tasks import publish_batch_task
+    except ImportError:  # a deployment without the MTurk backend: nothing to publish to
+        return
+    send_after_commit(publish_batch_task, campaign.batch_id)
+
+
+def autoscore_available() -> bool:
+    """Whether automatic scoring (``annotation.services.autoscore``) is installed."""
+    try:
+        from annotation.services.autoscore import start_autoscore_run  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -1,0 +1,152 @@
+"""Creating a campaign in the browser: upload, preview (or every problem), confirm, import job."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotation.jobs_models import Job
+from annotation.models import Campaign, Predicate, SystemSummary
+from annotation.services import uploads
+from tests.web.conftest import REFERENCES, SUMMARIES, upload
+
+pytestmark = pytest.mark.django_db
+
+
+def _post_files(client, references=REFERENCES, summaries=SUMMARIES, **fields):
+    data = {"name": "Web study", "slug": "", "description": "made in the browser", "predicates": "auto", **fields}
+    if references is not None:
+        data["references"] = upload("refs.jsonl", references)
+    if summaries is not None:
+        data["summaries"] = upload("sums.jsonl", summaries)
+    return client.post(reverse("campaign-new"), data)
+
+
+def test_preview_counts_then_confirm_imports_and_cleans_the_upload(client_rita, rita, django_capture_on_commit_callbacks):
+    response = _post_files(client_rita)
+    assert response.status_code == 200
+    preview = response.context["preview"]
+    assert (preview.n_examples, len(preview.systems), preview.n_summaries) == (2, 2, 4)
+    assert preview.n_predicates >= 3
+    page = response.content.decode()
+    assert 'data-count="summaries">4<' in page and "Import the campaign" in page
+    assert not Campaign.objects.exists()  # nothing saved by the preview
+    token = response.context["upload"]
+    assert set(uploads.staged_files(token)) == {"references", "summaries"}
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_rita.post(reverse("campaign-new-confirm"), {"upload": token})
+    job = Job.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("job-detail", args=[job.pk])
+    assert job.state == "done" and (job.done, job.total) == (3, 3)
+    campaign = Campaign.objects.get(slug="web-study")
+    assert job.campaign == campaign and campaign.owner == rita and campaign.description == "made in the browser"
+    # The preview counted what the import wrote.
+    assert Predicate.objects.filter(example__campaign=campaign).count() == preview.n_predicates
+    assert SystemSummary.objects.filter(system__campaign=campaign).count() == 4
+    assert not (uploads.uploads_dir() / token).exists()
+    status = client_rita.get(reverse("job-status", args=[job.pk])).json()
+    assert status["state"] == "done" and status["percent"] == 100
+    assert status["result_url"] == reverse("campaign-settings", args=["web-study"])
+    # Confirming twice imports nothing more.
+    again = client_rita.post(reverse("campaign-new-confirm"), {"upload": token}, follow=True)
+    assert "upload the files again" in again.content.decode() and Campaign.objects.count() == 1
+
+
+def test_bad_file_lists_every_problem_keeps_input_and_the_good_file(client_rita):
+    bad = REFERENCES.replace(b'{"id": "b"', b'{"id" "b"') + b'{"id": "c", "reference": ""}\n'
+    response = _post_files(client_rita, references=bad, name="Kept name", description="kept words")
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "Nothing was imported" in page
+    assert "refs.jsonl, line 2: bad JSON" in page
+    assert "refs.jsonl, line 3, field &#x27;reference&#x27;: is empty" in page
+    assert 'value="Kept name"' in page and "kept words" in page
+    assert "Kept from your upload: <strong>sums.jsonl</strong>" in page
+    assert not Campaign.objects.exists()
+    token = response.context["upload"]
+    # Only the corrected references go up again; the summaries were kept.
+    response = client_rita.post(
+        reverse("campaign-new"),
+        {"upload": token, "name": "Kept name", "predicates": "auto", "references": upload("refs-fixed.jsonl", REFERENCES)},
+    )
+    assert response.status_code == 200 and response.context["preview"].n_summaries == 4
+
+
+def test_summary_of_unknown_example_and_missing_files(client_rita):
+    response = _post_files(client_rita, summaries=SUMMARIES + b'{"id": "zz", "system": "s1", "summary": "x"}\n')
+    assert response.status_code == 400
+    assert "sums.jsonl, line 5, field &#x27;id&#x27;: summary for unknown example &#x27;zz&#x27;" in response.content.decode()
+    response = _post_files(client_rita, summaries=None)
+    assert response.status_code == 400 and "Upload a summaries file." in response.content.decode()
+
+
+def test_predicates_from_a_file_and_a_bad_predicate_line(client_rita):
+    preds = b'{"id": "a", "start": 10, "end": 16}\n{"id": "b", "start": 7, "end": 13}\n'
+    data = {"name": "Own predicates", "predicates": "file", "references": upload("r.jsonl", REFERENCES),
+            "summaries": upload("s.jsonl", SUMMARIES), "predicates_file": upload("p.jsonl", preds)}
+    response = client_rita.post(reverse("campaign-new"), data)
+    assert response.status_code == 200 and response.context["preview"].n_predicates == 2
+    data["predicates_file"] = upload("p.jsonl", b'{"id": "a", "start": 10, "end": 999}\n')
+    data["references"] = upload("r.jsonl", REFERENCES)
+    data["summaries"] = upload("s.jsonl", SUMMARIES)
+    response = client_rita.post(reverse("campaign-new"), data)
+    assert response.status_code == 400 and "p.jsonl, line 1, field &#x27;end&#x27;" in response.content.decode()
+
+
+def test_taken_or_reserved_slug_is_refused_before_upload(client_rita, draft):
+    response = _post_files(client_rita, name="Draft study")
+    assert response.status_code == 400 and "already exists" in response.content.decode()
+    response = _post_files(client_rita, name="New")
+    assert response.status_code == 400 and "reserved" in response.content.decode()
+
+
+def test_slug_taken_between_preview_and_confirm_fails_the_job_visibly(client_rita, rita, tmp_path, django_capture_on_commit_callbacks):
+    from annotation.services.campaign_import import import_campaign
+
+    response = _post_files(client_rita, name="Race")
+    token = response.context["upload"]
+    refs, sums = tmp_path / "r.jsonl", tmp_path / "s.jsonl"
+    refs.write_bytes(REFERENCES)
+    sums.write_bytes(SUMMARIES)
+    import_campaign(name="Race", references=refs, summaries=sums)
+    with django_capture_on_commit_callbacks(execute=True):
+        client_rita.post(reverse("campaign-new-confirm"), {"upload": token})
+    job = Job.objects.get()
+    assert job.state == "failed" and "Nothing was imported" in job.message
+    assert any("already exists" in p for p in job.problems)
+    page = client_rita.get(reverse("job-detail", args=[job.pk])).content.decode()
+    assert "already exists" in page and "Upload the files again" in page
+
+
+def test_only_researchers_create_and_tokens_are_per_session(client_rita, django_user_model):
+    worker = django_user_model.objects.create_user(username="wendy", password="a-long-test-password")
+    client = Client()
+    client.force_login(worker)
+    assert client.get(reverse("campaign-new")).status_code == 403
+    assert _post_files(client).status_code == 403
+    anonymous = Client().get(reverse("campaign-new"))
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/accounts/login/")
+    # Someone else's upload token is never trusted.
+    token = _post_files(client_rita).context["upload"]
+    other = django_user_model.objects.create_user(username="otto", password="a-long-test-password", is_staff=True)
+    thief = Client()
+    thief.force_login(other)
+    response = thief.post(reverse("campaign-new-confirm"), {"upload": token})
+    assert response.status_code == 302 and not Job.objects.exists()
+
+
+def test_upload_needs_csrf(rita):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(rita)
+    assert _post_files(client).status_code == 403
+    assert not uploads.uploads_dir().exists() or not any(uploads.uploads_dir().iterdir())
+
+
+def test_home_offers_new_campaign_to_researchers_only(client_rita, django_user_model):
+    assert 'id="new-campaign"' in client_rita.get("/").content.decode()
+    plain = django_user_model.objects.create_user(username="pat", password="a-long-test-password")
+    client = Client()
+    client.force_login(plain)
+    assert 'id="new-campaign"' not in client.get("/").content.decode()
