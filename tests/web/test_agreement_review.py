@@ -1,0 +1,163 @@
+"""The agreement dashboard and the review page (approve, reject, bonus, correct a QA pair)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from decimal import Decimal
+
+import numpy as np
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation import scoring
+from annotation.jobs_models import QAPairCorrection
+from annotation.models import ContentUnit, Predicate, PresenceJudgment, SystemSummary
+from annotation.services.gold import refresh_gold
+from hits.models import HIT, Assignment, Worker
+from tests.web.conftest import settle_with_kept_pairs
+
+pytestmark = pytest.mark.django_db
+
+
+def _judge(campaign, labels_for):
+    """Three judges label every (kept unit, summary); ``labels_for(worker index, unit, summary)`` decides."""
+    workers = [Worker.objects.create(external_id=f"judge-{i}") for i in range(3)]
+    units = list(ContentUnit.objects.filter(example__campaign=campaign, state="kept"))
+    rows = []
+    for summary in SystemSummary.objects.filter(system__campaign=campaign):
+        for unit in units:
+            if unit.example_id != summary.example_id:
+                continue
+            for i, worker in enumerate(workers):
+                rows.append(PresenceJudgment(unit=unit, summary=summary, worker=worker, present=labels_for(i, unit, summary)))
+    PresenceJudgment.objects.bulk_create(rows)
+    refresh_gold(campaign, {(r.unit_id, r.summary_id) for r in rows})
+    return workers, rows
+
+
+def test_dashboard_figures_match_the_scoring_functions(client_rita, draft):
+    settle_with_kept_pairs(draft)
+    # Judge 2 disagrees on every third unit; the others always say "present" for s2 and alternate for s1.
+    workers, rows = _judge(draft, lambda i, u, s: (s.system.name == "s2" or u.index % 2 == 0) != (i == 2 and u.index % 3 == 0))
+    Predicate.objects.filter(example__campaign=draft).update(flagged=False)
+    flagged = Predicate.objects.filter(example__campaign=draft).first()
+    Predicate.objects.filter(pk=flagged.pk).update(flagged=True, flag_reason="only 1 QA pair kept after 3 rounds")
+    page = client_rita.get(reverse("campaign-agreement", args=[draft.slug]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    _, pair = np.unique(np.array([[r.unit_id, r.summary_id] for r in rows]), axis=0, return_inverse=True)
+    expected = scoring.krippendorff_alpha_nominal(pair.ravel(), np.array([int(r.present) for r in rows]))
+    assert f'id="alpha-pooled">{expected:.3f}<' in html
+    board = page.context["board"]
+    assert {s["name"] for s in board["systems"]} == {"s1", "s2"}
+    # Per-worker accuracy against the majority: judges 0 and 1 always agree with it.
+    accuracy = {row["worker"]: row["accuracy"] for row in board["worker_accuracy"]}
+    assert accuracy["judge-0"] == accuracy["judge-1"] == 1.0 and accuracy["judge-2"] < 1.0
+    bars = [int(x) for x in re.findall(r'class="bar" data-count="(\d+)"', html)]
+    assert sum(bars) == 3 and bars[-1] == 2
+    assert '<svg xmlns="http://www.w3.org/2000/svg"' in html and 'id="worker-accuracy"' in html
+    # Split decisions are listed with a link to inspect them; the flagged predicate is shown.
+    assert board["disagreement"] and all(0 < d["n_present"] < d["n"] for d in board["disagreement"])
+    assert "inspect</a>" in html and "only 1 QA pair kept after 3 rounds" in html
+
+
+def test_alpha_over_time_in_batches(client_rita, draft):
+    settle_with_kept_pairs(draft, pairs_per_predicate=9)
+    _judge(draft, lambda i, u, s: (u.index + i) % 4 != 0)
+    # Spread the judgments over time so that batches follow completion order.
+    start = timezone.now() - timedelta(days=3)
+    for k, pk in enumerate(PresenceJudgment.objects.order_by("pk").values_list("pk", flat=True)):
+        PresenceJudgment.objects.filter(pk=pk).update(created_at=start + timedelta(minutes=k))
+    board = client_rita.get(reverse("campaign-agreement", args=[draft.slug])).context["board"]
+    n_pairs = PresenceJudgment.objects.values("unit", "summary").distinct().count()
+    assert n_pairs >= 40
+    assert len(board["batches"]) == min(10, n_pairs // 20)
+    assert sum(b["n_units"] for b in board["batches"]) == n_pairs
+    until = [b["until"] for b in board["batches"]]
+    assert until == sorted(until)
+    for b in board["batches"]:
+        if b["alpha"] is not None and b["lo"] is not None:
+            assert b["lo"] <= b["alpha"] + 1e-9 and b["alpha"] <= b["hi"] + 1e-9
+    html = client_rita.get(reverse("campaign-agreement", args=[draft.slug])).content.decode()
+    assert 'id="alpha-over-time"' in html
+
+
+def test_empty_campaign_dashboard_and_strangers(client_rita, draft, django_user_model):
+    html = client_rita.get(reverse("campaign-agreement", args=[draft.slug])).content.decode()
+    assert 'id="alpha-pooled">undefined<' in html and "No judgments yet" in html
+    stranger = django_user_model.objects.create_user(username="sam", password="a-long-test-password")
+    client = Client()
+    client.force_login(stranger)
+    assert client.get(reverse("campaign-agreement", args=[draft.slug])).status_code == 404
+
+
+def _submitted_presence_assignment(campaign, worker):
+    hit = HIT.objects.filter(batch_id=campaign.batch_id, task_type__slug="presence").first()
+    now = timezone.now()
+    HIT.objects.filter(pk=hit.pk).update(n_taken=1, n_submitted=1)
+    return Assignment.objects.create(
+        hit=hit, worker=worker, state=Assignment.State.SUBMITTED, accepted_at=now, expires_at=now + timedelta(hours=1),
+        submitted_at=now, answers={"labels": []},
+    )
+
+
+def test_review_page_side_by_side_and_assignment_decisions(client_rita, draft):
+    settle_with_kept_pairs(draft)
+    draft.refresh_from_db()
+    workers, _ = _judge(draft, lambda i, u, s: i != 1)
+    assignment = _submitted_presence_assignment(draft, workers[0])
+    summary = SystemSummary.objects.get(pk=assignment.hit.payload["summary"])
+    url = reverse("campaign-review-example", args=[draft.slug, summary.example_id])
+    html = client_rita.get(url).content.decode()
+    assert f'data-assignment="{assignment.pk}"' in html
+    assert "judge-1: not present" in html and "judge-0: present" in html and "<strong>present</strong>" in html
+    action = reverse("campaign-review-assignment", args=[draft.slug, assignment.pk])
+    # A rejection needs a message; nothing changes without one.
+    response = client_rita.post(action, {"action": "reject", "message": "", "next": url}, follow=True)
+    assert "Say why the work is rejected" in response.content.decode()
+    assert Assignment.objects.get(pk=assignment.pk).state == "submitted"
+    client_rita.post(action, {"action": "bonus", "amount": "0.25", "message": "careful work", "next": url})
+    assert Assignment.objects.get(pk=assignment.pk).bonus == Decimal("0.25")
+    client_rita.post(action, {"action": "approve", "message": "thanks", "next": url})
+    approved = Assignment.objects.get(pk=assignment.pk)
+    assert approved.state == "approved" and approved.review_message == "thanks"
+    # Rejecting approved work is refused by the payment service, and said so.
+    response = client_rita.post(action, {"action": "reject", "message": "no", "next": url}, follow=True)
+    assert "Only submitted work can be rejected" in response.content.decode()
+    # A foreign "next" never redirects off the review pages.
+    response = client_rita.post(action, {"action": "approve", "next": "https://evil.example/"})
+    assert response["Location"] == reverse("campaign-review", args=[draft.slug])
+
+
+def test_correct_a_qa_pair_is_logged_and_checked(client_rita, rita, draft):
+    settle_with_kept_pairs(draft)
+    unit = ContentUnit.objects.filter(example__campaign=draft, state="kept").select_related("predicate__sentence").first()
+    sentence = unit.predicate.sentence.text
+    url = reverse("campaign-correct-pair", args=[draft.slug, unit.pk])
+    response = client_rita.post(url, {"question": "What did someone open?", "answers": "a new park\nelephants", "reason": "typo"}, follow=True)
+    assert "not found: &#x27;elephants&#x27;" in response.content.decode()
+    assert not QAPairCorrection.objects.exists()
+    good = sentence.split()[1]
+    response = client_rita.post(url, {"question": "What did someone open?", "answers": good, "reason": "clearer"}, follow=True)
+    assert "corrected (logged)" in response.content.decode()
+    entry = QAPairCorrection.objects.get()
+    assert (entry.changed_by, entry.old_question, entry.new_question, entry.new_answers) == (rita, unit.question, "What did someone open?", [good])
+    unit.refresh_from_db()
+    assert unit.text == f"What did someone open? {good}"
+    assert f"was “{entry.old_question}" in response.content.decode()
+
+
+def test_review_actions_need_csrf_and_the_campaign(draft, rita, django_user_model):
+    settle_with_kept_pairs(draft)
+    unit = ContentUnit.objects.filter(example__campaign=draft).first()
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(rita)
+    assert client.post(reverse("campaign-correct-pair", args=[draft.slug, unit.pk]), {"question": "Q?", "answers": "x"}).status_code == 403
+    stranger = django_user_model.objects.create_user(username="sam", password="a-long-test-password")
+    other = Client()
+    other.force_login(stranger)
+    assert other.get(reverse("campaign-review", args=[draft.slug])).status_code == 404
+    assert other.post(reverse("campaign-correct-pair", args=[draft.slug, unit.pk]), {"question": "Q?", "answers": "x"}).status_code == 404
