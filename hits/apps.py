@@ -12,3 +12,5 @@ class HitsConfig(AppConfig):
         register_eligibility_rule(qualification_rule)
         # The MTurk backend mirrors qualification decisions and blocks to MTurk (signal receivers).
         import hits.mturk.qualifications  # noqa: F401
+        # Its Celery tasks are sent by name from web requests (outbox): register them in every process.
+        import hits.mturk.tasks  # noqa: F401

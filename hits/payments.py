@@ -73,16 +73,17 @@ def _reward(assignment: Assignment) -> Decimal:
     return published.reward if published is not None else assignment.hit.reward
 
 
-def _after_commit(assignment: Assignment) -> None:
-    if assignment.hit.batch.on_mturk:
+def _after_commit(assignment: Assignment, settle: bool) -> None:
+    if settle and assignment.hit.batch.on_mturk:
         send_after_commit(SETTLE_TASK, assignment.hit.batch_id)
 
 
-def approve_assignment(assignment: Assignment, message: str = "", by=None) -> Assignment:
+def approve_assignment(assignment: Assignment, message: str = "", by=None, *, settle: bool = True) -> Assignment:
     """Accept a submitted assignment: the worker is paid the HIT's reward.
 
     Approving an approved assignment changes nothing.  A rejected one may be
     approved afterwards (MTurk's OverrideRejection): the reward is then paid.
+    ``settle=False`` leaves the MTurk call to the caller (the sync settles in one pass).
     """
     with transaction.atomic():
         assignment = _locked(assignment)
@@ -97,11 +98,11 @@ def approve_assignment(assignment: Assignment, message: str = "", by=None) -> As
         assignment.review_message = (message or "")[:1000]
         assignment.save(update_fields=["state", "reviewed_at", "review_message"])
         _record(assignment, LedgerEntry.Kind.REWARD, _reward(assignment), message, by, f"reward-{assignment.pk}")
-        _after_commit(assignment)
+        _after_commit(assignment, settle)
     return assignment
 
 
-def reject_assignment(assignment: Assignment, message: str, by=None) -> Assignment:
+def reject_assignment(assignment: Assignment, message: str, by=None, *, settle: bool = True) -> Assignment:
     """Refuse a submitted assignment: no reward; ``message`` tells the worker why (required)."""
     message = (message or "").strip()
     if not message:
@@ -118,7 +119,7 @@ def reject_assignment(assignment: Assignment, message: str, by=None) -> Assignme
         assignment.reviewed_at = timezone.now()
         assignment.review_message = message[:1000]
         assignment.save(update_fields=["state", "reviewed_at", "review_message"])
-        _after_commit(assignment)
+        _after_commit(assignment, settle)
     return assignment
 
 
@@ -157,7 +158,7 @@ def pay_bonus(assignment: Assignment, amount: Decimal, reason: str, by=None) -> 
         entry = _record(assignment, LedgerEntry.Kind.BONUS, amount, reason, by, f"bonus-{uuid.uuid4().hex}")
         assignment.bonus = assignment.bonus + amount
         assignment.save(update_fields=["bonus"])
-        _after_commit(assignment)
+        _after_commit(assignment, True)
     return entry
 
 

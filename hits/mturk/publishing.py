@@ -18,7 +18,9 @@ Mapping of HIT kinds (see README, "MTurk backend"):
 - qualification HITs are shown only to workers *without* the task type's
   MTurk qualification (``DoesNotExist``); regular and gold HITs of a type that
   requires qualification only to workers who have it (``Exists``);
-- MTurk's minimum reward is $0.01, so a $0.00 qualification HIT pays $0.01.
+- MTurk's minimum reward is $0.01, so a $0.00 qualification HIT pays $0.01;
+  an unpaid gold HIT pays what the regular HITs of its type pay, and waits
+  until some exist (gold presence checks go up with the first presence HITs).
 """
 
 from __future__ import annotations
@@ -67,8 +69,24 @@ def mturk_max_assignments(hit: HIT) -> int:
     return hit.max_assignments
 
 
-def mturk_reward(hit: HIT) -> Decimal:
+def mturk_reward(hit: HIT, regular_reward: Decimal | None = None) -> Decimal:
+    """The reward MTurk shows; an unpaid gold HIT pays like the regular HITs of its type (else it stands out)."""
+    if hit.kind == HIT.Kind.GOLD and not hit.reward and regular_reward is not None:
+        return Decimal(regular_reward)
     return max(Decimal(hit.reward), MIN_REWARD)
+
+
+def regular_rewards(batch: Batch) -> dict[int, Decimal]:
+    """The highest reward of the batch's regular HITs, per task type."""
+    from django.db.models import Max
+
+    rows = HIT.objects.filter(batch=batch, kind=HIT.Kind.REGULAR).values("task_type_id").annotate(m=Max("reward"))
+    return {row["task_type_id"]: row["m"] for row in rows}
+
+
+def waits_for_regular_hits(hit: HIT, rewards: dict[int, Decimal]) -> bool:
+    """An unpaid gold HIT is published only once regular HITs of its type exist (it must look like them)."""
+    return hit.kind == HIT.Kind.GOLD and not hit.reward and hit.task_type_id not in rewards
 
 
 def external_question(page_url: str | None = None) -> str:
@@ -104,7 +122,7 @@ def qualification_requirements(hit: HIT, qualification_type_id: str | None) -> l
     return requirements
 
 
-def create_hit_request(hit: HIT, qualification_type_id: str | None = None) -> dict:
+def create_hit_request(hit: HIT, qualification_type_id: str | None = None, regular_reward: Decimal | None = None) -> dict:
     """The CreateHIT parameters (boto3 names) for a local HIT."""
     task_type = hit.task_type
     title = task_type.name if hit.kind != HIT.Kind.QUALIFICATION else f"Qualification test: {task_type.name}"
@@ -112,7 +130,7 @@ def create_hit_request(hit: HIT, qualification_type_id: str | None = None) -> di
         "Title": title[:128],
         "Description": (task_type.description or task_type.name)[:2000],
         "Keywords": task_type.keywords[:1000],
-        "Reward": str(mturk_reward(hit)),
+        "Reward": str(mturk_reward(hit, regular_reward)),
         "MaxAssignments": mturk_max_assignments(hit),
         "AssignmentDurationInSeconds": task_type.assignment_duration,
         "LifetimeInSeconds": settings.MTURK_HIT_LIFETIME,
@@ -146,10 +164,13 @@ def planned_requests(batch: Batch) -> list[dict]:
     known = dict(
         MTurkQualificationType.objects.filter(sandbox=sandbox).values_list("task_type_id", "qualification_type_id")
     )
+    rewards = regular_rewards(batch)
     requests = []
     for hit in unpublished_hits(batch):
+        if waits_for_regular_hits(hit, rewards):
+            continue
         type_id = known.get(hit.task_type_id, f"<created on first publish: {hit.task_type.slug}>")
-        requests.append(create_hit_request(hit, type_id))
+        requests.append(create_hit_request(hit, type_id, rewards.get(hit.task_type_id)))
     return requests
 
 
@@ -215,12 +236,13 @@ def publishing_lock(batch: Batch):
 
 def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
     report = PublishReport()
-    pending = list(unpublished_hits(batch))
+    rewards = regular_rewards(batch)
+    pending = [hit for hit in unpublished_hits(batch) if not waits_for_regular_hits(hit, rewards)]
     selected, committed = [], fees.committed(batch)
     for hit in pending:
         if limit is not None and len(selected) >= limit:
             break
-        cost = fees.hit_commitment(mturk_reward(hit), mturk_max_assignments(hit))
+        cost = fees.hit_commitment(mturk_reward(hit, rewards.get(hit.task_type_id)), mturk_max_assignments(hit))
         if batch.budget_cap is not None and committed + cost > batch.budget_cap:
             report.stopped = f"budget cap of ${batch.budget_cap} reached (${committed} committed)"
             break
@@ -237,7 +259,7 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
     for hit in selected:
         if hit.task_type.requires_qualification and hit.task_type_id not in type_ids:
             type_ids[hit.task_type_id] = ensure_qualification_type(mturk, hit.task_type).qualification_type_id
-        params = create_hit_request(hit, type_ids.get(hit.task_type_id))
+        params = create_hit_request(hit, type_ids.get(hit.task_type_id), rewards.get(hit.task_type_id))
         try:
             created = mturk.call("CreateHIT", **params)["HIT"]
         except MTurkError as exc:

@@ -59,6 +59,7 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
     """Bring a batch and its MTurk HITs in step (steps 1-6 above); safe to run any number of times."""
     from hits.mturk.publishing import PublishRefused, publish_batch
 
+    batch.refresh_from_db()  # its state may have changed since the caller loaded it (e.g. finished by a submission)
     mturk = mturk or for_batch(batch)
     now = now or timezone.now()
     report = SyncReport()
@@ -99,13 +100,17 @@ def _list_assignments(mturk: MTurk, published: MTurkHIT, report: SyncReport, now
 
 
 def _mirror_mturk_decision(record: MTurkAssignment) -> None:
-    """MTurk decided on its own (auto-approval after the delay): record the same decision locally."""
-    from hits.payments import approve_assignment
+    """MTurk decided on its own (auto-approval after the delay, or in its requester UI): record it locally."""
+    from hits.payments import approve_assignment, reject_assignment
 
     assignment = record.assignment
-    if record.status == MTurkAssignment.Status.APPROVED and assignment.state == Assignment.State.SUBMITTED:
-        approve_assignment(assignment, "approved on MTurk (automatic approval)")
+    if assignment.state != Assignment.State.SUBMITTED:
+        return
+    if record.status == MTurkAssignment.Status.APPROVED:
+        approve_assignment(assignment, "approved on MTurk (automatic approval)", settle=False)
         _mark_paid(assignment, LedgerEntry.Kind.REWARD)
+    elif record.status == MTurkAssignment.Status.REJECTED:
+        reject_assignment(assignment, "rejected on MTurk", settle=False)
 
 
 def _approve_due(batch: Batch, now, report: SyncReport) -> None:
@@ -115,7 +120,7 @@ def _approve_due(batch: Batch, now, report: SyncReport) -> None:
     for assignment in Assignment.objects.filter(
         hit__batch=batch, state=Assignment.State.SUBMITTED, submitted_at__lte=due, mturk__isnull=False
     ):
-        approve_assignment(assignment, "Thank you for your work.")
+        approve_assignment(assignment, "Thank you for your work.", settle=False)
 
 
 def _mark_paid(assignment: Assignment, kind: str, entry: LedgerEntry | None = None) -> None:
@@ -150,7 +155,7 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
     mturk = mturk or for_batch(batch)
     report = report or SyncReport()
     records = MTurkAssignment.objects.filter(mturk_hit__hit__batch=batch).select_related("assignment")
-    for record in records.filter(assignment__state=Assignment.State.APPROVED).exclude(status=MTurkAssignment.Status.APPROVED):
+    for record in records.filter(assignment__state=Assignment.State.APPROVED).exclude(status=MTurkAssignment.Status.APPROVED).order_by("pk"):
         params = {"AssignmentId": record.mturk_assignment_id}
         if record.assignment.review_message:
             params["RequesterFeedback"] = record.assignment.review_message[:1024]
@@ -165,7 +170,7 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
         MTurkAssignment.objects.filter(pk=record.pk).update(status=MTurkAssignment.Status.APPROVED, synced_at=timezone.now())
         _mark_paid(record.assignment, LedgerEntry.Kind.REWARD)
         report.approved += 1
-    rejected = records.filter(assignment__state=Assignment.State.REJECTED).exclude(status=MTurkAssignment.Status.REJECTED)
+    rejected = records.filter(assignment__state=Assignment.State.REJECTED).exclude(status=MTurkAssignment.Status.REJECTED).order_by("pk")
     for record in rejected:
         try:
             mturk.call(
@@ -180,7 +185,7 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
         report.rejected += 1
     bonuses = LedgerEntry.objects.filter(
         batch=batch, kind=LedgerEntry.Kind.BONUS, state=LedgerEntry.State.PENDING, assignment__mturk__isnull=False
-    ).select_related("assignment__mturk")
+    ).select_related("assignment__mturk").order_by("pk")
     for entry in bonuses:
         record = entry.assignment.mturk
         try:

@@ -1,0 +1,112 @@
+"""The HIT page inside MTurk's frame: preview, worker mapping, refusals and framing headers."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from hits.models import Assignment, Worker
+from hits.mturk.models import MTurkAssignment, MTurkHIT
+from hits.services import available_hits
+from tests.mturk.conftest import make_hit
+
+pytestmark = pytest.mark.django_db
+
+SUBMIT_TO = "https://workersandbox.mturk.com"
+
+
+@pytest.fixture
+def published(small_files, settings):
+    """A launched QA campaign on the MTurk sandbox whose first generation HIT is on MTurk as HIT1."""
+    from annotation.models import Campaign
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.pipeline import launch_campaign
+
+    settings.SUBMIT_RATE_LIMIT = "0/60"
+    refs, sums = small_files
+    campaign = import_campaign(name="Framed", references=refs, summaries=sums).campaign
+    Campaign.objects.filter(pk=campaign.pk).update(backend="mturk-sandbox")
+    campaign.refresh_from_db()
+    launch_campaign(campaign)  # the publish hook waits for a commit that never comes in this test
+    campaign.refresh_from_db()
+    hit = campaign.batch.hits.order_by("pk").first()
+    return MTurkHIT.objects.create(hit=hit, sandbox=True, mturk_hit_id="HIT1", request_token="t1", max_assignments=1, reward=Decimal("0.32"))
+
+
+def open_page(client, **params):
+    query = {"hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "turkSubmitTo": SUBMIT_TO}
+    query.update(params)
+    return client.get(reverse("mturk-hit"), {k: v for k, v in query.items() if v is not None})
+
+
+def test_preview_is_read_only_and_takes_nothing(client, published):
+    response = open_page(client, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE", workerId=None, turkSubmitTo=None)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="mturk-preview"' in html and 'id="submit"' not in html
+    assert not Assignment.objects.exists()
+
+
+def test_accepting_maps_the_mturk_worker_and_takes_the_hit(client, published):
+    response = open_page(client)
+    assert response.status_code == 200 and 'id="submit"' in response.content.decode()
+    worker = Worker.objects.get(mturk_worker_id="W1")
+    record = MTurkAssignment.objects.get(mturk_assignment_id="A1")
+    assert record.assignment.worker == worker and record.assignment.hit == published.hit
+    # Loading the page again (a reload inside MTurk) gives the same assignment, not a second one.
+    assert open_page(client).status_code == 200
+    assert Assignment.objects.count() == 1
+
+
+def test_another_worker_id_is_refused(client, published):
+    open_page(client)
+    response = open_page(client, workerId="INTRUDER")
+    assert response.status_code == 403 and b"another worker" in response.content
+    record = MTurkAssignment.objects.get()
+    post = client.post(reverse("mturk-hit"), {"hitId": "HIT1", "assignmentId": "A1", "workerId": "INTRUDER", "token": str(record.assignment.token), "q1": "Who opened?"})
+    assert post.status_code == 403
+    assert Assignment.objects.get().state == "assigned"
+
+
+def test_a_post_without_the_pages_token_is_refused(client, published):
+    open_page(client)
+    post = client.post(reverse("mturk-hit"), {"hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "token": "guess"})
+    assert post.status_code == 403 and Assignment.objects.get().state == "assigned"
+
+
+def test_invalid_answers_are_shown_again_and_nothing_is_stored(client, published):
+    open_page(client)
+    record = MTurkAssignment.objects.get()
+    post = client.post(reverse("mturk-hit"), {"hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "token": str(record.assignment.token)})
+    assert post.status_code == 400 and b"errors-summary" in post.content
+    assert Assignment.objects.get().state == "assigned"
+
+
+@pytest.mark.parametrize(
+    "params, status",
+    [({"hitId": ""}, 400), ({"hitId": "NOSUCH"}, 404), ({"workerId": "w-1<script>"}, 400), ({"turkSubmitTo": "https://evil.example"}, 400)],
+)
+def test_bad_parameters_are_refused(client, published, params, status):
+    assert open_page(client, **params).status_code == status
+    assert not Assignment.objects.exists()
+
+
+def test_only_the_mturk_pages_may_be_framed_and_only_by_mturk(client, published, django_user_model):
+    framed = open_page(client, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE")
+    assert "X-Frame-Options" not in framed
+    assert framed["Content-Security-Policy"] == (
+        "frame-ancestors https://www.mturk.com https://worker.mturk.com https://workersandbox.mturk.com"
+    )
+    for url in ("/", "/accounts/login/", "/work/"):
+        assert client.get(url)["X-Frame-Options"] == "DENY", url
+
+
+def test_local_workers_are_not_offered_mturk_hits(published, task_type, local_batch):
+    worker = Worker.objects.create(external_id="local")
+    generation = published.hit.task_type
+    assert not available_hits(worker, generation).exists()
+    assert available_hits(worker, generation, via_mturk=True).exists()
+    local = make_hit(local_batch, task_type)
+    assert list(available_hits(worker, task_type)) == [local]

@@ -1,0 +1,184 @@
+"""Sync: assignments listed page by page, reviews and bonuses settled once, HITs expired; all with exact MTurk calls."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone as dt_timezone
+from decimal import Decimal
+
+import pytest
+
+from hits import qualifications
+from hits.models import Assignment, Batch, LedgerEntry, Worker
+from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType
+from hits.mturk.sync import expire_batch, notify_workers, sync_batch
+from hits.payments import pay_bonus, reject_assignment
+from tests.mturk.conftest import make_hit, submitted_assignment
+
+pytestmark = pytest.mark.django_db
+
+STATUSES = ["Submitted", "Approved", "Rejected"]
+
+
+@pytest.fixture
+def published(mturk_batch, task_type, settings):
+    settings.MTURK_APPROVE_AFTER_HOURS = 0
+    hit = make_hit(mturk_batch, task_type)
+    return MTurkHIT.objects.create(
+        hit=hit, sandbox=True, mturk_hit_id="HIT1", request_token=f"qapyr-hit-{hit.pk}", max_assignments=3, reward=Decimal("0.20")
+    )
+
+
+def mturk_work(published, n: int) -> list[Assignment]:
+    assignments = []
+    for i in range(1, n + 1):
+        worker = Worker.objects.create(external_id=f"mturk:W{i}", mturk_worker_id=f"W{i}")
+        assignment = submitted_assignment(published.hit, worker)
+        MTurkAssignment.objects.create(
+            mturk_assignment_id=f"A{i}", mturk_hit=published, assignment=assignment, mturk_worker_id=f"W{i}",
+            submit_to="https://workersandbox.mturk.com",
+        )
+        assignments.append(assignment)
+    return assignments
+
+
+def listing(stub, *pages):
+    """ListAssignmentsForHIT of HIT1, one response per page, NextToken chaining them."""
+    for number, items in enumerate(pages):
+        response = {"NumResults": len(items), "Assignments": [
+            {"AssignmentId": a, "WorkerId": w, "HITId": "HIT1", "AssignmentStatus": s} for a, w, s in items
+        ]}
+        if number < len(pages) - 1:
+            response["NextToken"] = f"t{number + 1}"
+        params = {"HITId": "HIT1", "AssignmentStatuses": STATUSES, "MaxResults": 100}
+        if number:
+            params["NextToken"] = f"t{number}"
+        stub.add_response("list_assignments_for_hit", response, params)
+
+
+def test_sync_reviews_pays_and_is_idempotent(stubbed, published, mturk_batch):
+    a1, a2, a3 = mturk_work(published, 3)
+    reject_assignment(a2, "Answers copied from the question.")
+    bonus = pay_bonus(a1, Decimal("0.50"), "Careful work")
+    listing(
+        stubbed,
+        [("A1", "W1", "Submitted"), ("A2", "W2", "Submitted")],
+        [("A3", "W3", "Approved"), ("STRANGER", "W9", "Submitted")],  # A3 auto-approved by MTurk; STRANGER unknown
+    )
+    stubbed.add_response("approve_assignment", {}, {"AssignmentId": "A1", "RequesterFeedback": "Thank you for your work."})
+    stubbed.add_response("reject_assignment", {}, {"AssignmentId": "A2", "RequesterFeedback": "Answers copied from the question."})
+    stubbed.add_response("send_bonus", {}, {
+        "WorkerId": "W1", "BonusAmount": "0.50", "AssignmentId": "A1", "Reason": "Careful work", "UniqueRequestToken": bonus.request_token,
+    })
+    report = sync_batch(mturk_batch)
+    assert (report.listed, report.unknown, report.approved, report.rejected, report.bonuses) == (4, 1, 1, 1, 1)
+    states = dict(Assignment.objects.values_list("pk", "state"))
+    assert states == {a1.pk: "approved", a2.pk: "rejected", a3.pk: "approved"}
+    assert set(LedgerEntry.objects.values_list("state", flat=True)) == {"paid"}
+    # Rewards of A1 and A3, their fees, the bonus and its fee: nothing for the rejected A2.
+    assert LedgerEntry.objects.filter(kind="reward").count() == 2 and LedgerEntry.objects.filter(kind="fee").count() == 3
+    assert Assignment.objects.filter(paid=True).count() == 2
+
+    # A second sync lists again and changes nothing: no approve, reject or bonus call is made twice.
+    listing(stubbed, [("A1", "W1", "Approved"), ("A2", "W2", "Rejected")], [("A3", "W3", "Approved")])
+    before = list(LedgerEntry.objects.values_list("pk", "state", "amount"))
+    again = sync_batch(mturk_batch)
+    assert (again.approved, again.rejected, again.bonuses, again.status_changes) == (0, 0, 0, 0)
+    assert list(LedgerEntry.objects.values_list("pk", "state", "amount")) == before
+
+
+def test_a_refused_approval_stays_pending_until_a_later_sync(stubbed, published, mturk_batch):
+    """The worker's browser had not told MTurk yet: the call fails, the reward stays pending, the next sync pays."""
+    [a1] = mturk_work(published, 1)
+    listing(stubbed, [])
+    stubbed.add_client_error(
+        "approve_assignment", service_error_code="RequestError", service_message="This operation can be called with a status of: Submitted",
+        http_status_code=400, expected_params={"AssignmentId": "A1", "RequesterFeedback": "Thank you for your work."},
+    )
+    report = sync_batch(mturk_batch)
+    assert report.failed == 1
+    reward = LedgerEntry.objects.get(kind="reward")
+    assert reward.state == "pending" and "status of: Submitted" in reward.error
+    listing(stubbed, [("A1", "W1", "Submitted")])
+    stubbed.add_response("approve_assignment", {}, {"AssignmentId": "A1", "RequesterFeedback": "Thank you for your work."})
+    sync_batch(mturk_batch)
+    assert LedgerEntry.objects.get(kind="reward").state == "paid"
+
+
+def test_bonus_whose_token_was_used_is_not_paid_twice(stubbed, published, mturk_batch, settings):
+    settings.MTURK_APPROVE_AFTER_HOURS = 1000  # leave the review to a researcher
+    [a1] = mturk_work(published, 1)
+    bonus = pay_bonus(a1, Decimal("1.00"), "Extra effort")
+    listing(stubbed, [("A1", "W1", "Submitted")])
+    stubbed.add_client_error(
+        "send_bonus", service_error_code="RequestError",
+        service_message=f"The operation has already been processed for UniqueRequestToken {bonus.request_token}",
+        http_status_code=400,
+        expected_params={"WorkerId": "W1", "BonusAmount": "1.00", "AssignmentId": "A1", "Reason": "Extra effort", "UniqueRequestToken": bonus.request_token},
+    )
+    assert sync_batch(mturk_batch).bonuses == 1
+    assert LedgerEntry.objects.get(pk=bonus.pk).state == "paid"
+    assert Assignment.objects.get(pk=a1.pk).state == "submitted"
+
+
+def test_finished_batch_hits_are_expired_then_deleted(stubbed, published, mturk_batch):
+    [a1] = mturk_work(published, 1)
+    mturk_batch.state = Batch.State.FINISHED
+    mturk_batch.save()
+    listing(stubbed, [("A1", "W1", "Submitted")])
+    stubbed.add_response("approve_assignment", {}, {"AssignmentId": "A1", "RequesterFeedback": "Thank you for your work."})
+    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": datetime(2015, 1, 1, tzinfo=dt_timezone.utc)})
+    stubbed.add_response("delete_hit", {}, {"HITId": "HIT1"})
+    report = sync_batch(mturk_batch)
+    assert (report.expired, report.deleted) == (1, 1)
+    assert MTurkHIT.objects.get().deleted_at is not None
+    # Deleted HITs are left alone afterwards.
+    assert expire_batch(mturk_batch).expired == 0
+
+
+def test_hit_with_unreviewed_work_is_expired_but_not_deleted(stubbed, published, mturk_batch, settings):
+    settings.MTURK_APPROVE_AFTER_HOURS = 1000
+    mturk_work(published, 1)
+    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": datetime(2015, 1, 1, tzinfo=dt_timezone.utc)})
+    report = expire_batch(mturk_batch)
+    assert (report.expired, report.deleted) == (1, 0)
+
+
+def test_notify_workers_in_one_call(stubbed, published, mturk_batch):
+    mturk_work(published, 2)
+    stubbed.add_response("notify_workers", {"NotifyWorkersFailureStatuses": []}, {
+        "Subject": "New HITs", "MessageText": "More HITs are up.", "WorkerIds": ["W1", "W2"],
+    })
+    assert notify_workers(mturk_batch, "New HITs", "More HITs are up.") == 2
+    with pytest.raises(ValueError):
+        notify_workers(mturk_batch, "", "x")
+
+
+def test_qualification_grant_revoke_and_block_are_mirrored(stubbed, published, task_type, django_capture_on_commit_callbacks):
+    MTurkQualificationType.objects.create(task_type=task_type, sandbox=True, qualification_type_id="QUAL1", name="q")
+    [a1] = mturk_work(published, 1)
+    worker = a1.worker
+    stubbed.add_response("disassociate_qualification_from_worker", {}, {
+        "WorkerId": "W1", "QualificationTypeId": "QUAL1", "Reason": "agreement 0.61 under 0.85",
+    })
+    stubbed.add_response("associate_qualification_with_worker", {}, {
+        "QualificationTypeId": "QUAL1", "WorkerId": "W1", "IntegerValue": 1, "SendNotification": False,
+    })
+    stubbed.add_response("create_worker_block", {}, {"WorkerId": "W1", "Reason": "spam answers"})
+    stubbed.add_response("delete_worker_block", {}, {"WorkerId": "W1", "Reason": "appeal accepted"})
+    with django_capture_on_commit_callbacks(execute=True):
+        qualifications.revoke(worker, task_type, "agreement 0.61 under 0.85")
+    with django_capture_on_commit_callbacks(execute=True):
+        qualifications.reinstate(worker, task_type, "reviewed")
+    with django_capture_on_commit_callbacks(execute=True):
+        qualifications.set_blocked(worker, True, "spam answers")
+    with django_capture_on_commit_callbacks(execute=True):
+        qualifications.set_blocked(worker, False, "appeal accepted")
+
+
+def test_local_workers_qualifications_make_no_mturk_call(stubbed, task_type, django_capture_on_commit_callbacks):
+    MTurkQualificationType.objects.create(task_type=task_type, sandbox=True, qualification_type_id="QUAL1", name="q")
+    worker = Worker.objects.create(external_id="local")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        qualifications.revoke(worker, task_type, "x")
+        qualifications.set_blocked(worker, True, "y")
+    assert callbacks == []  # and the Stubber saw no call
