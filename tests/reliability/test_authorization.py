@@ -37,6 +37,9 @@ MATRIX = {
     "assignment": ("GET", {"pk": "ASSIGNMENT"}, [LOGIN, 200, 404, 404, 404, 404]),
     "start-working": ("POST", {"slug": "generation"}, [LOGIN, 302, 302, 302, 302, 302]),
     "preview": ("GET", {"slug": "generation"}, [LOGIN, 302, 302, 302, 302, 302]),  # the only HIT is taken
+    # MTurk's framed HIT page: no login; without MTurk's hitId/assignmentId/workerId it refuses everyone.
+    # (CSRF-exempt by design: the assignment's secret token in the form plays that role; see hits/mturk/views.py.)
+    "mturk-hit": ("GET", {}, [400, 400, 400, 400, 400, 400]),
     # Researcher pages (issue 8). Creating a campaign needs the researcher role; the worker "mw" has none.
     "campaign-new": ("GET", {}, [LOGIN, 403, 403, 200, 200, 200]),
     "campaign-new-confirm": ("POST", {}, [LOGIN, 403, 403, 302, 302, 302]),  # no upload: back to the form
