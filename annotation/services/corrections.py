@@ -23,7 +23,9 @@ def correct_qa_pair(unit: ContentUnit, question: str, answers: list[str], *, by=
     pair, an empty question, no answers, more than three, or an answer that
     is not in the sentence.
     """
-    unit = ContentUnit.objects.select_for_update().select_related("predicate__sentence").get(pk=unit.pk)
+    # Lock the pair's row only: the predicate and sentence are read, not changed (and PostgreSQL refuses
+    # FOR UPDATE on the nullable side of the outer join to the sentence).
+    unit = ContentUnit.objects.select_for_update(of=("self",)).select_related("predicate__sentence").get(pk=unit.pk)
     if unit.kind != ContentUnit.Kind.QA or unit.predicate is None:
         raise ValidationError("only QA pairs can be corrected here")
     question = " ".join((question or "").split())

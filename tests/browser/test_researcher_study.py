@@ -77,10 +77,16 @@ def test_researcher_runs_a_study_in_the_browser(page, live_server, tmp_path, dja
 
     # The simulated crowd works through the live server while the page polls its progress.
     report = {}
-    crowd = threading.Thread(
-        target=lambda: report.update(r=simulate_crowd(campaign, 6, seed=5, base_url=live_server.url, max_seconds=240)),
-        daemon=True,
-    )
+
+    def work():
+        from django.db import connections
+
+        try:
+            report["r"] = simulate_crowd(campaign, 6, seed=5, base_url=live_server.url, max_seconds=240)
+        finally:
+            connections.close_all()  # the thread's own connection, so the test database can be dropped
+
+    crowd = threading.Thread(target=work, daemon=True)
     crowd.start()
     seen = set()
     while crowd.is_alive():
