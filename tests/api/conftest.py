@@ -18,11 +18,11 @@ ROLES = ("anonymous", "worker", "owner", "other_researcher", "shared", "admin")
 def api_world(tmp_path, django_user_model):
     """Users of every role; ``campaign`` (owner's, shared with ``shared``) and ``other`` (other_researcher's)."""
     users = {
-        "worker": django_user_model.objects.create_user("crowd1", password="crowd-pass-123"),
-        "owner": django_user_model.objects.create_user("owner1", password="owner-pass-123"),
-        "other_researcher": django_user_model.objects.create_user("other1", password="other-pass-123"),
-        "shared": django_user_model.objects.create_user("shared1", password="shared-pass-123"),
-        "admin": django_user_model.objects.create_user("admin1", password="admin-pass-123", is_staff=True),
+        "worker": django_user_model.objects.create_user("crowd1"),
+        "owner": django_user_model.objects.create_user("owner1"),
+        "other_researcher": django_user_model.objects.create_user("other1"),
+        "shared": django_user_model.objects.create_user("shared1"),
+        "admin": django_user_model.objects.create_user("admin1", is_staff=True),
     }
     Worker.objects.create(external_id="crowd1", user=users["worker"])
     for role in ("owner", "other_researcher"):
