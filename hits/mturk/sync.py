@@ -104,12 +104,13 @@ def _mirror_mturk_decision(record: MTurkAssignment) -> None:
     from hits.payments import approve_assignment, reject_assignment
 
     assignment = record.assignment
-    if assignment.state != Assignment.State.SUBMITTED:
-        return
     if record.status == MTurkAssignment.Status.APPROVED:
-        approve_assignment(assignment, "approved on MTurk (automatic approval)", settle=False)
+        if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.REJECTED):
+            # MTurk paid (auto-approval, possibly before a local rejection reached it): the ledger must say so.
+            approve_assignment(assignment, "approved on MTurk (automatic approval)", settle=False)
+        # Also repairs a settle that died between MTurk's approval and our record of it.
         _mark_paid(assignment, LedgerEntry.Kind.REWARD)
-    elif record.status == MTurkAssignment.Status.REJECTED:
+    elif record.status == MTurkAssignment.Status.REJECTED and assignment.state == Assignment.State.SUBMITTED:
         reject_assignment(assignment, "rejected on MTurk", settle=False)
 
 

@@ -36,6 +36,17 @@ def stubbed(monkeypatch, settings):
         stub.assert_no_pending_responses()
 
 
+@pytest.fixture(autouse=True)
+def eager_celery():
+    """Follow-up tasks (publish, settle, mirror) run in-process here, also when CI configures a Redis broker."""
+    from config.celery import app
+
+    was = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = was
+
+
 @pytest.fixture
 def task_type(db):
     return TaskType.objects.create(
