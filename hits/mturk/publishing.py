@@ -301,6 +301,16 @@ def record_published(hit: HIT, created: dict, params: dict, sandbox: bool) -> MT
         return None
 
 
+def progress(batch: Batch) -> dict:
+    """How far publishing has gone: HITs on MTurk, open HITs still waiting, money committed."""
+    return {
+        "on_mturk": MTurkHIT.objects.filter(hit__batch=batch).count(),
+        "waiting": unpublished_hits(batch).count(),
+        "committed": str(fees.committed(batch)),
+        "budget_cap": str(batch.budget_cap) if batch.budget_cap is not None else None,
+    }
+
+
 def publish_soon(batch: Batch | None) -> None:
     """Hook for apps that create HITs: on an MTurk batch, publish the new HITs once the transaction commits."""
     if batch is not None and batch.on_mturk:

@@ -88,3 +88,17 @@ def test_sync_and_expire_need_a_campaign_on_mturk(campaign):
     for command in ("mturk_sync", "mturk_expire"):
         with pytest.raises(CommandError, match="MTurk"):
             call_command(command, campaign="cmd")
+
+
+def test_background_publish_goes_through_celery_and_reports_progress(stubbed, campaign, capsys, settings):
+    settings.MTURK_PUBLISH_CHUNK = 100
+    Campaign.objects.filter(pk=campaign.pk).update(backend="mturk-sandbox")
+    n = campaign_cost_preview(campaign, "mturk-sandbox", redo_share=0).stages[0].hits  # one generation HIT per predicate
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "500.00"}, {})  # the launch's check
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "500.00"}, {})  # the task's check
+    for i in range(n):
+        stubbed.add_response("create_hit", {"HIT": {"HITId": f"H{i}", "HITTypeId": "T"}}, None)
+    call_command("mturk_publish", campaign="cmd", background=True)
+    assert "Publishing handed to Celery" in capsys.readouterr().out
+    call_command("mturk_publish", campaign="cmd", progress=True)
+    assert json.loads(capsys.readouterr().out) == {"on_mturk": n, "waiting": 0, "committed": str(Decimal("0.38") * n), "budget_cap": None}

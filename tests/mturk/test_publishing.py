@@ -207,3 +207,30 @@ def test_planned_requests_need_no_aws(mturk_batch, task_type):
     [request] = planned_requests(mturk_batch)
     assert request["UniqueRequestToken"] == f"qapyr-hit-{hit.pk}"
     assert request["QualificationRequirements"][0]["QualificationTypeId"] == "<created on first publish: label>"
+
+
+def test_large_batch_publishes_in_chained_celery_chunks(stubbed, mturk_batch, task_type, settings):
+    """The task publishes MTURK_PUBLISH_CHUNK HITs, then queues itself for the rest (eager here): 5 HITs, chunks of 2."""
+    from hits.mturk.publishing import progress
+    from hits.mturk.tasks import publish_batch_task
+
+    settings.MTURK_PUBLISH_CHUNK = 2
+    hits = [make_hit(mturk_batch, task_type) for _ in range(5)]
+    for start in range(0, 5, 2):
+        stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+        for hit in hits[start : start + 2]:
+            stubbed.add_response("create_hit", created(f"AAA{hit.pk}"), expected_create(hit))
+    first = publish_batch_task.delay(mturk_batch.pk).get()
+    assert first["published"] == 2 and first["remaining"] == 3
+    assert progress(mturk_batch) == {"on_mturk": 5, "waiting": 0, "committed": "3.60", "budget_cap": None}
+
+
+def test_unpaid_gold_hit_waits_for_regular_hits_of_its_type(stubbed, mturk_batch, task_type):
+    gold = make_hit(mturk_batch, task_type, kind=HIT.Kind.GOLD, max_assignments=32767, reward=Decimal("0"))
+    assert planned_requests(mturk_batch) == []
+    assert publish_batch(mturk_batch).published == 0  # no AWS call either
+    regular = make_hit(mturk_batch, task_type, reward=Decimal("0.25"))
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_response("create_hit", created("GOLD"), expected_create(gold, MaxAssignments=9, Reward="0.25"))
+    stubbed.add_response("create_hit", created("REG"), expected_create(regular, Reward="0.25"))
+    assert publish_batch(mturk_batch).published == 2

@@ -27,7 +27,8 @@ from hits.models import Batch
 from hits.mturk import fees
 from hits.mturk.client import MTurk, MTurkError
 from hits.mturk.models import MTurkHIT
-from hits.mturk.publishing import PublishRefused, check_balance, planned_requests, publish_batch
+from hits.mturk.publishing import PublishRefused, check_balance, planned_requests, progress, publish_batch
+from hits.outbox import send_now
 
 
 class _Rollback(Exception):
@@ -78,9 +79,19 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=["text", "json"], default="text")
         parser.add_argument("--budget-cap", help="USD: stop publishing before the campaign's MTurk spending would exceed it.")
         parser.add_argument("--limit", type=int, help="Publish at most this many HITs now.")
+        parser.add_argument(
+            "--background", action="store_true",
+            help="Hand the publishing to Celery (MTURK_PUBLISH_CHUNK HITs per task); follow it with mturk_sync or --progress.",
+        )
+        parser.add_argument("--progress", action="store_true", help="Only show how far publishing has gone.")
 
     def handle(self, *args, **options):
         campaign = campaign_for(options["campaign"])
+        if options["progress"]:
+            if campaign.batch is None:
+                raise CommandError(f"campaign '{campaign.slug}' has no HITs yet")
+            self.stdout.write(json.dumps(progress(campaign.batch)))
+            return
         backend = mturk_backend(campaign, options["sandbox"])
         cap = self._cap(options["budget_cap"])
         if options["dry_run"]:
@@ -103,6 +114,10 @@ class Command(BaseCommand):
                     created = launch_campaign(campaign)
                     self.stdout.write(f"Launched '{campaign.slug}': {created} HITs created.")
             batch.refresh_from_db()
+            if options["background"]:
+                send_now("hits.mturk.publish_batch", [batch.pk])
+                self.stdout.write(f"Publishing handed to Celery: {json.dumps(progress(batch))}")
+                return
             report = publish_batch(batch, limit=options["limit"], mturk=mturk)
         except (PublishRefused, LaunchError, MTurkError) as exc:
             raise CommandError(str(exc)) from None
