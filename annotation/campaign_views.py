@@ -283,6 +283,11 @@ def campaign_add_system(request, slug):
     else:
         form = AddSystemForm()
     systems = campaign.systems.annotate(n_summaries=Count("summaries"))
+    judges = []
+    if autoscore_available():
+        from annotation.judges.registry import backends
+
+        judges = backends()
     return render(
         request,
         "annotation/campaign_add_system.html",
@@ -292,6 +297,7 @@ def campaign_add_system(request, slug):
             "problems": problems,
             "systems": systems,
             "autoscore": autoscore_available(),
+            "judges": judges,
         },
         status=status,
     )

@@ -86,3 +86,19 @@ def test_cancelled_campaign_takes_no_new_system(draft):
     draft.refresh_from_db()
     with pytest.raises(CampaignImportError, match="cancelled"):
         add_systems(draft, _file(NEW_SYSTEM))
+
+
+def test_score_a_new_system_automatically_instead(client_rita, draft):
+    from annotation.models import AutoscoreRun
+
+    settle_with_kept_pairs(draft)
+    url = reverse("campaign-add-system", args=[draft.slug])
+    page = client_rita.get(url).content.decode()
+    assert 'id="autoscore-form"' in page and '<option value="lexical">' in page
+    s2 = System.objects.get(campaign=draft, name="s2")
+    response = client_rita.post(url, {"action": "autoscore", "judge": "lexical", "systems": ["s2"]}, follow=True)
+    run = AutoscoreRun.objects.get()
+    assert f"Automatic scoring run #{run.pk} started" in response.content.decode()
+    assert run.judge_name == "lexical" and run.systems == [s2.pk]
+    response = client_rita.post(url, {"action": "autoscore", "judge": "no-such-judge"}, follow=True)
+    assert "Automatic scoring not started" in response.content.decode() and AutoscoreRun.objects.count() == 1
