@@ -87,13 +87,15 @@ def analyse_references(
     references: Sequence[str],
     sentence_bounds: Sequence[Sequence[tuple[int, int]] | None] | None = None,
     batch_size: int = 64,
+    progress=None,
 ) -> list[list[FoundSentence]]:
     """Split each reference into sentences and find the predicates of each.
 
     ``sentence_bounds`` may give, per reference, the sentence spans to use
     (e.g. from ``<t> ... </t>`` tags of the REALSumm layout); otherwise
     spaCy's parser decides.  Offsets of sentences are into the reference;
-    offsets of predicates are into the sentence text.
+    offsets of predicates are into the sentence text.  ``progress(done,
+    total)``, when given, hears of every reference analysed.
     """
     nlp = english_pipeline()
     bounds = list(sentence_bounds) if sentence_bounds is not None else [None] * len(references)
@@ -101,6 +103,8 @@ def analyse_references(
         raise ValueError("sentence_bounds must have one entry per reference")
     results: list[list[FoundSentence]] = []
     for reference, doc, given in zip(references, nlp.pipe(references, batch_size=batch_size), bounds):
+        if progress is not None:
+            progress(len(results), len(references))
         if given is None:
             spans = [(s.start_char, s.end_char) for s in doc.sents]
         else:

@@ -104,8 +104,8 @@ def import_campaign(
     Either ``folder`` (REALSumm/PyrXSum layout) or ``references`` and
     ``summaries`` must be given.  ``predicates`` is ``"auto"`` (spaCy),
     ``"none"`` (sentences only) or the path of a predicates JSONL file.
-    ``progress(done, total, message)``, when given, hears of each of the
-    three steps (checking the files, finding predicates, writing).
+    ``progress(done, total, message)``, when given, hears of the steps:
+    checking the files, finding predicates (one step per reference), writing.
     """
     started = time.perf_counter()
     progress = progress or (lambda done, total, message="": None)
@@ -129,9 +129,11 @@ def import_campaign(
     _check_cross_references(contents, problems)
     problems.raise_if_any()
 
-    progress(1, 3, "finding sentences and predicates")
+    n_refs = len(contents.references)
     analysed = analyse_references(
-        [r.reference for r in contents.references], [r.sentence_bounds for r in contents.references]
+        [r.reference for r in contents.references],
+        [r.sentence_bounds for r in contents.references],
+        progress=lambda done, total: progress(1 + done, n_refs + 3, "finding sentences and predicates"),
     )
     if predicate_records is not None:
         analysed = _place_predicates(contents.references, analysed, predicate_records, Path(predicates).name, problems)
@@ -141,7 +143,7 @@ def import_campaign(
 
     origin = Predicate.Origin.FILE if predicate_records is not None else Predicate.Origin.AUTO
     unit_type = Campaign.UnitType.SCU if contents.units is not None else Campaign.UnitType.QA
-    progress(2, 3, "writing the campaign")
+    progress(n_refs + 2, n_refs + 3, "writing the campaign")
     try:
         with transaction.atomic():
             report = _write(name, final_slug, owner, description, unit_type, contents, analysed, origin)
@@ -153,7 +155,7 @@ def import_campaign(
         # Another import with the same slug won the race, or a constraint caught what the checks missed.
         raise CampaignImportError([_problem_from_integrity_error(exc, final_slug)]) from exc
     report.seconds = time.perf_counter() - started
-    progress(3, 3, "imported")
+    progress(n_refs + 3, n_refs + 3, "imported")
     return report
 
 

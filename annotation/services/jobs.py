@@ -118,7 +118,8 @@ def _run_import(job: Job, progress) -> dict:
         progress=progress,
     )
     discard_upload(params["upload"])
-    return {"campaign": report.campaign, "message": report.summary_line()[:500], "done": 3, "total": 3}
+    total = report.n_examples + 3  # the steps import_campaign reports: files, each reference, writing
+    return {"campaign": report.campaign, "message": report.summary_line()[:500], "done": total, "total": total}
 
 
 def _run_recompute(job: Job, progress) -> dict:

@@ -39,7 +39,7 @@ def test_preview_counts_then_confirm_imports_and_cleans_the_upload(client_rita, 
         response = client_rita.post(reverse("campaign-new-confirm"), {"upload": token})
     job = Job.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("job-detail", args=[job.pk])
-    assert job.state == "done" and (job.done, job.total) == (3, 3)
+    assert job.state == "done" and (job.done, job.total) == (5, 5)  # files, two references, writing
     campaign = Campaign.objects.get(slug="web-study")
     assert job.campaign == campaign and campaign.owner == rita and campaign.description == "made in the browser"
     # The preview counted what the import wrote.

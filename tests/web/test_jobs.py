@@ -71,6 +71,8 @@ def test_recompute_job_and_a_queued_job_page_polls(client_rita, draft, django_ca
     assert (job.done, job.total) == (2, 2) and "crowd gold labels" in job.message
     assert GoldPresence.objects.filter(summary__system__campaign=draft).count() == PresenceJudgment.objects.count()
     assert run_job(job.pk) == "done"  # a re-delivered task changes nothing
+    progress_page = client_rita.get(reverse("campaign-progress", args=[draft.slug])).content.decode()
+    assert f'<a href="{reverse("job-detail", args=[job.pk])}">Recompute gold labels and scores #{job.pk}</a> · Done' in progress_page
 
 
 def test_a_failing_job_ends_failed_with_its_reason(draft, rita):
@@ -111,4 +113,4 @@ def test_commands_show_a_progress_bar_on_stderr_with_progress(draft, tmp_path, c
     sums.write_text('{"id": "x", "system": "s", "summary": "It rained."}\n')
     call_command("import_campaign", name="Bar", references=str(refs), summaries=str(sums), progress=True)
     captured = capsys.readouterr()
-    assert "100%  3/3  imported" in captured.err and "Imported campaign 'Bar'" in captured.out
+    assert "100%  4/4  imported" in captured.err and "Imported campaign 'Bar'" in captured.out
