@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import django_filters as filters
+from django import forms
 
 from annotation.models import (
     Campaign,
@@ -14,6 +15,21 @@ from annotation.models import (
     SystemSummary,
     Verification,
 )
+
+
+# Largest id or count a filter accepts: beyond it the database cannot store the number, so it is a 400, not a 500.
+MAX_ID = 2**31 - 1
+
+
+class IdFilter(filters.NumberFilter):
+    """A whole number between 0 and ``MAX_ID`` (a row id or a round)."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("min_value", 0)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(*args, **kwargs)
 
 
 class CampaignFilter(filters.FilterSet):
@@ -49,7 +65,8 @@ class PredicateFilter(filters.FilterSet):
 
 class UnitFilter(filters.FilterSet):
     example = filters.CharFilter(field_name="example__external_id", help_text="Example id.")
-    predicate = filters.NumberFilter(field_name="predicate_id")
+    predicate = IdFilter(field_name="predicate_id")
+    round = IdFilter(help_text="Generation round (1 = first).")
 
     class Meta:
         model = ContentUnit
@@ -58,7 +75,7 @@ class UnitFilter(filters.FilterSet):
 
 class VerificationFilter(filters.FilterSet):
     worker = filters.CharFilter(field_name="worker__external_id", help_text="Worker id.")
-    unit = filters.NumberFilter(field_name="unit_id")
+    unit = IdFilter(field_name="unit_id")
     example = filters.CharFilter(field_name="unit__example__external_id", help_text="Example id.")
 
     class Meta:
@@ -70,8 +87,8 @@ class JudgmentFilter(filters.FilterSet):
     system = filters.CharFilter(field_name="summary__system__name", help_text="System name.")
     worker = filters.CharFilter(field_name="worker__external_id", help_text="Worker id.")
     example = filters.CharFilter(field_name="summary__example__external_id", help_text="Example id.")
-    unit = filters.NumberFilter(field_name="unit_id")
-    summary = filters.NumberFilter(field_name="summary_id")
+    unit = IdFilter(field_name="unit_id")
+    summary = IdFilter(field_name="summary_id")
 
     class Meta:
         model = PresenceJudgment
@@ -81,8 +98,8 @@ class JudgmentFilter(filters.FilterSet):
 class GoldFilter(filters.FilterSet):
     system = filters.CharFilter(field_name="summary__system__name", help_text="System name.")
     example = filters.CharFilter(field_name="summary__example__external_id", help_text="Example id.")
-    unit = filters.NumberFilter(field_name="unit_id")
-    summary = filters.NumberFilter(field_name="summary_id")
+    unit = IdFilter(field_name="unit_id")
+    summary = IdFilter(field_name="summary_id")
 
     class Meta:
         model = GoldPresence

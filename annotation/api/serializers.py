@@ -50,7 +50,7 @@ SETTINGS_FIELDS = [
 class CampaignSerializer(serializers.ModelSerializer):
     """A campaign with its settings; only name, description, backend and settings are writable."""
 
-    owner = serializers.CharField(source="owner.username", read_only=True, default=None)
+    owner = serializers.CharField(source="owner.username", read_only=True, default=None, allow_null=True)
     shared_with = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
     n_examples = serializers.SerializerMethodField()
     n_systems = serializers.SerializerMethodField()
@@ -256,8 +256,8 @@ class UnitSerializer(serializers.ModelSerializer):
     """A content unit: a QA pair of a predicate, or an imported SCU."""
 
     example = serializers.CharField(source="example.external_id", read_only=True)
-    predicate_text = serializers.CharField(source="predicate.text", read_only=True, default=None)
-    author = serializers.CharField(source="author.external_id", read_only=True, default=None)
+    predicate_text = serializers.CharField(source="predicate.text", read_only=True, default=None, allow_null=True)
+    author = serializers.CharField(source="author.external_id", read_only=True, default=None, allow_null=True)
 
     class Meta:
         model = ContentUnit

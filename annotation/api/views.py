@@ -7,6 +7,7 @@ researcher's campaign is a 404.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import tempfile
 import zipfile
@@ -62,10 +63,17 @@ class Conflict(APIException):
     default_code = "conflict"
 
 
-DETAIL = inline_serializer("Detail", fields={"detail": drf_serializers.CharField()})
+# Error bodies: {"detail": ...} or, for invalid input, one list of messages per field name.
+DETAIL = inline_serializer(
+    "Error",
+    fields={"detail": drf_serializers.JSONField(required=False, help_text="What went wrong (field errors use the field's name).")},
+)
 IMPORT_ERROR = inline_serializer(
     "ImportProblems",
-    fields={"detail": drf_serializers.CharField(), "problems": serializers.ProblemSerializer(many=True)},
+    fields={
+        "detail": drf_serializers.CharField(required=False),
+        "problems": serializers.ProblemSerializer(many=True, required=False, help_text="Every problem in the files, with file, line and field."),
+    },
 )
 
 
@@ -95,7 +103,9 @@ class TokenView(APIView):
     )
     def post(self, request):
         username = str(request.data.get("username", ""))[:150] if hasattr(request.data, "get") else ""
-        if hit_limit(f"LOGIN_RATE_LIMIT:api:{client_ip(request)}:{username}", settings.LOGIN_RATE_LIMIT):
+        # Hashed so any user name makes a valid cache key.
+        who = hashlib.sha256(f"{client_ip(request)}:{username}".encode()).hexdigest()[:32]
+        if hit_limit(f"LOGIN_RATE_LIMIT:api:{who}", settings.LOGIN_RATE_LIMIT):
             return Response({"detail": "Too many attempts; wait a minute and try again."}, status=429)
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
@@ -403,7 +413,8 @@ class CampaignScoped:
     """Resolves ``campaign_slug`` among the campaigns the caller may see (404 otherwise)."""
 
     permission_classes = [IsResearcher]
-    lookup_value_regex = r"[0-9]+"
+    # Ids beyond 9 digits do not resolve (404) rather than overflowing the database's integer (500).
+    lookup_value_regex = r"[0-9]{1,9}"
 
     _campaign = None
 
