@@ -44,12 +44,6 @@ def _remember_upload(request, token: str, fields: dict) -> None:
     request.session[SESSION_UPLOADS] = stored
 
 
-def _forget_upload(request, token: str) -> None:
-    stored = dict(_session_uploads(request))
-    stored.pop(token, None)
-    request.session[SESSION_UPLOADS] = stored
-
-
 def _own_upload(request, token: str | None) -> str | None:
     """The token if this session staged it (a token from elsewhere is never trusted)."""
     return token if token and token in _session_uploads(request) else None
@@ -122,7 +116,7 @@ def campaign_new_confirm(request):
         },
         user=request.user,
     )
-    _forget_upload(request, token)
+    # The session keeps the token: if the import fails, the job page leads back to the same files.
     return redirect("job-detail", pk=job.pk)
 
 

@@ -118,6 +118,9 @@ def test_slug_taken_between_preview_and_confirm_fails_the_job_visibly(client_rit
     assert any("already exists" in p for p in job.problems)
     page = client_rita.get(reverse("job-detail", args=[job.pk])).content.decode()
     assert "already exists" in page and "Upload the files again" in page
+    # Back to the form with the same files and the name typed, to change the name and try again.
+    back = client_rita.get(reverse("campaign-new") + f"?upload={token}").content.decode()
+    assert 'value="Race"' in back and "Kept from your upload: <strong>refs.jsonl</strong>" in back
 
 
 def test_only_researchers_create_and_tokens_are_per_session(client_rita, django_user_model):
@@ -150,3 +153,17 @@ def test_home_offers_new_campaign_to_researchers_only(client_rita, django_user_m
     client = Client()
     client.force_login(plain)
     assert 'id="new-campaign"' not in client.get("/").content.decode()
+
+
+def test_oversized_and_badly_encoded_uploads_are_named_and_capped_on_disk(client_rita, settings):
+    settings.IMPORT_MAX_BYTES = 300
+    big = REFERENCES + b'{"id": "c", "reference": "' + b"word " * 200 + b'"}\n'
+    response = _post_files(client_rita, references=big)
+    assert response.status_code == 400
+    assert "refs.jsonl: file is 301 bytes; the limit is 300" in response.content.decode()
+    staged = uploads.staged_files(response.context["upload"])["references"]
+    assert staged.stat().st_size == 301  # never more than the limit + 1 on disk
+    response = _post_files(client_rita, references=REFERENCES, summaries=SUMMARIES.replace(b"Storms hit.", b"Storms \xff hit."))
+    assert response.status_code == 400
+    assert "sums.jsonl, line 4: not valid UTF-8 (byte 0xff at column" in response.content.decode()
+    assert not Campaign.objects.exists()
