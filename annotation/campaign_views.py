@@ -346,3 +346,19 @@ def campaign_progress_status(request, slug):
     )
     response["Cache-Control"] = "no-store"
     return response
+
+
+@login_required
+@require_POST
+def campaign_predicates_redetect(request, slug):
+    """Find predicates again with spaCy; the researcher's own additions and imported ones are kept."""
+    from annotation.services.predicates import redetect_predicates
+
+    campaign = managed_campaign(request, slug)
+    try:
+        n = redetect_predicates(campaign)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages).capitalize() + ".")
+    else:
+        messages.success(request, f"Predicates found again: the campaign has {n} predicates (your own edits were kept).")
+    return redirect("campaign-predicates", slug=slug)

@@ -14,6 +14,9 @@ urlpatterns = [
     path("<slug:slug>/predicates/", campaign_views.campaign_predicates, name="campaign-predicates"),
     path("<slug:slug>/predicates/add/", campaign_views.campaign_predicate_add, name="campaign-predicate-add"),
     path("<slug:slug>/predicates/remove/", campaign_views.campaign_predicate_remove, name="campaign-predicate-remove"),
+    path(
+        "<slug:slug>/predicates/redetect/", campaign_views.campaign_predicates_redetect, name="campaign-predicates-redetect"
+    ),
     path("<slug:slug>/systems/add/", campaign_views.campaign_add_system, name="campaign-add-system"),
     path("<slug:slug>/progress/status/", campaign_views.campaign_progress_status, name="campaign-progress-status"),
     path("<slug:slug>/recompute/", job_views.campaign_recompute, name="campaign-recompute"),

@@ -50,6 +50,7 @@ MATRIX = {
     "campaign-predicates": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-predicate-add": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),  # no sentence given
     "campaign-predicate-remove": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),  # no predicate given
+    "campaign-predicates-redetect": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # launched: refused
     "campaign-add-system": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-progress-status": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-recompute": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),

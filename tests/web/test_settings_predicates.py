@@ -125,3 +125,14 @@ def test_launch_pause_resume_cancel_and_the_polled_progress(client_rita, draft):
     assert Campaign.objects.get(pk=draft.pk).state == "cancelled"
     page = client_rita.get(reverse("campaign-progress", args=[draft.slug])).content.decode()
     assert 'data-poll-url="/campaigns/draft-study/progress/status/"' in page
+
+
+def test_find_predicates_again_keeps_the_researchers_own(client_rita, draft):
+    sentence = ReferenceSentence.objects.get(example__campaign=draft, text="Children played there all day.")
+    client_rita.post(reverse("campaign-predicate-add", args=[draft.slug]), {"sentence": sentence.pk, "span": "day"})
+    automatic = set(Predicate.objects.filter(example__campaign=draft, origin="auto").values_list("sentence_id", "start", "end"))
+    Predicate.objects.filter(example__campaign=draft, origin="auto").delete()
+    response = client_rita.post(reverse("campaign-predicates-redetect", args=[draft.slug]), follow=True)
+    assert "your own edits were kept" in response.content.decode()
+    assert set(Predicate.objects.filter(example__campaign=draft, origin="auto").values_list("sentence_id", "start", "end")) == automatic
+    assert Predicate.objects.filter(sentence=sentence, text="day", origin="researcher").exists()
