@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
-from django.db.models import Sum
+from django.db.models import Count, Sum
 
 MTURK_COMMISSION = Decimal("0.20")
 MTURK_LARGE_HIT_EXTRA = Decimal("0.20")
@@ -46,8 +46,15 @@ def committed(batch) -> Decimal:
     from hits.mturk.models import MTurkHIT
 
     total = Decimal("0")
-    for reward, n in MTurkHIT.objects.filter(hit__batch=batch).values_list("reward", "max_assignments"):
-        total += hit_commitment(reward, n)
+    # Grouped by (reward, assignments): a handful of rows however many HITs the campaign has.
+    groups = (
+        MTurkHIT.objects.filter(hit__batch=batch)
+        .values_list("reward", "max_assignments")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    for reward, assignments, n in groups:
+        total += hit_commitment(reward, assignments) * n
     bonuses = (
         LedgerEntry.objects.filter(batch=batch)
         .filter(kind__in=[LedgerEntry.Kind.BONUS, LedgerEntry.Kind.FEE])
