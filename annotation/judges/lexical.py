@@ -61,6 +61,24 @@ def rouge_recalls(unit: str, summary: str) -> tuple[float, float, float]:
     return scores["rouge1"].recall, scores["rouge2"].recall, scores["rougeL"].recall
 
 
+@lru_cache(maxsize=50_000)
+def stemmed_tokens(text: str) -> tuple[str, ...]:
+    """ROUGE's tokens of ``text`` (lower-cased, Porter-stemmed), cached: a summary is judged against many units."""
+    scorer = rouge_scorer()
+    return tuple(scorer._tokenizer.tokenize(text))
+
+
+def ngram_recall(target: Sequence[str], prediction: Sequence[str], n: int) -> float:
+    """ROUGE-n recall: clipped count of the target's n-grams found in the prediction / number of target n-grams."""
+    from collections import Counter
+
+    wanted = Counter(tuple(target[i : i + n]) for i in range(len(target) - n + 1))
+    if not wanted:
+        return 0.0
+    have = Counter(tuple(prediction[i : i + n]) for i in range(len(prediction) - n + 1))
+    return sum(min(c, have[g]) for g, c in wanted.items()) / sum(wanted.values())
+
+
 ROUGE_THRESHOLDS = {"rouge1": 0.6, "rouge2": 0.35, "rougeL": 0.5}
 
 

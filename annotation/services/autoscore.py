@@ -51,10 +51,11 @@ def _resolve_systems(campaign: Campaign, systems) -> list[int]:
     """System ids from System objects, ids or names, all of this campaign (clear error otherwise)."""
     if not systems:
         return []
-    ids, names = [], []
+    ids, names, labels = [], [], {}
     for item in systems:
         if isinstance(item, System):
             ids.append(item.pk)
+            labels[item.pk] = item.name
         elif isinstance(item, int) or (isinstance(item, str) and item.isdigit()):
             ids.append(int(item))
         else:
@@ -64,7 +65,7 @@ def _resolve_systems(campaign: Campaign, systems) -> list[int]:
         .filter(Q(pk__in=ids) | Q(name__in=names))
         .values_list("pk", "name")
     )
-    missing = [str(i) for i in ids if i not in found] + [n for n in names if n not in found.values()]
+    missing = [labels.get(i, str(i)) for i in ids if i not in found] + [n for n in names if n not in found.values()]
     if missing:
         raise ValueError(f"not systems of campaign {campaign.slug!r}: {', '.join(missing)}")
     return sorted(found)
@@ -262,9 +263,12 @@ def run_chunk(chunk_id: int) -> dict:
         AutoscoreChunk.objects.filter(pk=chunk.pk).update(
             done=True, seconds=seconds, n_pairs=len(rows), n_cached=n_cached, done_at=timezone.now()
         )
-        AutoscoreRun.objects.filter(pk=run.pk).update(n_done=F("n_done") + 1)
-    run.refresh_from_db(fields=["n_done", "n_chunks", "state"])
-    if run.n_done >= run.n_chunks:
+        # Counted, not incremented, under the run's row lock (chunks finishing at once queue here):
+        # a chunk done twice, however it happened, is never counted twice.
+        AutoscoreRun.objects.select_for_update().filter(pk=run.pk).first()
+        AutoscoreRun.objects.filter(pk=run.pk).update(n_done=AutoscoreChunk.objects.filter(run=run, done=True).count())
+    # Checked after our commit: of two chunks finishing together, the later committer sees both done.
+    if not AutoscoreChunk.objects.filter(run=run, done=False).exists():
         finish_run(run.pk)
     return {"chunk": chunk.index, "pairs": len(rows), "cached": n_cached, "seconds": round(seconds, 3)}
 
@@ -293,7 +297,52 @@ def finish_run(run_id: int) -> AutoscoreRun:
         log.exception("comparison of autoscore run %s failed", run.pk)
         results = {"error": str(exc)}
     AutoscoreRun.objects.filter(pk=run.pk).exclude(state=AutoscoreRun.State.FINISHED).update(
-        state=AutoscoreRun.State.FINISHED, finished_at=now, timings=timings, results=results
+        state=AutoscoreRun.State.FINISHED, finished_at=now, timings=timings, results=results, n_done=len(chunks)
     )
     run.refresh_from_db()
     return run
+
+
+def latest_runs(campaign: Campaign) -> list[AutoscoreRun]:
+    """The most recent finished run of each (judge, SemiAuto/Auto) on the campaign, newest first."""
+    seen, runs = set(), []
+    for run in AutoscoreRun.objects.filter(campaign=campaign, state=AutoscoreRun.State.FINISHED).order_by("-finished_at", "-id"):
+        key = (run.judge_name, run.generate_qas)
+        if key not in seen:
+            seen.add(key)
+            runs.append(run)
+    return runs
+
+
+def compare_judges(campaign: Campaign, subgroups: dict | None = None) -> dict:
+    """Judge-vs-gold comparison of the campaign's latest runs (see ``annotation.judges.comparison``).
+
+    ``subgroups`` ({name: [system names]}) adds correlations over those systems only; it recomputes
+    the comparison, otherwise the figures stored when each run finished are used.
+    """
+    from annotation.judges.comparison import compare_run_with_gold
+
+    if subgroups:
+        known = set(System.objects.filter(campaign=campaign).values_list("name", flat=True))
+        unknown = sorted({m for members in subgroups.values() for m in members} - known)
+        if unknown:
+            raise ValueError(f"not systems of campaign {campaign.slug!r}: {', '.join(unknown)}")
+    entries = []
+    rouge = None
+    for run in latest_runs(campaign):
+        results = compare_run_with_gold(run, subgroups) if subgroups else run.results
+        rouge = rouge or results.get("rouge")
+        entries.append(
+            {
+                "run": run.pk,
+                "judge": run.judge_name,
+                "version": run.judge_version,
+                "mode": "AutoQAPyramid" if run.generate_qas else "SemiAutoQAPyramid",
+                "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+                "presence": results.get("presence"),
+                "correlation": results.get("correlation"),
+                "system_scores": results.get("system_scores"),
+                "timings": run.timings,
+            }
+        )
+    return {"campaign": campaign.slug, "runs": entries, "rouge": rouge}
