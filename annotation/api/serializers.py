@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 from rest_framework import serializers
 
@@ -73,14 +74,22 @@ class CampaignSerializer(serializers.ModelSerializer):
             *SETTINGS_FIELDS,
         ]
         read_only_fields = ["slug", "unit_type", "state", "created_at", "launched_at"]
+        extra_kwargs = {
+            # Bounds the model leaves to the database (a small integer column, a reward that is money paid).
+            **{f"reward_{t}": {"min_value": Decimal("0")} for t in ("generation", "verification", "presence")},
+            **{
+                name: {"max_value": 32767}
+                for name in (
+                    "assignments_generation", "assignments_verification", "assignments_presence",
+                    "max_questions_per_predicate", "max_answers_per_question", "min_kept_qas_per_predicate",
+                    "max_redo_rounds", "qualification_hits", "qualification_max_attempts",
+                )
+            },
+            "grace_period_items": {"max_value": 2**31 - 1},
+        }
 
     def validate(self, attrs):
-        errors = {}
-        for name, value in attrs.items():
-            if isinstance(value, float) and not math.isfinite(value):
-                errors[name] = ["must be a finite number"]
-            elif name.startswith("reward_") and value < 0:
-                errors[name] = ["a reward cannot be negative"]
+        errors = {name: ["must be a finite number"] for name, value in attrs.items() if isinstance(value, float) and not math.isfinite(value)}
         if errors:
             raise serializers.ValidationError(errors)
         return attrs

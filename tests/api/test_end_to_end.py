@@ -55,6 +55,11 @@ def test_demo_study_through_the_api(django_user_model):
     one_system = api.get(f"/api/campaigns/{slug}/judgments/", {"system": "extractive-lead", "page_size": 1}).json()
     assert one_system["count"] == judgments["count"] // 4
 
+    # Scores are updated by Celery tasks as judgments arrive; with a real broker and no worker running (as
+    # here on PostgreSQL + Redis) they wait, so the script asks for the full recomputation itself.
+    recomputed = api.post(f"/api/campaigns/{slug}/recompute/").json()
+    assert recomputed["gold_labels"] == 4 * kept["count"] and recomputed["summaries"] == 24
+
     board = api.get(f"/api/campaigns/{slug}/leaderboard/").json()
     assert len(board["systems"]) == 4
     values = [row["score"]["qapyramid"] for row in board["systems"]]

@@ -53,7 +53,26 @@ ROW_MODELS = {
 
 
 @pytest.fixture
-def fuzz_world(api_world, tmp_path):
+def keep_test_connection():
+    """Serve requests on the test's own database connection, as Django's test client does.
+
+    The WSGI handler closes "old" connections around every request; on
+    PostgreSQL that would close the connection holding the test transaction.
+    """
+    from django.core import signals
+    from django.db import close_old_connections
+
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        signals.request_started.connect(close_old_connections)
+        signals.request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def fuzz_world(api_world, tmp_path, keep_test_connection):
     _with_data(api_world)
     owner = api_world["users"]["owner"]
     refs = write_jsonl(tmp_path / "r3.jsonl", [{"id": "r", "reference": "The team won the final on Sunday."}])
