@@ -25,6 +25,7 @@ from django.db import transaction
 from annotation.importing.readers import CampaignImportError, ProblemList, read_summaries
 from annotation.models import Campaign, Example, System, SystemSummary
 from hits.models import HIT, Batch
+from hits.mturk.publishing import publish_soon
 
 
 @dataclass
@@ -108,20 +109,10 @@ def _write_systems(campaign: Campaign, records) -> AddedSystems:
         # New work to do: the campaign runs again until the new system is judged.
         Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.RUNNING)
         Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.ACTIVE)
-    if rows and campaign.backend != Campaign.Backend.LOCAL:
-        _publish_on_mturk(campaign)
+    if rows:
+        # The MTurk backend's hook: on an MTurk batch, the new HITs are published after the commit.
+        publish_soon(Batch.objects.get(pk=campaign.batch_id))
     return result
-
-
-def _publish_on_mturk(campaign: Campaign) -> None:
-    """Hand the new HITs to the MTurk backend's publisher (it publishes a batch's unpublished open HITs)."""
-    from hits.outbox import send_after_commit
-
-    try:
-        from hits.mturk.tasks import publish_batch_task
-    except ImportError:  # a deployment without the MTurk backend: nothing to publish to
-        return
-    send_after_commit(publish_batch_task, campaign.batch_id)
 
 
 def autoscore_available() -> bool:

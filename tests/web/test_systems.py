@@ -102,3 +102,18 @@ def test_score_a_new_system_automatically_instead(client_rita, draft):
     assert run.judge_name == "lexical" and run.systems == [s2.pk]
     response = client_rita.post(url, {"action": "autoscore", "judge": "no-such-judge"}, follow=True)
     assert "Automatic scoring not started" in response.content.decode() and AutoscoreRun.objects.count() == 1
+
+
+def test_new_hits_of_an_mturk_campaign_go_to_the_mturk_publisher(draft, monkeypatch, django_capture_on_commit_callbacks):
+    from hits import outbox
+
+    Campaign.objects.filter(pk=draft.pk).update(backend="mturk-sandbox")
+    draft.refresh_from_db()
+    n_predicates = settle_with_kept_pairs(draft)
+    draft.refresh_from_db()
+    sent = []
+    monkeypatch.setattr(outbox, "send_now", lambda name, args: sent.append((name, args)))
+    with django_capture_on_commit_callbacks(execute=True):
+        result = add_systems(draft, _file(NEW_SYSTEM))
+    assert result.n_hits == n_predicates
+    assert sent == [("hits.mturk.publish_batch", [draft.batch_id])]
