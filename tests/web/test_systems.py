@@ -117,3 +117,26 @@ def test_new_hits_of_an_mturk_campaign_go_to_the_mturk_publisher(draft, monkeypa
         result = add_systems(draft, _file(NEW_SYSTEM))
     assert result.n_hits == n_predicates
     assert sent == [("hits.mturk.publish_batch", [draft.batch_id])]
+
+
+def test_new_system_of_an_scu_campaign_gets_presence_hits_for_every_unit(tmp_path):
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.pipeline import launch_campaign
+
+    root = tmp_path / "ds"
+    (root / "summaries").mkdir(parents=True)
+    (root / "ids.txt").write_text("e1\ne2\n")
+    (root / "references.txt").write_text("The dog barked. A cat ran away.\nPrices rose.\n")
+    (root / "summaries" / "sysA.summary").write_text("The dog barked.\nPrices went up.\n")
+    (root / "SCUs.txt").write_text("The dog barked.\tA cat ran away.\tIt was loud.\tIt was late.\tThey left.\nPrices rose.\n")
+    campaign = import_campaign(name="Units", folder=root).campaign
+    Campaign.objects.filter(pk=campaign.pk).update(gold_share=0)
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    before = HIT.objects.filter(batch_id=campaign.batch_id).count()
+    assert before == 2 + 1  # e1: 5 units in HITs of 4 → 2; e2: 1
+    result = add_systems(campaign, _file(b'{"id": "e1", "system": "sysB", "summary": "A dog."}\n{"id": "e2", "system": "sysB", "summary": "Up."}\n'))
+    assert result.n_hits == 3
+    sysb = set(SystemSummary.objects.filter(system__name="sysB").values_list("pk", flat=True))
+    new = HIT.objects.filter(batch_id=campaign.batch_id, payload__summary__in=list(sysb))
+    assert sorted(len(h.payload["units"]) for h in new) == [1, 1, 4]
