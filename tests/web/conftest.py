@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
 from django.test import Client
 
 from annotation.models import Campaign, ContentUnit, Example, Predicate
@@ -78,5 +79,6 @@ def settle_with_kept_pairs(campaign: Campaign, pairs_per_predicate: int = 2) -> 
                 )
                 index += 1
         Predicate.objects.filter(example=example).update(settled=True)
-        start_presence_if_settled(campaign, example.pk)
+        with transaction.atomic():  # as in the submission that would settle the last predicate
+            start_presence_if_settled(campaign, example.pk)
     return Predicate.objects.filter(example__campaign=campaign).count()

@@ -1,0 +1,60 @@
+"""A job run by a real Celery worker process (PostgreSQL + Redis, as CI runs): the page sees its progress and result."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+from django.urls import reverse
+
+from annotation.jobs_models import Job
+from annotation.tasks import run_job_task
+from tests.conftest import REPO
+from tests.web.conftest import settle_with_kept_pairs
+
+
+def _database_url() -> str:
+    s = connection.settings_dict
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+@pytest.mark.celery_worker
+@pytest.mark.skipif(not django_settings.CELERY_BROKER_URL.startswith("redis"), reason="no Celery broker configured (CELERY_BROKER_URL)")
+@pytest.mark.django_db(transaction=True)
+def test_export_job_in_a_worker_process(draft, rita, client_rita, tmp_path, settings):
+    from config.celery import app
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a separate worker process needs a shared database server")
+    app.conf.task_always_eager = False  # this test wants the real broker (the autouse fixture restores it)
+    settle_with_kept_pairs(draft)
+    exports = tmp_path / "worker-exports"
+    settings.EXPORTS_DIR = exports
+    job = Job.objects.create(kind=Job.Kind.EXPORT, campaign=draft, created_by=rita)
+    queue = f"test-{uuid.uuid4().hex[:12]}"
+    env = os.environ | {"DATABASE_URL": _database_url(), "EXPORTS_DIR": str(exports), "PYTHONUNBUFFERED": "1"}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "-Q", queue, "--without-gossip",
+         "--without-mingle", "--without-heartbeat", "--loglevel=INFO", "-n", f"{queue}@localhost"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        assert client_rita.get(reverse("job-status", args=[job.pk])).json()["state"] == "queued"
+        assert run_job_task.apply_async(args=[job.pk], queue=queue).get(timeout=120) == "done"
+    finally:
+        worker.terminate()
+        try:
+            worker.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.communicate()
+    status = client_rita.get(reverse("job-status", args=[job.pk])).json()
+    assert status["state"] == "done" and status["done"] == status["total"] == 4
+    download = client_rita.get(status["result_url"])
+    assert download.status_code == 200 and download["Content-Disposition"].startswith("attachment")
