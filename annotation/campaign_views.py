@@ -130,7 +130,8 @@ def campaign_settings(request, slug):
         if not editable:
             messages.error(request, "Settings can only change before launch.")
             return redirect("campaign-settings", slug=slug)
-        form = CampaignSettingsForm(request.POST, instance=campaign)
+        # A copy: the form writes the typed values into its instance, the page header keeps the saved ones.
+        form = CampaignSettingsForm(request.POST, instance=Campaign.objects.get(pk=campaign.pk))
         if form.is_valid():
             if request.POST.get("action") == "preview":
                 # The cost of the values typed, without saving them.
@@ -146,8 +147,8 @@ def campaign_settings(request, slug):
     if not editable:
         for field in form.fields.values():
             field.disabled = True
-    preview_campaign = form.instance if form.is_bound and form.is_valid() else campaign
-    cost = campaign_cost_preview(preview_campaign)
+    # The cost of the values typed when they are valid, else of the saved ones.
+    cost = campaign_cost_preview(form.instance if form.is_bound and form.is_valid() else campaign)
     return render(
         request,
         "annotation/campaign_settings.html",

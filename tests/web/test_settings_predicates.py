@@ -136,3 +136,12 @@ def test_find_predicates_again_keeps_the_researchers_own(client_rita, draft):
     assert "your own edits were kept" in response.content.decode()
     assert set(Predicate.objects.filter(example__campaign=draft, origin="auto").values_list("sentence_id", "start", "end")) == automatic
     assert Predicate.objects.filter(sentence=sentence, text="day", origin="researcher").exists()
+
+
+def test_invalid_values_leave_the_cost_preview_on_the_saved_settings(client_rita, draft):
+    saved = campaign_cost_preview(draft).total
+    response = client_rita.post(
+        reverse("campaign-settings", args=[draft.slug]),
+        _settings_data(draft, reward_presence="0.90", presence_accuracy_threshold="7", action="preview"),
+    )
+    assert response.status_code == 400 and response.context["cost"].total == saved
