@@ -100,6 +100,10 @@ def campaign_new_confirm(request):
     """Import the previewed upload as a job; the job page shows its progress."""
     _require_researcher(request)
     token = _own_upload(request, request.POST.get("upload"))
+    pending = Job.objects.filter(kind=Job.Kind.IMPORT, params__upload=token).exclude(state=Job.State.FAILED).first()
+    if token and pending is not None:
+        # A second click on "Import": show the import already under way (or done) rather than start another.
+        return redirect("job-detail", pk=pending.pk)
     if token is None or not uploads.staged_files(token):
         messages.error(request, "That upload is gone (it may have been imported already): upload the files again.")
         return redirect("campaign-new")
