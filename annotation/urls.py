@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotation import agreement_views, campaign_views, job_views, review_views, views
+from annotation import agreement_views, campaign_views, job_views, judge_views, review_views, views
 
 urlpatterns = [
     # Researcher pages of issue 8 (creating, setting up and growing campaigns; long jobs). Fixed paths
@@ -33,6 +33,7 @@ urlpatterns = [
     path("<slug:slug>/control/", views.campaign_control, name="campaign-control"),
     path("<slug:slug>/workers/", views.campaign_workers_page, name="campaign-workers"),
     path("<slug:slug>/leaderboard/", views.campaign_leaderboard, name="campaign-leaderboard"),
+    path("<slug:slug>/judges/", judge_views.campaign_judges, name="campaign-judges"),
     path("<slug:slug>/qualifications/", views.campaign_qualifications, name="campaign-qualifications"),
     path("<slug:slug>/workers/action/", views.campaign_worker_action, name="campaign-worker-action"),
 ]

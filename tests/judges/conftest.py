@@ -69,3 +69,10 @@ def gold_campaign(scu_folder, researcher):
     campaign.owner = researcher
     campaign.save()
     return campaign
+
+
+@pytest.fixture(autouse=True)
+def models_dir(settings, tmp_path):
+    """Trained judges of these tests live in a private models directory."""
+    settings.MODELS_DIR = tmp_path / "models"
+    return settings.MODELS_DIR

@@ -29,6 +29,7 @@ MATRIX = {
     "campaign-workers": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-worker-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),
     "campaign-leaderboard": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-judges": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-qualifications": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "worker-home": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
     "worker-history": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
@@ -60,18 +61,56 @@ MATRIX = {
     "campaign-review-example": ("GET", {"slug": "matrix", "pk": "EXAMPLE"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-review-assignment": ("POST", {"slug": "matrix", "pk": "ASSIGNMENT"}, [LOGIN, 404, 404, 404, 302, 302]),
     "campaign-correct-pair": ("POST", {"slug": "matrix", "pk": "UNIT"}, [LOGIN, 404, 404, 404, 302, 302]),
+    # REST API (issue 8). Anonymous callers get 401 (they can authenticate with a token), crowd workers 403,
+    # a researcher of another campaign 404. Roles run in order on one launched campaign: the owner's
+    # pause or cancel succeeds, so the staff user's then meets a 409. Every endpoint x role with real rows
+    # and request bodies: tests/api/test_permissions.py.
+    "api-token": ("GET", {}, [405, 405, 405, 405, 405, 405]),  # POST only (username/password)
+    "api-schema": ("GET", {}, [200, 200, 200, 200, 200, 200]),  # the API's description is public
+    "api-docs": ("GET", {}, [200, 200, 200, 200, 200, 200]),
+    "api-redoc": ("GET", {}, [200, 200, 200, 200, 200, 200]),
+    "api-campaign-list": ("GET", {}, [401, 403, 403, 200, 200, 200]),
+    **{
+        f"api-campaign-{view}": ("GET", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200])
+        for view in ("detail", "progress", "cost", "scores", "leaderboard", "export")
+    },
+    "api-campaign-launch": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 409, 409]),  # already running
+    "api-campaign-pause": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 409]),
+    "api-campaign-resume": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 409, 409]),  # not paused
+    "api-campaign-cancel": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 409]),
+    "api-campaign-recompute": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    "api-campaign-share": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no username given
+    "api-campaign-unshare": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 400, 400]),
+    **{
+        f"api-{kind}-list": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200])
+        for kind in ("example", "system", "summary", "predicate", "unit", "verification", "judgment", "gold", "worker")
+    },
+    **{
+        f"api-{kind}-detail": ("GET", {"campaign_slug": "matrix", "pk": kind.upper()}, [401, 403, 403, 404, 200, 200])
+        for kind in ("example", "system", "summary", "predicate", "unit")
+    },
+    # No verification, judgment or gold label exists yet: 404 for everyone allowed to look.
+    **{
+        f"api-{kind}-detail": ("GET", {"campaign_slug": "matrix", "pk": 999999}, [401, 403, 403, 404, 404, 404])
+        for kind in ("verification", "judgment", "gold")
+    },
+    "api-worker-exclude": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no worker given
+    "api-worker-include": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),
 }
 
 
 def _researcher_object(value):
     """Placeholders of the researcher pages' routes: the objects the ``world`` fixture made for them."""
     from annotation.jobs_models import Job
-    from annotation.models import ContentUnit, Example
+    from annotation.models import ContentUnit, Example, Predicate, System, SystemSummary
 
     lookups = {
         "JOB": lambda: Job.objects.get(campaign__slug="matrix").pk,
         "EXAMPLE": lambda: Example.objects.get(campaign__slug="matrix").pk,
         "UNIT": lambda: ContentUnit.objects.get(example__campaign__slug="matrix").pk,
+        "SYSTEM": lambda: System.objects.get(campaign__slug="matrix").pk,
+        "SUMMARY": lambda: SystemSummary.objects.get(system__campaign__slug="matrix").pk,
+        "PREDICATE": lambda: Predicate.objects.filter(example__campaign__slug="matrix").first().pk,
     }
     return lookups[value]() if value in lookups else value
 ROLES = ["anonymous", "worker", "other_worker", "other_researcher", "owner", "staff"]
