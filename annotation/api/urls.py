@@ -2,11 +2,11 @@
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
-from rest_framework.routers import DefaultRouter
+from rest_framework.routers import SimpleRouter
 
 from annotation.api import views
 
-router = DefaultRouter()
+router = SimpleRouter()
 router.register("campaigns", views.CampaignViewSet, basename="api-campaign")
 SCOPED = "campaigns/(?P<campaign_slug>[-a-zA-Z0-9_]+)"
 router.register(f"{SCOPED}/examples", views.ExampleViewSet, basename="api-example")

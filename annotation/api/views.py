@@ -155,6 +155,7 @@ class CampaignViewSet(
     serializer_class = serializers.CampaignSerializer
     permission_classes = [IsResearcher, CanManageCampaignOrReadOnly]
     lookup_field = "slug"
+    lookup_value_regex = r"[-a-zA-Z0-9_]+"
     filterset_class = filters.CampaignFilter
     ordering_fields = ["created_at", "name", "slug", "state"]
     http_method_names = ["get", "post", "patch", "head", "options"]
