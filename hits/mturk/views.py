@@ -33,7 +33,7 @@ from django.shortcuts import render
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 
-from config.ratelimit import rate_limited
+from config.ratelimit import client_ip, hit_limit, rate_limited
 from hits.handlers import AnswerErrors, task_handler
 from hits.models import Assignment, Worker
 from hits.mturk.models import MTurkAssignment, MTurkHIT
@@ -80,14 +80,19 @@ def _page(request, hit, assignment, record, data=None, errors=None, status=200):
 
 
 def _worker(mturk_worker_id: str) -> Worker:
-    worker = Worker.objects.filter(mturk_worker_id=mturk_worker_id).first()
-    if worker is not None:
-        return worker
-    try:
-        with transaction.atomic():
-            return Worker.objects.create(external_id=f"mturk:{mturk_worker_id}", mturk_worker_id=mturk_worker_id)
-    except IntegrityError:  # the same worker's first two requests raced
-        return Worker.objects.get(mturk_worker_id=mturk_worker_id)
+    """The platform worker of an MTurk worker id, created on their first accepted HIT."""
+    for suffix in ("", "-2", "-3"):
+        worker = Worker.objects.filter(mturk_worker_id=mturk_worker_id).first()
+        if worker is not None:
+            return worker
+        try:
+            with transaction.atomic():
+                return Worker.objects.create(external_id=f"mturk:{mturk_worker_id}{suffix}", mturk_worker_id=mturk_worker_id)
+        except IntegrityError:
+            # Either the same worker's first two requests raced (found on the next turn), or the
+            # external id is taken by someone else (e.g. imported data): try the next suffix.
+            continue
+    return Worker.objects.get(mturk_worker_id=mturk_worker_id)
 
 
 def _take(published: MTurkHIT, mturk_assignment_id: str, mturk_worker_id: str, submit_to: str):
@@ -149,6 +154,9 @@ def mturk_hit_page(request):
         if not _valid_submit_to(submit_to):
             return _refuse(request, 400, "The turkSubmitTo address is not one of MTurk's.")
         if record is None:
+            # Ids in a URL are no secret: cap how fast one client can take places of HITs.
+            if hit_limit(f"SUBMIT_RATE_LIMIT:mturk-accept:{client_ip(request)}", settings.SUBMIT_RATE_LIMIT):
+                return render(request, "429.html", status=429)
             record, refusal = _take(published, mturk_assignment_id, worker_id, submit_to)
             if record is None:
                 return _refuse(request, 403, refusal)

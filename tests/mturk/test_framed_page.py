@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from decimal import Decimal
 
 import pytest
@@ -35,10 +36,10 @@ def published(small_files, settings):
     return MTurkHIT.objects.create(hit=hit, sandbox=True, mturk_hit_id="HIT1", request_token="t1", max_assignments=1, reward=Decimal("0.32"))
 
 
-def open_page(client, **params):
+def open_page(client, remote_addr="127.0.0.1", **params):
     query = {"hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "turkSubmitTo": SUBMIT_TO}
     query.update(params)
-    return client.get(reverse("mturk-hit"), {k: v for k, v in query.items() if v is not None})
+    return client.get(reverse("mturk-hit"), {k: v for k, v in query.items() if v is not None}, REMOTE_ADDR=remote_addr)
 
 
 def test_preview_is_read_only_and_takes_nothing(client, published):
@@ -110,3 +111,18 @@ def test_local_workers_are_not_offered_mturk_hits(published, task_type, local_ba
     assert available_hits(worker, generation, via_mturk=True).exists()
     local = make_hit(local_batch, task_type)
     assert list(available_hits(worker, task_type)) == [local]
+
+
+def test_mturk_worker_whose_id_is_taken_by_an_imported_worker_still_gets_one(client, published):
+    Worker.objects.create(external_id="mturk:W1")  # an imported annotator who happens to carry that name
+    assert open_page(client).status_code == 200
+    assert Worker.objects.get(mturk_worker_id="W1").external_id == "mturk:W1-2"
+
+
+def test_taking_places_is_rate_limited_per_client(client, published, settings):
+    settings.SUBMIT_RATE_LIMIT = "1/60"
+    address = f"10.{random.randrange(256)}.{random.randrange(256)}.{random.randrange(1, 255)}"  # a fresh window, also on a shared Redis
+    assert open_page(client, address).status_code == 200
+    assert open_page(client, address).status_code == 200  # the same assignment again: no new place taken, not counted
+    assert open_page(client, address, assignmentId="A2", workerId="W2").status_code == 429
+    assert Assignment.objects.count() == 1
