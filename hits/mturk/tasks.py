@@ -54,11 +54,15 @@ def settle_batch_task(batch_id: int) -> dict:
 @shared_task(name="hits.mturk.sync_all", acks_late=True)
 def sync_all_task() -> dict:
     """Celery beat: sync every active or finishing MTurk batch."""
+    from django.db.models import Q
+
     from hits.models import Batch
     from hits.mturk.sync import sync_batch
 
     done = {}
-    for batch in Batch.objects.exclude(backend=Batch.Backend.LOCAL).filter(hits__mturk__isnull=False).distinct():
+    # Active batches (they may have HITs waiting to be published) and any batch with HITs still on MTurk.
+    live = Q(state=Batch.State.ACTIVE) | Q(hits__mturk__isnull=False, hits__mturk__deleted_at__isnull=True)
+    for batch in Batch.objects.exclude(backend=Batch.Backend.LOCAL).filter(live).distinct().order_by("pk"):
         try:
             done[batch.pk] = sync_batch(batch).as_dict()
         except Exception as exc:  # noqa: BLE001 - one account's outage must not stop the other batches

@@ -182,3 +182,15 @@ def test_local_workers_qualifications_make_no_mturk_call(stubbed, task_type, dja
         qualifications.revoke(worker, task_type, "x")
         qualifications.set_blocked(worker, True, "y")
     assert callbacks == []  # and the Stubber saw no call
+
+
+def test_beat_syncs_mturk_batches_only_while_there_is_something_to_do(stubbed, published, mturk_batch, local_batch, task_type):
+    from hits.mturk.tasks import sync_all_task
+
+    make_hit(local_batch, task_type)  # a local batch: never synced
+    listing(stubbed, [])
+    assert list(sync_all_task.delay().get()) == [mturk_batch.pk]
+    # Once its HITs are deleted and the batch is finished, the batch is left alone (no call at all).
+    MTurkHIT.objects.update(deleted_at=published.published_at)
+    Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.FINISHED)
+    assert sync_all_task.delay().get() == {}
