@@ -15,7 +15,8 @@ source of truth for what it has *paid*.  ``sync_batch`` therefore:
    researcher rejected (``hits.payments.approve_assignment``);
 5. settles: makes the ApproveAssignment / RejectAssignment / SendBonus calls
    the ledger still has pending (``settle_batch``);
-6. expires and deletes the MTurk HITs of a finished or cancelled batch.
+6. expires and deletes the MTurk HITs of a finished or cancelled batch;
+   expires those of a paused batch, and gives them a new lifetime on resume.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from hits.models import Assignment, Batch, LedgerEntry
+from hits.models import HIT, Assignment, Batch, LedgerEntry
 from hits.mturk.client import MTurk, MTurkError, for_batch, token_already_used
 from hits.mturk.models import MTurkAssignment, MTurkHIT
 
@@ -50,6 +51,7 @@ class SyncReport:
     failed: int = 0
     expired: int = 0
     deleted: int = 0
+    reopened: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -74,7 +76,26 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
     settle_batch(batch, mturk, report)
     if batch.state in (Batch.State.FINISHED, Batch.State.CANCELLED):
         expire_batch(batch, mturk, report=report)
+    elif batch.state == Batch.State.PAUSED:
+        # Paused: MTurk stops showing the HITs (nothing is deleted), so workers do not accept what we would refuse.
+        expire_batch(batch, mturk, delete=False, report=report)
+    else:
+        _reopen_expired(batch, mturk, now, report)
     return report
+
+
+def _reopen_expired(batch: Batch, mturk: MTurk, now, report: SyncReport) -> None:
+    """After a pause: give the open HITs MTurk expired a fresh lifetime (UpdateExpirationForHIT in the future)."""
+    paused = MTurkHIT.objects.filter(
+        hit__batch=batch, hit__state=HIT.State.OPEN, expired_at__isnull=False, deleted_at__isnull=True
+    ).order_by("pk")
+    for published in paused:
+        mturk.call(
+            "UpdateExpirationForHIT", HITId=published.mturk_hit_id,
+            ExpireAt=now + timedelta(seconds=settings.MTURK_HIT_LIFETIME),
+        )
+        MTurkHIT.objects.filter(pk=published.pk).update(expired_at=None)
+        report.reopened += 1
 
 
 def _list_assignments(mturk: MTurk, published: MTurkHIT, report: SyncReport, now) -> None:

@@ -194,3 +194,19 @@ def test_beat_syncs_mturk_batches_only_while_there_is_something_to_do(stubbed, p
     MTurkHIT.objects.update(deleted_at=published.published_at)
     Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.FINISHED)
     assert sync_all_task.delay().get() == {}
+
+
+def test_pausing_expires_the_hits_and_resuming_reopens_them(stubbed, published, mturk_batch):
+    from datetime import timedelta
+
+    Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.PAUSED)
+    listing(stubbed, [])
+    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": datetime(2015, 1, 1, tzinfo=dt_timezone.utc)})
+    report = sync_batch(mturk_batch)
+    assert (report.expired, report.deleted) == (1, 0)
+    Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.ACTIVE)
+    now = datetime(2030, 5, 1, 12, 0, tzinfo=dt_timezone.utc)
+    listing(stubbed, [])
+    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": now + timedelta(days=7)})
+    assert sync_batch(mturk_batch, now=now).reopened == 1
+    assert MTurkHIT.objects.get().expired_at is None
