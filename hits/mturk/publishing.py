@@ -206,6 +206,9 @@ def publish_batch(batch: Batch, limit: int | None = None, mturk: MTurk | None = 
         raise PublishRefused(f"batch '{batch}' runs on local workers, not MTurk")
     if not settings.PUBLIC_BASE_URL.startswith("https://"):
         raise PublishRefused("PUBLIC_BASE_URL must be an https:// address: MTurk only frames HTTPS pages")
+    if batch.state != Batch.State.ACTIVE:
+        # Paused, cancelled or finished: new HITs wait (a resumed batch publishes them on its next sync).
+        return PublishReport(remaining=unpublished_hits(batch).count(), stopped=f"the batch is {batch.state}")
     mturk = mturk or for_batch(batch)
     with publishing_lock(batch) as acquired:
         if not acquired:

@@ -234,3 +234,12 @@ def test_unpaid_gold_hit_waits_for_regular_hits_of_its_type(stubbed, mturk_batch
     stubbed.add_response("create_hit", created("GOLD"), expected_create(gold, MaxAssignments=9, Reward="0.25"))
     stubbed.add_response("create_hit", created("REG"), expected_create(regular, Reward="0.25"))
     assert publish_batch(mturk_batch).published == 2
+
+
+def test_a_paused_batch_publishes_nothing(stubbed, mturk_batch, task_type):
+    from hits.models import Batch
+
+    make_hit(mturk_batch, task_type)
+    mturk_batch.state = Batch.State.PAUSED
+    report = publish_batch(mturk_batch)
+    assert (report.published, report.remaining, report.stopped) == (0, 1, "the batch is paused")
