@@ -27,6 +27,7 @@ from datetime import datetime, timedelta, timezone as dt_timezone
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from hits.models import HIT, Assignment, Batch, LedgerEntry
@@ -70,7 +71,7 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
             report.published = publish_batch(batch, mturk=mturk).published
         except PublishRefused as exc:
             log.warning("batch %s: not publishing: %s", batch.pk, exc)
-    for published in MTurkHIT.objects.filter(hit__batch=batch, deleted_at__isnull=True).order_by("pk"):
+    for published in needs_listing(batch):
         _list_assignments(mturk, published, report, now)
     _approve_due(batch, now, report)
     settle_batch(batch, mturk, report)
@@ -96,6 +97,30 @@ def _reopen_expired(batch: Batch, mturk: MTurk, now, report: SyncReport) -> None
         )
         MTurkHIT.objects.filter(pk=published.pk).update(expired_at=None)
         report.reopened += 1
+
+
+def needs_listing(batch: Batch):
+    """Published HITs whose assignments may still change on MTurk.
+
+    A HIT is left out once it is complete locally, was listed after it
+    completed, and every assignment MTurk showed is approved or rejected:
+    nothing can change there any more, and big campaigns would otherwise
+    spend MTurk's request rate on them every sync.
+    """
+    undecided = MTurkAssignment.objects.filter(
+        mturk_hit=OuterRef("pk"), status__in=[MTurkAssignment.Status.UNKNOWN, MTurkAssignment.Status.SUBMITTED]
+    )
+    return (
+        MTurkHIT.objects.filter(hit__batch=batch, deleted_at__isnull=True)
+        .filter(
+            Q(hit__state=HIT.State.OPEN)
+            | Q(last_synced_at__isnull=True)
+            | Q(hit__completed_at__isnull=True)
+            | Q(last_synced_at__lt=F("hit__completed_at"))
+            | Exists(undecided)
+        )
+        .order_by("pk")
+    )
 
 
 def _list_assignments(mturk: MTurk, published: MTurkHIT, report: SyncReport, now) -> None:

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from hits import qualifications
-from hits.models import Assignment, Batch, LedgerEntry, Worker
+from hits.models import HIT, Assignment, Batch, LedgerEntry, Worker
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType
 from hits.mturk.sync import expire_batch, notify_workers, sync_batch
 from hits.payments import pay_bonus, reject_assignment
@@ -210,3 +210,29 @@ def test_pausing_expires_the_hits_and_resuming_reopens_them(stubbed, published, 
     stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": now + timedelta(days=7)})
     assert sync_batch(mturk_batch, now=now).reopened == 1
     assert MTurkHIT.objects.get().expired_at is None
+
+
+def test_a_finished_hit_is_listed_until_everything_on_it_is_decided(stubbed, published, mturk_batch):
+    from django.utils import timezone
+
+    a1, a2, a3 = mturk_work(published, 3)
+    HIT.objects.filter(pk=published.hit_id).update(state="completed", completed_at=timezone.now())
+    listing(stubbed, [("A1", "W1", "Submitted"), ("A2", "W2", "Submitted"), ("A3", "W3", "Submitted")])
+    for a in ("A1", "A2", "A3"):
+        stubbed.add_response("approve_assignment", {}, {"AssignmentId": a, "RequesterFeedback": "Thank you for your work."})
+    assert sync_batch(mturk_batch).approved == 3
+    # Complete, listed after completion, every assignment decided: later syncs make no call for it.
+    assert sync_batch(mturk_batch).listed == 0
+
+
+def test_a_finished_hit_with_undecided_work_is_listed_again(stubbed, published, mturk_batch, settings):
+    from django.utils import timezone
+
+    settings.MTURK_APPROVE_AFTER_HOURS = 1000
+    mturk_work(published, 1)
+    HIT.objects.filter(pk=published.hit_id).update(state="completed", completed_at=timezone.now())
+    listing(stubbed, [("A1", "W1", "Submitted")])
+    sync_batch(mturk_batch)
+    listing(stubbed, [("A1", "W1", "Approved")])  # MTurk auto-approved it meanwhile
+    assert sync_batch(mturk_batch).status_changes == 1
+    assert Assignment.objects.get().state == "approved"
