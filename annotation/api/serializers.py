@@ -8,6 +8,7 @@ from decimal import Decimal
 from rest_framework import serializers
 
 from annotation.models import (
+    AutoscoreRun,
     Campaign,
     ContentUnit,
     Example,
@@ -351,3 +352,50 @@ class LeaderboardSerializer(serializers.Serializer):
 class WorkerActionSerializer(serializers.Serializer):
     worker = serializers.CharField(max_length=128, help_text="The worker's external id.")
     replace = serializers.BooleanField(default=True, help_text="Exclude: send the excluded judgments out again.")
+
+
+class AutoscoreRunSerializer(serializers.ModelSerializer):
+    """An automatic scoring run (SemiAutoQAPyramid, or AutoQAPyramid with ``generate_qas``) and its progress."""
+
+    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None, allow_null=True)
+    progress = serializers.FloatField(read_only=True, help_text="Share of chunks done (0-1).")
+
+    class Meta:
+        model = AutoscoreRun
+        fields = [
+            "id",
+            "judge_name",
+            "judge_version",
+            "systems",
+            "generate_qas",
+            "state",
+            "n_chunks",
+            "n_done",
+            "progress",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "timings",
+            "results",
+            "error",
+        ]
+        read_only_fields = fields
+
+
+class AutoscoreStartSerializer(serializers.Serializer):
+    judge = serializers.CharField(max_length=300, help_text='A judge name, e.g. "lexical", "nli:/path/to/model", "trained:NAME".')
+    systems = serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, default=list, help_text="System names; all when empty."
+    )
+    generate_qas = serializers.BooleanField(default=False, help_text="AutoQAPyramid: generate the QA pairs from the reference.")
+
+
+class AutoSummaryScoreSerializer(serializers.Serializer):
+    summary_id = serializers.IntegerField()
+    system = serializers.CharField(source="summary.system.name")
+    example = serializers.CharField(source="summary.example.external_id")
+    n_units = serializers.IntegerField()
+    n_present = serializers.IntegerField()
+    score = serializers.FloatField(allow_null=True)
+    mean_probability = serializers.FloatField(allow_null=True)

@@ -18,6 +18,7 @@ router.register(f"{SCOPED}/verifications", views.VerificationViewSet, basename="
 router.register(f"{SCOPED}/judgments", views.JudgmentViewSet, basename="api-judgment")
 router.register(f"{SCOPED}/gold", views.GoldViewSet, basename="api-gold")
 router.register(f"{SCOPED}/workers", views.WorkerViewSet, basename="api-worker")
+router.register(f"{SCOPED}/autoscore", views.AutoscoreRunViewSet, basename="api-autoscore")
 
 urlpatterns = [
     path("token/", views.TokenView.as_view(), name="api-token"),

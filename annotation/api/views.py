@@ -37,6 +37,7 @@ from annotation.api import filters, serializers
 from annotation.api.permissions import CanManageCampaignOrReadOnly, IsResearcher
 from annotation.importing.readers import CampaignImportError
 from annotation.models import (
+    AutoscoreRun,
     Campaign,
     ContentUnit,
     Example,
@@ -644,3 +645,69 @@ class WorkerViewSet(CampaignScoped, viewsets.GenericViewSet):
         form.is_valid(raise_exception=True)
         worker = self._worker(form)
         return Response(quality.include_worker(self.campaign, worker, by=request.user))
+
+
+@_scoped_schema
+class AutoscoreRunViewSet(
+    CampaignScoped, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
+    """Automatic scoring runs of the campaign (``annotation.services.autoscore``): start, follow, resume, compare."""
+
+    serializer_class = serializers.AutoscoreRunSerializer
+    ordering_fields = ["id", "created_at"]
+    filterset_fields = ["state", "judge_name", "generate_qas"]
+
+    queryset = AutoscoreRun.objects.none()
+
+    def get_queryset(self):
+        return AutoscoreRun.objects.filter(campaign=self.campaign).select_related("created_by").order_by("-created_at", "-id")
+
+    @extend_schema(request=serializers.AutoscoreStartSerializer, responses={201: serializers.AutoscoreRunSerializer, 400: DETAIL})
+    def create(self, request, *args, **kwargs):
+        """Start a run: its chunks are queued on Celery; poll the run for ``progress`` and ``state``."""
+        from annotation.judges.base import JudgeError
+        from annotation.services.autoscore import start_autoscore_run
+
+        self.require_manager()
+        form = serializers.AutoscoreStartSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            run = start_autoscore_run(
+                self.campaign, data["judge"], systems=data["systems"] or None, generate_qas=data["generate_qas"], user=request.user
+            )
+        except (ValueError, JudgeError) as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        run.refresh_from_db()
+        return Response(serializers.AutoscoreRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: serializers.AutoscoreRunSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, campaign_slug=None, pk=None):
+        """Queue again the chunks of an interrupted run (done chunks are skipped)."""
+        from annotation.services.autoscore import resume_autoscore_run
+
+        self.require_manager()
+        run = self.get_object()
+        resume_autoscore_run(run)
+        run.refresh_from_db()
+        return Response(serializers.AutoscoreRunSerializer(run).data)
+
+    @extend_schema(responses={200: serializers.AutoSummaryScoreSerializer(many=True)})
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def scores(self, request, campaign_slug=None, pk=None):
+        """The run's per-summary automatic scores: the share of units the judge found present."""
+        run = self.get_object()
+        rows = run.summary_scores.select_related("summary__system", "summary__example").order_by(
+            "summary__system__name", "summary__example__position"
+        )
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(serializers.AutoSummaryScoreSerializer(page, many=True).data)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=False, methods=["get"], filter_backends=[])
+    def compare(self, request, campaign_slug=None):
+        """The latest run of each judge against the gold labels: presence F1, Kendall's tau (system, summary), ROUGE."""
+        from annotation.services.autoscore import compare_judges
+
+        return Response(compare_judges(self.campaign))

@@ -273,3 +273,32 @@ def test_settings_out_of_the_database_range_are_a_400(api_world):
     assert response.status_code == 400
     assert set(response.json()) == {"assignments_presence", "grace_period_items", "qualification_cooldown_hours"}
     assert Campaign.objects.get(slug="parks").assignments_presence == 3
+
+
+def test_autoscore_run_through_the_api(api_world, django_capture_on_commit_callbacks):
+    """Start a SemiAutoQAPyramid run with the lexical judge, follow it to the end, read its scores."""
+    from tests.api.test_permissions import _with_data
+
+    _with_data(api_world)
+    client = client_for(api_world, "owner")
+    url = "/api/campaigns/parks/autoscore/"
+    unknown = client.post(url, {"judge": "no-such-judge"}, format="json")
+    assert unknown.status_code == 400 and "unknown judge" in str(unknown.json())
+    foreign = client.post(url, {"judge": "lexical", "systems": ["gamma"]}, format="json")
+    assert foreign.status_code == 400 and "gamma" in str(foreign.json())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.post(url, {"judge": "lexical", "systems": ["alpha"]}, format="json")
+    assert started.status_code == 201, started.content
+    run = client.get(f"{url}{started.json()['id']}/").json()
+    assert run["state"] == "finished" and run["progress"] == 1.0 and run["created_by"] == "owner1"
+    scores = client.get(f"{url}{run['id']}/scores/").json()
+    assert scores["count"] == 2 and {s["system"] for s in scores["results"]} == {"alpha"}
+    # Only example "a" has a kept unit: its summary gets a score in [0, 1]; "b" has no units to judge.
+    by_example = {s["example"]: s for s in scores["results"]}
+    assert by_example["a"]["n_units"] == 1 and 0 <= by_example["a"]["score"] <= 1
+    assert run["id"] in [r["id"] for r in client.get(url, {"state": "finished"}).json()["results"]]
+    assert client.get(url, {"state": "failed"}).json()["count"] == 0
+    assert client.get(f"{url}compare/").status_code == 200
+    # Another researcher cannot see the run.
+    assert client_for(api_world, "other_researcher").get(f"{url}{run['id']}/").status_code == 404

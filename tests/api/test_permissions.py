@@ -7,7 +7,7 @@ import pytest
 from django.db import transaction
 from django.urls import resolve
 
-from annotation.models import ContentUnit, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
+from annotation.models import AutoscoreRun, ContentUnit, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
 from annotation.services.pipeline import launch_campaign, pause_campaign
 from hits.models import Worker
 from tests.api.conftest import ROLES, client_for
@@ -31,7 +31,8 @@ def _with_data(world):
     Verification.objects.create(unit=unit, worker=crowd, valid=True, answers=["The mayor"])
     PresenceJudgment.objects.create(unit=unit, summary=summary, worker=crowd, present=True)
     GoldPresence.objects.create(unit=unit, summary=summary, present=True, n_judgments=1, n_present=1)
-    return {"predicate": predicate, "unit": unit, "summary": summary}
+    run = AutoscoreRun.objects.create(campaign=campaign, judge_name="lexical", state=AutoscoreRun.State.FINISHED)
+    return {"predicate": predicate, "unit": unit, "summary": summary, "run": run}
 
 
 def _ids(world):
@@ -48,6 +49,7 @@ def _ids(world):
         "verification": Verification.objects.get(unit=data["unit"]).pk,
         "judgment": PresenceJudgment.objects.get(unit=data["unit"]).pk,
         "gold": GoldPresence.objects.get(unit=data["unit"]).pk,
+        "run": data["run"].pk,
     }
 
 
@@ -99,6 +101,12 @@ ENDPOINTS = {
     "worker-list": ("get", "/api/campaigns/{slug}/workers/", None, None, 200),
     "worker-exclude": ("post", "/api/campaigns/{slug}/workers/exclude/", {"worker": "crowd1"}, None, 200),
     "worker-include": ("post", "/api/campaigns/{slug}/workers/include/", {"worker": "crowd1"}, None, 200),
+    "autoscore-list": ("get", "/api/campaigns/{slug}/autoscore/", None, None, 200),
+    "autoscore-detail": ("get", "/api/campaigns/{slug}/autoscore/{run}/", None, None, 200),
+    "autoscore-start": ("post", "/api/campaigns/{slug}/autoscore/", {"judge": "lexical"}, None, 201),
+    "autoscore-resume": ("post", "/api/campaigns/{slug}/autoscore/{run}/resume/", None, None, 200),
+    "autoscore-scores": ("get", "/api/campaigns/{slug}/autoscore/{run}/scores/", None, None, 200),
+    "autoscore-compare": ("get", "/api/campaigns/{slug}/autoscore/compare/", None, None, 200),
 }
 
 
@@ -185,7 +193,7 @@ def test_every_api_route_is_in_this_matrix():
     tested_names = set()
     for _method, template, *_ in ENDPOINTS.values():
         path = template.split("?")[0].format(
-            slug="parks", example=1, system=1, summary=1, predicate=1, unit=1, verification=1, judgment=1, gold=1
+            slug="parks", example=1, system=1, summary=1, predicate=1, unit=1, verification=1, judgment=1, gold=1, run=1
         )
         tested_names.add(resolve(path).url_name)
     missing = routes - tested_names - {"api-campaign-list"}  # the list/create route has its own tests above

@@ -96,6 +96,13 @@ MATRIX = {
     },
     "api-worker-exclude": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no worker given
     "api-worker-include": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),
+    "api-autoscore-list": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no judge given
+    "api-autoscore-compare": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    # No autoscore run exists in this world: 404 for everyone allowed to look.
+    **{
+        f"api-autoscore-{view}": (method, {"campaign_slug": "matrix", "pk": 999999}, [401, 403, 403, 404, 404, 404])
+        for view, method in (("detail", "GET"), ("resume", "POST"), ("scores", "GET"))
+    },
 }
 
 
