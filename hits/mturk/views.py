@@ -24,6 +24,7 @@ plays the CSRF token's role.  These are the only pages that MTurk's domains
 
 from __future__ import annotations
 
+import hmac
 import re
 from functools import wraps
 
@@ -165,7 +166,7 @@ def mturk_hit_page(request):
         if record.assignment.state != Assignment.State.ASSIGNED:
             return _refuse(request, 410, f"This HIT was {record.assignment.get_state_display().lower()}. Please return it on MTurk.")
         return _page(request, published.hit, record.assignment, record)
-    if record is None or params.get("token", "") != str(record.assignment.token):
+    if record is None or not hmac.compare_digest(params.get("token", "").encode(), str(record.assignment.token).encode()):
         return _refuse(request, 403, "This submission does not come from the page of this assignment.")
     assignment = record.assignment
     try:

@@ -73,8 +73,10 @@ def test_another_worker_id_is_refused(client, published):
 
 def test_a_post_without_the_pages_token_is_refused(client, published):
     open_page(client)
-    post = client.post(reverse("mturk-hit"), {"hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "token": "guess"})
-    assert post.status_code == 403 and Assignment.objects.get().state == "assigned"
+    for guess in ("guess", "ünïcode-guess", ""):
+        post = client.post(reverse("mturk-hit"), {"hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "token": guess})
+        assert post.status_code == 403
+    assert Assignment.objects.get().state == "assigned"
 
 
 def test_invalid_answers_are_shown_again_and_nothing_is_stored(client, published):
