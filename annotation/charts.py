@@ -34,7 +34,7 @@ def interval_chart(
 
     ``reference`` draws a dashed horizontal line (e.g. the pooled value).
     """
-    left, right, top, bottom = 48, 12, 12, 56
+    left, right, top, bottom = 48, 12, 12, 80
     plot_w, plot_h = width - left - right, height - top - bottom
     span = (y_max - y_min) or 1.0
 
@@ -79,7 +79,7 @@ def interval_chart(
                 f"<title>{title}: {value:.3f}</title></circle>"
             )
             previous = (x, y(value))
-        text = escape(point["label"] if len(point["label"]) <= 14 else point["label"][:13] + "…")
+        text = escape(point["label"] if len(point["label"]) <= 20 else point["label"][:19] + "…")
         parts.append(
             f'<text x="{_num(x)}" y="{height - bottom + 16}" font-size="11" text-anchor="end" fill="{INK}"'
             f' transform="rotate(-30 {_num(x)} {height - bottom + 16})">{text}</text>'
