@@ -79,3 +79,27 @@ class ContentUnitAdmin(admin.ModelAdmin):
 class GoldPresenceAdmin(admin.ModelAdmin):
     list_display = ("unit", "summary", "present", "n_present", "n_judgments", "origin")
     list_filter = ("origin", "present")
+
+
+from annotation.jobs_models import Job, QAPairCorrection  # noqa: E402  (researcher pages, issue 8)
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ("pk", "kind", "campaign", "state", "done", "total", "created_by", "created_at", "finished_at")
+    list_filter = ("kind", "state")
+    readonly_fields = ("created_at", "started_at", "finished_at")
+
+
+@admin.register(QAPairCorrection)
+class QAPairCorrectionAdmin(admin.ModelAdmin):
+    """The log of corrections: read-only, so that no one rewrites who changed what."""
+
+    list_display = ("unit", "changed_by", "old_question", "new_question", "created_at")
+    search_fields = ("old_question", "new_question", "reason")
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_add_permission(self, request):
+        return False

@@ -114,3 +114,19 @@ def test_commands_show_a_progress_bar_on_stderr_with_progress(draft, tmp_path, c
     call_command("import_campaign", name="Bar", references=str(refs), summaries=str(sums), progress=True)
     captured = capsys.readouterr()
     assert "100%  4/4  imported" in captured.err and "Imported campaign 'Bar'" in captured.out
+
+
+def test_jobs_and_corrections_in_the_django_admin(draft, django_user_model):
+    from annotation.jobs_models import QAPairCorrection
+
+    admin_user = django_user_model.objects.create_superuser(username="ada", password="a-long-test-password")
+    client = Client()
+    client.force_login(admin_user)
+    Job.objects.create(kind="export", campaign=draft, created_by=admin_user, message="a test job")
+    assert client.get("/admin/annotation/job/").status_code == 200
+    settle_with_kept_pairs(draft)
+    unit = ContentUnit.objects.filter(example__campaign=draft).first()
+    entry = QAPairCorrection.objects.create(unit=unit, changed_by=admin_user, old_question="old?", new_question="new?")
+    assert client.get("/admin/annotation/qapaircorrection/").status_code == 200
+    assert client.get(f"/admin/annotation/qapaircorrection/{entry.pk}/change/").status_code == 200  # view only
+    assert client.post(f"/admin/annotation/qapaircorrection/{entry.pk}/change/", {"new_question": "x"}).status_code == 403
