@@ -58,3 +58,14 @@ def client_for(world, role: str) -> APIClient:
         token, _ = Token.objects.get_or_create(user=world["users"][role])
         client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     return client
+
+
+@pytest.fixture
+def eager_celery():
+    """Run Celery tasks in-process even when a broker is configured (CI on PostgreSQL + Redis has no worker here)."""
+    from config.celery import app
+
+    was = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = was

@@ -275,7 +275,7 @@ def test_settings_out_of_the_database_range_are_a_400(api_world):
     assert Campaign.objects.get(slug="parks").assignments_presence == 3
 
 
-def test_autoscore_run_through_the_api(api_world, django_capture_on_commit_callbacks):
+def test_autoscore_run_through_the_api(api_world, django_capture_on_commit_callbacks, eager_celery):
     """Start a SemiAutoQAPyramid run with the lexical judge, follow it to the end, read its scores."""
     from tests.api.test_permissions import _with_data
 
