@@ -1,4 +1,4 @@
-"""The framed HIT page in headless Chromium, inside a parent page on localhost that plays MTurk's role.
+"""The MTurk backend's framed HIT page in headless Chromium, inside a parent page on localhost that plays MTurk's role.
 
 The parent page frames our ExternalQuestion URL the way MTurk does: first
 in preview (``ASSIGNMENT_ID_NOT_AVAILABLE``), then, once the worker
@@ -21,7 +21,6 @@ from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
 from hits.models import Assignment
 from hits.mturk.models import MTurkAssignment, MTurkHIT
-from tests.browser.conftest import chromium, page  # noqa: F401 - the shared Chromium and page fixtures
 from tests.conftest import write_jsonl
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -92,7 +91,7 @@ def published(tmp_path):
     return MTurkHIT.objects.create(hit=hit, sandbox=True, mturk_hit_id="HIT1", request_token="t", max_assignments=1, reward=Decimal("0.32"))
 
 
-def test_worker_previews_accepts_and_submits_inside_mturks_frame(page, live_server, fake_mturk, published):  # noqa: F811
+def test_worker_previews_accepts_and_submits_inside_mturks_frame(page, live_server, fake_mturk, published):
     hit_page = f"{live_server.url}/work/mturk/hit/"
     # 1. Preview: read-only, nothing taken.
     fake_mturk.frame_url = hit_page + "?" + urlencode({"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "HIT1"})
@@ -130,7 +129,7 @@ def test_worker_previews_accepts_and_submits_inside_mturks_frame(page, live_serv
     assert sorted(ContentUnit.objects.values_list("question", flat=True)) == ["Who blamed someone?", "Who did someone blame?"]
 
 
-def test_the_frame_is_refused_to_other_sites(page, live_server, published):  # noqa: F811
+def test_the_frame_is_refused_to_other_sites(page, live_server, published):
     """Without the parent's origin among the frame ancestors, Chromium refuses to show the page in its frame."""
     fake = FakeMTurk()
     try:
