@@ -70,6 +70,18 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # trained presence judges, exports.
 DATA_DIR = Path(os.environ.get("DATA_DIR", BASE_DIR / "var")).resolve()
 MODELS_DIR = Path(os.environ.get("MODELS_DIR", DATA_DIR / "models")).resolve()
+# Automatic presence judges (issue 7): default trained model, chunking, the LLM endpoint.
+PRESENCE_JUDGE_MODEL = os.environ.get("PRESENCE_JUDGE_MODEL", "presence-judge")
+AUTOSCORE_CHUNK_SIZE = env_int("AUTOSCORE_CHUNK_SIZE", 10)
+JUDGE_TORCH_THREADS = env_int("JUDGE_TORCH_THREADS", 2)
+JUDGE_ALLOW_DOWNLOADS = env_bool("JUDGE_ALLOW_DOWNLOADS", False)
+LLM_BASE_URL = os.environ.get("LLM_BASE_URL", "")
+LLM_MODEL = os.environ.get("LLM_MODEL", "")
+LLM_API_KEY = os.environ.get("LLM_API_KEY", "")
+LLM_SHOTS = env_int("LLM_SHOTS", 5)
+LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4)
+LLM_RETRIES = env_int("LLM_RETRIES", 3)
+LLM_TIMEOUT = env_int("LLM_TIMEOUT", 30)
 EXPORTS_DIR = Path(os.environ.get("EXPORTS_DIR", DATA_DIR / "exports")).resolve()
 
 # Public base URL of HIT pages (MTurk's ExternalQuestion must point at HTTPS).

@@ -24,8 +24,12 @@ from annotation.scoring.correlation import summary_level_correlation, system_lev
 LEXICAL_THRESHOLD = 0.7
 
 
-def score_figures(decisions, data: PresenceDataset) -> dict:
-    """Accuracy, F1 and summary/system correlations of binary ``decisions`` against ``data``'s labels."""
+def score_figures(decisions, data: PresenceDataset, probabilities=None) -> dict:
+    """Accuracy, F1 and summary/system correlations of binary ``decisions`` against ``data``'s labels.
+
+    With ``probabilities``, also the correlations of the soft score (mean presence probability
+    of a summary's units, Lite2Pyramid's probability variant) under ``*_probability`` keys.
+    """
     decisions = np.asarray(decisions, dtype=bool)
     labels = np.asarray(data.labels, dtype=bool)
     agreement = presence_agreement(decisions, labels)
@@ -41,9 +45,13 @@ def score_figures(decisions, data: PresenceDataset) -> dict:
     example_index = np.array([example_names[e] for e, _ in summaries])
     system_index = np.array([system_names[s] for _, s in summaries])
     figures = {"accuracy": agreement["accuracy"], "f1": agreement["f1"]}
+    soft = None if probabilities is None else np.bincount(index, weights=np.asarray(probabilities, float), minlength=n) / counts
     for method in ("pearson", "kendall"):
         figures[f"summary_{method}"] = summary_level_correlation(predicted, gold, example_index, system_index, method)[0]
         figures[f"system_{method}"] = system_level_correlation(predicted, gold, system_index, method)
+        if soft is not None:
+            figures[f"summary_{method}_probability"] = summary_level_correlation(soft, gold, example_index, system_index, method)[0]
+            figures[f"system_{method}_probability"] = system_level_correlation(soft, gold, system_index, method)
     return {k: round(float(v), 4) for k, v in figures.items()}
 
 
@@ -80,7 +88,7 @@ def cross_validate(data: PresenceDataset, folds: int = 5, test_data: PresenceDat
     predict_started = time.perf_counter()
     head.predict_proba(features)
     predict_seconds = time.perf_counter() - predict_started
-    result = score_figures(decisions, data)
+    result = score_figures(decisions, data, probabilities)
     result.update(
         train_seconds=round(feature_seconds + fit_seconds, 1),
         pairs_per_second=round(len(labels) / (feature_seconds + predict_seconds), 1),
@@ -94,9 +102,9 @@ def cross_validate(data: PresenceDataset, folds: int = 5, test_data: PresenceDat
     if test_data is not None:
         head, threshold = fit_head(features, labels, groups, seed=seed)
         test_features, test_seconds = _features(test_data)
-        test_decisions = head.predict_proba(test_features)[:, 1] >= threshold
+        test_probabilities = head.predict_proba(test_features)[:, 1]
         result["zero_shot"] = {
-            **score_figures(test_decisions, test_data),
+            **score_figures(test_probabilities >= threshold, test_data, test_probabilities),
             "pairs": len(test_data),
             "threshold": round(threshold, 3),
             "pairs_per_second": round(len(test_data) / test_seconds, 1),

@@ -30,7 +30,8 @@ from annotation.judges.base import JudgeError, PresenceJudge, PresencePair
 from annotation.judges.features import FEATURE_NAMES, pair_features
 
 FORMAT_VERSION = 1
-HEAD_SETTINGS = {"max_iter": 300, "learning_rate": 0.05, "max_leaf_nodes": 31, "l2_regularization": 1.0, "min_samples_leaf": 40}
+# Small trees with large leaves: ~20 features, tens of thousands of noisy labels.
+HEAD_SETTINGS = {"max_iter": 200, "learning_rate": 0.05, "max_leaf_nodes": 15, "min_samples_leaf": 100}
 
 
 @dataclass
@@ -104,10 +105,12 @@ def model_directory(name: str | None) -> Path:
     return Path(settings.MODELS_DIR) / name
 
 
-def _new_head(seed: int = 0):
+def _new_head(n_rows: int, seed: int = 0):
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    return HistGradientBoostingClassifier(random_state=seed, **HEAD_SETTINGS)
+    # Leaves of 100 pairs suit tens of thousands of pairs; a small campaign gets proportionally smaller ones.
+    leaf = min(HEAD_SETTINGS["min_samples_leaf"], max(5, n_rows // 20))
+    return HistGradientBoostingClassifier(random_state=seed, **{**HEAD_SETTINGS, "min_samples_leaf": leaf})
 
 
 def best_threshold(probabilities, labels) -> float:
@@ -134,11 +137,11 @@ def fit_head(features: np.ndarray, labels, groups, inner_folds: int = 3, seed: i
             if len(np.unique(labels[train])) < 2:
                 oof[test] = labels[train][0]
                 continue
-            oof[test] = _new_head(seed).fit(features[train], labels[train]).predict_proba(features[test])[:, 1]
+            oof[test] = _new_head(len(train), seed).fit(features[train], labels[train]).predict_proba(features[test])[:, 1]
         threshold = best_threshold(oof, labels)
     if len(np.unique(labels)) < 2:
         raise JudgeError("the training data has only one label value; a judge needs present and absent examples")
-    head = _new_head(seed).fit(features, labels)
+    head = _new_head(len(labels), seed).fit(features, labels)
     return head, threshold
 
 
