@@ -76,3 +76,14 @@ def models_dir(settings, tmp_path):
     """Trained judges of these tests live in a private models directory."""
     settings.MODELS_DIR = tmp_path / "models"
     return settings.MODELS_DIR
+
+
+@pytest.fixture(autouse=True)
+def tasks_in_process():
+    """Chunks run in the test process even when CI configures a broker (the crash test starts real workers)."""
+    from config.celery import app
+
+    was = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = was
