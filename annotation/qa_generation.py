@@ -87,7 +87,7 @@ def _is_time(token) -> bool:
 def _is_person(token) -> bool:
     if token.lower_ in PERSON_PRONOUNS or token.lemma_.lower() in PERSON_NOUNS or token.lower_ in PERSON_NOUNS:
         return True
-    return token.pos_ == "PROPN" and token.ent_type_ in ("", "PERSON") and not _is_time(token) and token.dep_ in ("nsubj", "pobj") and token.head.dep_ in ("agent", "ROOT", "ccomp", "conj", "advcl", "relcl")
+    return token.pos_ == "PROPN" and token.ent_type_ in ("", "PERSON") and not _is_time(token) and token.dep_ in ("nsubj", "nsubjpass", "pobj") and token.head.dep_ in ("agent", "ROOT", "ccomp", "conj", "advcl", "relcl")
 
 
 class DependencyQAGenerator(QAGenerator):
@@ -106,6 +106,8 @@ class DependencyQAGenerator(QAGenerator):
             for token in sentence:
                 if token.pos_ != "VERB" or not _is_predicate(token):
                     continue
+                if token.tag_ in ("VBG", "VBN") and not any(c.dep_ in ("aux", "auxpass") for c in token.children):
+                    continue  # participles modifying a noun ("efforts assisting ...") make no well-formed question
                 for qa in self.questions(token):
                     key = (qa.question.lower(), qa.answer.lower())
                     if qa.answer and key not in seen:
@@ -115,7 +117,8 @@ class DependencyQAGenerator(QAGenerator):
 
     def questions(self, verb) -> list[GeneratedQA]:
         children = list(verb.children)
-        auxes = [c for c in children if c.dep_ == "aux"]
+        # "to" of an infinitive is not an auxiliary a question can start with ("forced to evacuate").
+        auxes = [c for c in children if c.dep_ == "aux" and c.tag_ != "TO"]
         auxpass = next((c for c in children if c.dep_ == "auxpass"), None)
         negation = any(c.dep_ == "neg" for c in children)
         subject = next((c for c in children if c.dep_ in ("nsubj", "csubj")), None)
@@ -175,7 +178,12 @@ class DependencyQAGenerator(QAGenerator):
             tail = f"{tail}{obj_word}"
         for child in children:
             if child.dep_ == "prep":
-                pobj = next((c for c in child.children if c.dep_ in ("pobj", "pcomp")), None)
+                pobj = next((c for c in child.children if c.dep_ == "pobj"), None) or next(
+                    (c for c in child.children if c.dep_ == "pcomp"), None
+                )
+                if pobj is not None and pobj.dep_ == "pcomp" and pobj.pos_ == "ADP":
+                    # two-word prepositions ("because of", "due to", "out of"): the object hangs one level down
+                    pobj = next((c for c in pobj.children if c.dep_ == "pobj"), None)
                 if pobj is None:
                     continue
                 prep = child.lower_

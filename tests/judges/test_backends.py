@@ -222,6 +222,11 @@ def test_llm_judge_gives_up_with_a_clear_error(chat_server):
             {("What closed something?", "Storms"), ("What did something close?", "the airport"),
              ("Why did something close something?", "the runway flooded"), ("What flooded?", "the runway")},
         ),
+        (
+            "Many people have been sleeping outdoors because of aftershocks.",
+            {("Who has been sleeping?", "Many people"), ("Why has someone been sleeping?", "aftershocks")},
+        ),
+        ("Pushpa Basnet was forced to evacuate her residence.", {("Who was forced?", "Pushpa Basnet"), ("What did something evacuate?", "her residence")}),
         ("She quickly left the room.", {("Who left something?", "She"), ("How did someone leave something?", "quickly"), ("What did someone leave?", "the room")}),
         ("The company has reported record profits.", {("What has reported something?", "The company"), ("What has something reported?", "record profits")}),
         ("Police said the suspect had fled to Mexico.", {("Who said something?", "Police"), ("What did someone say?", "the suspect had fled to Mexico"), ("Who had fled?", "the suspect"), ("Where had someone fled?", "Mexico")}),
