@@ -209,7 +209,63 @@ class DependencyQAGenerator(QAGenerator):
         return out
 
 
+QA_PROMPT = (
+    "Read the sentence, then write question-answer pairs about the given verb, one pair per argument of the "
+    "verb (who did what to whom, when, where, why, how). Each answer must be a span copied from the sentence. "
+    "Write each pair as two lines:\nQuestion: ...?\nAnswer: ..."
+)
+
+
+class LLMQAGenerator(QAGenerator):
+    """The protocol's QA-generation prompt for every predicate, on an OpenAI-compatible chat endpoint
+    (the ``LLM_*`` settings of the LLM judge).  Answers that are not spans of the sentence are dropped."""
+
+    name = "llm"
+
+    def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+                 retries: int | None = None, timeout: float | None = None, backoff: float = 0.5):
+        from django.conf import settings
+
+        from annotation.judges.base import JudgeError
+
+        self.base_url = (base_url or getattr(settings, "LLM_BASE_URL", "")).rstrip("/")
+        self.model = model or getattr(settings, "LLM_MODEL", "")
+        self.api_key = api_key if api_key is not None else getattr(settings, "LLM_API_KEY", "")
+        if not self.base_url or not self.model:
+            raise JudgeError("the llm QA generator needs LLM_BASE_URL and LLM_MODEL")
+        self.retries = int(getattr(settings, "LLM_RETRIES", 3) if retries is None else retries)
+        self.timeout = float(getattr(settings, "LLM_TIMEOUT", 30) if timeout is None else timeout)
+        self.backoff = backoff
+
+    def generate_for_text(self, text: str) -> list[GeneratedQA]:
+        from annotation.judges.llm import chat_completion
+        from annotation.predicates import analyse_references
+
+        plain, bounds = strip_sentence_tags(text)
+        if not plain:
+            return []
+        result = []
+        for sentence in analyse_references([plain], [bounds] if bounds else None)[0]:
+            for predicate in sentence.predicates:
+                messages = [
+                    {"role": "system", "content": QA_PROMPT},
+                    {"role": "user", "content": f"Sentence: {sentence.text}\nVerb: {predicate.text}"},
+                ]
+                pairs = chat_completion(self, messages, lambda reply: parse_generated_pairs(reply, predicate.text), max_tokens=300)
+                result += [
+                    GeneratedQA(predicate.text, qa.question, qa.answer, sentence.text)
+                    for qa in pairs
+                    if qa.answer.lower() in sentence.text.lower()
+                ]
+        return result
+
+
 def default_generator() -> QAGenerator:
+    """The generator of AutoQAPyramid runs: ``settings.AUTOSCORE_QA_GENERATOR`` ("dependency" or "llm")."""
+    from django.conf import settings
+
+    if getattr(settings, "AUTOSCORE_QA_GENERATOR", "dependency") == "llm":
+        return LLMQAGenerator()
     return DependencyQAGenerator()
 
 

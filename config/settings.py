@@ -73,6 +73,7 @@ MODELS_DIR = Path(os.environ.get("MODELS_DIR", DATA_DIR / "models")).resolve()
 # Automatic presence judges (issue 7): default trained model, chunking, the LLM endpoint.
 PRESENCE_JUDGE_MODEL = os.environ.get("PRESENCE_JUDGE_MODEL", "presence-judge")
 AUTOSCORE_CHUNK_SIZE = env_int("AUTOSCORE_CHUNK_SIZE", 10)
+AUTOSCORE_QA_GENERATOR = os.environ.get("AUTOSCORE_QA_GENERATOR", "dependency")  # or "llm"
 JUDGE_TORCH_THREADS = env_int("JUDGE_TORCH_THREADS", 2)
 JUDGE_ALLOW_DOWNLOADS = env_bool("JUDGE_ALLOW_DOWNLOADS", False)
 LLM_BASE_URL = os.environ.get("LLM_BASE_URL", "")

@@ -106,7 +106,6 @@ class LLMJudge(PresenceJudge):
         self.backoff = backoff
         self.pool: list[Shot] = []
         self.version = f"llm-1/{self.model}/k{self.k}"
-        self._local = threading.local()
         self.requests_sent = 0
 
     def prepare(self, campaign) -> None:
@@ -121,44 +120,57 @@ class LLMJudge(PresenceJudge):
         result.append({"role": "user", "content": user_message(pair.summary, pair.unit)})
         return result
 
-    def _client(self):
-        import httpx
-
-        if not hasattr(self._local, "client"):
-            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-            self._local.client = httpx.Client(timeout=self.timeout, headers=headers)
-        return self._local.client
-
     def ask(self, pair: PresencePair) -> bool:
         """One judgment, retrying transport errors, 429/5xx replies and unparseable answers."""
-        import httpx
-
-        body = {"model": self.model, "messages": self.messages(pair), "temperature": 0, "max_tokens": 5}
-        last = "no attempt"
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            try:
-                self.requests_sent += 1
-                response = self._client().post(f"{self.base_url}/chat/completions", json=body)
-            except httpx.HTTPError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                continue
-            if response.status_code == 429 or response.status_code >= 500:
-                last = f"HTTP {response.status_code}"
-                continue
-            if response.status_code != 200:
-                raise JudgeError(f"LLM endpoint refused the request: HTTP {response.status_code} {response.text[:200]}")
-            try:
-                return parse_yes_no(response.json()["choices"][0]["message"]["content"])
-            except (LLMAnswerError, KeyError, IndexError, TypeError, ValueError) as exc:
-                last = str(exc)
-        raise JudgeError(f"LLM judge gave no usable answer after {self.retries + 1} attempts: {last}")
+        return chat_completion(self, self.messages(pair), parse_yes_no, max_tokens=5)
 
     def predict(self, pairs: Sequence[PresencePair]) -> np.ndarray:
         with ThreadPoolExecutor(max_workers=self.concurrency) as executor:
             answers = list(executor.map(self.ask, pairs))
         return np.array(answers, dtype=float)
+
+
+def _client(endpoint):
+    """One HTTP client per thread of the endpoint object (clients are not shared across threads)."""
+    import httpx
+
+    local = endpoint.__dict__.setdefault("_local", threading.local())
+    if not hasattr(local, "client"):
+        headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+        local.client = httpx.Client(timeout=endpoint.timeout, headers=headers)
+    return local.client
+
+
+def chat_completion(endpoint, messages: list[dict], parse, max_tokens: int = 5):
+    """POST ``messages`` to ``endpoint.base_url``/chat/completions and return ``parse(reply)``.
+
+    ``endpoint`` has base_url, model, api_key, timeout, retries and backoff.  Transport errors,
+    429/5xx replies and replies ``parse`` refuses (ValueError) are retried with exponential
+    back-off (backoff x 2^n); other HTTP errors and running out of attempts raise ``JudgeError``.
+    """
+    import httpx
+
+    body = {"model": endpoint.model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
+    last = "no attempt"
+    for attempt in range(endpoint.retries + 1):
+        if attempt:
+            time.sleep(endpoint.backoff * 2 ** (attempt - 1))
+        try:
+            endpoint.requests_sent = getattr(endpoint, "requests_sent", 0) + 1
+            response = _client(endpoint).post(f"{endpoint.base_url}/chat/completions", json=body)
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}: {exc}"
+            continue
+        if response.status_code == 429 or response.status_code >= 500:
+            last = f"HTTP {response.status_code}"
+            continue
+        if response.status_code != 200:
+            raise JudgeError(f"LLM endpoint refused the request: HTTP {response.status_code} {response.text[:200]}")
+        try:
+            return parse(response.json()["choices"][0]["message"]["content"])
+        except (KeyError, IndexError, TypeError, ValueError) as exc:  # LLMAnswerError is a ValueError
+            last = str(exc)
+    raise JudgeError(f"LLM gave no usable answer after {endpoint.retries + 1} attempts: {last}")
 
 
 def gold_shot_pool(campaign, limit: int = 400) -> list[Shot]:

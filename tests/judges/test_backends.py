@@ -131,10 +131,13 @@ class FakeChat(BaseHTTPRequestHandler):
             self.send_response(503)
             self.end_headers()
             return
-        last = body["messages"][-1]["content"]
-        summary = last.split("Summary:\n")[1].split("\n\nQuestion")[0].lower()
-        unit = last.split("Question and answer:\n")[1].split("\n\n")[0].lower()
-        reply = type(self).replies.pop(0) if type(self).replies else ("YES" if all(w in summary for w in unit.split()) else "no.")
+        if type(self).replies:
+            reply = type(self).replies.pop(0)
+        else:
+            last = body["messages"][-1]["content"]
+            summary = last.split("Summary:\n")[1].split("\n\nQuestion")[0].lower()
+            unit = last.split("Question and answer:\n")[1].split("\n\n")[0].lower()
+            reply = "YES" if all(w in summary for w in unit.split()) else "no."
         data = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply}}]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -199,7 +202,7 @@ def test_llm_judge_asks_the_endpoint_with_retries_and_concurrency(chat_server):
 def test_llm_judge_gives_up_with_a_clear_error(chat_server):
     judge = LLMJudge(model="tiny", base_url=chat_server, shots=0, retries=1, backoff=0.01)
     FakeChat.replies = ["I think so", "Probably"]
-    with pytest.raises(JudgeError, match="no usable answer after 2 attempts"):
+    with pytest.raises(JudgeError, match="LLM gave no usable answer after 2 attempts"):
         judge.predict([PresencePair("a", "b")])
     with pytest.raises(JudgeError, match="LLM_BASE_URL"):
         LLMJudge(model="tiny", base_url="")
@@ -245,3 +248,15 @@ def test_generator_reads_tagged_references_and_llm_style_replies():
     assert [(qa.question, qa.answer) for qa in parse_generated_pairs(reply, "won")] == [
         ("Who won?", "the team"), ("When did someone win?", "on Sunday")
     ]
+
+
+def test_llm_qa_generator_uses_the_protocol_prompt_and_keeps_sentence_spans(chat_server):
+    from annotation.qa_generation import LLMQAGenerator
+
+    FakeChat.failures = 1  # retried
+    FakeChat.replies = ["Question: Who opened something?\nAnswer: The mayor\nQuestion: What did someone open?\nAnswer: a spaceship"]
+    generator = LLMQAGenerator(model="tiny", base_url=chat_server, retries=2, backoff=0.01)
+    pairs = generator.generate_for_text("The mayor opened a park.")
+    assert [(qa.predicate, qa.question, qa.answer) for qa in pairs] == [("opened", "Who opened something?", "The mayor")]
+    sent = FakeChat.requests[-1]["messages"]
+    assert "Question: ...?" in sent[0]["content"] and sent[1]["content"] == "Sentence: The mayor opened a park.\nVerb: opened"
