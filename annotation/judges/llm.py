@@ -178,7 +178,8 @@ def gold_shot_pool(campaign, limit: int = 400) -> list[Shot]:
     from annotation.models import ContentUnit, SystemSummary
     from annotation.services.scores import _gold_rows
 
-    rows = [r for r in _gold_rows(campaign) if r[3] >= 0][:limit]
+    rows = [r for r in _gold_rows(campaign) if r[3] >= 0]
+    rows = rows[:: max(1, len(rows) // limit)][:limit]  # spread over the whole campaign, not its first examples
     units = dict(ContentUnit.objects.filter(pk__in={r[0] for r in rows}).values_list("pk", "text"))
     summaries = {
         pk: (text, reference)

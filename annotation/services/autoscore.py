@@ -190,6 +190,7 @@ def ensure_generated_units(run: AutoscoreRun, examples: list[Example]) -> None:
 def _chunk_pairs(run: AutoscoreRun, summaries: list[SystemSummary]):
     """(summary, unit id or None, generated id or None, PresencePair) for every pair of the chunk."""
     example_ids = {s.example_id for s in summaries}
+    references = dict(Example.objects.filter(pk__in=example_ids).values_list("pk", "reference"))
     units: dict[int, list[tuple[int | None, int | None, str]]] = {e: [] for e in example_ids}
     if run.generate_qas:
         ensure_generated_units(run, list(Example.objects.filter(pk__in=example_ids)))
@@ -205,7 +206,9 @@ def _chunk_pairs(run: AutoscoreRun, summaries: list[SystemSummary]):
     rows = []
     for summary in summaries:
         for unit_id, generated_id, text in units[summary.example_id]:
-            rows.append((summary, unit_id, generated_id, PresencePair(summary=summary.text, unit=text)))
+            # The reference is the pair's context: the LLM judge takes no in-context example from it.
+            pair = PresencePair(summary=summary.text, unit=text, context=references.get(summary.example_id, ""))
+            rows.append((summary, unit_id, generated_id, pair))
     return rows
 
 
@@ -229,6 +232,8 @@ def run_chunk(chunk_id: int) -> dict:
     except Exception as exc:  # a judge that cannot load fails the whole run, with the reason shown
         AutoscoreRun.objects.filter(pk=run.pk).update(state=AutoscoreRun.State.FAILED, error=str(exc)[:2000])
         raise
+    if hasattr(judge, "prepare"):
+        judge.prepare(run.campaign)  # e.g. the LLM judge's in-context examples from this campaign's gold
     if not run.judge_version:
         AutoscoreRun.objects.filter(pk=run.pk, judge_version="").update(judge_version=judge.version)
     summaries = list(SystemSummary.objects.filter(pk__in=chunk.summary_ids).order_by("pk"))

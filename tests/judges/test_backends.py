@@ -260,3 +260,26 @@ def test_llm_qa_generator_uses_the_protocol_prompt_and_keeps_sentence_spans(chat
     assert [(qa.predicate, qa.question, qa.answer) for qa in pairs] == [("opened", "Who opened something?", "The mayor")]
     sent = FakeChat.requests[-1]["messages"]
     assert "Question: ...?" in sent[0]["content"] and sent[1]["content"] == "Sentence: The mayor opened a park.\nVerb: opened"
+
+
+@pytest.mark.django_db
+def test_llm_judge_in_an_autoscore_run_takes_shots_from_other_references(chat_server, gold_campaign, settings,
+                                                                          django_capture_on_commit_callbacks):
+    from annotation.judges import registry
+    from annotation.services.autoscore import start_autoscore_run
+
+    settings.LLM_BASE_URL, settings.LLM_MODEL, settings.LLM_SHOTS = chat_server, "tiny", 2
+    registry.forget_judges()
+    with django_capture_on_commit_callbacks(execute=True):
+        run = start_autoscore_run(gold_campaign, "llm")
+    run.refresh_from_db()
+    registry.forget_judges()
+    assert run.state == "finished" and run.judge_version == "llm-1/tiny/k2"
+    assert len(FakeChat.requests) == 27 and run.results["presence"]["n"] == 27
+    for body in FakeChat.requests:
+        question = body["messages"][-1]["content"]
+        shots = " ".join(m["content"] for m in body["messages"][1:-1])
+        assert len(body["messages"]) == 6
+        # The summary judged and its reference's units never appear among the examples.
+        own_summary = question.split("Summary:\n")[1].split("\n\n")[0]
+        assert own_summary not in shots
