@@ -141,7 +141,12 @@ def write_dataset(root: Path) -> None:
 
 
 class Client:
-    """One simulated worker's keep-alive HTTP connection with its session and CSRF cookies."""
+    """One simulated worker: its session and CSRF cookies, one short HTTP connection per request.
+
+    In production a reverse proxy stands between browsers and gunicorn and opens a short
+    connection per request; a client holding a keep-alive connection straight to gunicorn would
+    pin itself to one gunicorn process (gthread workers accept greedily) and leave the others idle.
+    """
 
     def __init__(self, port: int, session: str):
         self.port = port
@@ -150,21 +155,19 @@ class Client:
             "Cookie": f"sessionid={session}; csrftoken={self.csrf}",
             "X-CSRFToken": self.csrf,
             "Content-Type": "application/x-www-form-urlencoded",
-            "Connection": "keep-alive",
+            "Connection": "close",
         }
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     def request(self, method: str, path: str, body: dict | None = None):
         data = urlencode(body or {}) if method == "POST" else None
         started = time.perf_counter()
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         try:
-            self.conn.request(method, path, body=data, headers=self.headers)
-            response = self.conn.getresponse()
+            conn.request(method, path, body=data, headers=self.headers)
+            response = conn.getresponse()
             content = response.read()
-        except (http.client.HTTPException, OSError):
-            self.conn.close()
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-            raise
+        finally:
+            conn.close()
         elapsed = time.perf_counter() - started
         return response.status, response.getheader("Location", ""), content, elapsed, int(response.getheader("X-DB-Queries", "0"))
 
