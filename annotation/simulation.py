@@ -359,6 +359,9 @@ def simulate_crowd(
     names = ensure_simulated_workers(n_workers, careless, password)
     server = None
     if base_url is None:
+        # The platform draws gold HITs into a worker's stream with the ``random`` module; served
+        # in-process, the whole run (not only the simulated answers) then follows ``seed``.
+        random.seed(rng.getrandbits(64))
         server, base_url = serve_in_background()
     report = SimulationReport()
     started = time.perf_counter()
