@@ -49,7 +49,8 @@ def pytest_runtest_makereport(item, call):
 def page(chromium, live_server):
     context = chromium.new_context(base_url=live_server.url, viewport={"width": 1366, "height": 800})
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    # Generous: a busy 2-core CI machine runs spaCy and Celery work behind some of these pages.
+    page.set_default_timeout(45_000)
     yield page
     context.close()
 
