@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import django_filters as filters
 from django import forms
+from django.db.models import Q
 
 from annotation.models import (
     Campaign,
@@ -15,6 +16,7 @@ from annotation.models import (
     SystemSummary,
     Verification,
 )
+from hits.models import Assignment
 
 
 # Largest id or count a filter accepts: beyond it the database cannot store the number, so it is a 400, not a 500.
@@ -104,3 +106,27 @@ class GoldFilter(filters.FilterSet):
     class Meta:
         model = GoldPresence
         fields = ["system", "example", "unit", "summary", "origin", "present"]
+
+
+class AssignmentFilter(filters.FilterSet):
+    """Assignments by state, task type, worker, and (through the HIT's payload) system or example."""
+
+    state = filters.ChoiceFilter(choices=[(s.value, s.label) for s in Assignment.State])
+    task_type = filters.CharFilter(field_name="hit__task_type__slug", help_text="generation, verification or presence.")
+    worker = filters.CharFilter(field_name="worker__external_id", help_text="Worker id.")
+    system = IdFilter(method="filter_system", help_text="System id: presence assignments on its summaries.")
+    example = filters.CharFilter(method="filter_example", help_text="Example id: every assignment about it.")
+
+    class Meta:
+        model = Assignment
+        fields = ["state", "task_type", "worker", "system", "example"]
+
+    # The HIT's payload names the predicate or summary it is about; two small id lists keep this one query.
+    def filter_system(self, queryset, name, value):
+        summaries = list(SystemSummary.objects.filter(system_id=value).values_list("pk", flat=True))
+        return queryset.filter(hit__payload__summary__in=summaries)
+
+    def filter_example(self, queryset, name, value):
+        predicates = list(Predicate.objects.filter(example__external_id=value).values_list("pk", flat=True))
+        summaries = list(SystemSummary.objects.filter(example__external_id=value).values_list("pk", flat=True))
+        return queryset.filter(Q(hit__payload__predicate__in=predicates) | Q(hit__payload__summary__in=summaries))

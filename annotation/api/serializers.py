@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+from django.conf import settings
 from rest_framework import serializers
 
 from annotation.models import (
@@ -22,6 +23,8 @@ from annotation.models import (
     SystemSummary,
     Verification,
 )
+from annotation.jobs_models import QAPairCorrection
+from hits.models import Assignment, LedgerEntry
 
 # Campaign settings a researcher may change before launch (the paper's values are the defaults).
 SETTINGS_FIELDS = [
@@ -399,3 +402,83 @@ class AutoSummaryScoreSerializer(serializers.Serializer):
     n_present = serializers.IntegerField()
     score = serializers.FloatField(allow_null=True)
     mean_probability = serializers.FloatField(allow_null=True)
+
+
+# --- review: assignments, bonuses, QA pair corrections, new systems ---------------------------
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    """A worker's assignment of one of the campaign's HITs, with its review and money."""
+
+    hit = serializers.IntegerField(source="hit_id", read_only=True)
+    task_type = serializers.CharField(source="hit.task_type.slug", read_only=True)
+    worker = serializers.CharField(source="worker.external_id", read_only=True)
+    reward = serializers.DecimalField(source="hit.reward", max_digits=6, decimal_places=2, read_only=True)
+    payload = serializers.JSONField(source="hit.payload", read_only=True, help_text="What the HIT is about (predicate, summary, units).")
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "id", "hit", "task_type", "worker", "state", "attempt", "payload", "answers", "feedback",
+            "accepted_at", "submitted_at", "work_seconds", "reviewed_at", "review_message", "reward", "bonus",
+        ]
+        read_only_fields = fields
+
+
+class ApproveSerializer(serializers.Serializer):
+    message = serializers.CharField(max_length=1000, required=False, allow_blank=True, default="", help_text="Shown to the worker.")
+
+
+class RejectSerializer(serializers.Serializer):
+    message = serializers.CharField(max_length=1000, help_text="Why the work is refused (shown to the worker; required).")
+
+
+class BonusSerializer(serializers.Serializer):
+    amount = serializers.DecimalField(
+        max_digits=6, decimal_places=2, min_value=Decimal("0.01"), help_text="USD, more than 0 and at most MAX_BONUS."
+    )
+    reason = serializers.CharField(max_length=1000, help_text="Shown to the worker (required).")
+
+    def validate_amount(self, value):
+        limit = Decimal(str(settings.MAX_BONUS))
+        if value > limit:
+            raise serializers.ValidationError(f"a bonus may be at most ${limit} (MAX_BONUS)")
+        return value
+
+
+class LedgerEntrySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LedgerEntry
+        fields = ["id", "kind", "amount", "state", "reason", "created_at"]
+        read_only_fields = fields
+
+
+class CorrectionSerializer(serializers.Serializer):
+    """A QA pair's new wording: answers must be substrings of the predicate's sentence."""
+
+    question = serializers.CharField(max_length=300)
+    answers = serializers.ListField(child=serializers.CharField(max_length=300), min_length=1, max_length=3)
+    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+
+class CorrectionLogSerializer(serializers.ModelSerializer):
+    """One logged correction: the old and new wording, who and why."""
+
+    changed_by = serializers.CharField(source="changed_by.username", read_only=True, default=None, allow_null=True)
+
+    class Meta:
+        model = QAPairCorrection
+        fields = [
+            "id", "unit_id", "changed_by", "old_question", "old_answers", "new_question", "new_answers", "reason", "created_at",
+        ]
+        read_only_fields = fields
+
+
+class SystemUploadSerializer(serializers.Serializer):
+    summaries = serializers.FileField(help_text="JSONL, one {id, system, summary} per line (as the import's summaries file).")
+
+
+class AddedSystemsSerializer(serializers.Serializer):
+    systems = serializers.ListField(child=serializers.CharField())
+    n_summaries = serializers.IntegerField()
+    n_hits = serializers.IntegerField(help_text="Presence HITs created for the new summaries.")

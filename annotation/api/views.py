@@ -17,6 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django.db.models import Count, Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -53,7 +54,7 @@ from annotation.selectors import campaign_overview, campaign_progress, campaign_
 from annotation.services import pipeline, predicates as predicate_service, quality, scores
 from annotation.services.campaign_import import PREDICATES_AUTO, PREDICATES_NONE, import_campaign
 from config.ratelimit import client_ip, hit_limit
-from hits.models import Worker
+from hits.models import Assignment, Worker
 
 
 class Conflict(APIException):
@@ -467,6 +468,33 @@ class SystemViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
             .order_by("name")
         )
 
+    @extend_schema(
+        request={"multipart/form-data": serializers.SystemUploadSerializer},
+        responses={201: serializers.AddedSystemsSerializer, 400: IMPORT_ERROR},
+    )
+    def create(self, request, *args, **kwargs):
+        """Add new systems from a summaries JSONL file: only their presence HITs are created.
+
+        All or nothing: a bad line, a system already in the campaign, an unknown
+        example or a system not covering the campaign's examples is a 400 listing
+        every problem with file, line and field.
+        """
+        from annotation.services.systems import add_systems
+
+        self.require_manager()
+        form = serializers.SystemUploadSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        with tempfile.TemporaryDirectory(prefix="api-systems-") as tmp:
+            path = _save_upload(form.validated_data["summaries"], Path(tmp), "summaries")
+            try:
+                added = add_systems(self.campaign, path, by=request.user)
+            except CampaignImportError as exc:
+                return Response(
+                    {"detail": str(exc), "problems": [_problem_dict(p) for p in exc.problems]},
+                    status=status.HTTP_400_BAD_REQUEST,
+                )
+        return Response(serializers.AddedSystemsSerializer(added).data, status=status.HTTP_201_CREATED)
+
 
 @_scoped_schema
 class SummaryViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
@@ -554,6 +582,39 @@ class UnitViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
             .select_related("example", "predicate", "author")
             .order_by("example__position", "index")
         )
+
+    @extend_schema(request=serializers.CorrectionSerializer, responses={200: serializers.CorrectionLogSerializer, 400: DETAIL})
+    @action(detail=True, methods=["post"])
+    def correct(self, request, campaign_slug=None, pk=None):
+        """Correct a QA pair's question and answers; the old and new wording are logged with who and why."""
+        from annotation.services.corrections import correct_qa_pair
+
+        self.require_manager()
+        unit = self.get_object()
+        form = serializers.CorrectionSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            entry = correct_qa_pair(unit, data["question"], data["answers"], by=request.user, reason=data["reason"])
+        except DjangoValidationError as exc:
+            raise ValidationError({"detail": exc.messages}) from None
+        return Response(serializers.CorrectionLogSerializer(entry).data)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("unit", int, description="Only this QA pair's corrections.")],
+        responses={200: serializers.CorrectionLogSerializer(many=True), 400: DETAIL},
+    )
+    @action(detail=False, methods=["get"], filter_backends=[])
+    def corrections(self, request, campaign_slug=None):
+        """The log of QA pair corrections in the campaign, newest first."""
+        from annotation.jobs_models import QAPairCorrection
+
+        rows = QAPairCorrection.objects.filter(unit__example__campaign=self.campaign).select_related("changed_by")
+        unit = _int_param(request, "unit", 0, 0, filters.MAX_ID)
+        if unit:
+            rows = rows.filter(unit_id=unit)
+        page = self.paginate_queryset(rows.order_by("-created_at", "-pk"))
+        return self.get_paginated_response(serializers.CorrectionLogSerializer(page, many=True).data)
 
 
 @_scoped_schema
@@ -708,3 +769,82 @@ class AutoscoreRunViewSet(
         from annotation.services.autoscore import compare_judges
 
         return Response(compare_judges(self.campaign))
+
+
+@_scoped_schema
+class AssignmentViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
+    """Assignments of the campaign's HITs: review them (approve, reject with a message) and pay bonuses.
+
+    The money goes through ``hits.payments`` (ledger entries; MTurk calls after
+    the commit). Reviewing twice is a 409, never a second payment.
+    """
+
+    serializer_class = serializers.AssignmentSerializer
+    filterset_class = filters.AssignmentFilter
+    ordering_fields = ["id", "submitted_at", "accepted_at"]
+    queryset = Assignment.objects.none()
+
+    def get_queryset(self):
+        # Only this campaign's batch: another campaign's assignment ids are a 404 here.
+        return (
+            Assignment.objects.filter(hit__batch_id=self.campaign.batch_id or -1)
+            .select_related("hit__task_type", "worker")
+            .order_by("pk")
+        )
+
+    def _review(self, request, form_class, review):
+        """Validate the body, then lock the assignment and check its state, so a repeated review is a 409."""
+        from hits import payments
+
+        self.require_manager()
+        assignment = self.get_object()
+        form = form_class(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            with transaction.atomic():
+                locked = Assignment.objects.select_for_update(of=("self",)).get(pk=assignment.pk)
+                result = review(locked, form.validated_data, payments)
+        except payments.PaymentError as exc:
+            raise Conflict(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
+        return result
+
+    def _assignment_response(self, assignment):
+        return Response(serializers.AssignmentSerializer(self.get_queryset().get(pk=assignment.pk)).data)
+
+    @extend_schema(request=serializers.ApproveSerializer, responses={200: serializers.AssignmentSerializer, 400: DETAIL, 409: DETAIL})
+    @action(detail=True, methods=["post"])
+    def approve(self, request, campaign_slug=None, pk=None):
+        """Approve submitted (or previously rejected) work: the worker is paid the HIT's reward, once."""
+
+        def review(assignment, data, payments):
+            if assignment.state == Assignment.State.APPROVED:
+                raise payments.PaymentError("this assignment is already approved; its reward was paid once")
+            return payments.approve_assignment(assignment, message=data["message"], by=request.user)
+
+        return self._assignment_response(self._review(request, serializers.ApproveSerializer, review))
+
+    @extend_schema(request=serializers.RejectSerializer, responses={200: serializers.AssignmentSerializer, 400: DETAIL, 409: DETAIL})
+    @action(detail=True, methods=["post"])
+    def reject(self, request, campaign_slug=None, pk=None):
+        """Reject submitted work with a message telling the worker why (no reward)."""
+
+        def review(assignment, data, payments):
+            if assignment.state == Assignment.State.REJECTED:
+                raise payments.PaymentError("this assignment is already rejected")
+            return payments.reject_assignment(assignment, data["message"], by=request.user)
+
+        return self._assignment_response(self._review(request, serializers.RejectSerializer, review))
+
+    @extend_schema(
+        request=serializers.BonusSerializer,
+        responses={201: serializers.LedgerEntrySerializer, 400: DETAIL, 409: DETAIL},
+    )
+    @action(detail=True, methods=["post"])
+    def bonus(self, request, campaign_slug=None, pk=None):
+        """Pay the worker of submitted or approved work a bonus (at most MAX_BONUS); returns the ledger entry."""
+
+        def review(assignment, data, payments):
+            return payments.pay_bonus(assignment, data["amount"], data["reason"], by=request.user)
+
+        entry = self._review(request, serializers.BonusSerializer, review)
+        return Response(serializers.LedgerEntrySerializer(entry).data, status=status.HTTP_201_CREATED)

@@ -69,3 +69,22 @@ def eager_celery():
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = was
+
+
+def submitted_assignment(world, external_id: str = "crowd1"):
+    """Launch the owner's campaign and give ``external_id`` a generation assignment, submitted (awaiting review)."""
+    from django.utils import timezone
+
+    from annotation.services.pipeline import launch_campaign
+    from hits.models import Assignment, TaskType
+    from hits.services import accept_next
+
+    campaign = world["campaign"]
+    if campaign.batch_id is None:
+        launch_campaign(campaign)
+        campaign.refresh_from_db()
+    worker, _ = Worker.objects.get_or_create(external_id=external_id)
+    assignment = accept_next(worker, TaskType.objects.get(slug="generation"))
+    Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, submitted_at=timezone.now())
+    assignment.refresh_from_db()
+    return assignment

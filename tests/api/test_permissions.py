@@ -10,7 +10,7 @@ from django.urls import resolve
 from annotation.models import AutoscoreRun, ContentUnit, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
 from annotation.services.pipeline import launch_campaign, pause_campaign
 from hits.models import Worker
-from tests.api.conftest import ROLES, client_for
+from tests.api.conftest import ROLES, client_for, submitted_assignment
 
 pytestmark = pytest.mark.django_db
 
@@ -62,6 +62,19 @@ def _paused(world):
     pause_campaign(world["campaign"])
 
 
+def _submitted(world):
+    """A submitted assignment to review (its id fills ``{assignment}``)."""
+    return {"assignment": submitted_assignment(world).pk}
+
+
+def _corrected(world):
+    """A logged correction of the QA pair, so the log has a row."""
+    from annotation.services.corrections import correct_qa_pair
+
+    unit = ContentUnit.objects.get(example__campaign=world["campaign"], question="Who opened something?")
+    correct_qa_pair(unit, "Who opened the park?", ["The mayor"], by=world["users"]["owner"])
+
+
 # name -> (method, url template, body, setup, expected status for allowed roles)
 ENDPOINTS = {
     "campaign-detail": ("get", "/api/campaigns/{slug}/", None, None, 200),
@@ -107,6 +120,18 @@ ENDPOINTS = {
     "autoscore-resume": ("post", "/api/campaigns/{slug}/autoscore/{run}/resume/", None, None, 200),
     "autoscore-scores": ("get", "/api/campaigns/{slug}/autoscore/{run}/scores/", None, None, 200),
     "autoscore-compare": ("get", "/api/campaigns/{slug}/autoscore/compare/", None, None, 200),
+    # Review (tests/api/test_review_actions.py has the behaviour; the system upload is multipart, tested there).
+    "assignment-list": ("get", "/api/campaigns/{slug}/assignments/?state=submitted", None, _submitted, 200),
+    "assignment-detail": ("get", "/api/campaigns/{slug}/assignments/{assignment}/", None, _submitted, 200),
+    "assignment-approve": ("post", "/api/campaigns/{slug}/assignments/{assignment}/approve/", {"message": "Thanks"}, _submitted, 200),
+    "assignment-reject": ("post", "/api/campaigns/{slug}/assignments/{assignment}/reject/", {"message": "Off topic"}, _submitted, 200),
+    "assignment-bonus": (
+        "post", "/api/campaigns/{slug}/assignments/{assignment}/bonus/", {"amount": "0.50", "reason": "Careful work"}, _submitted, 201,
+    ),
+    "unit-correct": (
+        "post", "/api/campaigns/{slug}/units/{unit}/correct/", {"question": "Who opened the park?", "answers": ["The mayor"]}, None, 200,
+    ),
+    "unit-corrections": ("get", "/api/campaigns/{slug}/units/corrections/", None, _corrected, 200),
 }
 
 
@@ -125,7 +150,7 @@ def test_endpoint_for_every_role(api_world, django_user_model, name):
     method, template, body, setup, ok = ENDPOINTS[name]
     ids = _ids(api_world)
     if setup:
-        setup(api_world)
+        ids.update(setup(api_world) or {})
     wrong = []
     for role in ROLES:
         client = client_for(api_world, role)
@@ -193,7 +218,8 @@ def test_every_api_route_is_in_this_matrix():
     tested_names = set()
     for _method, template, *_ in ENDPOINTS.values():
         path = template.split("?")[0].format(
-            slug="parks", example=1, system=1, summary=1, predicate=1, unit=1, verification=1, judgment=1, gold=1, run=1
+            slug="parks", example=1, system=1, summary=1, predicate=1, unit=1, verification=1, judgment=1, gold=1, run=1,
+            assignment=1,
         )
         tested_names.add(resolve(path).url_name)
     missing = routes - tested_names - {"api-campaign-list"}  # the list/create route has its own tests above

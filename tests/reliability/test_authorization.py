@@ -103,6 +103,15 @@ MATRIX = {
         f"api-autoscore-{view}": (method, {"campaign_slug": "matrix", "pk": 999999}, [401, 403, 403, 404, 404, 404])
         for view, method in (("detail", "GET"), ("resume", "POST"), ("scores", "GET"))
     },
+    # Review through the API: the only assignment is still being worked on (assigned), so approving it is a
+    # 409; rejecting or a bonus without a message/amount is a 400; a correction without a question a 400.
+    "api-assignment-list": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    "api-assignment-detail": ("GET", {"campaign_slug": "matrix", "pk": "ASSIGNMENT"}, [401, 403, 403, 404, 200, 200]),
+    "api-assignment-approve": ("POST", {"campaign_slug": "matrix", "pk": "ASSIGNMENT"}, [401, 403, 403, 404, 409, 409]),
+    "api-assignment-reject": ("POST", {"campaign_slug": "matrix", "pk": "ASSIGNMENT"}, [401, 403, 403, 404, 400, 400]),
+    "api-assignment-bonus": ("POST", {"campaign_slug": "matrix", "pk": "ASSIGNMENT"}, [401, 403, 403, 404, 400, 400]),
+    "api-unit-correct": ("POST", {"campaign_slug": "matrix", "pk": "UNIT"}, [401, 403, 403, 404, 400, 400]),
+    "api-unit-corrections": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
 }
 
 
