@@ -24,6 +24,14 @@ def update_worker_quality_task(campaign_id: int, worker_ids: list[int]) -> dict[
     return {w.pk: apply_cross_checks(campaign, w) for w in Worker.objects.filter(pk__in=worker_ids)}
 
 
+@shared_task(name="annotation.drain_followups", acks_late=True, reject_on_worker_lost=True)
+def drain_followups_task(kind: str, campaign_id: int) -> list[int]:
+    """Run one coalesced follow-up (cross-checks or score update) for every id gathered (idempotent)."""
+    from annotation.services.coalesce import drain
+
+    return drain(kind, campaign_id)
+
+
 @shared_task(name="annotation.recompute_scores", acks_late=True)
 def recompute_scores_task(campaign_id: int, summary_ids: list[int] | None = None) -> int:
     """Recompute the scores of summaries whose gold labels changed, and the system scores (idempotent)."""

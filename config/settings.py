@@ -197,6 +197,9 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or (
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Follow-ups of completed HITs (cross-checks, score updates) are gathered per campaign for this
+# many seconds and run as one task (annotation/services/coalesce.py); 0 sends one task per HIT.
+FOLLOWUP_COALESCE_SECONDS = float(os.environ.get("FOLLOWUP_COALESCE_SECONDS", "2"))
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

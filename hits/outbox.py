@@ -21,14 +21,14 @@ from hits.models import FollowUp
 log = logging.getLogger(__name__)
 
 
-def _publish(task_name: str, args: list) -> None:
+def _publish(task_name: str, args: list, countdown: float | None = None) -> None:
     app = current_app
     if app.conf.task_always_eager:
         app.tasks[task_name].apply(args=args, throw=True)
         return
     try:
         # The shared producer pool: one broker connection per process, reused by every submission.
-        app.send_task(task_name, args=args, retry=False)
+        app.send_task(task_name, args=args, retry=False, countdown=countdown)
     except Exception:
         # After a broker outage kombu may leave the pooled connection dead (or the pool closed):
         # drop it so that the next publish connects afresh instead of failing until a restart.
@@ -48,10 +48,12 @@ def _reset_pool(app) -> None:
     app.amqp._producer_pool = None
 
 
-def send_now(task_name: str, args: list) -> bool:
-    """Try to publish; on failure store a FollowUp. Returns whether it was published."""
+def send_now(task_name: str, args: list, countdown: float | None = None) -> bool:
+    """Try to publish (``countdown`` seconds from now); on failure store a FollowUp (sent without delay later).
+
+    Returns whether it was published."""
     try:
-        _publish(task_name, args)
+        _publish(task_name, args, countdown)
     except Exception as exc:  # noqa: BLE001 - any broker failure must leave the work stored, not lost
         if current_app.conf.task_always_eager:
             raise

@@ -76,10 +76,9 @@ def refresh_gold(campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
 
 
 def schedule_score_update(campaign: Campaign, summary_ids) -> None:
-    """After the current transaction commits, recompute these summaries' scores (a Celery task)."""
-    from annotation.tasks import recompute_scores_task
-    from hits.outbox import send_after_commit
+    """After the current transaction commits, recompute these summaries' scores (a Celery task).
 
-    ids = sorted(set(summary_ids))
-    if ids:
-        send_after_commit(recompute_scores_task, campaign.pk, ids)
+    Coalesced per campaign over a short window with a Redis broker (``annotation.services.coalesce``)."""
+    from annotation.services import coalesce
+
+    coalesce.schedule("scores", campaign.pk, summary_ids)

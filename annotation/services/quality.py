@@ -449,13 +449,13 @@ def apply_cross_checks(campaign: Campaign, worker: Worker) -> list[str]:
 
 
 def schedule_cross_checks(campaign: Campaign, workers) -> None:
-    """Recompute the workers' figures after the current transaction commits (a Celery task)."""
-    from annotation.tasks import update_worker_quality_task
-    from hits.outbox import send_after_commit
+    """Recompute the workers' figures after the current transaction commits (a Celery task).
 
-    ids = sorted({w.pk if hasattr(w, "pk") else int(w) for w in workers})
-    if ids:
-        send_after_commit(update_worker_quality_task, campaign.pk, ids)
+    With a Redis broker the calls of a short window are coalesced into one task per campaign
+    (see ``annotation.services.coalesce``); eager Celery runs them immediately, as before."""
+    from annotation.services import coalesce
+
+    coalesce.schedule("cross_checks", campaign.pk, {w.pk if hasattr(w, "pk") else int(w) for w in workers})
 
 
 def after_gold_submission(assignment: Assignment) -> None:

@@ -1,0 +1,124 @@
+"""Coalesce per-submission follow-up tasks per campaign over a short window.
+
+Every completed presence HIT used to publish two Celery tasks (score update and
+cross-checks) for its own few ids, and the Celery worker then re-read the
+campaign and re-ran the checks once per HIT.  Under load that is most of the
+follow-up cost.  Instead, with a real Redis broker, ``schedule(kind, ...)``
+adds the ids (after commit) to a per-campaign pending set in the broker's
+Redis and publishes one ``drain_followups`` task per window (``countdown`` =
+``FOLLOWUP_COALESCE_SECONDS``); that task runs the real task once for the union
+of the ids gathered meanwhile.
+
+Guarantees kept:
+
+* eager Celery (tests, the embedded default) and a window of 0 keep the old,
+  immediate behaviour: one task per call, run in-process;
+* Redis unreachable -> the plain per-call publish of ``hits.outbox``, which
+  stores a ``FollowUp`` row when the broker is down, so nothing is lost;
+* the drain moves the pending ids into a "busy" set atomically and removes
+  them only after the work succeeded, so a worker killed mid-drain (acks late,
+  redelivered) finds them again; the work itself is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+
+from hits.outbox import send_after_commit, send_now
+
+log = logging.getLogger(__name__)
+
+DRAIN_TASK = "annotation.drain_followups"
+
+
+
+def _task(kind: str):
+    """The Celery task that takes (campaign_id, ids) for this kind (importing it registers it)."""
+    from annotation import tasks
+
+    return {"cross_checks": tasks.update_worker_quality_task, "scores": tasks.recompute_scores_task}[kind]
+
+
+_clients: dict[str, object] = {}
+
+
+def window_seconds() -> float:
+    return float(getattr(settings, "FOLLOWUP_COALESCE_SECONDS", 2.0))
+
+
+def _redis():
+    """A client on the broker's Redis (the pending ids share the queued tasks' durability), or None."""
+    conf = current_app.conf
+    if conf.task_always_eager or window_seconds() <= 0:
+        return None
+    url = conf.broker_write_url or conf.broker_url or ""
+    if not isinstance(url, str) or not url.startswith(("redis://", "rediss://")):
+        return None
+    client = _clients.get(url)
+    if client is None:
+        import redis
+
+        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        _clients[url] = client
+    return client
+
+
+def _keys(kind: str, campaign_id: int) -> tuple[str, str, str]:
+    base = f"qapyr:coalesce:{kind}:{campaign_id}"
+    return base + ":pending", base + ":busy", base + ":scheduled"
+
+
+def schedule(kind: str, campaign_id: int, ids) -> None:
+    """After the current transaction commits, have ``_task(kind)(campaign_id, ids)`` run (coalesced)."""
+    ids = sorted({int(i) for i in ids})
+    if not ids:
+        return
+    if _redis() is None:
+        send_after_commit(_task(kind), campaign_id, ids)
+        return
+    transaction.on_commit(lambda: _enqueue(kind, campaign_id, ids))
+
+
+def _enqueue(kind: str, campaign_id: int, ids: list[int]) -> None:
+    pending, _busy, scheduled = _keys(kind, campaign_id)
+    window = window_seconds()
+    try:
+        client = _redis()
+        pipe = client.pipeline(transaction=True)
+        pipe.sadd(pending, *ids)
+        # The flag outlives the window generously: if its drain task is lost or delayed the flag
+        # expires and a later call schedules another drain (draining twice is harmless).
+        pipe.set(scheduled, 1, nx=True, ex=max(int(window * 30), 60))
+        first = pipe.execute()[1]
+    except Exception as exc:  # noqa: BLE001 - Redis down: fall back to the plain, never-lost publish
+        log.warning("coalescing unavailable (%s); publishing %s directly", exc, kind)
+        send_now(_task(kind).name, [campaign_id, ids])
+        return
+    if first:
+        send_now(DRAIN_TASK, [kind, campaign_id], countdown=window)
+
+
+def drain(kind: str, campaign_id: int) -> list[int]:
+    """Run the real task once for every id gathered so far; returns the ids handled."""
+    pending, busy, scheduled = _keys(kind, campaign_id)
+    client = _redis()
+    if client is None:
+        return []
+    # Clear the flag first: ids added from now on schedule a new drain, ids added before are in
+    # the pending set, which is moved into busy in one atomic step.
+    client.delete(scheduled)
+    pipe = client.pipeline(transaction=True)
+    pipe.sunionstore(busy, [busy, pending])
+    pipe.delete(pending)
+    pipe.smembers(busy)
+    members = pipe.execute()[2]
+    ids = sorted(int(m) for m in members)
+    if ids:
+        _task(kind)(campaign_id, ids)
+        # Only now forget them (SREM, not DEL: a concurrent drain may have moved newer ids in).
+        client.srem(busy, *members)
+    return ids

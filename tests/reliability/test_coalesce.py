@@ -1,0 +1,84 @@
+"""Follow-ups of completed HITs are coalesced per campaign with a real broker, and nothing is lost."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+import redis
+
+from annotation.models import PresenceJudgment
+from annotation.services import coalesce
+from hits.models import Assignment, FollowUp
+from tests.reliability.test_faults import _judge, celery_on, private_redis, scu_campaign  # noqa: F401 - fixtures
+
+
+def _queued(port: int) -> list[tuple[str, list]]:
+    """(task name, args) of every message waiting in the private broker's default queue."""
+    out = []
+    for raw in redis.Redis(port=port).lrange("celery", 0, -1):
+        message = json.loads(raw)
+        out.append((message["headers"]["task"], json.loads(base64.b64decode(message["body"]))[0]))
+    return out
+
+
+@pytest.mark.django_db
+def test_many_calls_in_a_window_publish_one_drain_that_runs_the_union(
+    scu_campaign, private_redis, celery_on, django_capture_on_commit_callbacks, monkeypatch  # noqa: F811
+):
+    ran = []
+    monkeypatch.setattr(
+        "annotation.tasks.update_worker_quality_task.run", lambda campaign_id, ids: ran.append((campaign_id, ids))
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        coalesce.schedule("cross_checks", scu_campaign.pk, [3, 1])
+    with django_capture_on_commit_callbacks(execute=True):
+        coalesce.schedule("cross_checks", scu_campaign.pk, [2, 3])
+    queued = _queued(private_redis["port"])
+    # One drain task for both calls, not one update per call.
+    assert queued == [("annotation.drain_followups", ["cross_checks", scu_campaign.pk])]
+    assert coalesce.drain("cross_checks", scu_campaign.pk) == [1, 2, 3]
+    assert ran == [(scu_campaign.pk, [1, 2, 3])]
+    # Drained: a second drain has nothing to do, and the next call schedules a fresh drain.
+    assert coalesce.drain("cross_checks", scu_campaign.pk) == []
+    with django_capture_on_commit_callbacks(execute=True):
+        coalesce.schedule("cross_checks", scu_campaign.pk, [4])
+    assert len(_queued(private_redis["port"])) == 2
+
+
+@pytest.mark.django_db
+def test_a_failed_drain_keeps_its_ids_for_the_redelivery(
+    scu_campaign, private_redis, celery_on, django_capture_on_commit_callbacks, monkeypatch  # noqa: F811
+):
+    calls = []
+
+    def flaky(campaign_id, ids):
+        calls.append(ids)
+        if len(calls) == 1:
+            raise RuntimeError("worker died mid-way")
+
+    monkeypatch.setattr("annotation.tasks.recompute_scores_task.run", flaky)
+    with django_capture_on_commit_callbacks(execute=True):
+        coalesce.schedule("scores", scu_campaign.pk, [7, 8])
+    with pytest.raises(RuntimeError):
+        coalesce.drain("scores", scu_campaign.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        coalesce.schedule("scores", scu_campaign.pk, [9])
+    assert coalesce.drain("scores", scu_campaign.pk) == [7, 8, 9]
+    assert calls == [[7, 8], [7, 8, 9]]
+
+
+@pytest.mark.django_db
+def test_a_completed_hit_with_the_broker_down_stores_its_follow_ups_not_coalesced_and_not_lost(
+    scu_campaign, django_user_model, private_redis, celery_on, django_capture_on_commit_callbacks  # noqa: F811
+):
+    client = _judge(django_user_model)
+    private_redis["stop"]()
+    location = client.post("/work/presence/start/")["Location"]
+    data = {f"p_{u}": "1" for u in Assignment.objects.get().hit.payload["units"]}
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(location, {"action": "submit", **data}).status_code == 302
+    assert PresenceJudgment.objects.count() == 2
+    stored = set(FollowUp.objects.values_list("task_name", flat=True))
+    assert {"annotation.recompute_scores", "annotation.update_worker_quality"} <= stored
