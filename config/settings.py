@@ -256,7 +256,7 @@ LOGGING = {
 REDIS_CACHE_URL = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL") or ""
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_CACHE_URL, "KEY_PREFIX": "qapyr"}
+        {"BACKEND": "config.cache.PooledRedisCache", "LOCATION": REDIS_CACHE_URL, "KEY_PREFIX": "qapyr"}
         if REDIS_CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
