@@ -177,7 +177,7 @@ def submit_assignment(worker: Worker, assignment_id: int, data) -> SubmitOutcome
 def _store_submission(assignment: Assignment, data, now) -> None:
     """Validate, store and hand over a submission (inside the caller's transaction)."""
     # Lock the HIT: submissions of one HIT are serialised, so "the last one" is known exactly.
-    hit = HIT.objects.select_for_update(of=("self",)).select_related("batch").get(pk=assignment.hit_id)
+    hit = HIT.objects.select_for_update(of=("self",)).select_related("batch", "task_type").get(pk=assignment.hit_id)
     handler = task_handler(hit.task_type.slug)
     answers = handler.clean(hit, data)
     assignment.answers = answers
