@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Prefetch
 from django.shortcuts import get_object_or_404, redirect, render
@@ -171,28 +172,25 @@ def campaign_predicates(request, slug):
         .prefetch_related(Prefetch("predicates", queryset=Predicate.objects.order_by("start")))
         .order_by("example__position", "index")
     )
-    page = page_number(request)
-    per_page = 60
-    total = sentences.count()
+    listing = paginate(request, sentences, 60)
     return render(
         request,
         "annotation/campaign_predicates.html",
         {
             "campaign": campaign,
-            "sentences": sentences[(page - 1) * per_page : page * per_page],
+            "sentences": listing["items"],
             "editable": campaign.state == Campaign.State.DRAFT,
-            "page": page,
-            "pages": max(1, -(-total // per_page)),
+            "page": listing["page"],
+            "pages": listing["pages"],
             "n_predicates": Predicate.objects.filter(example__campaign=campaign).count(),
         },
     )
 
 
-def page_number(request) -> int:
-    try:
-        return max(1, int(request.GET.get("page", 1)))
-    except ValueError:
-        return 1
+def paginate(request, queryset, per_page: int) -> dict:
+    """``items``, ``page`` and ``pages`` for a list page (Django's Paginator: bad or too-high page numbers clamp)."""
+    page = Paginator(queryset, per_page).get_page(request.GET.get("page"))
+    return {"items": page.object_list, "page": page.number, "pages": page.paginator.num_pages}
 
 
 def _back_to_predicates(slug, request):

@@ -10,7 +10,7 @@ from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation.campaign_views import managed_campaign, page_number
+from annotation.campaign_views import managed_campaign, paginate
 from annotation.forms import AssignmentReviewForm, QAPairCorrectionForm
 from annotation.models import ContentUnit, Example, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
 from hits.models import HIT, Assignment
@@ -31,17 +31,11 @@ def campaign_review(request, slug):
         )
         .order_by("position")
     )
-    page = page_number(request)
-    total = examples.count()
+    listing = paginate(request, examples, PER_PAGE)
     return render(
         request,
         "annotation/campaign_review.html",
-        {
-            "campaign": campaign,
-            "examples": examples[(page - 1) * PER_PAGE : page * PER_PAGE],
-            "page": page,
-            "pages": max(1, -(-total // PER_PAGE)),
-        },
+        {"campaign": campaign, "examples": listing["items"], "page": listing["page"], "pages": listing["pages"]},
     )
 
 

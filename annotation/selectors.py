@@ -81,6 +81,7 @@ def campaign_workers(campaign: Campaign) -> list[dict]:
     """One row per worker who did HITs of the campaign: status per task type, HITs, time and figures."""
     from django.db.models import Avg
 
+    from annotation.models import PresenceJudgment
     from annotation.services.quality import worker_figures
     from hits.models import Assignment, Qualification, TaskType, Worker
     from hits.qualifications import status_label
@@ -95,6 +96,11 @@ def campaign_workers(campaign: Campaign) -> list[dict]:
     workers = Worker.objects.filter(pk__in=stats).order_by("external_id")
     task_types = {t.slug: t for t in TaskType.objects.filter(slug__in=TASK_SLUGS)}
     quals = {(q.worker_id, q.task_type.slug): q for q in Qualification.objects.filter(worker__in=workers).select_related("task_type")}
+    excluded = set(
+        PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=True, worker_id__in=stats)
+        .values_list("worker_id", flat=True)
+        .distinct()
+    )
     rows = []
     for worker in workers:
         status = {
@@ -109,7 +115,7 @@ def campaign_workers(campaign: Campaign) -> list[dict]:
                 "hits_done": stats[worker.pk]["n"],
                 "seconds_per_hit": stats[worker.pk]["seconds"],
                 "figures": worker_figures(campaign, worker),
-                "excluded": worker.presence_judgments.filter(summary__system__campaign=campaign, excluded=True).exists(),
+                "excluded": worker.pk in excluded,
             }
         )
     return rows

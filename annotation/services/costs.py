@@ -26,7 +26,7 @@ from django.db.models import Count
 
 from annotation.models import Campaign, ContentUnit, Predicate, SystemSummary
 # The commission lives with the MTurk backend (hits.mturk), which charges it to the ledger and the budget cap too.
-from hits.mturk.fees import CENT, MTURK_COMMISSION, MTURK_LARGE_HIT_ASSIGNMENTS, MTURK_LARGE_HIT_EXTRA, mturk_fee  # noqa: F401
+from hits.mturk.fees import CENT, mturk_fee
 
 
 @dataclass
