@@ -162,6 +162,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# One query loads a user with their worker identity; ModelBackend keeps older sessions valid.
+AUTHENTICATION_BACKENDS = ["config.auth.WorkerModelBackend", "django.contrib.auth.backends.ModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"

@@ -33,6 +33,10 @@ class NotEligible(Exception):
 class AssignmentClosed(Exception):
     """The assignment was returned or has expired: it can no longer be submitted."""
 
+    def __init__(self, message: str, task_type: TaskType | None = None):
+        super().__init__(message)
+        self.task_type = task_type
+
 
 def worker_for_user(user) -> Worker:
     """The platform worker of a logged-in user, created on first use."""
@@ -154,9 +158,11 @@ def submit_assignment(worker: Worker, assignment_id: int, data) -> SubmitOutcome
     now = timezone.now()
     closed = None
     with transaction.atomic():
+        # One query locks the assignment and then its HIT (always in that order, as expiry does):
+        # submissions of one HIT are serialised, so "the last one" is known exactly.
         assignment = (
-            Assignment.objects.select_for_update(of=("self",))
-            .select_related("hit__task_type")
+            Assignment.objects.select_for_update(of=("self", "hit"))
+            .select_related("hit__task_type", "hit__batch")
             .get(pk=assignment_id, worker=worker)
         )
         if assignment.state in Assignment.DONE_STATES:
@@ -170,14 +176,13 @@ def submit_assignment(worker: Worker, assignment_id: int, data) -> SubmitOutcome
         else:
             _store_submission(assignment, data, now)
     if closed:
-        raise AssignmentClosed(closed)
+        raise AssignmentClosed(closed, task_type=assignment.hit.task_type)
     return SubmitOutcome(assignment)
 
 
 def _store_submission(assignment: Assignment, data, now) -> None:
-    """Validate, store and hand over a submission (inside the caller's transaction)."""
-    # Lock the HIT: submissions of one HIT are serialised, so "the last one" is known exactly.
-    hit = HIT.objects.select_for_update(of=("self",)).select_related("batch", "task_type").get(pk=assignment.hit_id)
+    """Validate, store and hand over a submission (inside the caller's transaction, HIT locked)."""
+    hit = assignment.hit
     handler = task_handler(hit.task_type.slug)
     answers = handler.clean(hit, data)
     assignment.answers = answers
@@ -185,13 +190,12 @@ def _store_submission(assignment: Assignment, data, now) -> None:
     assignment.state = Assignment.State.SUBMITTED
     assignment.submitted_at = now
     assignment.work_seconds = max(0, int((now - assignment.accepted_at).total_seconds()))
-    assignment.save()
+    assignment.save(update_fields=["answers", "feedback", "state", "submitted_at", "work_seconds"])
     hit.n_submitted += 1
     if hit.n_submitted >= hit.max_assignments:
         hit.state = HIT.State.COMPLETED
         hit.completed_at = now
     hit.save(update_fields=["n_submitted", "state", "completed_at"])
-    assignment.hit = hit
     if hit.kind == HIT.Kind.QUALIFICATION:
         qualifications.grade_if_complete(assignment, handler)
     else:

@@ -110,6 +110,9 @@ def _page_context(handler, hit, assignment, data, worker):
 @rate_limited("SUBMIT_RATE_LIMIT", lambda r: f"user:{r.user.pk}")
 def assignment_page(request, pk):
     worker = _worker(request)
+    if request.method == "POST" and request.POST.get("action", "submit") == "submit":
+        # The submission loads (and locks) the assignment itself: no separate lookup first.
+        return _submit(request, worker, pk)
     assignment = Assignment.objects.select_related("hit__task_type").filter(pk=pk, worker=worker).first()
     if assignment is None:
         # Someone else's assignment, or none at all: the same answer, so ids reveal nothing.
@@ -122,32 +125,42 @@ def assignment_page(request, pk):
         return render(request, "hits/assignment.html", _page_context(handler, assignment.hit, assignment, None, worker))
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
-    action = request.POST.get("action", "submit")
+    action = request.POST.get("action")
     task_type = assignment.hit.task_type
-    if action in ("return", "skip"):
-        try:
-            return_assignment(worker, assignment.pk)
-        except AssignmentClosed as exc:
-            messages.info(request, str(exc).capitalize() + ".")
-            return redirect("worker-home")
-        if action == "skip":
-            messages.info(request, "Skipped. Here is another one.")
-            return _start(request, task_type)
-        messages.info(request, "HIT returned.")
-        return redirect("worker-home")
+    if action not in ("return", "skip"):
+        return _submit(request, worker, pk)
     try:
-        outcome = submit_assignment(worker, assignment.pk, request.POST)
+        return_assignment(worker, assignment.pk)
+    except AssignmentClosed as exc:
+        messages.info(request, str(exc).capitalize() + ".")
+        return redirect("worker-home")
+    if action == "skip":
+        messages.info(request, "Skipped. Here is another one.")
+        return _start(request, task_type)
+    messages.info(request, "HIT returned.")
+    return redirect("worker-home")
+
+
+def _submit(request, worker, pk):
+    """Store the worker's answers; on success, the next HIT (auto-accept) or the home page."""
+    try:
+        outcome = submit_assignment(worker, pk, request.POST)
+    except Assignment.DoesNotExist:
+        raise Http404("No such assignment") from None
     except AnswerErrors as exc:
+        assignment = Assignment.objects.select_related("hit__task_type").get(pk=pk, worker=worker)
+        handler = task_handler(assignment.hit.task_type.slug)
         context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
         context["errors"] = exc.errors
         return render(request, "hits/assignment.html", context, status=400)
     except AssignmentClosed as exc:
         messages.error(request, str(exc).capitalize() + ". Here is the next one.")
-        return _start(request, task_type)
+        return _start(request, exc.task_type)
+    task_type = outcome.assignment.hit.task_type
     if outcome.duplicate:
         messages.info(request, "This HIT was already submitted; it was recorded once.")
     else:
-        key = getattr(handler, "instructions_key", task_type.slug)
+        key = getattr(task_handler(task_type.slug), "instructions_key", task_type.slug)
         if key not in (worker.seen_instructions or []):
             worker.seen_instructions = [*(worker.seen_instructions or []), key]
             worker.save(update_fields=["seen_instructions"])
@@ -199,7 +212,7 @@ def join(request, token):
         user = form.save()
         Invitation.objects.filter(pk=invitation.pk).update(uses=invitation.uses + 1)
         worker_for_user(user)
-        login(request, user)
+        login(request, user, backend="config.auth.WorkerModelBackend")
         messages.success(request, "Welcome! Pick a task to start.")
         return redirect(reverse("worker-home"))
     return render(request, "hits/join.html", {"form": form, "invitation": invitation})
