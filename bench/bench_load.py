@@ -1,7 +1,10 @@
 """Load benchmark: gunicorn on PostgreSQL with a Celery worker on Redis, N simulated workers over HTTP.
 
-Each simulated worker repeats accept -> open the HIT page -> submit on presence
-HITs for a bounded time.  For each level the script prints
+Each simulated worker accepts a presence HIT, then repeats open the HIT page ->
+submit for a bounded time.  Workers keep the platform's default auto-accept
+setting, so each submission also accepts the worker's next HIT and redirects
+to it (the flow of a worker on the HIT pages): a cycle is one accept and one
+submission, done in two requests.  For each level the script prints
 
     load workers=N cycles_per_s=X p50_ms=A p95_ms=B p99_ms=C queries_per_request=Q overfilled=0 duplicate_assignments=0 lost_submissions=0
 
@@ -99,10 +102,10 @@ User = get_user_model()
 sessions = []
 for i in range(n_workers):
     user = User.objects.create_user(f"load{n_workers}-{i}", password=None)
-    Worker.objects.create(user=user, external_id=f"load{n_workers}-{i}", auto_accept_next=False)
+    Worker.objects.create(user=user, external_id=f"load{n_workers}-{i}", auto_accept_next=True)
     store = SessionStore()
     store["_auth_user_id"] = str(user.pk)
-    store["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+    store["_auth_user_backend"] = "config.auth.WorkerModelBackend"
     store["_auth_user_hash"] = user.get_session_auth_hash()
     store.create()
     sessions.append(store.session_key)
@@ -184,24 +187,35 @@ def run_level(port: int, sessions: list[str], seconds: float) -> dict:
     def work(session: str):
         client = Client(port, session)
         local_lat, local_q, local_ack = [], [], []
+        page_path = None
         while time.perf_counter() < stop_at:
             try:
-                status, location, _, t1, q1 = client.request("POST", "/work/presence/start/")
-                match = re.search(r"/work/assignments/(\d+)/", location)
-                if status != 302 or not match:
-                    break  # nothing left for this worker
-                page_path = match.group(0)
-                status, _, body, t2, q2 = client.request("GET", page_path)
+                if page_path is None:
+                    status, location, _, t0, q0 = client.request("POST", "/work/presence/start/")
+                    local_lat.append(t0)
+                    local_q.append(q0)
+                    match = re.search(r"/work/assignments/(\d+)/", location)
+                    if status != 302 or not match:
+                        break  # nothing left for this worker
+                    page_path = match.group(0)
+                status, _, body, t1, q1 = client.request("GET", page_path)
                 fields = {name.decode(): "1" for name in unit_field.findall(body)}
-                status, _, _, t3, q3 = client.request("POST", page_path, {"action": "submit", **fields})
-                local_lat += [t1, t2, t3]
-                local_q += [q1, q2, q3]
+                status, location, _, t2, q2 = client.request("POST", page_path, {"action": "submit", **fields})
+                local_lat += [t1, t2]
+                local_q += [q1, q2]
                 if status == 302:
-                    local_ack.append(int(match.group(1)))
+                    local_ack.append(int(page_path.rstrip("/").rsplit("/", 1)[1]))
+                    # Auto-accept: the answer to a submission is the worker's next HIT (or the home page when none is left).
+                    match = re.search(r"/work/assignments/(\d+)/", location)
+                    if not match:
+                        break
+                    page_path = match.group(0)
                 else:
+                    page_path = None
                     with lock:
                         errors[0] += 1
             except Exception:  # noqa: BLE001 - counted, the run goes on
+                page_path = None
                 with lock:
                     errors[0] += 1
         with lock:
