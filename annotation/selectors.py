@@ -82,7 +82,7 @@ def campaign_workers(campaign: Campaign) -> list[dict]:
     from django.db.models import Avg
 
     from annotation.models import PresenceJudgment
-    from annotation.services.quality import worker_figures
+    from annotation.services.quality import workers_figures
     from hits.models import Assignment, Qualification, TaskType, Worker
     from hits.qualifications import status_label
 
@@ -101,6 +101,7 @@ def campaign_workers(campaign: Campaign) -> list[dict]:
         .values_list("worker_id", flat=True)
         .distinct()
     )
+    figures = workers_figures(campaign, [w.pk for w in workers])
     rows = []
     for worker in workers:
         status = {
@@ -114,7 +115,7 @@ def campaign_workers(campaign: Campaign) -> list[dict]:
                 "reasons": reasons,
                 "hits_done": stats[worker.pk]["n"],
                 "seconds_per_hit": stats[worker.pk]["seconds"],
-                "figures": worker_figures(campaign, worker),
+                "figures": figures[worker.pk],
                 "excluded": worker.pk in excluded,
             }
         )

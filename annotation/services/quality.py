@@ -342,65 +342,104 @@ def _check(numerator: int, n: int, threshold: float, grace: int) -> Check:
 
 def worker_figures(campaign: Campaign, worker: Worker) -> dict[str, dict]:
     """The worker's figures per task type in a campaign, each against its threshold."""
+    return workers_figures(campaign, [worker.pk])[worker.pk]
+
+
+def workers_figures(campaign: Campaign, worker_ids) -> dict[int, dict[str, dict]]:
+    """``worker_figures`` of many workers at once: a fixed number of grouped queries, however many workers."""
+    worker_ids = list(dict.fromkeys(worker_ids))
     grace = campaign.grace_period_items
     batch_id = campaign.batch_id
-    figures: dict[str, dict] = {}
 
-    units = ContentUnit.objects.filter(example__campaign=campaign, author=worker, kind=ContentUnit.Kind.QA)
-    counts = units.aggregate(
-        written=Count("pk"),
-        kept=Count("pk", filter=Q(state=ContentUnit.State.KEPT)),
-        resolved=Count("pk", filter=Q(state__in=[ContentUnit.State.KEPT, ContentUnit.State.REJECTED])),
-    )
-    n_hits = Assignment.objects.filter(
-        worker=worker, hit__batch_id=batch_id, hit__task_type__slug="generation", hit__kind=HIT.Kind.REGULAR,
-        state__in=Assignment.DONE_STATES,
-    ).count()
-    valid = _check(counts["kept"], counts["resolved"], campaign.writer_valid_threshold, grace)
-    per_predicate = counts["written"] / n_hits if n_hits else None
-    qpp_status = "pending" if n_hits == 0 or counts["resolved"] < grace else (
-        "ok" if per_predicate >= campaign.writer_min_questions_per_predicate else "failing"
-    )
-    figures["generation"] = {
-        "valid_share": valid.as_dict(),
-        "questions_per_predicate": {"value": per_predicate, "n": n_hits, "threshold": campaign.writer_min_questions_per_predicate, "status": qpp_status},
-        "hits_done": n_hits,
+    written = {
+        row["author_id"]: row
+        for row in ContentUnit.objects.filter(example__campaign=campaign, author_id__in=worker_ids, kind=ContentUnit.Kind.QA)
+        .values("author_id")
+        .annotate(
+            written=Count("pk"),
+            kept=Count("pk", filter=Q(state=ContentUnit.State.KEPT)),
+            resolved=Count("pk", filter=Q(state__in=[ContentUnit.State.KEPT, ContentUnit.State.REJECTED])),
+        )
     }
+    generation_hits = dict(
+        Assignment.objects.filter(
+            worker_id__in=worker_ids, hit__batch_id=batch_id, hit__task_type__slug="generation", hit__kind=HIT.Kind.REGULAR,
+            state__in=Assignment.DONE_STATES,
+        )
+        .values("worker_id")
+        .annotate(n=Count("pk"))
+        .values_list("worker_id", "n")
+    )
 
-    mine = Verification.objects.filter(worker=worker, unit__example__campaign=campaign)
-    others = Verification.objects.filter(unit_id__in=mine.values("unit_id")).exclude(worker=worker)
-    other_verdict = {}
-    for unit_id, is_valid in others.values_list("unit_id", "valid"):
-        other_verdict.setdefault(unit_id, is_valid)
-    compared = agreed = 0
-    for unit_id, is_valid in mine.values_list("unit_id", "valid"):
-        if unit_id in other_verdict:
-            compared += 1
-            agreed += int(other_verdict[unit_id] == is_valid)
-    figures["verification"] = {"agreement": _check(agreed, compared, campaign.verifier_agreement_threshold, grace).as_dict(), "questions_judged": mine.count()}
+    # Verification: each verdict against the other verifier's verdict on the same QA pair.
+    mine = list(
+        Verification.objects.filter(worker_id__in=worker_ids, unit__example__campaign=campaign).values_list("worker_id", "unit_id", "valid")
+    )
+    verdicts: dict[int, list[tuple[int, bool]]] = {}
+    for worker_id, unit_id, is_valid in (
+        Verification.objects.filter(unit_id__in={u for _, u, _ in mine}).order_by("pk").values_list("worker_id", "unit_id", "valid")
+    ):
+        verdicts.setdefault(unit_id, []).append((worker_id, is_valid))
+    verification = {w: [0, 0, 0] for w in worker_ids}  # judged, compared, agreed
+    for worker_id, unit_id, is_valid in mine:
+        tally = verification[worker_id]
+        tally[0] += 1
+        other = next((v for w, v in verdicts.get(unit_id, []) if w != worker_id), None)
+        if other is not None:
+            tally[1] += 1
+            tally[2] += int(other == is_valid)
 
-    right = total = 0
-    for answers, key in Assignment.objects.filter(
-        worker=worker, hit__batch_id=batch_id, hit__kind=HIT.Kind.GOLD, state__in=Assignment.DONE_STATES
-    ).values_list("answers", "hit__answer_key"):
+    gold = {w: [0, 0] for w in worker_ids}  # right, total
+    for worker_id, answers, key in Assignment.objects.filter(
+        worker_id__in=worker_ids, hit__batch_id=batch_id, hit__kind=HIT.Kind.GOLD, state__in=Assignment.DONE_STATES
+    ).values_list("worker_id", "answers", "hit__answer_key"):
         labels = (key or {}).get("labels", {})
         for label in (answers or {}).get("labels", []):
             expected = labels.get(str(label["unit"]))
             if expected is not None:
-                total += 1
-                right += int(bool(label["present"]) == bool(expected))
-    judged = PresenceJudgment.objects.filter(worker=worker, summary__system__campaign=campaign)
-    with_majority = judged.filter(
-        unit__gold__summary=F("summary"), unit__gold__origin=GoldPresence.Origin.MAJORITY, unit__gold__present__isnull=False
-    )
-    agree_majority = with_majority.filter(present=F("unit__gold__present")).count()
-    n_majority = with_majority.count()
-    figures["presence"] = {
-        "gold_accuracy": _check(right, total, campaign.presence_accuracy_threshold, grace).as_dict(),
-        "majority_agreement": {"value": agree_majority / n_majority if n_majority else None, "n": n_majority},
-        "judgments": judged.count(),
+                gold[worker_id][1] += 1
+                gold[worker_id][0] += int(bool(label["present"]) == bool(expected))
+    judged = PresenceJudgment.objects.filter(worker_id__in=worker_ids, summary__system__campaign=campaign)
+    n_judged = dict(judged.values("worker_id").annotate(n=Count("pk")).values_list("worker_id", "n"))
+    majority = {
+        row["worker_id"]: row
+        for row in judged.filter(
+            unit__gold__summary=F("summary"), unit__gold__origin=GoldPresence.Origin.MAJORITY, unit__gold__present__isnull=False
+        )
+        .values("worker_id")
+        .annotate(n=Count("pk"), agree=Count("pk", filter=Q(present=F("unit__gold__present"))))
     }
-    return figures
+
+    result = {}
+    for worker_id in worker_ids:
+        counts = written.get(worker_id, {"written": 0, "kept": 0, "resolved": 0})
+        n_hits = generation_hits.get(worker_id, 0)
+        valid = _check(counts["kept"], counts["resolved"], campaign.writer_valid_threshold, grace)
+        per_predicate = counts["written"] / n_hits if n_hits else None
+        qpp_status = "pending" if n_hits == 0 or counts["resolved"] < grace else (
+            "ok" if per_predicate >= campaign.writer_min_questions_per_predicate else "failing"
+        )
+        judged_n, compared, agreed = verification[worker_id]
+        right, total = gold[worker_id]
+        n_majority = majority.get(worker_id, {}).get("n", 0)
+        agree_majority = majority.get(worker_id, {}).get("agree", 0)
+        result[worker_id] = {
+            "generation": {
+                "valid_share": valid.as_dict(),
+                "questions_per_predicate": {"value": per_predicate, "n": n_hits, "threshold": campaign.writer_min_questions_per_predicate, "status": qpp_status},
+                "hits_done": n_hits,
+            },
+            "verification": {
+                "agreement": _check(agreed, compared, campaign.verifier_agreement_threshold, grace).as_dict(),
+                "questions_judged": judged_n,
+            },
+            "presence": {
+                "gold_accuracy": _check(right, total, campaign.presence_accuracy_threshold, grace).as_dict(),
+                "majority_agreement": {"value": agree_majority / n_majority if n_majority else None, "n": n_majority},
+                "judgments": n_judged.get(worker_id, 0),
+            },
+        }
+    return result
 
 
 FAILING_CHECKS = {

@@ -26,3 +26,51 @@ def test_simulated_crowd_completes_the_demo_campaign(capsys):
         n_units = kept.filter(example=summary.example_id).count()
         assert PresenceJudgment.objects.filter(summary=summary).count() == 3 * n_units
         assert GoldPresence.objects.filter(summary=summary).count() == n_units
+
+
+def test_worker_table_figures_match_the_judgments_in_a_fixed_number_of_queries():
+    """The researchers' worker table: every worker's figures, from grouped queries (not a few per worker)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.models import Verification
+    from annotation.selectors import campaign_workers
+    from annotation.services.quality import worker_figures
+
+    call_command("load_demo", password="demo-pass-123")
+    call_command("simulate_crowd", campaign="demo-news", workers=8, seed=5)
+    campaign = Campaign.objects.get(slug="demo-news")
+    with CaptureQueriesContext(connection) as queries:
+        rows = campaign_workers(campaign)
+    assert len(rows) >= 8
+    assert len(queries.captured_queries) <= 15
+    by_worker = {row["worker"].pk: row["figures"] for row in rows}
+    # Totals add up to what is stored.
+    assert sum(f["presence"]["judgments"] for f in by_worker.values()) == PresenceJudgment.objects.filter(
+        summary__system__campaign=campaign
+    ).count()
+    assert sum(f["verification"]["questions_judged"] for f in by_worker.values()) == Verification.objects.filter(
+        unit__example__campaign=campaign
+    ).count()
+    for row in rows:
+        worker = row["worker"]
+        # The table and the single-worker figures (the worker's own page, the cross-checks) agree.
+        assert row["figures"] == worker_figures(campaign, worker)
+        # Verifier agreement, counted here pair by pair.
+        compared = agreed = 0
+        for verification in Verification.objects.filter(worker=worker, unit__example__campaign=campaign):
+            other = Verification.objects.filter(unit_id=verification.unit_id).exclude(worker=worker).order_by("pk").first()
+            if other is not None:
+                compared += 1
+                agreed += int(other.valid == verification.valid)
+        agreement = row["figures"]["verification"]["agreement"]
+        assert agreement["n"] == compared
+        assert agreement["value"] == (agreed / compared if compared else None)
+        # Agreement with the majority, counted unit by unit.
+        n = agree = 0
+        for judgment in PresenceJudgment.objects.filter(worker=worker, summary__system__campaign=campaign):
+            gold = GoldPresence.objects.filter(unit_id=judgment.unit_id, summary_id=judgment.summary_id, origin="majority").first()
+            if gold is not None and gold.present is not None:
+                n += 1
+                agree += int(gold.present == judgment.present)
+        assert row["figures"]["presence"]["majority_agreement"] == {"value": agree / n if n else None, "n": n}
