@@ -9,7 +9,10 @@ submission, done in two requests.  For each level the script prints
     load workers=N cycles_per_s=X p50_ms=A p95_ms=B p99_ms=C queries_per_request=Q overfilled=0 duplicate_assignments=0 lost_submissions=0
 
 (latencies are per HTTP request; the three counts are measured in the database
-after the run).  Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres)
+after the runs).  Each level runs ``BENCH_LOAD_RUNS`` times (3) for
+``BENCH_LOAD_SECONDS`` (20) on the same server; the line gives the medians and
+each run's throughput.  A warm-up of ``BENCH_LOAD_WARMUP`` seconds (5) comes first and is
+not measured (its submissions are checked too).  Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres)
 and Redis on 127.0.0.1:6379; it creates and drops its own database
 "qapyr_bench" and uses Redis database 5.  Everything runs on loopback.
 """
@@ -35,9 +38,14 @@ REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 LEVELS = [int(x) for x in os.environ.get("BENCH_LOAD_LEVELS", "50,100,200").split(",")]
 SECONDS = float(os.environ.get("BENCH_LOAD_SECONDS", "20"))
+RUNS = max(1, int(os.environ.get("BENCH_LOAD_RUNS", "3")))
+WARMUP = float(os.environ.get("BENCH_LOAD_WARMUP", "5"))
 DB = "qapyr_bench"
 N_EXAMPLES = int(os.environ.get("BENCH_LOAD_EXAMPLES", "800"))
 N_SYSTEMS = 10
+GUNICORN_CLASS = os.environ.get("BENCH_GUNICORN_CLASS", "gthread")
+GUNICORN_WORKERS = os.environ.get("BENCH_GUNICORN_WORKERS", "3")
+GUNICORN_THREADS = os.environ.get("BENCH_GUNICORN_THREADS", "8")
 
 
 def reachable(port: int) -> bool:
@@ -269,7 +277,7 @@ def main() -> int:
             # Earlier levels' campaigns are finished or paused so each level works on fresh HITs.
             gunicorn = subprocess.Popen(
                 [shutil.which("gunicorn", path=str(Path(PY).parent)) or "gunicorn", "config.wsgi:application", "-b", f"127.0.0.1:{port}",
-                 "-k", "gthread", "-w", os.environ.get("BENCH_GUNICORN_WORKERS", "3"), "--threads", os.environ.get("BENCH_GUNICORN_THREADS", "8"),
+                 "-k", GUNICORN_CLASS, "-w", GUNICORN_WORKERS, "--threads", GUNICORN_THREADS,
                  "--backlog", "2048", "--log-level", "warning"],
                 cwd=REPO, env=env,
             )
@@ -282,7 +290,11 @@ def main() -> int:
                 if reachable(port):
                     break
                 time.sleep(0.1)
-            result = run_level(port, sessions, SECONDS)
+            # A warm-up (gunicorn's processes import views, compile templates and open their database
+            # connections on first use) is not measured; its submissions are checked like the others.
+            warmup = run_level(port, sessions, WARMUP) if WARMUP > 0 else {"acknowledged": [], "errors": 0}
+            # Several runs per level on the same server; the line reports their medians.
+            runs = [run_level(port, sessions, SECONDS) for _ in range(RUNS)]
             for p in procs:
                 p.terminate()
             for p in procs:
@@ -293,18 +305,26 @@ def main() -> int:
                     p.kill()
                     p.wait()
             procs = []
+            acknowledged = [a for r in [warmup, *runs] for a in r["acknowledged"]]
             checks = json.loads(
-                subprocess.run([PY, "-c", CHECKS], cwd=REPO, env=env | {"DJANGO_SETTINGS_MODULE": "config.settings"}, input=json.dumps(result["acknowledged"]),
+                subprocess.run([PY, "-c", CHECKS], cwd=REPO, env=env | {"DJANGO_SETTINGS_MODULE": "config.settings"}, input=json.dumps(acknowledged),
                                check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
             )
             subprocess.run([PY, "-c", "import django; django.setup(); from annotation.models import Campaign; Campaign.objects.update(state='cancelled'); "
                             "from hits.models import Batch; Batch.objects.update(state='cancelled')"],
                            cwd=REPO, env=env | {"DJANGO_SETTINGS_MODULE": "config.settings"}, check=True)
+
+            def median(key):
+                return statistics.median(r[key] for r in runs)
+
+            each = "/".join(f"{r['cycles_per_s']:.1f}" for r in runs)
+
             print(
-                f"load workers={workers} cycles_per_s={result['cycles_per_s']:.1f} p50_ms={result['p50']:.0f} "
-                f"p95_ms={result['p95']:.0f} p99_ms={result['p99']:.0f} queries_per_request={result['queries']:.1f} "
+                f"load workers={workers} cycles_per_s={median('cycles_per_s'):.1f} p50_ms={median('p50'):.0f} "
+                f"p95_ms={median('p95'):.0f} p99_ms={median('p99'):.0f} queries_per_request={median('queries'):.1f} "
                 f"overfilled={checks['overfilled']} duplicate_assignments={checks['duplicates']} lost_submissions={checks['lost']}"
-                f" errors={result['errors']}",
+                f" errors={sum(r['errors'] for r in [warmup, *runs])} runs={len(runs)}"
+                f" cycles_per_s_each={each}",
                 flush=True,
             )
     finally:
