@@ -42,6 +42,15 @@ def _alignment(unit_tokens: np.ndarray, target_tokens: np.ndarray) -> tuple[floa
 
 def pair_features(pairs: Sequence[PresencePair], encoder, batch_size: int = 64) -> np.ndarray:
     """The feature matrix (pairs × len(FEATURE_NAMES)) described in the module docstring."""
+    return features_and_rankings(pairs, encoder, batch_size)[0]
+
+
+def features_and_rankings(pairs: Sequence[PresencePair], encoder, batch_size: int = 64) -> tuple[np.ndarray, list[list[str]]]:
+    """The feature matrix and, per pair, the summary's sentences ranked by cosine with the unit (closest first).
+
+    The cross-encoder judge reads the ranked sentences, so that truncating its input keeps the
+    sentences most likely to carry the unit; computing both here encodes every text once.
+    """
     units = list(dict.fromkeys(p.unit for p in pairs))
     summaries = list(dict.fromkeys(p.summary for p in pairs))
     sentences_of = {s: summary_sentences(s) or [clean_summary(s) or " "] for s in summaries}
@@ -53,11 +62,13 @@ def pair_features(pairs: Sequence[PresencePair], encoder, batch_size: int = 64) 
     summary_enc = encoder.encode([clean_summary(s) or " " for s in summaries], batch_size=batch_size)
     sentence_enc = encoder.encode(sentence_texts, batch_size=batch_size)
     rows = np.zeros((len(pairs), len(FEATURE_NAMES)), dtype=np.float32)
+    rankings: list[list[str]] = []
     for r, pair in enumerate(pairs):
         u, s = unit_at[pair.unit], summary_at[pair.summary]
         sentence_ids = [sentence_at[t] for t in sentences_of[pair.summary]]
         cos = sentence_enc.pooled[sentence_ids] @ unit_enc.pooled[u]
         best = int(np.argmax(cos))
+        rankings.append([sentences_of[pair.summary][j] for j in np.argsort(-cos, kind="stable")])
         top2 = np.sort(cos)[-2:]
         unit_tokens = stemmed_tokens(pair.unit)
         summary_tokens = stemmed_tokens(clean_summary(pair.summary))
@@ -71,4 +82,4 @@ def pair_features(pairs: Sequence[PresencePair], encoder, batch_size: int = 64) 
             *align, align_best[0], align_best[1],
             len(pair.unit.split()), len(clean_summary(pair.summary).split()), len(sentence_ids),
         ]
-    return rows
+    return rows, rankings

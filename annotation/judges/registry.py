@@ -2,7 +2,8 @@
 
 - ``lexical``, ``rouge1``, ``rouge2``, ``rougeL``: lexical baselines;
 - ``trained`` or ``trained:NAME``: the offline judge saved by ``train_presence_judge``
-  under ``settings.MODELS_DIR/NAME`` (default ``settings.PRESENCE_JUDGE_MODEL``);
+  under ``settings.MODELS_DIR/NAME`` (default ``settings.PRESENCE_JUDGE_MODEL``): the
+  fine-tuned MiniLM cross-encoder, or the frozen-features judge when that kind was trained there;
 - ``nli:PATH_OR_ID``: a Hugging Face sequence-classification NLI model;
 - ``llm`` or ``llm:MODEL``: an OpenAI-compatible chat endpoint (``settings.LLM_*``).
 

