@@ -1,13 +1,17 @@
-"""Presence-judge benchmark: inference throughput of the trained judge's encoder path with
-length-sorted batches and dynamic padding against padding every text to 400 tokens, and the lexical judge.
+"""Presence-judge benchmark: inference throughput of the trained (cross-encoder) judge with
+length-sorted batches and dynamic padding against padding every input to 400 tokens (same model:
+pair features, frozen bottom layers, top layers and head), and the lexical judge.
+
+The judge is the saved ``trained`` model when it is a cross-encoder, else one with an untrained top
+of the default settings (the same computation, so the same speed).
 
 Prints one line per figure:
-  judges inference=dynamic pairs=N pairs_per_s=X
-  judges inference=pad400 pairs=N pairs_per_s=Y
+  judges inference=dynamic judge=cross-encoder(saved|untrained-top) pairs=N pairs_per_s=X
+  judges inference=pad400 judge=... pairs=N pairs_per_s=Y
   judges padding_speedup=Z
   judges lexical pairs=N pairs_per_s=W
 With BENCH_JUDGES_FULL=1 it also runs the whole 5-fold evaluation on REALSumm with the zero-shot
-test on PyrXSum (about 10 minutes on 2 cores) and prints its figures.  Uses ../shared/data when present,
+test on PyrXSum (about 20 minutes on 2 cores) and prints its figures.  Uses ../shared/data when present,
 otherwise synthetic texts for the speed figures.
 """
 
@@ -55,31 +59,33 @@ def sample_pairs() -> list[PresencePair]:
     return pairs
 
 
-class Padded:
-    """The same encoder, padding every text to a fixed length (the slow reference)."""
+def cross_encoder_judge():
+    from annotation.judges.base import JudgeError
+    from annotation.judges.crossencoder import CrossEncoderJudge
+    from annotation.judges.trained import load_trained_judge
 
-    def __init__(self, encoder, length: int = 400):
-        self.encoder = encoder
-        self.length = length
-
-    def encode(self, texts, batch_size: int = 64):
-        return self.encoder.encode(texts, batch_size=batch_size, pad_to=self.length)
+    try:
+        judge = load_trained_judge()
+        if isinstance(judge, CrossEncoderJudge):
+            return judge, "saved"
+    except JudgeError:
+        pass
+    return CrossEncoderJudge.untrained(), "untrained-top"
 
 
 def main() -> int:
-    from annotation.judges.encoder import shared_encoder
-    from annotation.judges.features import pair_features
     from annotation.judges.lexical import ContentWordJudge
 
     pairs = sample_pairs()
-    encoder = shared_encoder()
-    pair_features(pairs[:20], encoder)  # warm-up (first call allocations)
+    judge, origin = cross_encoder_judge()
+    judge.predict(pairs[:20])  # warm-up (first call allocations)
     rates = {}
-    for mode, enc in (("dynamic", encoder), ("pad400", Padded(encoder))):
+    for mode, pad_to in (("dynamic", None), ("pad400", 400)):
         started = time.perf_counter()
-        pair_features(pairs, enc)
+        judge.predict(pairs, pad_to=pad_to)
         rates[mode] = len(pairs) / (time.perf_counter() - started)
-        print(f"judges inference={mode} pairs={len(pairs)} pairs_per_s={rates[mode]:.1f}", flush=True)
+        print(f"judges inference={mode} judge=cross-encoder({origin}) pairs={len(pairs)} "
+              f"pairs_per_s={rates[mode]:.1f}", flush=True)
     print(f"judges padding_speedup={rates['dynamic'] / rates['pad400']:.2f}", flush=True)
     judge = ContentWordJudge()
     started = time.perf_counter()
