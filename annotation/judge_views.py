@@ -12,7 +12,7 @@ from annotation.selectors import campaigns_visible_to
 
 #: Judges offered on the page (any registered name can be run from the command line).
 PAGE_JUDGES = [
-    ("trained", "Trained judge (MiniLM + learned head, offline)"),
+    ("trained", "Trained judge (MiniLM cross-encoder, offline)"),
     ("lexical", "Content-word recall (lexical baseline)"),
     ("rouge1", "ROUGE-1 recall"),
     ("rouge2", "ROUGE-2 recall"),

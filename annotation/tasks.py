@@ -17,11 +17,11 @@ def redetect_predicates_task(campaign_id: int) -> int:
 @shared_task(name="annotation.update_worker_quality", acks_late=True)
 def update_worker_quality_task(campaign_id: int, worker_ids: list[int]) -> dict[int, list[str]]:
     """Recompute workers' cross-check figures and revoke failing qualifications (idempotent)."""
-    from annotation.services.quality import apply_cross_checks
+    from annotation.services.quality import apply_cross_checks_many
     from hits.models import Worker
 
     campaign = Campaign.objects.get(pk=campaign_id)
-    return {w.pk: apply_cross_checks(campaign, w) for w in Worker.objects.filter(pk__in=worker_ids)}
+    return apply_cross_checks_many(campaign, Worker.objects.filter(pk__in=worker_ids))
 
 
 @shared_task(name="annotation.drain_followups", acks_late=True, reject_on_worker_lost=True)

@@ -455,19 +455,25 @@ CHECK_NAMES = {
 }
 
 
-def apply_cross_checks(campaign: Campaign, worker: Worker) -> list[str]:
-    """Revoke the qualifications whose checks fail after the grace period; returns the task types revoked."""
-    figures = worker_figures(campaign, worker)
+def apply_cross_checks(campaign: Campaign, worker: Worker, figures: dict | None = None, task_types: dict | None = None) -> list[str]:
+    """Revoke the qualifications whose checks fail after the grace period; returns the task types revoked.
+
+    ``figures`` (the worker's ``worker_figures``) and ``task_types`` (by slug) may be passed in
+    when many workers are checked at once (``apply_cross_checks_many``)."""
+    if figures is None:
+        figures = worker_figures(campaign, worker)
+    if task_types is None:
+        task_types = {t.slug: t for t in TaskType.objects.filter(slug__in=FAILING_CHECKS)}
     revoked = []
     for slug, names in FAILING_CHECKS.items():
-        task_type = TaskType.objects.filter(slug=slug).first()
+        task_type = task_types.get(slug)
         if task_type is None:
-            continue
-        qualification = qualifications.qualification_for(worker, task_type)
-        if qualification is not None and qualification.state == qualification.State.REVOKED:
             continue
         failing = [n for n in names if figures[slug][n]["status"] == "failing"]
         if not failing:
+            continue
+        qualification = qualifications.qualification_for(worker, task_type)
+        if qualification is not None and qualification.state == qualification.State.REVOKED:
             continue
         n_items = figures[slug][names[0]]["n"]
         last_manual = QualificationEvent.objects.filter(
@@ -485,6 +491,14 @@ def apply_cross_checks(campaign: Campaign, worker: Worker) -> list[str]:
         )
         revoked.append(slug)
     return revoked
+
+
+def apply_cross_checks_many(campaign: Campaign, workers) -> dict[int, list[str]]:
+    """``apply_cross_checks`` for many workers, their figures computed together (grouped queries)."""
+    workers = list(workers)
+    figures = workers_figures(campaign, [w.pk for w in workers])
+    task_types = {t.slug: t for t in TaskType.objects.filter(slug__in=FAILING_CHECKS)}
+    return {w.pk: apply_cross_checks(campaign, w, figures[w.pk], task_types) for w in workers}
 
 
 def schedule_cross_checks(campaign: Campaign, workers) -> None:

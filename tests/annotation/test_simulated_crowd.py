@@ -74,3 +74,32 @@ def test_worker_table_figures_match_the_judgments_in_a_fixed_number_of_queries()
                 n += 1
                 agree += int(gold.present == judgment.present)
         assert row["figures"]["presence"]["majority_agreement"] == {"value": agree / n if n else None, "n": n}
+
+
+def test_cross_checks_of_many_workers_share_their_queries():
+    """The coalesced cross-check task computes every worker's figures together, not worker by worker."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.services.quality import FAILING_CHECKS, worker_figures
+    from annotation.tasks import update_worker_quality_task
+    from hits.models import QualificationEvent, Worker
+
+    call_command("load_demo", password="demo-pass-123")
+    call_command("simulate_crowd", campaign="demo-news", workers=8, seed=5)
+    campaign = Campaign.objects.get(slug="demo-news")
+    workers = list(Worker.objects.filter(external_id__startswith="sim-"))
+    assert len(workers) >= 8
+    failing = {
+        w.pk: sum(1 for slug, names in FAILING_CHECKS.items() if any(worker_figures(campaign, w)[slug][n]["status"] == "failing" for n in names))
+        for w in workers
+    }
+    events_before = QualificationEvent.objects.count()
+    with CaptureQueriesContext(connection) as queries:
+        result = update_worker_quality_task(campaign.pk, [w.pk for w in workers])
+    assert set(result) == {w.pk for w in workers}
+    # Figures and task types once for all; a failing check costs a few more queries (qualification, revocation).
+    assert len(queries.captured_queries) <= 12 + 8 * sum(failing.values())
+    # A second run revokes nothing new (idempotent).
+    update_worker_quality_task(campaign.pk, [w.pk for w in workers])
+    assert QualificationEvent.objects.count() == events_before + sum(len(v) for v in result.values())
