@@ -110,8 +110,8 @@ def _page_context(handler, hit, assignment, data, worker):
 @rate_limited("SUBMIT_RATE_LIMIT", lambda r: f"user:{r.user.pk}")
 def assignment_page(request, pk):
     worker = _worker(request)
-    if request.method == "POST" and request.POST.get("action", "submit") == "submit":
-        # The submission loads (and locks) the assignment itself: no separate lookup first.
+    if request.method == "POST" and request.POST.get("action") not in ("return", "skip"):
+        # A submission loads (and locks) the assignment itself: no separate lookup first.
         return _submit(request, worker, pk)
     assignment = Assignment.objects.select_related("hit__task_type").filter(pk=pk, worker=worker).first()
     if assignment is None:
@@ -125,10 +125,8 @@ def assignment_page(request, pk):
         return render(request, "hits/assignment.html", _page_context(handler, assignment.hit, assignment, None, worker))
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
-    action = request.POST.get("action")
+    action = request.POST["action"]
     task_type = assignment.hit.task_type
-    if action not in ("return", "skip"):
-        return _submit(request, worker, pk)
     try:
         return_assignment(worker, assignment.pk)
     except AssignmentClosed as exc:

@@ -25,6 +25,17 @@ class PresencePair:
     context: str = ""
 
 
+def file_sha256(path) -> str:
+    """SHA-256 of a saved model file, read in blocks (weights files can be large)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 class JudgeError(Exception):
     """A judge could not be built or could not answer (bad settings, missing model, endpoint failure)."""
 

@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from annotation.judges.base import JudgeError, PresenceJudge, PresencePair
+from annotation.judges.base import JudgeError, PresenceJudge, PresencePair, file_sha256
 
 KIND = "cross-encoder"
 FORMAT_VERSION = 2
@@ -411,18 +411,10 @@ def predict_judge(trained: dict, data: PairStates, rows, pad_to: int | None = No
     return (p, p_ce, p_gb) if components else p
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def encoder_digest(encoder) -> str:
     """Digest of the packaged encoder's weights file (the frozen bottom comes from it)."""
     files = sorted(Path(encoder.path).glob("*.safetensors")) or sorted(Path(encoder.path).glob("*.bin"))
-    return _sha256(files[0]) if files else ""
+    return file_sha256(files[0]) if files else ""
 
 
 def save(directory: Path, trained: dict, settings: CrossEncoderSettings, encoder, extra: dict) -> dict:
@@ -452,8 +444,8 @@ def save(directory: Path, trained: dict, settings: CrossEncoderSettings, encoder
         "validation": trained["validation"],
         "history": trained["history"],
         **extra,
-        "weights_sha256": _sha256(weights),
-        "head_sha256": _sha256(directory / HEAD_FILE),
+        "weights_sha256": file_sha256(weights),
+        "head_sha256": file_sha256(directory / HEAD_FILE),
     }
     import json
 
@@ -523,7 +515,7 @@ def load(directory: Path, metadata: dict) -> CrossEncoderJudge:
     if metadata.get("format") != FORMAT_VERSION or metadata.get("features") != _feature_names():
         raise JudgeError(f"{directory} was saved by another version of the trained judge; train it again")
     for path, key in ((weights, "weights_sha256"), (head, "head_sha256")):
-        if _sha256(path) != metadata.get(key):
+        if file_sha256(path) != metadata.get(key):
             raise JudgeError(f"{path} does not match its metadata (changed after training); train it again")
 
     from annotation.judges.encoder import shared_encoder

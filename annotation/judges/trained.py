@@ -17,7 +17,6 @@ loads whichever kind was saved there.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotation.judges import crossencoder
-from annotation.judges.base import JudgeError, PresenceJudge, PresencePair
+from annotation.judges.base import JudgeError, PresenceJudge, PresencePair, file_sha256
 from annotation.judges.features import FEATURE_NAMES, pair_features
 
 KINDS = (crossencoder.KIND, "features")
@@ -189,8 +188,7 @@ def load_trained_judge(name: str | None = None, **options) -> PresenceJudge:
         raise JudgeError(f"{directory} has no head.joblib; train it again")
     if metadata.get("format") != FORMAT_VERSION or metadata.get("features") != FEATURE_NAMES:
         raise JudgeError(f"{directory} was saved by another version of the trained judge; train it again")
-    digest = hashlib.sha256(head_path.read_bytes()).hexdigest()
-    if digest != metadata.get("head_sha256"):
+    if file_sha256(head_path) != metadata.get("head_sha256"):
         raise JudgeError(f"{head_path} does not match its metadata (changed after training); train it again")
     return TrainedJudge(directory, joblib.load(head_path), metadata)
 
@@ -296,7 +294,7 @@ def _train_features_head(data: PresenceDataset, directory: Path, validation_shar
         "validation": validation,
         "training_metrics": _metrics(head.predict_proba(features)[:, 1], labels, threshold),
         "seconds": {"features": round(feature_seconds, 2), "fit": round(fit_seconds, 2)},
-        "head_sha256": hashlib.sha256((directory / "head.joblib").read_bytes()).hexdigest(),
+        "head_sha256": file_sha256(directory / "head.joblib"),
     }
     (directory / "metadata.json").write_text(json.dumps(metadata, indent=2))
     from annotation.judges.registry import forget_judges
