@@ -15,6 +15,15 @@ each run's throughput.  A warm-up of ``BENCH_LOAD_WARMUP`` seconds (5) comes fir
 not measured (its submissions are checked too).  Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres)
 and Redis on 127.0.0.1:6379; it creates and drops its own database
 "qapyr_bench" and uses Redis database 5.  Everything runs on loopback.
+
+Before the levels, the same server setup answers an authenticated no-op page (session,
+user and worker loaded through the whole middleware stack, nothing else) under the first
+level's number of clients, and the script prints
+
+    load ceiling workers=N noop_requests_per_s=R cycles_per_s_ceiling=R/2 p95_ms=B
+
+A cycle is two requests that each also do real work, so R/2 bounds what any cycle can
+reach on this machine with this stack and this client.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ N_SYSTEMS = 10
 GUNICORN_CLASS = os.environ.get("BENCH_GUNICORN_CLASS", "sync")
 GUNICORN_WORKERS = os.environ.get("BENCH_GUNICORN_WORKERS", str(2 * (os.cpu_count() or 1) + 1))
 GUNICORN_THREADS = os.environ.get("BENCH_GUNICORN_THREADS", "1")
+CEILING = os.environ.get("BENCH_LOAD_CEILING", "1") != "0"
 
 
 def reachable(port: int) -> bool:
@@ -186,6 +196,100 @@ class Client:
         return response.status, response.getheader("Location", ""), content, elapsed, int(response.getheader("X-DB-Queries", "0"))
 
 
+NOOP_URLS = r'''
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.urls import include, path
+
+
+@login_required
+def noop(request):
+    return HttpResponse(request.user.worker.external_id)
+
+
+urlpatterns = [path("bench/noop/", noop), path("", include("config.urls"))]
+'''
+
+
+def run_noop(port: int, sessions: list[str], seconds: float) -> dict:
+    """Authenticated GETs of the no-op page by one thread per session, for ``seconds``."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    stop_at = time.perf_counter() + seconds
+
+    def work(session: str):
+        client = Client(port, session)
+        local = []
+        while time.perf_counter() < stop_at:
+            status, _, _, elapsed, _ = client.request("GET", "/bench/noop/")
+            if status != 200:
+                raise RuntimeError(f"no-op page answered {status}")
+            local.append(elapsed)
+        with lock:
+            latencies.extend(local)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {"rps": len(latencies) / elapsed, "p95": 1000 * latencies[int(0.95 * (len(latencies) - 1))]}
+
+
+def start_server(port: int, env: dict) -> list[subprocess.Popen]:
+    """Gunicorn (``GUNICORN_*`` settings) and one Celery worker; returns once the port answers."""
+    gunicorn = subprocess.Popen(
+        [shutil.which("gunicorn", path=str(Path(PY).parent)) or "gunicorn", "config.wsgi:application", "-b", f"127.0.0.1:{port}",
+         "-k", GUNICORN_CLASS, "-w", GUNICORN_WORKERS, "--threads", GUNICORN_THREADS,
+         "--backlog", "2048", "--log-level", "warning"],
+        cwd=REPO, env=env,
+    )
+    celery = subprocess.Popen(
+        [PY, "-m", "celery", "-A", "config", "worker", "-c", "1", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    for _ in range(100):
+        if reachable(port):
+            break
+        time.sleep(0.1)
+    return [gunicorn, celery]
+
+
+def stop_server(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            # A worker still busy with queued follow-ups: its work is not what is measured.
+            p.kill()
+            p.wait()
+
+
+def measure_ceiling(port: int, env: dict, sessions: list[str]) -> None:
+    """The no-op page's throughput on the same server setup: what a cycle of two requests cannot exceed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "bench_noop_urls.py").write_text(NOOP_URLS)
+        (Path(tmp) / "bench_noop_settings.py").write_text('from config.settings import *  # noqa\nROOT_URLCONF = "bench_noop_urls"\n')
+        procs = start_server(port, env | {"DJANGO_SETTINGS_MODULE": "bench_noop_settings", "PYTHONPATH": f"{tmp}{os.pathsep}{REPO}"})
+        try:
+            if WARMUP > 0:
+                run_noop(port, sessions, WARMUP)
+            runs = [run_noop(port, sessions, SECONDS) for _ in range(RUNS)]
+        finally:
+            stop_server(procs)
+    rps = statistics.median(r["rps"] for r in runs)
+    print(
+        f"load ceiling workers={len(sessions)} noop_requests_per_s={rps:.0f} cycles_per_s_ceiling={rps / 2:.0f} "
+        f"p95_ms={statistics.median(r['p95'] for r in runs):.0f} runs={len(runs)}",
+        flush=True,
+    )
+
+
 def run_level(port: int, sessions: list[str], seconds: float) -> dict:
     latencies: list[float] = []
     queries: list[int] = []
@@ -277,35 +381,15 @@ def main() -> int:
             import json
 
             sessions = json.loads(out.strip().splitlines()[-1])
-            gunicorn = subprocess.Popen(
-                [shutil.which("gunicorn", path=str(Path(PY).parent)) or "gunicorn", "config.wsgi:application", "-b", f"127.0.0.1:{port}",
-                 "-k", GUNICORN_CLASS, "-w", GUNICORN_WORKERS, "--threads", GUNICORN_THREADS,
-                 "--backlog", "2048", "--log-level", "warning"],
-                cwd=REPO, env=env,
-            )
-            celery = subprocess.Popen(
-                [PY, "-m", "celery", "-A", "config", "worker", "-c", "1", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
-                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
-            procs = [gunicorn, celery]
-            for _ in range(100):
-                if reachable(port):
-                    break
-                time.sleep(0.1)
+            if workers == LEVELS[0] and CEILING:
+                measure_ceiling(port, env, sessions)
+            procs = start_server(port, env)
             # A warm-up (gunicorn's processes import views, compile templates and open their database
             # connections on first use) is not measured; its submissions are checked like the others.
             warmup = run_level(port, sessions, WARMUP) if WARMUP > 0 else {"acknowledged": [], "errors": 0}
             # Several runs per level on the same server; the line reports their medians.
             runs = [run_level(port, sessions, SECONDS) for _ in range(RUNS)]
-            for p in procs:
-                p.terminate()
-            for p in procs:
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    # A worker still busy with queued follow-ups: its work is not what is measured.
-                    p.kill()
-                    p.wait()
+            stop_server(procs)
             procs = []
             acknowledged = [a for r in [warmup, *runs] for a in r["acknowledged"]]
             checks = json.loads(
