@@ -211,6 +211,17 @@ urlpatterns = [path("bench/noop/", noop), path("", include("config.urls"))]
 '''
 
 
+def run_threads(work, sessions: list[str]) -> float:
+    """Run ``work(session)`` in one thread per session; the wall time until all are done."""
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - started
+
+
 def run_noop(port: int, sessions: list[str], seconds: float) -> dict:
     """Authenticated GETs of the no-op page by one thread per session, for ``seconds``."""
     latencies: list[float] = []
@@ -228,13 +239,7 @@ def run_noop(port: int, sessions: list[str], seconds: float) -> dict:
         with lock:
             latencies.extend(local)
 
-    started = time.perf_counter()
-    threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - started
+    elapsed = run_threads(work, sessions)
     latencies.sort()
     return {"rps": len(latencies) / elapsed, "p95": 1000 * latencies[int(0.95 * (len(latencies) - 1))]}
 
@@ -338,13 +343,7 @@ def run_level(port: int, sessions: list[str], seconds: float) -> dict:
             queries.extend(local_q)
             acknowledged.extend(local_ack)
 
-    started = time.perf_counter()
-    threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - started
+    elapsed = run_threads(work, sessions)
     latencies.sort()
 
     def pct(p):
