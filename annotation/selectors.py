@@ -39,7 +39,7 @@ def campaign_progress(campaign: Campaign) -> dict:
 
     stages = {slug: None for slug in (GENERATION, VERIFICATION, PRESENCE)}
     if campaign.batch_id:
-        open_ = Q(state=HIT.State.OPEN)
+        open_ = Q(state__in=HIT.UNFINISHED_STATES)  # a paused campaign's HITs still wait for work
         rows = (
             HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.REGULAR)
             .values("task_type__slug", "task_type__name")

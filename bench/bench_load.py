@@ -154,9 +154,10 @@ print(json.dumps({"overfilled": overfilled, "duplicates": duplicates, "lost": lo
 '''
 
 
-def write_dataset(root: Path) -> None:
+def write_dataset(root: Path, n_examples: int = N_EXAMPLES) -> None:
+    """A Pyramid-style folder: ``n_examples`` references of four units, each summarised by 10 systems."""
     (root / "summaries").mkdir(parents=True)
-    ids = [f"doc{i}" for i in range(N_EXAMPLES)]
+    ids = [f"doc{i}" for i in range(n_examples)]
     (root / "ids.txt").write_text("\n".join(ids) + "\n")
     (root / "references.txt").write_text("\n".join(f"<t> Reference {i} about a topic . </t>" for i in ids) + "\n")
     (root / "SCUs.txt").write_text("\n".join("\t".join(f"fact {u} of {i}" for u in range(4)) for i in ids) + "\n")

@@ -120,8 +120,14 @@ class HIT(models.Model):
 
     class State(models.TextChoices):
         OPEN = "open", "Open"
+        # Set aside while its batch is paused (``hits.services.set_batch_state``): the hand-out's
+        # queue index (task type, state, priority, id) then never walks past a paused campaign.
+        PAUSED = "paused", "Paused"
         COMPLETED = "completed", "Completed"
         CANCELLED = "cancelled", "Cancelled"
+
+    # Not yet completed nor cancelled: work still to do (open now, or open again on resume).
+    UNFINISHED_STATES = (State.OPEN, State.PAUSED)
 
     class Kind(models.TextChoices):
         REGULAR = "regular", "Regular"

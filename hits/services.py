@@ -242,7 +242,20 @@ def expire_assignments(now=None) -> int:
 
 
 def set_batch_state(batch: Batch, state: str) -> None:
+    """Change a batch's state; pausing sets its open HITs aside and resuming opens them again.
+
+    A paused batch's HITs would be refused by the hand-out anyway (it asks for an active batch),
+    but while they stayed open the queue index led every hand-out past all of them, in queue
+    order: one large paused campaign slowed every worker's next HIT.  HITs opened during the
+    pause (follow-ups of work in progress) stay open and are held back by the batch's state.
+    Callers serialise pause and resume (the campaign row is locked), so no HIT stays set aside
+    in an active batch.
+    """
     Batch.objects.filter(pk=batch.pk).update(state=state)
+    if state == Batch.State.PAUSED:
+        HIT.objects.filter(batch_id=batch.pk, state=HIT.State.OPEN).update(state=HIT.State.PAUSED)
+    elif state == Batch.State.ACTIVE:
+        HIT.objects.filter(batch_id=batch.pk, state=HIT.State.PAUSED).update(state=HIT.State.OPEN)
     batch.state = state
 
 

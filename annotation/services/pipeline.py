@@ -39,6 +39,7 @@ from annotation.models import (
 )
 from hits.models import HIT, Assignment, Batch, TaskType
 from hits.mturk.publishing import publish_soon
+from hits.services import set_batch_state
 
 GENERATION = "generation"
 VERIFICATION = "verification"
@@ -386,7 +387,7 @@ def finish_campaign_if_done(campaign: Campaign) -> bool:
     """Mark a running campaign finished when no HIT of it is open any more."""
     if campaign.state != Campaign.State.RUNNING:
         return False
-    if HIT.objects.filter(batch_id=campaign.batch_id, state=HIT.State.OPEN, kind=HIT.Kind.REGULAR).exists():
+    if HIT.objects.filter(batch_id=campaign.batch_id, state__in=HIT.UNFINISHED_STATES, kind=HIT.Kind.REGULAR).exists():
         return False
     if Example.objects.filter(campaign=campaign, presence_started=False).exists():
         return False
@@ -420,7 +421,7 @@ def cancel_campaign(campaign: Campaign) -> None:
     campaign.save(update_fields=["state"])
     if campaign.batch_id:
         Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.CANCELLED)
-        HIT.objects.filter(batch_id=campaign.batch_id, state=HIT.State.OPEN).update(state=HIT.State.CANCELLED)
+        HIT.objects.filter(batch_id=campaign.batch_id, state__in=HIT.UNFINISHED_STATES).update(state=HIT.State.CANCELLED)
 
 
 def _switch(campaign: Campaign, expected: str, new: str, batch_state: str) -> None:
@@ -431,4 +432,5 @@ def _switch(campaign: Campaign, expected: str, new: str, batch_state: str) -> No
         )
     campaign.state = new
     campaign.save(update_fields=["state"])
-    Batch.objects.filter(pk=campaign.batch_id).update(state=batch_state)
+    if campaign.batch_id:
+        set_batch_state(campaign.batch, batch_state)

@@ -566,7 +566,7 @@ def include_worker(campaign: Campaign, worker: Worker, *, by=None) -> dict:
     pairs = set(judgments.values_list("unit_id", "summary_id"))
     hit_ids = set(judgments.exclude(assignment=None).values_list("assignment__hit_id", flat=True))
     n = judgments.update(excluded=False)
-    for hit in HIT.objects.select_for_update().filter(pk__in=hit_ids, state=HIT.State.OPEN):
+    for hit in HIT.objects.select_for_update().filter(pk__in=hit_ids, state__in=HIT.UNFINISHED_STATES):
         spare = min(hit.payload.get("replacements", 0), hit.max_assignments - hit.n_taken)
         if spare > 0:
             hit.max_assignments -= spare

@@ -146,9 +146,9 @@ def create_hit_request(hit: HIT, qualification_type_id: str | None = None, regul
 
 
 def unpublished_hits(batch: Batch):
-    """Open HITs of the batch that are not on MTurk yet, oldest first."""
+    """Open HITs of the batch that are not on MTurk yet, oldest first (set-aside ones of a paused batch included)."""
     return (
-        HIT.objects.filter(batch=batch, state=HIT.State.OPEN, mturk__isnull=True)
+        HIT.objects.filter(batch=batch, state__in=HIT.UNFINISHED_STATES, mturk__isnull=True)
         .select_related("task_type")
         .order_by("pk")
     )

@@ -171,3 +171,46 @@ def test_scu_campaign_goes_straight_to_presence(tmp_path):
     hits = list(HIT.objects.order_by("pk"))
     assert [len(h.payload["units"]) for h in hits] == [4, 2]
     assert all(h.task_type.slug == "presence" and h.payload["predicate"] is None for h in hits)
+
+
+def _scu_campaign(tmp_path, name, n_examples):
+    folder = tmp_path / name
+    (folder / "summaries").mkdir(parents=True)
+    ids = [f"{name}{i}" for i in range(n_examples)]
+    (folder / "ids.txt").write_text("\n".join(ids) + "\n")
+    (folder / "references.txt").write_text("".join("A cat sat .\n" for _ in ids))
+    (folder / "summaries" / "s1.summary").write_text("".join("A cat sat .\n" for _ in ids))
+    (folder / "SCUs.txt").write_text("".join("unit one\tunit two\n" for _ in ids))
+    campaign = import_campaign(name=name, folder=folder).campaign
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    return campaign
+
+
+def test_a_paused_campaign_sets_its_hits_aside_and_work_in_progress_still_counts(tmp_path):
+    from annotation.selectors import campaign_progress
+    from annotation.services.pipeline import cancel_campaign, pause_campaign, resume_campaign
+
+    first = _scu_campaign(tmp_path, "first", 3)
+    second = _scu_campaign(tmp_path, "second", 2)
+    busy = W("busy")
+    in_progress = accept_next(busy, T("presence"))
+    assert in_progress.hit.batch_id == first.batch_id
+    before = campaign_progress(first)["stages"]["presence"]
+    pause_campaign(first)
+    states = dict(HIT.objects.filter(batch_id=first.batch_id).values_list("pk", "state"))
+    # Every HIT of the paused campaign is set aside, the one a worker holds too; the progress is unchanged.
+    assert set(states.values()) == {"paused"}
+    assert campaign_progress(first)["stages"]["presence"] == before
+    # Other workers get the other campaign's HITs only.
+    got = [accept_next(W(f"w{i}"), T("presence")) for i in range(3)]
+    assert [a.hit.batch_id for a in got] == [second.batch_id] * 3
+    # The worker who held a HIT of the paused campaign can still submit it; the campaign does not finish.
+    submit_assignment(busy, in_progress.pk, {f"p_{pk}": "1" for pk in in_progress.hit.payload["units"]})
+    assert Campaign.objects.get(pk=first.pk).state == "paused"
+    resume_campaign(first)
+    assert set(HIT.objects.filter(batch_id=first.batch_id).values_list("state", flat=True)) == {"open"}
+    assert accept_next(W("after"), T("presence")).hit.batch_id == first.batch_id
+    pause_campaign(first)
+    cancel_campaign(first)
+    assert set(HIT.objects.filter(batch_id=first.batch_id).values_list("state", flat=True)) == {"cancelled"}

@@ -1,0 +1,103 @@
+"""Hand-out benchmark: the time to give a worker their next HIT while a large paused campaign
+sits ahead of a running one in the queue.
+
+A paused campaign's open HITs are set aside (HIT state "paused") so that the queue index skips
+them; before, they stayed open and every hand-out walked past all of them.  The script measures
+both on the same data, by putting the paused campaign's HITs back to "open" for the second
+measurement (the state they had before), and prints
+
+    handout paused_hits=N accept_ms=A accept_ms_left_open=B ratio=B/A
+
+(medians over ``BENCH_HANDOUT_WORKERS`` fresh workers, 30).  Needs PostgreSQL on
+127.0.0.1:5432 (trust auth, user postgres); creates and drops the database "qapyr_bench_handout".
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DB = "qapyr_bench_handout"
+PAUSED_EXAMPLES = int(os.environ.get("BENCH_HANDOUT_EXAMPLES", "5000"))  # x 10 systems = HITs
+N_WORKERS = int(os.environ.get("BENCH_HANDOUT_WORKERS", "30"))
+
+
+def main() -> int:
+    try:
+        socket.create_connection(("127.0.0.1", 5432), timeout=1).close()
+    except OSError:
+        print("handout skipped: needs PostgreSQL on 127.0.0.1:5432")
+        return 0
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB}")
+    os.environ.update(
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{DB}", DJANGO_SETTINGS_MODULE="config.settings",
+        DEBUG="1", CELERY_TASK_ALWAYS_EAGER="1", DATA_DIR=tempfile.mkdtemp(prefix="qapyr-handout-"),
+    )
+    for key in ("CELERY_BROKER_URL", "REDIS_URL"):
+        os.environ.pop(key, None)
+    sys.path[:0] = [str(REPO), str(REPO / "bench")]
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from bench_load import write_dataset
+    from django.contrib.auth import get_user_model
+
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.pipeline import launch_campaign, pause_campaign
+    from hits.models import HIT, TaskType, Worker
+    from hits.services import accept_next
+
+    def campaign(name, n_examples):
+        with tempfile.TemporaryDirectory() as tmp:
+            write_dataset(Path(tmp) / "ds", n_examples)
+            created = import_campaign(name=name, folder=Path(tmp) / "ds", predicates="none").campaign
+        launch_campaign(created)
+        created.refresh_from_db()
+        return created
+
+    paused = campaign("Paused", PAUSED_EXAMPLES)  # first in the queue (lower ids)
+    pause_campaign(paused)
+    running = campaign("Running", max(1, N_WORKERS))
+    presence = TaskType.objects.get(slug="presence")
+    users = get_user_model()
+
+    def median_accept_ms(tag):
+        times = []
+        for i in range(N_WORKERS):
+            user = users.objects.create_user(f"{tag}{i}")
+            worker = Worker.objects.create(user=user, external_id=user.username)
+            started = time.perf_counter()
+            assignment = accept_next(worker, presence)
+            times.append(time.perf_counter() - started)
+            if assignment is None or assignment.hit.batch_id != running.batch_id:
+                raise SystemExit("handout: a worker did not get a HIT of the running campaign")
+        return 1000 * statistics.median(times)
+
+    n_paused = HIT.objects.filter(batch_id=paused.batch_id, state=HIT.State.PAUSED).count()
+    aside = median_accept_ms("aside")
+    HIT.objects.filter(batch_id=paused.batch_id, state=HIT.State.PAUSED).update(state=HIT.State.OPEN)
+    left_open = median_accept_ms("open")
+    print(f"handout paused_hits={n_paused} accept_ms={aside:.1f} accept_ms_left_open={left_open:.1f} ratio={left_open / aside:.1f}", flush=True)
+    from django.db import connections
+
+    connections.close_all()
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
