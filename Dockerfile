@@ -14,4 +14,6 @@ RUN useradd --create-home --uid 1000 app && mkdir -p /data && chown app /data
 USER app
 ENV DATA_DIR=/data
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
+# gunicorn reads its number of (sync) workers from WEB_CONCURRENCY: 2 x the host's cores + 1.
+ENV WEB_CONCURRENCY=5
+CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000"]

@@ -41,6 +41,10 @@ def test_web_runs_gunicorn_on_the_projects_wsgi_application():
     assert hasattr(importlib.import_module(module), attribute)
     assert shutil.which("gunicorn", path=str(Path(REPO / ".venv" / "bin"))) or importlib.util.find_spec("gunicorn")
     assert "migrate" in _compose()["services"]["web"]["command"]
+    # The number of gunicorn workers comes from WEB_CONCURRENCY (gunicorn's own variable), in both files.
+    assert "--workers" not in _compose()["services"]["web"]["command"]
+    assert _compose()["services"]["web"]["environment"]["WEB_CONCURRENCY"] == "${WEB_CONCURRENCY:-5}"
+    assert "ENV WEB_CONCURRENCY=5" in (REPO / "Dockerfile").read_text()
 
 
 def test_worker_and_beat_run_the_projects_celery_app():
