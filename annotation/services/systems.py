@@ -103,6 +103,11 @@ def _write_systems(campaign: Campaign, records) -> AddedSystems:
         for example_id, summary_ids in by_example.items():
             if example_id in started:
                 rows.extend(presence_hit_rows(campaign, started[example_id], summary_ids))
+    if campaign.state == Campaign.State.PAUSED:
+        # Set aside like the rest of the paused campaign's HITs (the campaign row is locked, so no
+        # resume can come in between); the resume opens them.
+        for row in rows:
+            row.state = HIT.State.PAUSED
     HIT.objects.bulk_create(rows, batch_size=2000)
     result.n_hits = len(rows)
     if rows and campaign.state == Campaign.State.FINISHED:

@@ -140,3 +140,25 @@ def test_new_system_of_an_scu_campaign_gets_presence_hits_for_every_unit(tmp_pat
     sysb = set(SystemSummary.objects.filter(system__name="sysB").values_list("pk", flat=True))
     new = HIT.objects.filter(batch_id=campaign.batch_id, payload__summary__in=list(sysb))
     assert sorted(len(h.payload["units"]) for h in new) == [1, 1, 4]
+
+
+def test_a_system_added_to_a_paused_campaign_waits_set_aside_until_the_resume(tmp_path):
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.pipeline import launch_campaign, pause_campaign, resume_campaign
+
+    root = tmp_path / "ds"
+    (root / "summaries").mkdir(parents=True)
+    (root / "ids.txt").write_text("e1\n")
+    (root / "references.txt").write_text("The dog barked.\n")
+    (root / "summaries" / "sysA.summary").write_text("The dog barked.\n")
+    (root / "SCUs.txt").write_text("The dog barked.\tIt was loud.\n")
+    campaign = import_campaign(name="Paused units", folder=root).campaign
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    pause_campaign(campaign)
+    campaign.refresh_from_db()
+    result = add_systems(campaign, _file(b'{"id": "e1", "system": "sysB", "summary": "A dog."}\n'))
+    assert result.n_hits == 1
+    assert set(HIT.objects.filter(batch_id=campaign.batch_id).values_list("state", flat=True)) == {"paused"}
+    resume_campaign(campaign)
+    assert set(HIT.objects.filter(batch_id=campaign.batch_id).values_list("state", flat=True)) == {"open"}
