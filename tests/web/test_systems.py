@@ -119,20 +119,29 @@ def test_new_hits_of_an_mturk_campaign_go_to_the_mturk_publisher(draft, monkeypa
     assert sent == [("hits.mturk.publish_batch", [draft.batch_id])]
 
 
-def test_new_system_of_an_scu_campaign_gets_presence_hits_for_every_unit(tmp_path):
+def _launched_scu_campaign(tmp_path, name, rows):
+    """A launched SCU campaign of system sysA; ``rows``: (id, reference, sysA's summary, units) per example."""
     from annotation.services.campaign_import import import_campaign
     from annotation.services.pipeline import launch_campaign
 
     root = tmp_path / "ds"
     (root / "summaries").mkdir(parents=True)
-    (root / "ids.txt").write_text("e1\ne2\n")
-    (root / "references.txt").write_text("The dog barked. A cat ran away.\nPrices rose.\n")
-    (root / "summaries" / "sysA.summary").write_text("The dog barked.\nPrices went up.\n")
-    (root / "SCUs.txt").write_text("The dog barked.\tA cat ran away.\tIt was loud.\tIt was late.\tThey left.\nPrices rose.\n")
-    campaign = import_campaign(name="Units", folder=root).campaign
+    (root / "ids.txt").write_text("".join(f"{r[0]}\n" for r in rows))
+    (root / "references.txt").write_text("".join(f"{r[1]}\n" for r in rows))
+    (root / "summaries" / "sysA.summary").write_text("".join(f"{r[2]}\n" for r in rows))
+    (root / "SCUs.txt").write_text("".join("\t".join(r[3]) + "\n" for r in rows))
+    campaign = import_campaign(name=name, folder=root).campaign
     Campaign.objects.filter(pk=campaign.pk).update(gold_share=0)
     launch_campaign(campaign)
     campaign.refresh_from_db()
+    return campaign
+
+
+def test_new_system_of_an_scu_campaign_gets_presence_hits_for_every_unit(tmp_path):
+    campaign = _launched_scu_campaign(tmp_path, "Units", [
+        ("e1", "The dog barked. A cat ran away.", "The dog barked.", ["The dog barked.", "A cat ran away.", "It was loud.", "It was late.", "They left."]),
+        ("e2", "Prices rose.", "Prices went up.", ["Prices rose."]),
+    ])
     before = HIT.objects.filter(batch_id=campaign.batch_id).count()
     assert before == 2 + 1  # e1: 5 units in HITs of 4 → 2; e2: 1
     result = add_systems(campaign, _file(b'{"id": "e1", "system": "sysB", "summary": "A dog."}\n{"id": "e2", "system": "sysB", "summary": "Up."}\n'))
@@ -143,18 +152,9 @@ def test_new_system_of_an_scu_campaign_gets_presence_hits_for_every_unit(tmp_pat
 
 
 def test_a_system_added_to_a_paused_campaign_waits_set_aside_until_the_resume(tmp_path):
-    from annotation.services.campaign_import import import_campaign
-    from annotation.services.pipeline import launch_campaign, pause_campaign, resume_campaign
+    from annotation.services.pipeline import pause_campaign, resume_campaign
 
-    root = tmp_path / "ds"
-    (root / "summaries").mkdir(parents=True)
-    (root / "ids.txt").write_text("e1\n")
-    (root / "references.txt").write_text("The dog barked.\n")
-    (root / "summaries" / "sysA.summary").write_text("The dog barked.\n")
-    (root / "SCUs.txt").write_text("The dog barked.\tIt was loud.\n")
-    campaign = import_campaign(name="Paused units", folder=root).campaign
-    launch_campaign(campaign)
-    campaign.refresh_from_db()
+    campaign = _launched_scu_campaign(tmp_path, "Paused units", [("e1", "The dog barked.", "The dog barked.", ["The dog barked.", "It was loud."])])
     pause_campaign(campaign)
     campaign.refresh_from_db()
     result = add_systems(campaign, _file(b'{"id": "e1", "system": "sysB", "summary": "A dog."}\n'))
