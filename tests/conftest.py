@@ -12,6 +12,15 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 DEMO_DIR = REPO / "annotation" / "demo"
 
 
+def database_url_for_workers() -> str:
+    """The URL of the database the tests run on, for the worker processes a test starts."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
 def write_jsonl(path: Path, rows) -> Path:
     path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows), encoding="utf-8")
     return path

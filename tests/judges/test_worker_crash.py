@@ -21,7 +21,7 @@ from django.db import connection
 from django.db.models import Count
 
 from annotation.models import AutoPresence, AutoscoreChunk, AutoscoreRun, AutoSummaryScore
-from tests.conftest import REPO
+from tests.conftest import REPO, database_url_for_workers
 from tests.reliability.test_faults import celery_on, private_redis  # noqa: F401  (fixtures)
 
 pytestmark = [
@@ -30,16 +30,10 @@ pytestmark = [
 ]
 
 
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
 def _start_worker(port: int, log_path) -> subprocess.Popen:
     name = f"crash-{uuid.uuid4().hex[:8]}@localhost"
     env = os.environ | {
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url_for_workers(),
         "CELERY_BROKER_URL": f"redis://127.0.0.1:{port}/0",
         "REDIS_URL": f"redis://127.0.0.1:{port}/0",
         "CELERY_RESULT_BACKEND": f"redis://127.0.0.1:{port}/1",

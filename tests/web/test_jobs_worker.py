@@ -14,14 +14,8 @@ from django.urls import reverse
 
 from annotation.jobs_models import Job
 from annotation.tasks import run_job_task
-from tests.conftest import REPO
+from tests.conftest import REPO, database_url_for_workers
 from tests.web.conftest import settle_with_kept_pairs
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
 @pytest.mark.celery_worker
@@ -38,7 +32,7 @@ def test_export_job_in_a_worker_process(draft, rita, client_rita, tmp_path, sett
     settings.EXPORTS_DIR = exports
     job = Job.objects.create(kind=Job.Kind.EXPORT, campaign=draft, created_by=rita)
     queue = f"test-{uuid.uuid4().hex[:12]}"
-    env = os.environ | {"DATABASE_URL": _database_url(), "EXPORTS_DIR": str(exports), "PYTHONUNBUFFERED": "1"}
+    env = os.environ | {"DATABASE_URL": database_url_for_workers(), "EXPORTS_DIR": str(exports), "PYTHONUNBUFFERED": "1"}
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "-Q", queue, "--without-gossip",
          "--without-mingle", "--without-heartbeat", "--loglevel=INFO", "-n", f"{queue}@localhost"],
