@@ -12,6 +12,20 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 DEMO_DIR = REPO / "annotation" / "demo"
 
 
+@pytest.fixture
+def pinned_rate_window(monkeypatch):
+    """Stop the rate limiter's clock for the test: its fixed windows start on the clock's
+    multiples of the window length, so a test's requests could otherwise straddle two windows
+    and a limit of N would let up to 2N through."""
+    import time
+    from types import SimpleNamespace
+
+    import config.ratelimit
+
+    now = time.time()
+    monkeypatch.setattr(config.ratelimit, "time", SimpleNamespace(time=lambda: now))
+
+
 def database_url_for_workers() -> str:
     """The URL of the database the tests run on, for the worker processes a test starts."""
     from django.db import connection

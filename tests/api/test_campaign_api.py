@@ -190,7 +190,7 @@ def test_page_size_is_capped(api_world, monkeypatch):
     assert len(response["results"]) == 2 and response["count"] == 4
 
 
-def test_token_endpoint_gives_a_working_token_and_is_rate_limited(api_world, django_user_model, settings):
+def test_token_endpoint_gives_a_working_token_and_is_rate_limited(api_world, django_user_model, settings, pinned_rate_window):
     from django.core.cache import cache
 
     cache.clear()

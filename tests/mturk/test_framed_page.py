@@ -121,7 +121,7 @@ def test_mturk_worker_whose_id_is_taken_by_an_imported_worker_still_gets_one(cli
     assert Worker.objects.get(mturk_worker_id="W1").external_id == "mturk:W1-2"
 
 
-def test_taking_places_is_rate_limited_per_client(client, published, settings):
+def test_taking_places_is_rate_limited_per_client(client, published, settings, pinned_rate_window):
     settings.SUBMIT_RATE_LIMIT = "1/60"
     address = f"10.{random.randrange(256)}.{random.randrange(256)}.{random.randrange(1, 255)}"  # a fresh window, also on a shared Redis
     assert open_page(client, address).status_code == 200

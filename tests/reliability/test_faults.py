@@ -159,7 +159,7 @@ def test_lost_database_connection_gives_a_clean_error_and_no_partial_write(scu_c
 
 
 @pytest.mark.django_db
-def test_login_and_submission_are_rate_limited(django_user_model, scu_campaign):
+def test_login_and_submission_are_rate_limited(django_user_model, scu_campaign, pinned_rate_window):
     from django.core.cache import cache
 
     cache.clear()
