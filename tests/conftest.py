@@ -26,6 +26,26 @@ def pinned_rate_window(monkeypatch):
     monkeypatch.setattr(config.ratelimit, "time", SimpleNamespace(time=lambda: now))
 
 
+def launched_scu_campaign(folder: Path, name: str, rows, system: str = "s1", **fields):
+    """Import and launch an SCU campaign of one system; ``rows``: (id, reference, summary, units) per
+    example; ``fields``: campaign settings changed before the launch."""
+    from annotation.models import Campaign
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.pipeline import launch_campaign
+
+    (folder / "summaries").mkdir(parents=True)
+    (folder / "ids.txt").write_text("".join(f"{r[0]}\n" for r in rows))
+    (folder / "references.txt").write_text("".join(f"{r[1]}\n" for r in rows))
+    (folder / "summaries" / f"{system}.summary").write_text("".join(f"{r[2]}\n" for r in rows))
+    (folder / "SCUs.txt").write_text("".join("\t".join(r[3]) + "\n" for r in rows))
+    campaign = import_campaign(name=name, folder=folder).campaign
+    if fields:
+        Campaign.objects.filter(pk=campaign.pk).update(**fields)
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    return campaign
+
+
 def database_url_for_workers() -> str:
     """The URL of the database the tests run on, for the worker processes a test starts."""
     from django.db import connection

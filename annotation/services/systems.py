@@ -26,6 +26,7 @@ from annotation.importing.readers import CampaignImportError, ProblemList, read_
 from annotation.models import Campaign, Example, System, SystemSummary
 from hits.models import HIT, Batch
 from hits.mturk.publishing import publish_soon
+from hits.services import set_batch_state
 
 
 @dataclass
@@ -103,12 +104,11 @@ def _write_systems(campaign: Campaign, records) -> AddedSystems:
         for example_id, summary_ids in by_example.items():
             if example_id in started:
                 rows.extend(presence_hit_rows(campaign, started[example_id], summary_ids))
-    if campaign.state == Campaign.State.PAUSED:
-        # Set aside like the rest of the paused campaign's HITs (the campaign row is locked, so no
-        # resume can come in between); the resume opens them.
-        for row in rows:
-            row.state = HIT.State.PAUSED
     HIT.objects.bulk_create(rows, batch_size=2000)
+    if rows and campaign.state == Campaign.State.PAUSED:
+        # Set aside like the rest of the paused campaign's HITs, by the pause's own step (the
+        # campaign row is locked, so no resume can come in between); the resume opens them.
+        set_batch_state(campaign.batch, Batch.State.PAUSED)
     result.n_hits = len(rows)
     if rows and campaign.state == Campaign.State.FINISHED:
         # New work to do: the campaign runs again until the new system is judged.

@@ -10,7 +10,7 @@ from annotation.services.pipeline import LaunchError, launch_campaign
 from hits.handlers import AnswerErrors
 from hits.models import HIT, TaskType, Worker
 from hits.services import accept_next, submit_assignment
-from tests.conftest import write_jsonl
+from tests.conftest import launched_scu_campaign, write_jsonl
 
 pytestmark = pytest.mark.django_db
 
@@ -174,17 +174,8 @@ def test_scu_campaign_goes_straight_to_presence(tmp_path):
 
 
 def _scu_campaign(tmp_path, name, n_examples):
-    folder = tmp_path / name
-    (folder / "summaries").mkdir(parents=True)
-    ids = [f"{name}{i}" for i in range(n_examples)]
-    (folder / "ids.txt").write_text("\n".join(ids) + "\n")
-    (folder / "references.txt").write_text("".join("A cat sat .\n" for _ in ids))
-    (folder / "summaries" / "s1.summary").write_text("".join("A cat sat .\n" for _ in ids))
-    (folder / "SCUs.txt").write_text("".join("unit one\tunit two\n" for _ in ids))
-    campaign = import_campaign(name=name, folder=folder).campaign
-    launch_campaign(campaign)
-    campaign.refresh_from_db()
-    return campaign
+    rows = [(f"{name}{i}", "A cat sat .", "A cat sat .", ["unit one", "unit two"]) for i in range(n_examples)]
+    return launched_scu_campaign(tmp_path / name, name, rows)
 
 
 def test_a_paused_campaign_sets_its_hits_aside_and_work_in_progress_still_counts(tmp_path):

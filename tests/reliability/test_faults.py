@@ -13,10 +13,9 @@ from django.db import connection
 from django.test import Client, override_settings
 
 from annotation.models import PresenceJudgment
-from annotation.services.campaign_import import import_campaign
-from annotation.services.pipeline import launch_campaign
 from hits.models import Assignment, FollowUp
 from hits import outbox
+from tests.conftest import launched_scu_campaign
 
 
 def _free_port() -> int:
@@ -27,17 +26,8 @@ def _free_port() -> int:
 
 @pytest.fixture
 def scu_campaign(tmp_path):
-    folder = tmp_path / "ds"
-    (folder / "summaries").mkdir(parents=True)
-    (folder / "ids.txt").write_text("e1\n")
-    (folder / "references.txt").write_text("A cat sat on the mat .\n")
-    (folder / "summaries" / "s1.summary").write_text("A cat sat .\n")
-    (folder / "SCUs.txt").write_text("A cat sat.\tOn the mat.\n")
-    campaign = import_campaign(name="Faults", folder=folder).campaign
-    campaign.assignments_presence = 1
-    campaign.save()
-    launch_campaign(campaign)
-    return campaign
+    rows = [("e1", "A cat sat on the mat .", "A cat sat .", ["A cat sat.", "On the mat."])]
+    return launched_scu_campaign(tmp_path / "ds", "Faults", rows, assignments_presence=1)
 
 
 def _judge(django_user_model, name="judy"):

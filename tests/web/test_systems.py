@@ -8,6 +8,7 @@ from django.urls import reverse
 from annotation.models import Campaign, System, SystemSummary
 from annotation.services.systems import add_systems
 from hits.models import HIT
+from tests.conftest import launched_scu_campaign
 from tests.web.conftest import settle_with_kept_pairs, upload
 
 pytestmark = pytest.mark.django_db
@@ -120,21 +121,7 @@ def test_new_hits_of_an_mturk_campaign_go_to_the_mturk_publisher(draft, monkeypa
 
 
 def _launched_scu_campaign(tmp_path, name, rows):
-    """A launched SCU campaign of system sysA; ``rows``: (id, reference, sysA's summary, units) per example."""
-    from annotation.services.campaign_import import import_campaign
-    from annotation.services.pipeline import launch_campaign
-
-    root = tmp_path / "ds"
-    (root / "summaries").mkdir(parents=True)
-    (root / "ids.txt").write_text("".join(f"{r[0]}\n" for r in rows))
-    (root / "references.txt").write_text("".join(f"{r[1]}\n" for r in rows))
-    (root / "summaries" / "sysA.summary").write_text("".join(f"{r[2]}\n" for r in rows))
-    (root / "SCUs.txt").write_text("".join("\t".join(r[3]) + "\n" for r in rows))
-    campaign = import_campaign(name=name, folder=root).campaign
-    Campaign.objects.filter(pk=campaign.pk).update(gold_share=0)
-    launch_campaign(campaign)
-    campaign.refresh_from_db()
-    return campaign
+    return launched_scu_campaign(tmp_path / "ds", name, rows, system="sysA", gold_share=0)
 
 
 def test_new_system_of_an_scu_campaign_gets_presence_hits_for_every_unit(tmp_path):
