@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from annotation.models import Campaign, ContentUnit, Predicate, SystemSummary
+from annotation.models import Campaign, ContentUnit, Predicate, ReferenceSentence, SystemSummary
 from annotation.services import pipeline, quality
+from hits import sql
 from hits.handlers import AnswerErrors
 from hits.models import HIT
 
@@ -326,19 +327,31 @@ class PresenceHandler:
             ]
             predicate_text = reference[span["start"] : span["end"]] if span else None
             return inline["candidate"], html, predicate_text, pairs
-        summary = SystemSummary.objects.select_related("example").get(pk=hit.payload["summary"])
+        # Every presence HIT page runs these (the bulk of a campaign's HITs): hand-written SQL, see hits.sql.
+        rows = sql.fetchall(_presence_sql("reference"), [hit.payload["summary"]])
+        if not rows:
+            raise SystemSummary.DoesNotExist(f"no system summary {hit.payload['summary']}")
         predicate = None
         if hit.payload.get("predicate"):
-            predicate = Predicate.objects.select_related("sentence").get(pk=hit.payload["predicate"])
+            row = sql.fetchone(_presence_sql("predicate"), [hit.payload["predicate"]])
+            if row is None:
+                raise Predicate.DoesNotExist(f"no predicate {hit.payload['predicate']}")
+            predicate = sql.instance(Predicate, row)
         html = []
-        for sentence in summary.example.sentences.order_by("index"):
-            if predicate is not None and sentence.pk == predicate.sentence_id:
-                html.append(highlighted(sentence.text, predicate.start, predicate.end))
+        for _, sentence_id, sentence_text in rows:
+            if sentence_id is None:  # a reference without sentences (the LEFT JOIN's empty row)
+                continue
+            if predicate is not None and sentence_id == predicate.sentence_id:
+                html.append(highlighted(sentence_text, predicate.start, predicate.end))
             else:
-                html.append(escape(sentence.text))
-        rows = {u.pk: u for u in ContentUnit.objects.filter(pk__in=hit.payload["units"])}
-        units = [ShownUnit(pk, rows[pk].question, rows[pk].answers, rows[pk].text) for pk in hit.payload["units"] if pk in rows]
-        return summary.text, html, (predicate.text if predicate else None), units
+                html.append(escape(sentence_text))
+        wanted = list(hit.payload["units"])
+        found = {}
+        if wanted:
+            statement = _presence_sql("units").replace("%s", ", ".join(["%s"] * len(wanted)))
+            found = {u.pk: u for u in (sql.instance(ContentUnit, r) for r in sql.fetchall(statement, wanted))}
+        units = [ShownUnit(pk, found[pk].question, found[pk].answers, found[pk].text) for pk in wanted if pk in found]
+        return rows[0][0], html, (predicate.text if predicate else None), units
 
     def page_context(self, hit, assignment, data):
         candidate, reference_html, predicate_text, units = self._view(hit)
@@ -378,6 +391,22 @@ class PresenceHandler:
 
     def grade_qualification(self, assignments):
         return quality.grade_presence_test(assignments)
+
+
+_SQL: dict[str, str] = {}
+
+
+def _presence_sql(name: str) -> str:
+    """The presence page's statements, composed once per process."""
+    if not _SQL:
+        summary, sentence = sql.table(SystemSummary), sql.table(ReferenceSentence)
+        _SQL["reference"] = (
+            f"SELECT s.{sql.quote('text')}, r.id, r.{sql.quote('text')} FROM {summary} s "
+            f"LEFT JOIN {sentence} r ON r.example_id = s.example_id WHERE s.id = %s ORDER BY r.{sql.quote('index')}"
+        )
+        _SQL["predicate"] = f"SELECT {sql.columns(Predicate, 'p')} FROM {sql.table(Predicate)} p WHERE p.id = %s"
+        _SQL["units"] = f"SELECT {sql.columns(ContentUnit, 'u')} FROM {sql.table(ContentUnit)} u WHERE u.id IN (%s)"
+    return _SQL[name]
 
 
 HANDLERS = {

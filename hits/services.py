@@ -19,7 +19,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from hits.handlers import AnswerErrors, eligible_kinds, task_handler
-from hits import qualifications
+from hits import qualifications, sql
 from hits.models import HIT, Assignment, Batch, TaskType, Worker
 from hits.mturk.publishing import publish_soon
 
@@ -82,14 +82,114 @@ def available_hits(worker: Worker, task_type: TaskType, kinds=None, attempt: int
 
 
 def current_assignment(worker: Worker, task_type: TaskType) -> Assignment | None:
-    """The worker's live (assigned, not expired) assignment of this type, if any."""
-    return (
-        Assignment.objects.filter(
-            worker=worker, hit__task_type=task_type, state=Assignment.State.ASSIGNED, expires_at__gt=timezone.now()
-        )
-        .select_related("hit")
-        .first()
+    """The worker's live (assigned, not expired) assignment of this type, if any (its HIT loaded)."""
+    row = sql.fetchone(
+        _current_sql(),
+        [worker.pk, task_type.pk, Assignment.State.ASSIGNED, sql.param(_field(Assignment, "expires_at"), timezone.now())],
     )
+    if row is None:
+        return None
+    assignment, hit = sql.instances(row, Assignment, HIT)
+    _link(assignment, hit=hit, worker=worker)
+    _link(hit, task_type=task_type)
+    return assignment
+
+
+def worker_assignment(worker: Worker, assignment_id: int, lock: bool = False) -> Assignment:
+    """The worker's assignment with its HIT, task type and batch; ``lock`` locks the assignment, then its HIT.
+
+    Raises ``Assignment.DoesNotExist`` when the assignment is not this worker's.
+    """
+    try:
+        assignment_id = int(assignment_id)
+    except (TypeError, ValueError):
+        raise Assignment.DoesNotExist from None
+    row = sql.fetchone(_assignment_sql(lock), [assignment_id, worker.pk])
+    if row is None:
+        raise Assignment.DoesNotExist(f"no assignment {assignment_id} of worker {worker.pk}")
+    assignment, hit, task_type, batch = sql.instances(row, Assignment, HIT, TaskType, Batch)
+    _link(assignment, hit=hit, worker=worker)
+    _link(hit, task_type=task_type, batch=batch)
+    return assignment
+
+
+def _field(model, name):
+    return model._meta.get_field(name)
+
+
+def _link(obj, **related) -> None:
+    """Cache related objects on ``obj`` as ``select_related`` would (no query when they are read)."""
+    for name, value in related.items():
+        type(obj)._meta.get_field(name).set_cached_value(obj, value)
+
+
+# The statements are composed once per process (they depend only on the models and the database).
+_SQL: dict = {}
+
+
+def _once(key, build):
+    if key not in _SQL:
+        _SQL[key] = build()
+    return _SQL[key]
+
+
+def _current_sql() -> str:
+    return _once(
+        "current",
+        lambda: (
+            f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(HIT, 'h')} FROM {sql.table(Assignment)} a "
+            f"JOIN {sql.table(HIT)} h ON h.id = a.hit_id "
+            "WHERE a.worker_id = %s AND h.task_type_id = %s AND a.state = %s AND a.expires_at > %s "
+            "ORDER BY a.accepted_at DESC LIMIT 1"
+        ),
+    )
+
+
+def _assignment_sql(lock: bool) -> str:
+    return _once(
+        ("assignment", lock),
+        lambda: (
+            f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(HIT, 'h')}, {sql.columns(TaskType, 't')}, "
+            f"{sql.columns(Batch, 'b')} FROM {sql.table(Assignment)} a "
+            f"JOIN {sql.table(HIT)} h ON h.id = a.hit_id "
+            f"JOIN {sql.table(TaskType)} t ON t.id = h.task_type_id "
+            f"JOIN {sql.table(Batch)} b ON b.id = h.batch_id "
+            "WHERE a.id = %s AND a.worker_id = %s" + (sql.lock_clause("a", "h") if lock else "")
+        ),
+    )
+
+
+def _next_hit_sql(n_kinds: int, via_mturk: bool, one_hit: bool, gold: str | None, same_batch: bool) -> str:
+    """The hand-out's query; ``gold`` is None (any kind), "without" or "only"."""
+
+    def build():
+        from hits.models import HITExclusion
+
+        where = [
+            "h.task_type_id = %s",
+            "h.state = %s",
+            f"h.kind IN ({', '.join(['%s'] * n_kinds)})",
+            "h.n_taken < h.max_assignments",
+            "b.state = %s",
+            "b.backend <> %s" if via_mturk else "b.backend = %s",
+            f"NOT EXISTS (SELECT 1 FROM {sql.table(Assignment)} a WHERE a.hit_id = h.id AND a.worker_id = %s AND a.attempt = %s)",
+            f"NOT EXISTS (SELECT 1 FROM {sql.table(HITExclusion)} x WHERE x.hit_id = h.id AND x.worker_id = %s)",
+        ]
+        if one_hit:
+            where.append("h.id = %s")
+        if gold == "without":
+            where.append("h.kind <> %s")
+        elif gold == "only":
+            where.append("h.kind = %s")
+        if same_batch:
+            where.append("h.batch_id = %s")
+        return (
+            f"SELECT {sql.columns(HIT, 'h')}, {sql.columns(Batch, 'b')} FROM {sql.table(HIT)} h "
+            f"JOIN {sql.table(Batch)} b ON b.id = h.batch_id WHERE " + " AND ".join(where)
+            + " ORDER BY h.priority, h.id LIMIT 1" + sql.lock_clause("h", skip_locked=True)
+        )
+
+    return _once(("next", n_kinds, via_mturk, one_hit, gold, same_batch), build)
 
 
 def accept_next(worker: Worker, task_type: TaskType, hit_id: int | None = None, via_mturk: bool = False) -> Assignment | None:
@@ -107,35 +207,46 @@ def accept_next(worker: Worker, task_type: TaskType, hit_id: int | None = None, 
     attempt = qualifications.attempt_for_kinds(worker, task_type, kinds)
     now = timezone.now()
     with transaction.atomic():
-        candidates = available_hits(worker, task_type, kinds, attempt, via_mturk=via_mturk)
-        if hit_id is not None:
-            candidates = candidates.filter(pk=hit_id)
-        hit = _next_hit(candidates, kinds, hit_id)
+        hit = _next_hit(worker, task_type, sorted(kinds), attempt, hit_id, via_mturk)
         if hit is None:
             return None
-        HIT.objects.filter(pk=hit.pk).update(n_taken=F("n_taken") + 1)
-        return Assignment.objects.create(
+        sql.execute(f"UPDATE {sql.table(HIT)} SET n_taken = n_taken + 1 WHERE id = %s", [hit.pk])
+        hit.n_taken += 1
+        assignment = Assignment(
             hit=hit,
             worker=worker,
             attempt=attempt,
             accepted_at=now,
             expires_at=now + timedelta(seconds=task_type.assignment_duration),
         )
+        sql.insert(assignment)
+        return assignment
 
 
-def _next_hit(candidates, kinds, hit_id):
-    """Lock and return the next HIT; gold HITs are mixed in at their batch's ``gold_share``."""
-    ordered = candidates.order_by("priority", "id").select_related("batch")
-    lock = dict(skip_locked=True, of=("self",))
+def _next_hit(worker, task_type, kinds, attempt, hit_id, via_mturk):
+    """Lock and return the next HIT (its batch loaded); gold HITs are mixed in at their batch's ``gold_share``."""
+
+    def first(gold=None, batch_id=None):
+        params = [task_type.pk, HIT.State.OPEN, *kinds, Batch.State.ACTIVE, Batch.Backend.LOCAL, worker.pk, attempt, worker.pk]
+        if hit_id is not None:
+            params.append(hit_id)
+        if gold is not None:
+            params.append(HIT.Kind.GOLD)
+        if batch_id is not None:
+            params.append(batch_id)
+        row = sql.fetchone(_next_hit_sql(len(kinds), via_mturk, hit_id is not None, gold, batch_id is not None), params)
+        if row is None:
+            return None
+        hit, batch = sql.instances(row, HIT, Batch)
+        _link(hit, batch=batch, task_type=task_type)
+        return hit
+
     if hit_id is not None or HIT.Kind.GOLD not in kinds:
-        return ordered.select_for_update(**lock).first()
-    hit = ordered.exclude(kind=HIT.Kind.GOLD).select_for_update(**lock).first()
+        return first()
+    hit = first(gold="without")
     share = hit.batch.gold_share if hit is not None else 1.0
     if share > 0 and random.random() < share:
-        gold = ordered.filter(kind=HIT.Kind.GOLD)
-        if hit is not None:
-            gold = gold.filter(batch_id=hit.batch_id)
-        gold_hit = gold.select_for_update(**lock).first()
+        gold_hit = first(gold="only", batch_id=hit.batch_id if hit is not None else None)
         if gold_hit is not None:
             return gold_hit
     return hit
@@ -160,11 +271,7 @@ def submit_assignment(worker: Worker, assignment_id: int, data) -> SubmitOutcome
     with transaction.atomic():
         # One query locks the assignment and then its HIT (always in that order, as expiry does):
         # submissions of one HIT are serialised, so "the last one" is known exactly.
-        assignment = (
-            Assignment.objects.select_for_update(of=("self", "hit"))
-            .select_related("hit__task_type", "hit__batch")
-            .get(pk=assignment_id, worker=worker)
-        )
+        assignment = worker_assignment(worker, assignment_id, lock=True)
         if assignment.state in Assignment.DONE_STATES:
             return SubmitOutcome(assignment, duplicate=True)
         if assignment.state == Assignment.State.ASSIGNED and assignment.expires_at <= now:
@@ -190,18 +297,28 @@ def _store_submission(assignment: Assignment, data, now) -> None:
     assignment.state = Assignment.State.SUBMITTED
     assignment.submitted_at = now
     assignment.work_seconds = max(0, int((now - assignment.accepted_at).total_seconds()))
-    assignment.save(update_fields=["answers", "feedback", "state", "submitted_at", "work_seconds"])
+    _update(assignment, ["answers", "feedback", "state", "submitted_at", "work_seconds"])
     hit.n_submitted += 1
     if hit.n_submitted >= hit.max_assignments:
         hit.state = HIT.State.COMPLETED
         hit.completed_at = now
-    hit.save(update_fields=["n_submitted", "state", "completed_at"])
+    _update(hit, ["n_submitted", "state", "completed_at"])
     if hit.kind == HIT.Kind.QUALIFICATION:
         qualifications.grade_if_complete(assignment, handler)
     else:
         handler.on_submitted(assignment)
     # A submission may open new HITs (the next stage); on an MTurk batch they are published after the commit.
     publish_soon(hit.batch)
+
+
+def _update(obj, names: list[str]) -> None:
+    """UPDATE the named fields of a row already loaded and locked in this transaction."""
+    model = type(obj)
+    fields = [model._meta.get_field(name) for name in names]
+    sql.execute(
+        f"UPDATE {sql.table(model)} SET {', '.join(f'{sql.quote(f.column)} = %s' for f in fields)} WHERE id = %s",
+        [*(f.get_db_prep_save(getattr(obj, f.attname), sql.connection) for f in fields), obj.pk],
+    )
 
 
 def _release(assignment: Assignment, state: str) -> None:
@@ -267,6 +384,7 @@ __all__ = [
     "accept_next",
     "available_hits",
     "current_assignment",
+    "worker_assignment",
     "expire_assignments",
     "return_assignment",
     "set_batch_state",

@@ -30,6 +30,7 @@ from hits.services import (
     current_assignment,
     return_assignment,
     submit_assignment,
+    worker_assignment,
     worker_for_user,
 )
 
@@ -113,10 +114,11 @@ def assignment_page(request, pk):
     if request.method == "POST" and request.POST.get("action") not in ("return", "skip"):
         # A submission loads (and locks) the assignment itself: no separate lookup first.
         return _submit(request, worker, pk)
-    assignment = Assignment.objects.select_related("hit__task_type").filter(pk=pk, worker=worker).first()
-    if assignment is None:
+    try:
+        assignment = worker_assignment(worker, pk)
+    except Assignment.DoesNotExist:
         # Someone else's assignment, or none at all: the same answer, so ids reveal nothing.
-        raise Http404("No such assignment")
+        raise Http404("No such assignment") from None
     handler = task_handler(assignment.hit.task_type.slug)
     if request.method == "GET":
         if assignment.state != Assignment.State.ASSIGNED:
@@ -146,7 +148,7 @@ def _submit(request, worker, pk):
     except Assignment.DoesNotExist:
         raise Http404("No such assignment") from None
     except AnswerErrors as exc:
-        assignment = Assignment.objects.select_related("hit__task_type").get(pk=pk, worker=worker)
+        assignment = worker_assignment(worker, pk)
         handler = task_handler(assignment.hit.task_type.slug)
         context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
         context["errors"] = exc.errors

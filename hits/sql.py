@@ -1,0 +1,146 @@
+"""Hand-written SQL for the worker's hot path: the few statements every HIT cycle runs.
+
+A worker's cycle (open the HIT page, submit, get the next HIT) runs about fifteen
+statements.  Through the ORM each one is built and compiled anew on every request:
+on a 2-core machine that costs about 0.8 ms of CPU per statement, several times the
+statement itself, and it was most of a cycle's cost in the load benchmark
+(``bench/bench_load.py``).  The statements here are composed once per process from
+the models' own metadata (table and column names, so a renamed field cannot drift
+out of step) and the rows come back as ordinary model instances, converted by the
+fields' own database converters: callers cannot tell them from ORM results.
+
+Everything here is plain SQL that PostgreSQL and SQLite both run.  Row locks
+(``FOR UPDATE [OF ...] [SKIP LOCKED]``) are added where the database has them; SQLite
+serialises writers instead, as the ORM's ``select_for_update`` does there.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from django.db import connection, models
+
+
+def quote(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+@lru_cache(maxsize=None)
+def _fields(model: type[models.Model]) -> tuple:
+    return tuple(model._meta.concrete_fields)
+
+
+def columns(model: type[models.Model], alias: str) -> str:
+    """The model's concrete columns, qualified by ``alias``, in field order."""
+    return ", ".join(f"{alias}.{quote(f.column)}" for f in _fields(model))
+
+
+def table(model: type[models.Model]) -> str:
+    return quote(model._meta.db_table)
+
+
+@lru_cache(maxsize=None)
+def _converters(model: type[models.Model], vendor: str) -> tuple:
+    """Per field: (expression, converters) as the ORM's compiler would apply them to a fetched value."""
+    result = []
+    for field in _fields(model):
+        col = field.get_col(model._meta.db_table)
+        result.append((col, tuple(connection.ops.get_db_converters(col)) + tuple(col.get_db_converters(connection))))
+    return tuple(result)
+
+
+def instance(model: type[models.Model], values) -> models.Model:
+    """A model instance from raw column values (in ``columns(model)`` order), as the ORM would make it."""
+    converted = []
+    for value, (col, converters) in zip(values, _converters(model, connection.vendor)):
+        for convert in converters:
+            value = convert(value, col, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [f.attname for f in _fields(model)], converted)
+
+
+def instances(row, *models_) -> list[models.Model]:
+    """Split one row holding several models' columns (in the given order) into instances."""
+    result, start = [], 0
+    for model in models_:
+        n = len(_fields(model))
+        result.append(instance(model, row[start : start + n]))
+        start += n
+    return result
+
+
+def lock_clause(*aliases: str, skip_locked: bool = False) -> str:
+    """``FOR UPDATE [OF ...] [SKIP LOCKED]`` where the database supports it; empty on SQLite."""
+    features = connection.features
+    if not features.has_select_for_update:
+        return ""
+    clause = " FOR UPDATE"
+    if aliases and features.has_select_for_update_of:
+        clause += " OF " + ", ".join(aliases)
+    if skip_locked and features.has_select_for_update_skip_locked:
+        clause += " SKIP LOCKED"
+    return clause
+
+
+def param(field: models.Field, value):
+    """A Python value as the database takes it for ``field`` (datetimes, decimals, JSON...)."""
+    return field.get_db_prep_value(value, connection, prepared=False)
+
+
+def fetchone(sql: str, params=()):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
+def fetchall(sql: str, params=()):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def execute(sql: str, params=()) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def _insert_sql(model, fields, n_rows: int) -> str:
+    row = f"({', '.join(['%s'] * len(fields))})"
+    return (
+        f"INSERT INTO {table(model)} ({', '.join(quote(f.column) for f in fields)}) VALUES "
+        + ", ".join([row] * n_rows)
+    )
+
+
+def _insert_values(obj, fields) -> list:
+    return [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+
+
+def insert(obj: models.Model) -> None:
+    """INSERT one new row and set its primary key, like ``save()`` of a new object.
+
+    Only for models that no ``pre_save``/``post_save`` receiver listens to: no signal is sent.
+    """
+    model = type(obj)
+    fields = [f for f in _fields(model) if not f.primary_key]
+    statement = _insert_sql(model, fields, 1)
+    with connection.cursor() as cursor:
+        if connection.features.can_return_columns_from_insert:
+            cursor.execute(statement + " RETURNING " + quote(model._meta.pk.column), _insert_values(obj, fields))
+            obj.pk = cursor.fetchone()[0]
+        else:  # pragma: no cover - both supported databases return columns
+            cursor.execute(statement, _insert_values(obj, fields))
+            obj.pk = connection.ops.last_insert_id(cursor, model._meta.db_table, model._meta.pk.column)
+    obj._state.adding = False
+    obj._state.db = connection.alias
+
+
+def insert_many(objs: list) -> None:
+    """INSERT new rows of one model in one statement (their primary keys are not read back; no signals)."""
+    if not objs:
+        return
+    model = type(objs[0])
+    fields = [f for f in _fields(model) if not f.primary_key]
+    values = [v for obj in objs for v in _insert_values(obj, fields)]
+    execute(_insert_sql(model, fields, len(objs)), values)

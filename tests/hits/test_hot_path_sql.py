@@ -1,0 +1,144 @@
+"""The worker's hot path in hand-written SQL (hits.sql): the same objects as the ORM, in fewer queries."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from annotation.models import PresenceJudgment
+from config.auth import WorkerModelBackend
+from hits import sql
+from hits.models import HIT, Assignment, Batch, TaskType, Worker
+from hits.services import current_assignment, worker_assignment
+from tests.conftest import launched_scu_campaign
+
+pytestmark = pytest.mark.django_db
+
+ROWS = [(f"d{i}", f"Reference {i} says a thing .", f"System summary {i} .", [f"fact a of {i}", f"fact b of {i}"]) for i in range(4)]
+
+
+@pytest.fixture
+def campaign(tmp_path):
+    return launched_scu_campaign(tmp_path / "ds", "Hot path", ROWS)
+
+
+def _values(obj):
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+
+def _worker(name, **fields):
+    return Worker.objects.create(external_id=name, **fields)
+
+
+def test_an_assignment_read_by_hand_equals_the_orms_with_its_hit_type_and_batch_attached(campaign):
+    worker = _worker("w1", seen_instructions=["presence"])
+    hit = HIT.objects.filter(batch=campaign.batch).first()
+    now = timezone.now().replace(microsecond=123456)
+    made = Assignment.objects.create(
+        hit=hit, worker=worker, accepted_at=now, expires_at=now + timedelta(hours=1), state=Assignment.State.SUBMITTED,
+        submitted_at=now, answers={"labels": [{"unit": 1, "present": True}], "note": "ünïcode ‮ text"},
+        bonus=Decimal("0.25"), paid=True, work_seconds=17,
+    )
+    with CaptureQueriesContext(connection) as queries:
+        mine = worker_assignment(worker, made.pk)
+        # Everything the HIT page and the submission read comes with it.
+        linked = (mine.hit.task_type.slug, mine.hit.batch.gold_share, mine.worker.external_id, mine.hit.payload)
+    assert len(queries.captured_queries) == 1
+    orm = Assignment.objects.select_related("hit__task_type", "hit__batch").get(pk=made.pk)
+    assert _values(mine) == _values(orm)
+    assert isinstance(mine.token, uuid.UUID) and mine.bonus == Decimal("0.25") and mine.paid is True
+    assert _values(mine.hit) == _values(orm.hit) and _values(mine.hit.batch) == _values(orm.hit.batch)
+    assert linked == ("presence", orm.hit.batch.gold_share, "w1", orm.hit.payload)
+    assert mine._state.adding is False and mine._state.db == "default"
+
+
+def test_someone_elses_or_a_missing_assignment_is_not_found(campaign):
+    owner, other = _worker("owner"), _worker("other")
+    hit = HIT.objects.filter(batch=campaign.batch).first()
+    now = timezone.now()
+    made = Assignment.objects.create(hit=hit, worker=owner, accepted_at=now, expires_at=now + timedelta(hours=1))
+    for worker, pk in [(other, made.pk), (owner, made.pk + 1000), (owner, "12abc")]:
+        with pytest.raises(Assignment.DoesNotExist):
+            worker_assignment(worker, pk)
+    # Locking reads the same row (inside a transaction, as the submission does).
+    assert worker_assignment(owner, made.pk, lock=True).pk == made.pk
+
+
+def test_current_assignment_is_the_newest_live_one_of_the_type(campaign):
+    worker = _worker("w2")
+    presence = TaskType.objects.get(slug="presence")
+    hits = list(HIT.objects.filter(batch=campaign.batch).order_by("id")[:3])
+    now = timezone.now()
+    Assignment.objects.create(hit=hits[0], worker=worker, accepted_at=now - timedelta(hours=2), expires_at=now - timedelta(minutes=1))
+    older = Assignment.objects.create(hit=hits[1], worker=worker, accepted_at=now - timedelta(minutes=5), expires_at=now + timedelta(hours=1))
+    assert current_assignment(worker, presence).pk == older.pk
+    newer = Assignment.objects.create(hit=hits[2], worker=worker, accepted_at=now, expires_at=now + timedelta(hours=1))
+    found = current_assignment(worker, presence)
+    assert found.pk == newer.pk and found.hit.pk == hits[2].pk and found.hit.task_type is presence
+    Assignment.objects.filter(pk__in=[older.pk, newer.pk]).update(state=Assignment.State.RETURNED)
+    assert current_assignment(worker, presence) is None
+    assert current_assignment(worker, TaskType.objects.get(slug="generation")) is None
+
+
+def test_the_user_loader_reads_strange_ids_as_anonymous_and_a_missing_worker_as_the_orm_does(django_user_model):
+    user = django_user_model.objects.create_user(username="nowork", password="pw-for-tests-123")
+    backend = WorkerModelBackend()
+    assert backend.get_user("not-a-number") is None and backend.get_user(user.pk + 99) is None
+    loaded = backend.get_user(str(user.pk))
+    assert _values(loaded) == _values(django_user_model.objects.get(pk=user.pk))
+    with pytest.raises(Worker.DoesNotExist):
+        loaded.worker
+    worker = _worker("haswork", user=user, blocked=True, blocked_reason="spam")
+    again = backend.get_user(user.pk)
+    assert again.worker.pk == worker.pk and again.worker.blocked is True and again.worker.user is again
+
+
+def test_rows_inserted_by_hand_read_back_as_saved(campaign):
+    worker = _worker("w3")
+    hit = HIT.objects.filter(batch=campaign.batch).first()
+    now = timezone.now()
+    assignment = Assignment(hit=hit, worker=worker, accepted_at=now, expires_at=now + timedelta(minutes=30), answers={"k": [1, "é"]})
+    sql.insert(assignment)
+    assert assignment.pk is not None and not assignment._state.adding
+    stored = Assignment.objects.get(pk=assignment.pk)
+    assert _values(stored) == _values(assignment)
+    units = list(campaign.examples.first().units.all())
+    summary = hit.payload["summary"]
+    sql.insert_many([PresenceJudgment(unit=u, summary_id=summary, worker=worker, assignment=assignment, present=i == 0) for i, u in enumerate(units)])
+    judged = PresenceJudgment.objects.filter(assignment=assignment).order_by("unit__index")
+    assert [(j.unit_id, j.present) for j in judged] == [(u.pk, i == 0) for i, u in enumerate(units)]
+    sql.insert_many([])  # nothing to insert: no statement
+
+
+def test_a_workers_cycle_takes_few_queries_and_stores_everything(campaign, django_user_model):
+    """Open the page, submit, get the next HIT: the statements a crowd runs thousands of times."""
+    user = django_user_model.objects.create_user(username="judge", password="pw-for-tests-123")
+    client = Client()
+    client.force_login(user)
+    page = client.post("/work/presence/start/")["Location"]
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as get_queries:
+            body = client.get(page).content.decode()
+        fields = {name: "1" for name in re.findall(r'name="(p_\d+)"', body)}
+        assert len(fields) == 2 and "System summary" in body
+        with CaptureQueriesContext(connection) as post_queries:
+            response = client.post(page, {"action": "submit", **fields})
+        done = Assignment.objects.get(pk=int(page.rstrip("/").rsplit("/", 1)[1]))
+        assert done.state == Assignment.State.SUBMITTED and PresenceJudgment.objects.filter(assignment=done, present=True).count() == 2
+        assert response.status_code == 302
+        page = response["Location"]
+        assert re.fullmatch(r"/work/assignments/\d+/", page) and page != f"/work/assignments/{done.pk}/"
+    # Session (when not cached) and user, assignment, summary with its sentences, units.
+    assert len(get_queries.captured_queries) <= 5
+    # User, lock, two updates, judgments, qualification, current assignment, next HIT, its place, new assignment
+    # (plus the transaction's savepoints under the test's own transaction).
+    assert len(post_queries.captured_queries) <= 15
+    assert Batch.objects.get(pk=campaign.batch_id).hits.filter(n_submitted=1).count() == 2
