@@ -368,6 +368,11 @@ def main() -> int:
     port = free_port()
     env = environment(port)
     recreate_database()
+    # The database starts empty, so must its Redis: coalesced follow-ups of an earlier run's campaign
+    # (same ids in a new database) would otherwise be drained, and their measured cost reused, here.
+    import redis
+
+    redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
     subprocess.run([PY, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
     procs = []
     try:

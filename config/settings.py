@@ -202,6 +202,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Follow-ups of completed HITs (cross-checks, score updates) are gathered per campaign for this
 # many seconds and run as one task (annotation/services/coalesce.py); 0 sends one task per HIT.
 FOLLOWUP_COALESCE_SECONDS = float(os.environ.get("FOLLOWUP_COALESCE_SECONDS", "2"))
+# A drain that took t seconds waits at least t / FOLLOWUP_MAX_SHARE before the next one, so one
+# campaign's follow-ups of one kind take at most this share of a Celery worker however large it grows.
+FOLLOWUP_MAX_SHARE = float(os.environ.get("FOLLOWUP_MAX_SHARE", "0.1"))
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import datetime, timezone
 
 import pytest
 import redis
@@ -12,6 +13,11 @@ from annotation.models import PresenceJudgment
 from annotation.services import coalesce
 from hits.models import Assignment, FollowUp
 from tests.reliability.test_faults import _judge, celery_on, private_redis, scu_campaign  # noqa: F401 - fixtures
+
+
+def _etas(port: int) -> list[datetime]:
+    """When each waiting message is due (Celery's ``eta`` header), newest first (kombu pushes on the left)."""
+    return [datetime.fromisoformat(json.loads(raw)["headers"]["eta"]) for raw in redis.Redis(port=port).lrange("celery", 0, -1)]
 
 
 def _queued(port: int) -> list[tuple[str, list]]:
@@ -82,3 +88,34 @@ def test_a_completed_hit_with_the_broker_down_stores_its_follow_ups_not_coalesce
     assert PresenceJudgment.objects.count() == 2
     stored = set(FollowUp.objects.values_list("task_name", flat=True))
     assert {"annotation.recompute_scores", "annotation.update_worker_quality"} <= stored
+
+
+@pytest.mark.django_db
+def test_a_costly_drain_stretches_the_wait_before_the_next_so_follow_ups_keep_to_their_share(
+    scu_campaign, private_redis, celery_on, django_capture_on_commit_callbacks, monkeypatch, settings  # noqa: F811
+):
+    settings.FOLLOWUP_COALESCE_SECONDS = 2
+    settings.FOLLOWUP_MAX_SHARE = 0.1
+    monkeypatch.setattr("annotation.tasks.update_worker_quality_task.run", lambda campaign_id, ids: None)
+    port = private_redis["port"]
+
+    def schedule_and_wait(ids):
+        with django_capture_on_commit_callbacks(execute=True):
+            coalesce.schedule("cross_checks", scu_campaign.pk, ids)
+        return (_etas(port)[0] - datetime.now(timezone.utc)).total_seconds()
+
+    # A campaign without a measured drain waits the plain window.
+    assert 1.0 < schedule_and_wait([1]) <= 2.0
+    # The drain "takes" 1.5 s of work: the next one waits 15 s, so the work is 10% of the time.
+    ticks = iter([100.0, 101.5])
+    monkeypatch.setattr(coalesce, "_clock", lambda: next(ticks))
+    assert coalesce.drain("cross_checks", scu_campaign.pk) == [1]
+    assert 14.0 < schedule_and_wait([2]) <= 15.0
+    # A cheap drain brings the wait back to the window; the other kind never had a costly one.
+    ticks = iter([200.0, 200.01])
+    assert coalesce.drain("cross_checks", scu_campaign.pk) == [2]
+    assert 1.0 < schedule_and_wait([3]) <= 2.0
+    with django_capture_on_commit_callbacks(execute=True):
+        coalesce.schedule("scores", scu_campaign.pk, [5])
+    assert 1.0 < (_etas(port)[0] - datetime.now(timezone.utc)).total_seconds() <= 2.0
+    assert [c for c, _ in _queued(port)] == ["annotation.drain_followups"] * 4
