@@ -104,6 +104,8 @@ def worker_assignment(worker: Worker, assignment_id: int, lock: bool = False) ->
         assignment_id = int(assignment_id)
     except (TypeError, ValueError):
         raise Assignment.DoesNotExist from None
+    if not sql.is_storable_id(assignment_id):
+        raise Assignment.DoesNotExist(f"no assignment {assignment_id}")
     row = sql.fetchone(_assignment_sql(lock), [assignment_id, worker.pk])
     if row is None:
         raise Assignment.DoesNotExist(f"no assignment {assignment_id} of worker {worker.pk}")
@@ -241,6 +243,8 @@ def _next_hit(worker, task_type, kinds, attempt, hit_id, via_mturk):
         _link(hit, batch=batch, task_type=task_type)
         return hit
 
+    if hit_id is not None and not sql.is_storable_id(hit_id):
+        return None
     if hit_id is not None or HIT.Kind.GOLD not in kinds:
         return first()
     hit = first(gold="without")

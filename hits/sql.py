@@ -69,6 +69,13 @@ def instances(row, *models_) -> list[models.Model]:
     return result
 
 
+def is_storable_id(value: int) -> bool:
+    """Whether ``value`` fits a primary key column: ids out of range match nothing (as the ORM has it)
+    rather than making the database refuse the query."""
+    low, high = connection.ops.integer_field_range("BigAutoField")
+    return low <= value <= high
+
+
 def lock_clause(*aliases: str, skip_locked: bool = False) -> str:
     """``FOR UPDATE [OF ...] [SKIP LOCKED]`` where the database supports it; empty on SQLite."""
     features = connection.features

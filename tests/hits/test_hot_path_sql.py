@@ -65,7 +65,7 @@ def test_someone_elses_or_a_missing_assignment_is_not_found(campaign):
     hit = HIT.objects.filter(batch=campaign.batch).first()
     now = timezone.now()
     made = Assignment.objects.create(hit=hit, worker=owner, accepted_at=now, expires_at=now + timedelta(hours=1))
-    for worker, pk in [(other, made.pk), (owner, made.pk + 1000), (owner, "12abc")]:
+    for worker, pk in [(other, made.pk), (owner, made.pk + 1000), (owner, "12abc"), (owner, 10**20)]:
         with pytest.raises(Assignment.DoesNotExist):
             worker_assignment(worker, pk)
     # Locking reads the same row (inside a transaction, as the submission does).
@@ -142,3 +142,15 @@ def test_a_workers_cycle_takes_few_queries_and_stores_everything(campaign, djang
     # (plus the transaction's savepoints under the test's own transaction).
     assert len(post_queries.captured_queries) <= 15
     assert Batch.objects.get(pk=campaign.batch_id).hits.filter(n_submitted=1).count() == 2
+
+
+def test_ids_too_large_for_the_database_are_simply_not_found(campaign, django_user_model):
+    user = django_user_model.objects.create_user(username="huge", password="pw-for-tests-123")
+    client = Client()
+    client.force_login(user)
+    assert client.get(f"/work/assignments/{10**20}/").status_code == 404
+    # Asking for a HIT id no column can hold: nothing is handed out, and the worker is told so.
+    response = client.post("/work/presence/start/", {"hit": str(10**20)}, follow=True)
+    name = TaskType.objects.get(slug="presence").name
+    assert response.status_code == 200 and f"No {name} HITs are available right now" in response.content.decode()
+    assert not Assignment.objects.filter(worker__user=user).exists()
