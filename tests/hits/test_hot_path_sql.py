@@ -154,3 +154,45 @@ def test_ids_too_large_for_the_database_are_simply_not_found(campaign, django_us
     name = TaskType.objects.get(slug="presence").name
     assert response.status_code == 200 and f"No {name} HITs are available right now" in response.content.decode()
     assert not Assignment.objects.filter(worker__user=user).exists()
+
+
+@pytest.mark.parametrize("kinds, attempt, via_mturk", [(["regular"], 1, False), (["regular"], 1, True), (["qualification"], 2, False)])
+def test_the_hand_out_query_offers_exactly_what_available_hits_lists_in_queue_order(kinds, attempt, via_mturk):
+    """The worker's page counts and previews with ``available_hits`` (ORM); the hand-out has its own SQL.
+    The two must agree on every rule, or a worker would be shown HITs they cannot get (or the reverse)."""
+    from hits.models import HITExclusion
+    from hits.services import _next_hit, available_hits
+
+    presence = TaskType.objects.get_or_create(slug="presence", defaults={"name": "Presence"})[0]
+    other_type = TaskType.objects.get_or_create(slug="generation", defaults={"name": "Generation"})[0]
+    worker, rival = _worker("chooser"), _worker("rival")
+    local = Batch.objects.create(name="local", reference="b-local")
+    mturk = Batch.objects.create(name="mturk", reference="b-mturk", backend=Batch.Backend.MTURK_SANDBOX)
+    paused = Batch.objects.create(name="paused", reference="b-paused", state=Batch.State.PAUSED)
+    now = timezone.now()
+    made = []
+    for batch in (local, mturk, paused):
+        for i, (kind, state, priority, n_taken, max_assignments) in enumerate(
+            [
+                ("regular", "open", 5, 0, 3), ("regular", "open", 1, 0, 3), ("regular", "completed", 0, 3, 3),
+                ("regular", "open", 0, 3, 3), ("gold", "open", 0, 0, 3), ("qualification", "open", 2, 0, 9),
+                ("qualification", "open", 0, 1, 9), ("regular", "open", 1, 1, 3), ("regular", "paused", 0, 0, 3),
+            ]
+        ):
+            made.append(HIT.objects.create(batch=batch, task_type=presence, kind=kind, state=state, priority=priority,
+                                           n_taken=n_taken, max_assignments=max_assignments, payload={"i": i}))
+        HIT.objects.create(batch=batch, task_type=other_type, kind=kinds[0], payload={})
+    # Taken before by this worker (at this attempt, or at another), excluded, or taken by someone else.
+    for hit, who, at in [(made[7], worker, attempt), (made[6], worker, 1), (made[16], rival, attempt)]:
+        Assignment.objects.create(hit=hit, worker=who, attempt=at, accepted_at=now, expires_at=now, state="submitted")
+    HITExclusion.objects.create(hit=made[1], worker=worker)
+    HITExclusion.objects.create(hit=made[10], worker=rival)
+
+    listed = list(
+        available_hits(worker, presence, set(kinds), attempt, via_mturk=via_mturk).order_by("priority", "id").values_list("pk", flat=True)
+    )
+    handed = []
+    while (hit := _next_hit(worker, presence, kinds, attempt, None, via_mturk)) is not None and len(handed) < 50:
+        handed.append(hit.pk)
+        HITExclusion.objects.create(hit=hit, worker=worker)  # take it off the worker's list, ask again
+    assert listed and handed == listed
