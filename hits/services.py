@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from hits.handlers import AnswerErrors, eligible_kinds, task_handler
 from hits import qualifications, sql
-from hits.models import HIT, Assignment, Batch, TaskType, Worker
+from hits.models import HIT, Assignment, Batch, HITExclusion, TaskType, Worker
 from hits.mturk.publishing import publish_soon
 
 log = logging.getLogger(__name__)
@@ -165,8 +165,6 @@ def _next_hit_sql(n_kinds: int, via_mturk: bool, one_hit: bool, gold: str | None
     """The hand-out's query; ``gold`` is None (any kind), "without" or "only"."""
 
     def build():
-        from hits.models import HITExclusion
-
         where = [
             "h.task_type_id = %s",
             "h.state = %s",

@@ -4,10 +4,12 @@ A worker's cycle (open the HIT page, submit, get the next HIT) runs about fiftee
 statements.  Through the ORM each one is built and compiled anew on every request:
 on a 2-core machine that costs about 0.8 ms of CPU per statement, several times the
 statement itself, and it was most of a cycle's cost in the load benchmark
-(``bench/bench_load.py``).  The statements here are composed once per process from
-the models' own metadata (table and column names, so a renamed field cannot drift
-out of step) and the rows come back as ordinary model instances, converted by the
-fields' own database converters: callers cannot tell them from ORM results.
+(``bench/bench_load.py``).  The statements here are composed once per process: the
+tables and the columns they read come from the models' metadata (a field added to a
+model is read with the rest), the columns they filter and update on are spelled out,
+and ``tests/hits/test_hot_path_sql.py`` holds them to the ORM's results.  Rows come back
+as ordinary model instances, converted by the fields' own database converters: callers
+cannot tell them from ORM results.
 
 Everything here is plain SQL that PostgreSQL and SQLite both run.  Row locks
 (``FOR UPDATE [OF ...] [SKIP LOCKED]``) are added where the database has them; SQLite
