@@ -393,20 +393,21 @@ class PresenceHandler:
         return quality.grade_presence_test(assignments)
 
 
-_SQL: dict[str, str] = {}
-
-
 def _presence_sql(name: str) -> str:
-    """The presence page's statements, composed once per process."""
-    if not _SQL:
-        summary, sentence = sql.table(SystemSummary), sql.table(ReferenceSentence)
-        _SQL["reference"] = (
-            f"SELECT s.{sql.quote('text')}, r.id, r.{sql.quote('text')} FROM {summary} s "
-            f"LEFT JOIN {sentence} r ON r.example_id = s.example_id WHERE s.id = %s ORDER BY r.{sql.quote('index')}"
-        )
-        _SQL["predicate"] = f"SELECT {sql.columns(Predicate, 'p')} FROM {sql.table(Predicate)} p WHERE p.id = %s"
-        _SQL["units"] = f"SELECT {sql.columns(ContentUnit, 'u')} FROM {sql.table(ContentUnit)} u WHERE u.id IN (%s)"
-    return _SQL[name]
+    """The presence page's statements (composed once per process, see ``hits.sql.statement``)."""
+
+    def build():
+        if name == "reference":
+            return (
+                f"SELECT s.{sql.quote('text')}, r.id, r.{sql.quote('text')} FROM {sql.table(SystemSummary)} s "
+                f"LEFT JOIN {sql.table(ReferenceSentence)} r ON r.example_id = s.example_id "
+                f"WHERE s.id = %s ORDER BY r.{sql.quote('index')}"
+            )
+        if name == "predicate":
+            return f"SELECT {sql.columns(Predicate, 'p')} FROM {sql.table(Predicate)} p WHERE p.id = %s"
+        return f"SELECT {sql.columns(ContentUnit, 'u')} FROM {sql.table(ContentUnit)} u WHERE u.id IN (%s)"
+
+    return sql.statement(("presence", name), build)
 
 
 HANDLERS = {

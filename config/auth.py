@@ -38,7 +38,7 @@ class WorkerModelBackend(ModelBackend):
             user_id = User._meta.pk.to_python(user_id)
         except Exception:  # noqa: BLE001 - a session naming no valid id is simply anonymous
             return None
-        row = sql.fetchone(_user_query(User, Worker), [user_id])
+        row = sql.fetchone(sql.statement("user-with-worker", lambda: _user_query(User, Worker)), [user_id])
         if row is None:
             return None
         user, worker = sql.instances(row, User, Worker)
@@ -46,7 +46,7 @@ class WorkerModelBackend(ModelBackend):
         if worker.pk is None:
             worker = None
         else:
-            Worker._meta.get_field("user").set_cached_value(worker, user)
+            sql.attach(worker, user=user)
         User.worker.related.set_cached_value(user, worker)
         return user if self.user_can_authenticate(user) else None
 

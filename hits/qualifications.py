@@ -46,17 +46,12 @@ class TestGrade:
 
 def qualification_for(worker: Worker, task_type: TaskType) -> Qualification | None:
     # Asked on every hand-out (the eligibility rule): hand-written SQL, see hits.sql.
-    global _QUALIFICATION_SQL
-    if _QUALIFICATION_SQL is None:
-        _QUALIFICATION_SQL = (
-            f"SELECT {sql.columns(Qualification, 'q')} FROM {sql.table(Qualification)} q "
-            "WHERE q.worker_id = %s AND q.task_type_id = %s"
-        )
-    row = sql.fetchone(_QUALIFICATION_SQL, [worker.pk, task_type.pk])
+    statement = sql.statement(
+        "qualification",
+        lambda: f"SELECT {sql.columns(Qualification, 'q')} FROM {sql.table(Qualification)} q WHERE q.worker_id = %s AND q.task_type_id = %s",
+    )
+    row = sql.fetchone(statement, [worker.pk, task_type.pk])
     return sql.instance(Qualification, row) if row is not None else None
-
-
-_QUALIFICATION_SQL = None
 
 
 def current_attempt(qualification: Qualification | None) -> int:

@@ -85,13 +85,13 @@ def current_assignment(worker: Worker, task_type: TaskType) -> Assignment | None
     """The worker's live (assigned, not expired) assignment of this type, if any (its HIT loaded)."""
     row = sql.fetchone(
         _current_sql(),
-        [worker.pk, task_type.pk, Assignment.State.ASSIGNED, sql.param(_field(Assignment, "expires_at"), timezone.now())],
+        [worker.pk, task_type.pk, Assignment.State.ASSIGNED, sql.param(Assignment._meta.get_field("expires_at"), timezone.now())],
     )
     if row is None:
         return None
     assignment, hit = sql.instances(row, Assignment, HIT)
-    _link(assignment, hit=hit, worker=worker)
-    _link(hit, task_type=task_type)
+    sql.attach(assignment, hit=hit, worker=worker)
+    sql.attach(hit, task_type=task_type)
     return assignment
 
 
@@ -110,33 +110,13 @@ def worker_assignment(worker: Worker, assignment_id: int, lock: bool = False) ->
     if row is None:
         raise Assignment.DoesNotExist(f"no assignment {assignment_id} of worker {worker.pk}")
     assignment, hit, task_type, batch = sql.instances(row, Assignment, HIT, TaskType, Batch)
-    _link(assignment, hit=hit, worker=worker)
-    _link(hit, task_type=task_type, batch=batch)
+    sql.attach(assignment, hit=hit, worker=worker)
+    sql.attach(hit, task_type=task_type, batch=batch)
     return assignment
 
 
-def _field(model, name):
-    return model._meta.get_field(name)
-
-
-def _link(obj, **related) -> None:
-    """Cache related objects on ``obj`` as ``select_related`` would (no query when they are read)."""
-    for name, value in related.items():
-        type(obj)._meta.get_field(name).set_cached_value(obj, value)
-
-
-# The statements are composed once per process (they depend only on the models and the database).
-_SQL: dict = {}
-
-
-def _once(key, build):
-    if key not in _SQL:
-        _SQL[key] = build()
-    return _SQL[key]
-
-
 def _current_sql() -> str:
-    return _once(
+    return sql.statement(
         "current",
         lambda: (
             f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(HIT, 'h')} FROM {sql.table(Assignment)} a "
@@ -148,7 +128,7 @@ def _current_sql() -> str:
 
 
 def _assignment_sql(lock: bool) -> str:
-    return _once(
+    return sql.statement(
         ("assignment", lock),
         lambda: (
             f"SELECT {sql.columns(Assignment, 'a')}, {sql.columns(HIT, 'h')}, {sql.columns(TaskType, 't')}, "
@@ -189,7 +169,7 @@ def _next_hit_sql(n_kinds: int, via_mturk: bool, one_hit: bool, gold: str | None
             + " ORDER BY h.priority, h.id LIMIT 1" + sql.lock_clause("h", skip_locked=True)
         )
 
-    return _once(("next", n_kinds, via_mturk, one_hit, gold, same_batch), build)
+    return sql.statement(("next", n_kinds, via_mturk, one_hit, gold, same_batch), build)
 
 
 def accept_next(worker: Worker, task_type: TaskType, hit_id: int | None = None, via_mturk: bool = False) -> Assignment | None:
@@ -238,7 +218,7 @@ def _next_hit(worker, task_type, kinds, attempt, hit_id, via_mturk):
         if row is None:
             return None
         hit, batch = sql.instances(row, HIT, Batch)
-        _link(hit, batch=batch, task_type=task_type)
+        sql.attach(hit, batch=batch, task_type=task_type)
         return hit
 
     if hit_id is not None and not sql.is_storable_id(hit_id):
@@ -299,28 +279,18 @@ def _store_submission(assignment: Assignment, data, now) -> None:
     assignment.state = Assignment.State.SUBMITTED
     assignment.submitted_at = now
     assignment.work_seconds = max(0, int((now - assignment.accepted_at).total_seconds()))
-    _update(assignment, ["answers", "feedback", "state", "submitted_at", "work_seconds"])
+    sql.update(assignment, ["answers", "feedback", "state", "submitted_at", "work_seconds"])
     hit.n_submitted += 1
     if hit.n_submitted >= hit.max_assignments:
         hit.state = HIT.State.COMPLETED
         hit.completed_at = now
-    _update(hit, ["n_submitted", "state", "completed_at"])
+    sql.update(hit, ["n_submitted", "state", "completed_at"])
     if hit.kind == HIT.Kind.QUALIFICATION:
         qualifications.grade_if_complete(assignment, handler)
     else:
         handler.on_submitted(assignment)
     # A submission may open new HITs (the next stage); on an MTurk batch they are published after the commit.
     publish_soon(hit.batch)
-
-
-def _update(obj, names: list[str]) -> None:
-    """UPDATE the named fields of a row already loaded and locked in this transaction."""
-    model = type(obj)
-    fields = [model._meta.get_field(name) for name in names]
-    sql.execute(
-        f"UPDATE {sql.table(model)} SET {', '.join(f'{sql.quote(f.column)} = %s' for f in fields)} WHERE id = %s",
-        [*(f.get_db_prep_save(getattr(obj, f.attname), sql.connection) for f in fields), obj.pk],
-    )
 
 
 def _release(assignment: Assignment, state: str) -> None:

@@ -23,6 +23,25 @@ from functools import lru_cache
 from django.db import connection, models
 
 
+_STATEMENTS: dict = {}
+
+
+def statement(key, build) -> str:
+    """The statement ``key``, composed by ``build()`` the first time it is asked for in this process
+    (statements depend only on the models and the database)."""
+    try:
+        return _STATEMENTS[key]
+    except KeyError:
+        _STATEMENTS[key] = text = build()
+        return text
+
+
+def attach(obj: models.Model, **related) -> None:
+    """Cache related objects on ``obj`` as ``select_related`` would (reading them runs no query)."""
+    for name, value in related.items():
+        type(obj)._meta.get_field(name).set_cached_value(obj, value)
+
+
 def quote(name: str) -> str:
     return connection.ops.quote_name(name)
 
@@ -153,3 +172,15 @@ def insert_many(objs: list) -> None:
     fields = [f for f in _fields(model) if not f.primary_key]
     values = [v for obj in objs for v in _insert_values(obj, fields)]
     execute(_insert_sql(model, fields, len(objs)), values)
+
+
+def update(obj: models.Model, names: list[str]) -> None:
+    """UPDATE the named fields of a row already loaded (and locked) in this transaction, like
+    ``save(update_fields=names)`` but sending no signal."""
+    model = type(obj)
+    fields = [model._meta.get_field(name) for name in names]
+    execute(
+        f"UPDATE {table(model)} SET {', '.join(f'{quote(f.column)} = %s' for f in fields)} "
+        f"WHERE {quote(model._meta.pk.column)} = %s",
+        [*(f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields), obj.pk],
+    )
