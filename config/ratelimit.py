@@ -16,12 +16,29 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), int(seconds or 60)
 
 
+def _redis_count(key: str, window: int):
+    """Count one request in Redis in one round trip (the cache's key, so ``cache.get`` reads it);
+    None when the cache is not Redis."""
+    client_of = getattr(getattr(cache, "_cache", None), "get_client", None)
+    if client_of is None or not hasattr(cache, "make_and_validate_key"):
+        return None
+    key = cache.make_and_validate_key(key)
+    pipe = client_of(key, write=True).pipeline(transaction=True)
+    # SET NX starts the window's count (and its expiry) only if it is not there yet; INCR counts.
+    pipe.set(key, 0, nx=True, ex=window + 1)
+    pipe.incr(key)
+    return pipe.execute()[1]
+
+
 def hit_limit(bucket: str, rate: str) -> bool:
     """Count one request in the bucket's current window; True when the limit is exceeded."""
     limit, window = parse_rate(rate)
     if limit <= 0:
         return False
     key = f"ratelimit:{bucket}:{int(time.time() // window)}"
+    count = _redis_count(key, window)
+    if count is not None:
+        return count > limit
     if cache.add(key, 1, timeout=window + 1):
         return False
     try:
