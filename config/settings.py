@@ -142,6 +142,13 @@ if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+        # Prepared statements: a statement run this many times on a connection is prepared, and
+        # PostgreSQL skips parsing and planning it from then on (most of the cost of the worker
+        # pages' small indexed statements).  Needs server-side binding.  0 turns it off (e.g. behind
+        # a connection pooler in transaction mode that cannot keep prepared statements).
+        _prepare = env_int("DB_PREPARE_THRESHOLD", 5)
+        if _prepare > 0:
+            DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=_prepare)
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
