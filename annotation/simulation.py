@@ -387,6 +387,9 @@ def simulate_crowd(
                 break
             idle_rounds = 0 if did_work else idle_rounds + 1
             if idle_rounds >= max_rounds_idle:
+                if _follow_ups_may_change(campaign, deadline=started + max_seconds):
+                    idle_rounds = 0  # a Celery worker ran follow-ups meanwhile: HITs may have opened
+                    continue
                 report.stuck = campaign.state == Campaign.State.RUNNING
                 break
     finally:
@@ -397,6 +400,23 @@ def simulate_crowd(
     report.campaign_state = campaign.state
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _follow_ups_may_change(campaign: Campaign, deadline: float) -> bool:
+    """With a Redis broker, a completed HIT's follow-ups (gold labels, the campaign's end) run in a Celery
+    worker a few seconds after the submission: before calling an idle run stuck, wait for them (up to a
+    few coalescing windows).  True when the campaign's state changed meanwhile (the loop then looks again)."""
+    from annotation.services import coalesce
+
+    if not coalesce.enabled() or campaign.state != Campaign.State.RUNNING:
+        return False
+    until = min(deadline, time.perf_counter() + 3 * coalesce.window_seconds() + 5)
+    while time.perf_counter() < until:
+        time.sleep(0.5)
+        campaign.refresh_from_db()
+        if campaign.state != Campaign.State.RUNNING:
+            return True
+    return False
 
 
 def _work_once(person: HttpWorker, slug: str, careless: bool, answerer: Answerer, report: SimulationReport) -> bool:

@@ -25,11 +25,19 @@ def update_worker_quality_task(campaign_id: int, worker_ids: list[int]) -> dict[
 
 
 @shared_task(name="annotation.drain_followups", acks_late=True, reject_on_worker_lost=True)
-def drain_followups_task(kind: str, campaign_id: int) -> list[int]:
-    """Run one coalesced follow-up (cross-checks or score update) for every id gathered (idempotent)."""
+def drain_followups_task(kind: str, owner_id: int) -> list[int]:
+    """Run one coalesced follow-up (completed HITs, cross-checks or score update) for every id gathered (idempotent)."""
     from annotation.services.coalesce import drain
 
-    return drain(kind, campaign_id)
+    return drain(kind, owner_id)
+
+
+@shared_task(name="annotation.after_presence_hits", acks_late=True)
+def after_presence_hits_task(batch_id: int, hit_ids: list[int]) -> int:
+    """Gold labels, score update, cross-checks and the campaign's end after presence HITs completed (idempotent)."""
+    from annotation.services.pipeline import after_presence_hits
+
+    return after_presence_hits(batch_id, hit_ids)
 
 
 @shared_task(name="annotation.recompute_scores", acks_late=True)

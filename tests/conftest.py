@@ -26,6 +26,17 @@ def pinned_rate_window(monkeypatch):
     monkeypatch.setattr(config.ratelimit, "time", SimpleNamespace(time=lambda: now))
 
 
+@pytest.fixture
+def eager_celery():
+    """Run Celery tasks in-process even when a broker is configured (CI on PostgreSQL + Redis has no worker here)."""
+    from config.celery import app
+
+    was = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = was
+
+
 def launched_scu_campaign(folder: Path, name: str, rows, system: str = "s1", **fields):
     """Import and launch an SCU campaign of one system; ``rows``: (id, reference, summary, units) per
     example; ``fields``: campaign settings changed before the launch."""

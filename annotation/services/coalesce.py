@@ -1,10 +1,10 @@
-"""Coalesce per-submission follow-up tasks per campaign over a short window.
+"""Coalesce per-submission follow-up tasks per owner (a campaign, or a batch) over a short window.
 
 Every completed presence HIT used to publish two Celery tasks (score update and
 cross-checks) for its own few ids, and the Celery worker then re-read the
 campaign and re-ran the checks once per HIT.  Under load that is most of the
 follow-up cost.  Instead, with a real Redis broker, ``schedule(kind, ...)``
-adds the ids (after commit) to a per-campaign pending set in the broker's
+adds the ids (after commit) to a per-owner pending set in the broker's
 Redis and publishes one ``drain_followups`` task per window (``countdown`` =
 ``FOLLOWUP_COALESCE_SECONDS``); that task runs the real task once for the union
 of the ids gathered meanwhile.
@@ -38,10 +38,15 @@ DRAIN_TASK = "annotation.drain_followups"
 
 
 def _task(kind: str):
-    """The Celery task that takes (campaign_id, ids) for this kind (importing it registers it)."""
+    """The Celery task that takes (owner id, ids) for this kind (importing it registers it): the owner is
+    the campaign for cross-checks and score updates, the batch for completed presence HITs."""
     from annotation import tasks
 
-    return {"cross_checks": tasks.update_worker_quality_task, "scores": tasks.recompute_scores_task}[kind]
+    return {
+        "cross_checks": tasks.update_worker_quality_task,
+        "scores": tasks.recompute_scores_task,
+        "completed": tasks.after_presence_hits_task,
+    }[kind]
 
 
 _clients: dict[str, object] = {}
@@ -68,13 +73,18 @@ def _redis():
     return client
 
 
-def _keys(kind: str, campaign_id: int) -> tuple[str, str, str]:
-    base = f"qapyr:coalesce:{kind}:{campaign_id}"
+def enabled() -> bool:
+    """Whether follow-ups are gathered in Redis (a Redis broker, not eager, a window above 0)."""
+    return _redis() is not None
+
+
+def _keys(kind: str, owner_id: int) -> tuple[str, str, str]:
+    base = f"qapyr:coalesce:{kind}:{owner_id}"
     return base + ":pending", base + ":busy", base + ":scheduled"
 
 
-def _cost_key(kind: str, campaign_id: int) -> str:
-    return f"qapyr:coalesce:{kind}:{campaign_id}:cost"
+def _cost_key(kind: str, owner_id: int) -> str:
+    return f"qapyr:coalesce:{kind}:{owner_id}:cost"
 
 
 def max_share() -> float:
@@ -101,22 +111,22 @@ def countdown(last_cost: float | None) -> float:
 _clock = time.monotonic
 
 
-def schedule(kind: str, campaign_id: int, ids) -> None:
-    """After the current transaction commits, have ``_task(kind)(campaign_id, ids)`` run (coalesced)."""
+def schedule(kind: str, owner_id: int, ids) -> None:
+    """After the current transaction commits, have ``_task(kind)(owner_id, ids)`` run (coalesced)."""
     ids = sorted({int(i) for i in ids})
     if not ids:
         return
     if _redis() is None:
-        send_after_commit(_task(kind), campaign_id, ids)
+        send_after_commit(_task(kind), owner_id, ids)
         return
-    transaction.on_commit(lambda: _enqueue(kind, campaign_id, ids))
+    transaction.on_commit(lambda: _enqueue(kind, owner_id, ids))
 
 
-def _enqueue(kind: str, campaign_id: int, ids: list[int]) -> None:
-    pending, _busy, scheduled = _keys(kind, campaign_id)
+def _enqueue(kind: str, owner_id: int, ids: list[int]) -> None:
+    pending, _busy, scheduled = _keys(kind, owner_id)
     try:
         client = _redis()
-        last_cost = client.get(_cost_key(kind, campaign_id))
+        last_cost = client.get(_cost_key(kind, owner_id))
         wait = countdown(float(last_cost) if last_cost else None)
         pipe = client.pipeline(transaction=True)
         pipe.sadd(pending, *ids)
@@ -126,15 +136,15 @@ def _enqueue(kind: str, campaign_id: int, ids: list[int]) -> None:
         first = pipe.execute()[1]
     except Exception as exc:  # noqa: BLE001 - Redis down: fall back to the plain, never-lost publish
         log.warning("coalescing unavailable (%s); publishing %s directly", exc, kind)
-        send_now(_task(kind).name, [campaign_id, ids])
+        send_now(_task(kind).name, [owner_id, ids])
         return
     if first:
-        send_now(DRAIN_TASK, [kind, campaign_id], countdown=wait)
+        send_now(DRAIN_TASK, [kind, owner_id], countdown=wait)
 
 
-def drain(kind: str, campaign_id: int) -> list[int]:
+def drain(kind: str, owner_id: int) -> list[int]:
     """Run the real task once for every id gathered so far; returns the ids handled."""
-    pending, busy, scheduled = _keys(kind, campaign_id)
+    pending, busy, scheduled = _keys(kind, owner_id)
     client = _redis()
     if client is None:
         return []
@@ -149,9 +159,9 @@ def drain(kind: str, campaign_id: int) -> list[int]:
     ids = sorted(int(m) for m in members)
     if ids:
         started = _clock()
-        _task(kind)(campaign_id, ids)
+        _task(kind)(owner_id, ids)
         # What this drain cost sets the wait before the next one (see ``countdown``).
-        client.set(_cost_key(kind, campaign_id), f"{_clock() - started:.6f}", ex=3600)
+        client.set(_cost_key(kind, owner_id), f"{_clock() - started:.6f}", ex=3600)
         # Only now forget them (SREM, not DEL: a concurrent drain may have moved newer ids in).
         client.srem(busy, *members)
     return ids

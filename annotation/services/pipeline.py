@@ -357,8 +357,8 @@ def presence_hit_rows(campaign: Campaign, example: Example, summary_ids) -> list
 
 
 def record_presence(assignment) -> None:
-    """Store a judge's labels; when the HIT is complete, refresh the gold labels of its units."""
-    from annotation.services.gold import refresh_gold, schedule_score_update
+    """Store a judge's labels; a completed HIT's follow-ups run after the commit (``after_presence_hits``)."""
+    from annotation.services import coalesce
 
     hit = assignment.hit
     summary_id = hit.payload["summary"]
@@ -375,14 +375,45 @@ def record_presence(assignment) -> None:
             for item in assignment.answers["labels"]
         ]
     )
-    if hit.state == HIT.State.COMPLETED:
-        campaign = campaign_of_hit(hit)
-        refresh_gold(campaign, [(unit_id, summary_id) for unit_id in hit.payload["units"]])
-        schedule_score_update(campaign, [summary_id])
+    if hit.state != HIT.State.COMPLETED:
+        return
+    if coalesce.enabled():
+        # With a Redis broker, gold labels, scores, cross-checks and the campaign's end are the
+        # follow-ups of the HIT, not of the worker's request: they run after the commit, gathered per
+        # batch for a short window, so a submission costs the same whether or not it is a HIT's last
+        # (the batch id is on the HIT: no campaign lookup in the request).
+        coalesce.schedule("completed", hit.batch_id, [hit.pk])
+    else:
+        # Embedded default (eager Celery) or no coalescing: in the submission's own transaction.
+        after_presence_hits(hit.batch_id, [hit.pk])
+
+
+def after_presence_hits(batch_id: int, hit_ids) -> int:
+    """The follow-ups of completed presence HITs of one batch (idempotent): their units' gold labels,
+    then the score update and cross-checks they call for, and the campaign's end when nothing is left.
+
+    Returns the number of gold labels written.
+    """
+    from annotation.services.gold import refresh_gold, schedule_score_update
+
+    campaign = Campaign.objects.filter(batch_id=batch_id).first()
+    if campaign is None:  # the campaign was deleted meanwhile
+        return 0
+    hits = list(HIT.objects.filter(pk__in=list(hit_ids), batch_id=batch_id).only("pk", "payload"))
+    if not hits:
+        return 0
+    pairs = {(unit_id, h.payload["summary"]) for h in hits for unit_id in h.payload["units"]}
+    with transaction.atomic():
+        written = refresh_gold(campaign, pairs)
+        schedule_score_update(campaign, {h.payload["summary"] for h in hits})
         quality.schedule_cross_checks(
-            campaign, hit.assignments.filter(state__in=Assignment.DONE_STATES).values_list("worker_id", flat=True)
+            campaign,
+            Assignment.objects.filter(hit_id__in=[h.pk for h in hits], state__in=Assignment.DONE_STATES)
+            .values_list("worker_id", flat=True)
+            .distinct(),
         )
         finish_campaign_if_done(campaign)
+    return written
 
 
 def finish_campaign_if_done(campaign: Campaign) -> bool:

@@ -101,7 +101,9 @@ def test_answers_are_matched_ignoring_extra_spaces(one_predicate_campaign):
     assert ContentUnit.objects.get().answers == ["the driver"]
 
 
-def test_full_pipeline_to_gold_labels(one_predicate_campaign):
+def test_full_pipeline_to_gold_labels(one_predicate_campaign, eager_celery):
+    # Under the embedded default a completed HIT's follow-ups (gold labels, the campaign's end) run in
+    # its submission's transaction; with a Redis broker a worker runs them (tests/reliability/test_coalesce.py).
     launch_campaign(one_predicate_campaign)
     writer = W("writer")
     write(writer, GOOD_QUESTIONS)

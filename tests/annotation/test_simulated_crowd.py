@@ -10,7 +10,8 @@ from annotation.models import Campaign, ContentUnit, GoldPresence, PresenceJudgm
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_simulated_crowd_completes_the_demo_campaign(capsys):
+def test_simulated_crowd_completes_the_demo_campaign(capsys, eager_celery):
+    # The platform is served in-process with its follow-ups run in-process (no Celery worker here).
     call_command("load_demo", password="demo-pass-123")
     call_command("simulate_crowd", campaign="demo-news", workers=8, seed=3)
     out = capsys.readouterr().out

@@ -60,17 +60,6 @@ def client_for(world, role: str) -> APIClient:
     return client
 
 
-@pytest.fixture
-def eager_celery():
-    """Run Celery tasks in-process even when a broker is configured (CI on PostgreSQL + Redis has no worker here)."""
-    from config.celery import app
-
-    was = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = was
-
-
 def submitted_assignment(world, external_id: str = "crowd1"):
     """Launch the owner's campaign and give ``external_id`` a generation assignment, submitted (awaiting review)."""
     from django.utils import timezone

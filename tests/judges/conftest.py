@@ -79,11 +79,6 @@ def models_dir(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def tasks_in_process():
+def tasks_in_process(eager_celery):
     """Chunks run in the test process even when CI configures a broker (the crash test starts real workers)."""
-    from config.celery import app
-
-    was = app.conf.task_always_eager
-    app.conf.task_always_eager = True
     yield
-    app.conf.task_always_eager = was

@@ -37,14 +37,9 @@ def stubbed(monkeypatch, settings):
 
 
 @pytest.fixture(autouse=True)
-def eager_celery():
+def _follow_ups_in_process(eager_celery):
     """Follow-up tasks (publish, settle, mirror) run in-process here, also when CI configures a Redis broker."""
-    from config.celery import app
-
-    was = app.conf.task_always_eager
-    app.conf.task_always_eager = True
     yield
-    app.conf.task_always_eager = was
 
 
 @pytest.fixture

@@ -21,17 +21,6 @@ from tests.conftest import DEMO_DIR, write_jsonl
 
 
 @pytest.fixture
-def eager_tasks():
-    """Run Celery tasks in-process, also when the suite runs against a real broker."""
-    from config.celery import app
-
-    was = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = was
-
-
-@pytest.fixture
 def small_campaign(tmp_path):
     refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
     sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
@@ -180,7 +169,7 @@ def _agreement_with_known_labels(campaign) -> float:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_gold_checks_drop_the_inaccurate_judges_at_the_right_moment(tmp_path, eager_tasks):
+def test_gold_checks_drop_the_inaccurate_judges_at_the_right_moment(tmp_path, eager_celery):
     campaign = _scu_campaign(tmp_path)
     accuracies = {"sim-1": 0.95, "sim-2": 0.95, "sim-3": 0.95, "sim-4": 0.95, "sim-5": 0.88, "sim-6": 0.80, "sim-7": 0.50}
     report = simulate_crowd(campaign, 7, seed=1, accuracies=accuracies)
@@ -201,7 +190,7 @@ def test_gold_checks_drop_the_inaccurate_judges_at_the_right_moment(tmp_path, ea
 
 
 @pytest.mark.django_db(transaction=True)
-def test_excluding_careless_judges_and_replacing_their_work_improves_gold(tmp_path, eager_tasks):
+def test_excluding_careless_judges_and_replacing_their_work_improves_gold(tmp_path, eager_celery):
     campaign = _scu_campaign(tmp_path, gold_share=0.25)
     report = simulate_crowd(campaign, 6, seed=2, careless=2, accuracy=0.95)
     assert report.campaign_state == "finished"

@@ -9,8 +9,9 @@ from datetime import datetime, timezone
 import pytest
 import redis
 
-from annotation.models import PresenceJudgment
+from annotation.models import GoldPresence, PresenceJudgment
 from annotation.services import coalesce
+from annotation.tasks import after_presence_hits_task
 from hits.models import Assignment, FollowUp
 from tests.reliability.test_faults import _judge, celery_on, private_redis, scu_campaign  # noqa: F401 - fixtures
 
@@ -76,7 +77,7 @@ def test_a_failed_drain_keeps_its_ids_for_the_redelivery(
 
 
 @pytest.mark.django_db
-def test_a_completed_hit_with_the_broker_down_stores_its_follow_ups_not_coalesced_and_not_lost(
+def test_a_completed_hit_with_the_broker_down_stores_its_follow_up_and_loses_nothing(
     scu_campaign, django_user_model, private_redis, celery_on, django_capture_on_commit_callbacks  # noqa: F811
 ):
     client = _judge(django_user_model)
@@ -86,8 +87,18 @@ def test_a_completed_hit_with_the_broker_down_stores_its_follow_ups_not_coalesce
     with django_capture_on_commit_callbacks(execute=True):
         assert client.post(location, {"action": "submit", **data}).status_code == 302
     assert PresenceJudgment.objects.count() == 2
-    stored = set(FollowUp.objects.values_list("task_name", flat=True))
-    assert {"annotation.recompute_scores", "annotation.update_worker_quality"} <= stored
+    # The completed HIT's follow-ups wait in the outbox, whole: nothing of them ran yet.
+    hit = Assignment.objects.get().hit
+    assert list(FollowUp.objects.values_list("task_name", "args")) == [("annotation.after_presence_hits", [hit.batch_id, [hit.pk]])]
+    assert not GoldPresence.objects.exists()
+    # The broker is back: the stored task, once run, writes the gold labels and hands on the score
+    # update and cross-checks.
+    private_redis["start"]()
+    with django_capture_on_commit_callbacks(execute=True):
+        args = FollowUp.objects.get().args
+        assert after_presence_hits_task.run(*args) == 2
+    assert GoldPresence.objects.filter(summary_id=hit.payload["summary"], present=True).count() == 2
+    assert ("annotation.drain_followups", ["scores", hit.batch.campaign.pk]) in _queued(private_redis["port"])
 
 
 @pytest.mark.django_db
@@ -119,3 +130,63 @@ def test_a_costly_drain_stretches_the_wait_before_the_next_so_follow_ups_keep_to
         coalesce.schedule("scores", scu_campaign.pk, [5])
     assert 1.0 < (_etas(port)[0] - datetime.now(timezone.utc)).total_seconds() <= 2.0
     assert [c for c, _ in _queued(port)] == ["annotation.drain_followups"] * 4
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_turns_a_completed_hit_into_gold_labels_scores_and_the_campaigns_end(
+    scu_campaign, django_user_model, private_redis, celery_on, settings  # noqa: F811
+):
+    """With a Redis broker the last judgment of a HIT is stored by the request; a Celery worker process
+    then writes the gold labels, the scores and the campaign's end."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from django.db import connection
+
+    from annotation.models import Campaign, SummaryScore
+    from tests.conftest import REPO, database_url_for_workers
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a separate worker process needs a shared database server")
+    settings.FOLLOWUP_COALESCE_SECONDS = 0.5
+    url = f"redis://127.0.0.1:{private_redis['port']}/0"
+    env = os.environ | {
+        "DATABASE_URL": database_url_for_workers(), "CELERY_BROKER_URL": url, "REDIS_URL": url,
+        "FOLLOWUP_COALESCE_SECONDS": "0.5", "PYTHONUNBUFFERED": "1",
+    }
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--without-gossip",
+         "--without-mingle", "--without-heartbeat", "--loglevel=WARNING"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        client = _judge(django_user_model)
+        location = client.post("/work/presence/start/")["Location"]
+        hit = Assignment.objects.get().hit
+        data = {f"p_{u}": "1" for u in hit.payload["units"]}
+        assert client.post(location, {"action": "submit", **data}).status_code == 302
+        # The request stored the judgments; what follows is the worker's.
+        assert PresenceJudgment.objects.count() == 2
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            done = (
+                GoldPresence.objects.filter(summary_id=hit.payload["summary"], present=True).count() == 2
+                and Campaign.objects.get(pk=scu_campaign.pk).state == Campaign.State.FINISHED
+                and SummaryScore.objects.filter(summary_id=hit.payload["summary"]).exists()
+            )
+            if done:
+                break
+            time.sleep(0.25)
+    finally:
+        worker.terminate()
+        try:
+            output = worker.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            output = worker.communicate()[0]
+    assert done, f"the worker did not finish the follow-ups; its output:\n{output}"
+    score = SummaryScore.objects.get(summary_id=hit.payload["summary"])
+    assert (score.n_units, score.n_present, score.qapyramid) == (2, 2, 1.0)

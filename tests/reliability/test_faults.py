@@ -115,7 +115,7 @@ def test_broker_down_submission_still_succeeds_and_follow_ups_run_when_it_return
     assert time.perf_counter() - started < 20
     assert PresenceJudgment.objects.count() == 2
     stored = list(FollowUp.objects.values_list("task_name", flat=True))
-    assert "annotation.recompute_scores" in stored  # ...and the follow-up work is kept, not lost
+    assert "annotation.after_presence_hits" in stored  # ...and the follow-up work is kept, not lost
     private_redis["start"]()
     sent = outbox.flush()
     assert sent == len(stored)
