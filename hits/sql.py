@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 
 _STATEMENTS: dict = {}
@@ -40,6 +40,12 @@ def attach(obj: models.Model, **related) -> None:
     """Cache related objects on ``obj`` as ``select_related`` would (reading them runs no query)."""
     for name, value in related.items():
         type(obj)._meta.get_field(name).set_cached_value(obj, value)
+
+
+def _db():
+    """The default connection itself: ``django.db.connection`` is a proxy that looks the connection up
+    again (in a context-local store) on every attribute read, and the helpers below read many."""
+    return connections[DEFAULT_DB_ALIAS]
 
 
 def quote(name: str) -> str:
@@ -63,29 +69,37 @@ def table(model: type[models.Model]) -> str:
 @lru_cache(maxsize=None)
 def _converters(model: type[models.Model], vendor: str) -> tuple:
     """Per field: (expression, converters) as the ORM's compiler would apply them to a fetched value."""
+    db = _db()
     result = []
     for field in _fields(model):
         col = field.get_col(model._meta.db_table)
-        result.append((col, tuple(connection.ops.get_db_converters(col)) + tuple(col.get_db_converters(connection))))
+        result.append((col, tuple(db.ops.get_db_converters(col)) + tuple(col.get_db_converters(db))))
     return tuple(result)
 
 
-def instance(model: type[models.Model], values) -> models.Model:
+@lru_cache(maxsize=None)
+def _attnames(model: type[models.Model]) -> list:
+    return [f.attname for f in _fields(model)]
+
+
+def instance(model: type[models.Model], values, db=None) -> models.Model:
     """A model instance from raw column values (in ``columns(model)`` order), as the ORM would make it."""
+    db = db or _db()
     converted = []
-    for value, (col, converters) in zip(values, _converters(model, connection.vendor)):
+    for value, (col, converters) in zip(values, _converters(model, db.vendor)):
         for convert in converters:
-            value = convert(value, col, connection)
+            value = convert(value, col, db)
         converted.append(value)
-    return model.from_db(connection.alias, [f.attname for f in _fields(model)], converted)
+    return model.from_db(db.alias, _attnames(model), converted)
 
 
 def instances(row, *models_) -> list[models.Model]:
     """Split one row holding several models' columns (in the given order) into instances."""
+    db = _db()
     result, start = [], 0
     for model in models_:
         n = len(_fields(model))
-        result.append(instance(model, row[start : start + n]))
+        result.append(instance(model, row[start : start + n], db))
         start += n
     return result
 
@@ -134,15 +148,23 @@ def execute(sql: str, params=()) -> int:
 
 
 def _insert_sql(model, fields, n_rows: int) -> str:
-    row = f"({', '.join(['%s'] * len(fields))})"
-    return (
-        f"INSERT INTO {table(model)} ({', '.join(quote(f.column) for f in fields)}) VALUES "
-        + ", ".join([row] * n_rows)
-    )
+    def build():
+        row = f"({', '.join(['%s'] * len(fields))})"
+        return (
+            f"INSERT INTO {table(model)} ({', '.join(quote(f.column) for f in fields)}) VALUES "
+            + ", ".join([row] * n_rows)
+        )
+
+    return statement(("insert", model, n_rows), build)
 
 
-def _insert_values(obj, fields) -> list:
-    return [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+def _insert_values(obj, fields, db) -> list:
+    return [f.get_db_prep_save(f.pre_save(obj, True), db) for f in fields]
+
+
+@lru_cache(maxsize=None)
+def _insert_fields(model: type[models.Model]) -> tuple:
+    return tuple(f for f in _fields(model) if not f.primary_key)
 
 
 def insert(obj: models.Model) -> None:
@@ -150,37 +172,41 @@ def insert(obj: models.Model) -> None:
 
     Only for models that no ``pre_save``/``post_save`` receiver listens to: no signal is sent.
     """
+    db = _db()
     model = type(obj)
-    fields = [f for f in _fields(model) if not f.primary_key]
-    statement = _insert_sql(model, fields, 1)
-    with connection.cursor() as cursor:
-        if connection.features.can_return_columns_from_insert:
-            cursor.execute(statement + " RETURNING " + quote(model._meta.pk.column), _insert_values(obj, fields))
+    fields = _insert_fields(model)
+    with db.cursor() as cursor:
+        if db.features.can_return_columns_from_insert:
+            returning = statement(("insert-returning", model), lambda: _insert_sql(model, fields, 1) + " RETURNING " + quote(model._meta.pk.column))
+            cursor.execute(returning, _insert_values(obj, fields, db))
             obj.pk = cursor.fetchone()[0]
         else:  # pragma: no cover - both supported databases return columns
-            cursor.execute(statement, _insert_values(obj, fields))
-            obj.pk = connection.ops.last_insert_id(cursor, model._meta.db_table, model._meta.pk.column)
+            cursor.execute(_insert_sql(model, fields, 1), _insert_values(obj, fields, db))
+            obj.pk = db.ops.last_insert_id(cursor, model._meta.db_table, model._meta.pk.column)
     obj._state.adding = False
-    obj._state.db = connection.alias
+    obj._state.db = db.alias
 
 
 def insert_many(objs: list) -> None:
     """INSERT new rows of one model in one statement (their primary keys are not read back; no signals)."""
     if not objs:
         return
+    db = _db()
     model = type(objs[0])
-    fields = [f for f in _fields(model) if not f.primary_key]
-    values = [v for obj in objs for v in _insert_values(obj, fields)]
+    fields = _insert_fields(model)
+    values = [v for obj in objs for v in _insert_values(obj, fields, db)]
     execute(_insert_sql(model, fields, len(objs)), values)
 
 
 def update(obj: models.Model, names: list[str]) -> None:
     """UPDATE the named fields of a row already loaded (and locked) in this transaction, like
     ``save(update_fields=names)`` but sending no signal."""
+    db = _db()
     model = type(obj)
     fields = [model._meta.get_field(name) for name in names]
-    execute(
-        f"UPDATE {table(model)} SET {', '.join(f'{quote(f.column)} = %s' for f in fields)} "
+    text = statement(
+        ("update", model, tuple(names)),
+        lambda: f"UPDATE {table(model)} SET {', '.join(f'{quote(f.column)} = %s' for f in fields)} "
         f"WHERE {quote(model._meta.pk.column)} = %s",
-        [*(f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields), obj.pk],
     )
+    execute(text, [*(f.get_db_prep_save(getattr(obj, f.attname), db) for f in fields), obj.pk])

@@ -18,7 +18,8 @@ from tests.conftest import DEMO_DIR
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_demo_study_through_the_api(django_user_model):
+def test_demo_study_through_the_api(django_user_model, eager_celery):
+    # The crowd works on a server in this process, its follow-ups run in-process (no Celery worker here).
     user = django_user_model.objects.create_user("script", password="script-pass-123")
     make_researcher(user)
     api = APIClient()
