@@ -6,10 +6,10 @@ setting, so each submission also accepts the worker's next HIT and redirects
 to it (the flow of a worker on the HIT pages): a cycle is one accept and one
 submission, done in two requests.  For each level the script prints
 
-    load workers=N cycles_per_s=X p50_ms=A p95_ms=B p99_ms=C queries_per_request=Q overfilled=0 duplicate_assignments=0 lost_submissions=0
+    load workers=N cycles_per_s=X p50_ms=A p95_ms=B p99_ms=C queries_per_request=Q cpu_ms_per_cycle=M overfilled=0 duplicate_assignments=0 lost_submissions=0
 
-(latencies are per HTTP request; the three counts are measured in the database
-after the runs).  Each level runs ``BENCH_LOAD_RUNS`` times (3) for
+(latencies are per HTTP request; M is the machine's busy CPU time, all processes, per completed
+cycle; the three counts are measured in the database after the runs).  Each level runs ``BENCH_LOAD_RUNS`` times (3) for
 ``BENCH_LOAD_SECONDS`` (20) on the same server; the line gives the medians and
 each run's throughput.  A warm-up of ``BENCH_LOAD_WARMUP`` seconds (5) comes first and is
 not measured (its submissions are checked too).  Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres)
@@ -172,9 +172,9 @@ class Client:
     pin itself to one gunicorn process (gthread workers accept greedily) and leave the others idle.
 
     The requests are written and the answers read on a plain socket (HTTP/1.1, ``Connection: close``,
-    the answer read to its end): the load generator shares the machine's two cores with the server, and
-    ``http.client`` spent about 0.7 ms of CPU per request, most of it parsing headers with the email
-    package, that the server could not use.
+    the answer read to its end): the load generator shares the machine's two cores with the server: with
+    ``http.client`` (which parses headers with the email package) the client took about 1.4 ms of CPU
+    per cycle on the slower 2-core machine of the README's figures, on the plain socket 0.7 ms.
     """
 
     def __init__(self, port: int, session: str):
@@ -309,6 +309,17 @@ def measure_ceiling(port: int, env: dict, sessions: list[str]) -> None:
     )
 
 
+def cpu_seconds() -> float:
+    """CPU time the whole machine has spent busy (user, system, interrupts) since boot, from /proc/stat;
+    NaN where there is no /proc."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return float("nan")
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 def run_level(port: int, sessions: list[str], seconds: float) -> dict:
     latencies: list[float] = []
     queries: list[int] = []
@@ -357,7 +368,9 @@ def run_level(port: int, sessions: list[str], seconds: float) -> dict:
             queries.extend(local_q)
             acknowledged.extend(local_ack)
 
+    cpu_before = cpu_seconds()
     elapsed = run_threads(work, sessions)
+    cpu = cpu_seconds() - cpu_before
     latencies.sort()
 
     def pct(p):
@@ -365,6 +378,9 @@ def run_level(port: int, sessions: list[str], seconds: float) -> dict:
 
     return {
         "cycles_per_s": len(acknowledged) / elapsed,
+        # Every process's CPU (server, database, Redis, Celery and this client) per completed cycle: on a
+        # shared, noisy machine a steadier figure than the throughput; 250 cycles/s on 2 cores leave 8 ms.
+        "cpu_ms": 1000 * cpu / len(acknowledged) if acknowledged else float("nan"),
         "p50": pct(0.50),
         "p95": pct(0.95),
         "p99": pct(0.99),
@@ -429,6 +445,7 @@ def main() -> int:
             print(
                 f"load workers={workers} cycles_per_s={median('cycles_per_s'):.1f} p50_ms={median('p50'):.0f} "
                 f"p95_ms={median('p95'):.0f} p99_ms={median('p99'):.0f} queries_per_request={median('queries'):.1f} "
+                f"cpu_ms_per_cycle={median('cpu_ms'):.1f} "
                 f"overfilled={checks['overfilled']} duplicate_assignments={checks['duplicates']} lost_submissions={checks['lost']}"
                 f" errors={sum(r['errors'] for r in [warmup, *runs])} runs={len(runs)}"
                 f" cycles_per_s_each={each}",
