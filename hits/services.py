@@ -214,7 +214,8 @@ def _next_hit(worker, task_type, kinds, attempt, hit_id, via_mturk):
             params.append(HIT.Kind.GOLD)
         if batch_id is not None:
             params.append(batch_id)
-        row = sql.fetchone(_next_hit_sql(len(kinds), via_mturk, hit_id is not None, gold, batch_id is not None), params)
+        # Planned on every call, never prepared: its best plan depends on the worker and the queue.
+        row = sql.fetchone(_next_hit_sql(len(kinds), via_mturk, hit_id is not None, gold, batch_id is not None), params, prepare=False)
         if row is None:
             return None
         hit, batch = sql.instances(row, HIT, Batch)

@@ -196,3 +196,23 @@ def test_the_hand_out_query_offers_exactly_what_available_hits_lists_in_queue_or
         handed.append(hit.pk)
         HITExclusion.objects.create(hit=hit, worker=worker)  # take it off the worker's list, ask again
     assert listed and handed == listed
+
+
+def test_key_lookups_are_prepared_and_the_hand_out_is_planned_on_every_call(campaign, django_user_model):
+    """With prepared statements on (PostgreSQL), the worker's repeated lookups by key are prepared, but
+    the hand-out never is: a generic plan of it can be many times slower on some queues."""
+    if connection.vendor != "postgresql" or not connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold"):
+        pytest.skip("prepared statements are a PostgreSQL setting (DB_PREPARE_THRESHOLD)")
+    threshold = connection.settings_dict["OPTIONS"]["prepare_threshold"]
+    users = [django_user_model.objects.create_user(username=f"prep{i}", password="pw-for-tests-123") for i in range(threshold + 2)]
+    for user in users:  # each judge takes a HIT and gives it back: lookups and hand-outs repeat on one connection
+        client = Client()
+        client.force_login(user)
+        page = client.post("/work/presence/start/")["Location"]
+        assert client.get(page).status_code == 200
+        assert client.post(page, {"action": "return"}).status_code == 302
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any("FROM \"hits_assignment\" a JOIN \"hits_hit\" h" in s and "WHERE a.id = " in s for s in prepared), prepared
+    assert not any("SKIP LOCKED" in s for s in prepared), "the hand-out query was prepared"
