@@ -116,7 +116,7 @@ def schedule(kind: str, owner_id: int, ids) -> None:
     ids = sorted({int(i) for i in ids})
     if not ids:
         return
-    if _redis() is None:
+    if not enabled():
         send_after_commit(_task(kind), owner_id, ids)
         return
     transaction.on_commit(lambda: _enqueue(kind, owner_id, ids))

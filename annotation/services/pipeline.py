@@ -384,8 +384,9 @@ def record_presence(assignment) -> None:
         # (the batch id is on the HIT: no campaign lookup in the request).
         coalesce.schedule("completed", hit.batch_id, [hit.pk])
     else:
-        # Embedded default (eager Celery) or no coalescing: in the submission's own transaction.
-        after_presence_hits(hit.batch_id, [hit.pk])
+        # Embedded default (eager Celery) or no coalescing: in the submission's own transaction,
+        # with the HIT already loaded.
+        _follow_up_completed(campaign_of_hit(hit), [hit])
 
 
 def after_presence_hits(batch_id: int, hit_ids) -> int:
@@ -394,14 +395,17 @@ def after_presence_hits(batch_id: int, hit_ids) -> int:
 
     Returns the number of gold labels written.
     """
-    from annotation.services.gold import refresh_gold, schedule_score_update
-
     campaign = Campaign.objects.filter(batch_id=batch_id).first()
     if campaign is None:  # the campaign was deleted meanwhile
         return 0
     hits = list(HIT.objects.filter(pk__in=list(hit_ids), batch_id=batch_id).only("pk", "payload"))
-    if not hits:
-        return 0
+    return _follow_up_completed(campaign, hits) if hits else 0
+
+
+def _follow_up_completed(campaign: Campaign, hits) -> int:
+    """``after_presence_hits`` for HITs already loaded (their payloads name the units and the summary)."""
+    from annotation.services.gold import refresh_gold, schedule_score_update
+
     pairs = {(unit_id, h.payload["summary"]) for h in hits for unit_id in h.payload["units"]}
     with transaction.atomic():
         written = refresh_gold(campaign, pairs)
