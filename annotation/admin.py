@@ -81,7 +81,7 @@ class GoldPresenceAdmin(admin.ModelAdmin):
     list_filter = ("origin", "present")
 
 
-from annotation.jobs_models import Job, QAPairCorrection  # noqa: E402  (researcher pages, issue 8)
+from annotation.models import Job, QAPairCorrection  # noqa: E402  (researcher pages, issue 8)
 
 
 @admin.register(Job)

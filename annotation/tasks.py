@@ -51,7 +51,7 @@ def recompute_scores_task(campaign_id: int, summary_ids: list[int] | None = None
 @shared_task(name="annotation.autoscore_chunk", acks_late=True, reject_on_worker_lost=True)
 def autoscore_chunk_task(chunk_id: int) -> dict:
     """Judge one chunk of an automatic-scoring run (idempotent: a redelivered chunk adds nothing)."""
-    from annotation.services.autoscore import run_chunk
+    from annotation.automation.autoscore import run_chunk
 
     return run_chunk(chunk_id)
 

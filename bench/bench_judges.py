@@ -33,7 +33,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from annotation.judges.base import PresencePair  # noqa: E402
+from annotation.automation.judges.base import PresencePair  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 N_EXAMPLES = int(os.environ.get("BENCH_JUDGES_EXAMPLES", "8"))
@@ -42,7 +42,7 @@ N_SYSTEMS = int(os.environ.get("BENCH_JUDGES_SYSTEMS", "8"))
 
 def sample_pairs() -> list[PresencePair]:
     """REALSumm pairs of the first examples and systems, or synthetic ones of similar lengths."""
-    from annotation.judges.trained import dataset_from_folder
+    from annotation.automation.judges.datasets import dataset_from_folder
 
     folder = DATA / "realsumm"
     if folder.is_dir():
@@ -60,9 +60,9 @@ def sample_pairs() -> list[PresencePair]:
 
 
 def cross_encoder_judge():
-    from annotation.judges.base import JudgeError
-    from annotation.judges.crossencoder import CrossEncoderJudge
-    from annotation.judges.trained import load_trained_judge
+    from annotation.automation.judges.base import JudgeError
+    from annotation.automation.judges.crossencoder import CrossEncoderJudge
+    from annotation.automation.judges.trained import load_trained_judge
 
     try:
         judge = load_trained_judge()
@@ -74,7 +74,7 @@ def cross_encoder_judge():
 
 
 def main() -> int:
-    from annotation.judges.lexical import ContentWordJudge
+    from annotation.automation.judges.lexical import ContentWordJudge
 
     pairs = sample_pairs()
     judge, origin = cross_encoder_judge()
@@ -92,8 +92,8 @@ def main() -> int:
     judge.predict(pairs)
     print(f"judges lexical pairs={len(pairs)} pairs_per_s={len(pairs) / (time.perf_counter() - started):.0f}", flush=True)
     if os.environ.get("BENCH_JUDGES_FULL") == "1" and (DATA / "realsumm").is_dir():
-        from annotation.judges.evaluation import cross_validate
-        from annotation.judges.trained import dataset_from_folder
+        from annotation.automation.judges.evaluation import cross_validate
+        from annotation.automation.judges.datasets import dataset_from_folder
 
         test = dataset_from_folder(DATA / "pyrxsum") if (DATA / "pyrxsum").is_dir() else None
         started = time.perf_counter()

@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path
 
-from annotation import views as annotation_views
+from annotation.web.views import campaigns as annotation_views
 from config.ratelimit import client_ip, rate_limited
 from hits import views as hits_views
 
@@ -17,7 +17,7 @@ def healthz(request):
 
 urlpatterns = [
     path("", annotation_views.home, name="home"),
-    path("campaigns/", include("annotation.urls")),
+    path("campaigns/", include("annotation.web.urls")),
     path("work/quality/", annotation_views.worker_quality, name="worker-quality"),
     path("work/", include("hits.urls")),
     path("join/<str:token>/", hits_views.join, name="join"),
@@ -29,7 +29,7 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/", include("annotation.api.urls")),
+    path("api/", include("annotation.web.api.urls")),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
 ]

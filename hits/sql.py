@@ -146,15 +146,40 @@ def _run(cursor, sql: str, params, prepare: bool | None) -> None:
     ``bench/bench_handout.py`` with the paused HITs left open, a hand-out took 118 ms with its statement
     prepared and 84 ms planned on each call (97 ms with no statement prepared; single runs, noisy machine).
     """
-    db = cursor.db
-    if prepare is None or not db.settings_dict.get("OPTIONS", {}).get("server_side_binding"):
+    if prepare is None or not cursor.db.settings_dict.get("OPTIONS", {}).get("server_side_binding"):
         cursor.execute(sql, params)
         return
+    execute_through_wrappers(cursor, sql, params, lambda raw, sql, params: raw.execute(sql, params, prepare=prepare))
+
+
+# --- Django internals: the one place this project relies on them ----------------------------------
+#
+# Django's cursor has no public way to pass an option of the driver's own ``execute`` (psycopg's
+# ``prepare=``) while keeping what Django does around every statement.  ``execute_through_wrappers``
+# therefore uses, from ``django.db.backends.utils`` (checked on Django 5.2):
+#
+# - ``CursorWrapper._execute_with_wrappers(sql, params, many, executor)``, which runs the connection's
+#   execute wrappers around ``executor(sql, params, many, context)``;
+# - ``CursorDebugWrapper.debug_sql(sql, params)``, the context manager that logs the statement and
+#   records it in ``connection.queries`` when queries are captured (DEBUG, ``CaptureQueriesContext``).
+#
+# ``tests/hits/test_django_internals.py`` fails, naming what changed, if a Django upgrade changes them.
+DJANGO_INTERNALS = (
+    "django.db.backends.utils.CursorWrapper._execute_with_wrappers",
+    "django.db.backends.utils.CursorDebugWrapper.debug_sql",
+)
+
+
+def execute_through_wrappers(cursor, sql: str, params, raw_execute) -> None:
+    """Run ``raw_execute(driver_cursor, sql, params)`` as Django runs a statement of ``cursor`` (a Django
+    cursor): inside the connection's execute wrappers, with database errors translated to Django's,
+    refused in a broken transaction, and logged and counted like any other query."""
+    db = cursor.db
 
     def executor(sql, params, many, context):
         db.validate_no_broken_transaction()
         with db.wrap_database_errors:
-            return cursor.cursor.execute(sql, params, prepare=prepare)
+            return raw_execute(cursor.cursor, sql, params)
 
     if isinstance(cursor, CursorDebugWrapper):
         with cursor.debug_sql(sql, params):

@@ -79,3 +79,23 @@ def test_real_worker_runs_the_task_end_to_end(small_files):
             worker.kill()
             output, _ = worker.communicate()
     assert "annotation.redetect_predicates" in output and "succeeded" in output
+
+
+def test_tasks_queued_by_name_are_registered_in_a_fresh_process():
+    """The core and automation queue Celery tasks by name (they never import ``annotation.tasks``); a new
+    process, web or worker, knows every one of those names once Django is set up."""
+    code = (
+        "import django; django.setup()\n"
+        "import sys\n"
+        "from celery import current_app\n"
+        "from annotation.automation import autoscore\n"
+        "from annotation.services import coalesce, jobs\n"
+        "names = [*coalesce.TASKS.values(), coalesce.DRAIN_TASK, jobs.RUN_JOB_TASK, autoscore.CHUNK_TASK]\n"
+        "missing = [n for n in names if n not in current_app.tasks]\n"
+        "print('missing:', missing, 'checked:', len(names))\n"
+        "sys.exit(1 if missing else 0)\n"
+    )
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "config.settings"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "missing: [] checked: 6" in done.stdout

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from annotation.predicates import strip_sentence_tags
+from annotation.text.predicates import strip_sentence_tags
 
 
 @dataclass(frozen=True)

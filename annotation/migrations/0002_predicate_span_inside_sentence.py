@@ -1,8 +1,8 @@
-"""Make the database refuse a predicate span that reaches past the end of its sentence (see annotation.db_triggers)."""
+"""Make the database refuse a predicate span that reaches past the end of its sentence (see annotation.models.triggers)."""
 
 from django.db import migrations
 
-from annotation import db_triggers
+from annotation.models import triggers as db_triggers
 
 
 class Migration(migrations.Migration):

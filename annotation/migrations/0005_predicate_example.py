@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-from annotation import db_triggers
+from annotation.models import triggers as db_triggers
 
 
 def fill_example(apps, schema_editor):

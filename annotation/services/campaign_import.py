@@ -39,7 +39,7 @@ from annotation.models import (
     System,
     SystemSummary,
 )
-from annotation.predicates import FoundPredicate, FoundSentence, analyse_references
+from annotation.text.predicates import FoundPredicate, FoundSentence, analyse_references
 
 BATCH = 2000
 PREDICATES_AUTO = "auto"
@@ -122,11 +122,11 @@ def import_campaign(
     elif final_slug and Campaign.objects.filter(slug=final_slug).exists():
         problems.add("--name", None, "slug", f"a campaign with slug '{final_slug}' already exists")
 
-    contents = _read_inputs(references, summaries, folder, problems)
+    contents = read_inputs(references, summaries, folder, problems)
     predicate_records: list[PredicateRecord] | None = None
     if predicates not in (None, PREDICATES_AUTO, PREDICATES_NONE):
         predicate_records = read_predicates(Path(predicates), problems)
-    _check_cross_references(contents, problems)
+    check_cross_references(contents, problems)
     problems.raise_if_any()
 
     n_refs = len(contents.references)
@@ -136,7 +136,7 @@ def import_campaign(
         progress=lambda done, total: progress(1 + done, n_refs + 3, "finding sentences and predicates"),
     )
     if predicate_records is not None:
-        analysed = _place_predicates(contents.references, analysed, predicate_records, Path(predicates).name, problems)
+        analysed = place_predicates(contents.references, analysed, predicate_records, Path(predicates).name, problems)
     elif predicates in (None, PREDICATES_NONE):
         analysed = [[FoundSentence(s.start, s.end, s.text, ()) for s in sentences] for sentences in analysed]
     problems.raise_if_any()
@@ -165,7 +165,8 @@ def _problem_from_integrity_error(exc: IntegrityError, slug: str) -> Problem:
     return Problem("import", None, None, f"the database refused the data: {exc}")
 
 
-def _read_inputs(references, summaries, folder, problems: ProblemList) -> FolderContents:
+def read_inputs(references, summaries, folder, problems: ProblemList) -> FolderContents:
+    """Read an import's files (a folder, or a references file and summaries), every problem into ``problems``."""
     if folder is not None:
         if references is not None or summaries is not None:
             problems.add("--folder", None, None, "give either --folder or --references/--summaries, not both")
@@ -179,7 +180,8 @@ def _read_inputs(references, summaries, folder, problems: ProblemList) -> Folder
     return FolderContents(refs, sums, None)
 
 
-def _check_cross_references(contents: FolderContents, problems: ProblemList) -> None:
+def check_cross_references(contents: FolderContents, problems: ProblemList) -> None:
+    """Check that summaries and labels name known examples and that every system covers the same examples."""
     known = {r.id for r in contents.references}
     by_system: dict[str, set[str]] = defaultdict(set)
     first_file: dict[str, str] = {}
@@ -207,7 +209,7 @@ def _check_cross_references(contents: FolderContents, problems: ProblemList) -> 
                 problems.add(f"labels/{system}.label", None, None, f"labels for system '{system}' which has no summaries")
 
 
-def _place_predicates(
+def place_predicates(
     references: list[ReferenceRecord],
     analysed: list[list[FoundSentence]],
     records: list[PredicateRecord],

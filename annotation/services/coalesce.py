@@ -37,16 +37,19 @@ DRAIN_TASK = "annotation.drain_followups"
 
 
 
-def _task(kind: str):
-    """The Celery task that takes (owner id, ids) for this kind (importing it registers it): the owner is
-    the campaign for cross-checks and score updates, the batch for completed presence HITs."""
-    from annotation import tasks
+# The Celery task (by name: the core never imports the tasks module) that takes (owner id, ids) for
+# each kind; the owner is the campaign for cross-checks and score updates, the batch for completed
+# presence HITs.
+TASKS = {
+    "cross_checks": "annotation.update_worker_quality",
+    "scores": "annotation.recompute_scores",
+    "completed": "annotation.after_presence_hits",
+}
 
-    return {
-        "cross_checks": tasks.update_worker_quality_task,
-        "scores": tasks.recompute_scores_task,
-        "completed": tasks.after_presence_hits_task,
-    }[kind]
+
+def _run(kind: str, owner_id: int, ids: list[int]) -> None:
+    """Run the kind's task here and now, in this process (a drain is itself a task on a worker)."""
+    current_app.tasks[TASKS[kind]](owner_id, ids)
 
 
 _clients: dict[str, object] = {}
@@ -112,12 +115,12 @@ _clock = time.monotonic
 
 
 def schedule(kind: str, owner_id: int, ids) -> None:
-    """After the current transaction commits, have ``_task(kind)(owner_id, ids)`` run (coalesced)."""
+    """After the current transaction commits, have the task ``TASKS[kind]`` run on (owner_id, ids) (coalesced)."""
     ids = sorted({int(i) for i in ids})
     if not ids:
         return
     if not enabled():
-        send_after_commit(_task(kind), owner_id, ids)
+        send_after_commit(TASKS[kind], owner_id, ids)
         return
     transaction.on_commit(lambda: _enqueue(kind, owner_id, ids))
 
@@ -136,7 +139,7 @@ def _enqueue(kind: str, owner_id: int, ids: list[int]) -> None:
         first = pipe.execute()[1]
     except Exception as exc:  # noqa: BLE001 - Redis down: fall back to the plain, never-lost publish
         log.warning("coalescing unavailable (%s); publishing %s directly", exc, kind)
-        send_now(_task(kind).name, [owner_id, ids])
+        send_now(TASKS[kind], [owner_id, ids])
         return
     if first:
         send_now(DRAIN_TASK, [kind, owner_id], countdown=wait)
@@ -159,7 +162,7 @@ def drain(kind: str, owner_id: int) -> list[int]:
     ids = sorted(int(m) for m in members)
     if ids:
         started = _clock()
-        _task(kind)(owner_id, ids)
+        _run(kind, owner_id, ids)
         # What this drain cost sets the wait before the next one (see ``countdown``).
         client.set(_cost_key(kind, owner_id), f"{_clock() - started:.6f}", ex=3600)
         # Only now forget them (SREM, not DEL: a concurrent drain may have moved newer ids in).

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotation.jobs_models import QAPairCorrection
+from annotation.models import QAPairCorrection
 from annotation.models import ContentUnit
 
 

@@ -93,7 +93,7 @@ def campaign_cost_preview(campaign: Campaign, backend: str | None = None, redo_s
     stages: list[StageCost] = []
     n_systems = campaign.systems.count()
     if campaign.unit_type == Campaign.UnitType.SCU:
-        from annotation.services.pipeline import SCU_UNITS_PER_HIT
+        from annotation.models.stages import SCU_UNITS_PER_HIT
 
         units = dict(
             ContentUnit.objects.filter(example__campaign=campaign)

@@ -73,12 +73,3 @@ def refresh_gold(campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
         batch_size=2000,
     )
     return len(rows)
-
-
-def schedule_score_update(campaign: Campaign, summary_ids) -> None:
-    """After the current transaction commits, recompute these summaries' scores (a Celery task).
-
-    Coalesced per campaign over a short window with a Redis broker (``annotation.services.coalesce``)."""
-    from annotation.services import coalesce
-
-    coalesce.schedule("scores", campaign.pk, summary_ids)

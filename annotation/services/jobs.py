@@ -28,19 +28,20 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.jobs_models import Job
-from annotation.models import Campaign
+from annotation.models import Campaign, Job
+from hits.outbox import send_after_commit
 
 log = logging.getLogger(__name__)
 
 
+RUN_JOB_TASK = "annotation.run_job"
+
+
 def start_job(kind: str, *, campaign: Campaign | None = None, params: dict | None = None, user=None) -> Job:
     """Record a queued job and schedule it after the current transaction commits."""
-    from annotation.tasks import run_job_task
-    from hits.outbox import send_after_commit
-
     job = Job.objects.create(kind=kind, campaign=campaign, params=params or {}, created_by=user)
-    send_after_commit(run_job_task, job.pk)
+    # By name: the Celery entry points (annotation.tasks) sit above the services.
+    send_after_commit(RUN_JOB_TASK, job.pk)
     return job
 
 

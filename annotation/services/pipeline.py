@@ -25,8 +25,6 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from annotation.services import quality
-
 from annotation.models import (
     Campaign,
     ContentUnit,
@@ -37,42 +35,14 @@ from annotation.models import (
     SystemSummary,
     Verification,
 )
+from annotation.models.stages import GENERATION, PRESENCE, SCU_UNITS_PER_HIT, TASK_TYPES, VERIFICATION
+from annotation.services import coalesce
+from annotation.services.followups import schedule_completed_presence, schedule_cross_checks, schedule_score_update
+from annotation.services.gold import refresh_gold
 from hits import sql
 from hits.models import HIT, Assignment, Batch, TaskType
 from hits.mturk.publishing import publish_soon
 from hits.services import set_batch_state
-
-GENERATION = "generation"
-VERIFICATION = "verification"
-PRESENCE = "presence"
-
-TASK_TYPES = {
-    GENERATION: dict(
-        name="Write questions and answers",
-        description="Read a sentence and write questions about one highlighted verb, with their answers from the sentence.",
-        keywords="writing, questions, language, summarization",
-        position=1,
-        assignment_duration=20 * 60,
-    ),
-    VERIFICATION: dict(
-        name="Check questions and answers",
-        description="Decide whether questions about a highlighted verb are valid, and mark their answers in the sentence.",
-        keywords="checking, questions, language, summarization",
-        position=2,
-        assignment_duration=15 * 60,
-    ),
-    PRESENCE: dict(
-        name="Is it in the summary?",
-        description="Read a summary and decide, for each question-answer pair, whether the summary contains it.",
-        keywords="reading, judging, summarization",
-        position=3,
-        assignment_duration=15 * 60,
-    ),
-}
-
-# Units of an "scu" campaign shown together in one presence HIT.
-SCU_UNITS_PER_HIT = 4
-
 
 def task_type(slug: str) -> TaskType:
     """The task type, created with its defaults on first use."""
@@ -288,7 +258,7 @@ def resolve_verification(hit: HIT) -> None:
     kept = [pk for pk, n, n_valid in counts if n > 0 and n_valid == n]
     ContentUnit.objects.filter(pk__in=kept).update(state=ContentUnit.State.KEPT)
     ContentUnit.objects.filter(pk__in=unit_ids).exclude(pk__in=kept).update(state=ContentUnit.State.REJECTED)
-    quality.schedule_cross_checks(
+    schedule_cross_checks(
         campaign,
         set(ContentUnit.objects.filter(pk__in=unit_ids).exclude(author=None).values_list("author_id", flat=True))
         | set(hit.assignments.filter(state__in=Assignment.DONE_STATES).values_list("worker_id", flat=True)),
@@ -358,8 +328,6 @@ def presence_hit_rows(campaign: Campaign, example: Example, summary_ids) -> list
 
 def record_presence(assignment) -> None:
     """Store a judge's labels; a completed HIT's follow-ups run after the commit (``after_presence_hits``)."""
-    from annotation.services import coalesce
-
     hit = assignment.hit
     summary_id = hit.payload["summary"]
     # Every presence submission runs this: one hand-written INSERT (hits.sql) for the judge's labels.
@@ -382,7 +350,7 @@ def record_presence(assignment) -> None:
         # follow-ups of the HIT, not of the worker's request: they run after the commit, gathered per
         # batch for a short window, so a submission costs the same whether or not it is a HIT's last
         # (the batch id is on the HIT: no campaign lookup in the request).
-        coalesce.schedule("completed", hit.batch_id, [hit.pk])
+        schedule_completed_presence(hit.batch_id, [hit.pk])
     else:
         # Embedded default (eager Celery) or no coalescing: in the submission's own transaction,
         # with the HIT already loaded.
@@ -404,13 +372,11 @@ def after_presence_hits(batch_id: int, hit_ids) -> int:
 
 def _follow_up_completed(campaign: Campaign, hits) -> int:
     """``after_presence_hits`` for HITs already loaded (their payloads name the units and the summary)."""
-    from annotation.services.gold import refresh_gold, schedule_score_update
-
     pairs = {(unit_id, h.payload["summary"]) for h in hits for unit_id in h.payload["units"]}
     with transaction.atomic():
         written = refresh_gold(campaign, pairs)
         schedule_score_update(campaign, {h.payload["summary"] for h in hits})
-        quality.schedule_cross_checks(
+        schedule_cross_checks(
             campaign,
             Assignment.objects.filter(hit_id__in=[h.pk for h in hits], state__in=Assignment.DONE_STATES)
             .values_list("worker_id", flat=True)

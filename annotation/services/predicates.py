@@ -57,7 +57,7 @@ def redetect_predicates(campaign: Campaign) -> int:
     added or edited, and those imported from a file, are kept.  Returns the
     number of predicates the campaign has afterwards.
     """
-    from annotation.predicates import analyse_references
+    from annotation.text.predicates import analyse_references
 
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     _require_draft(campaign)

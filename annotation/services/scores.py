@@ -13,30 +13,14 @@ from django.db import transaction
 from annotation import scoring
 from annotation.models import (
     Campaign,
-    GoldPresence,
     PresenceJudgment,
     SummaryScore,
     System,
     SystemScore,
     SystemSummary,
 )
+from annotation.selectors.scores import N_BOOT, agreement, gold_rows, none_if_nan
 from annotation.services.gold import refresh_gold
-
-N_BOOT = 1000
-
-
-def _gold_rows(campaign: Campaign, summary_ids=None):
-    """(unit, summary, predicate, present) rows of the labels that count, majority first."""
-    rows = GoldPresence.objects.filter(summary__system__campaign=campaign)
-    if summary_ids is not None:
-        rows = rows.filter(summary_id__in=summary_ids)
-    chosen: dict[tuple[int, int], tuple] = {}
-    for unit, summary, predicate, present, origin in rows.values_list(
-        "unit_id", "summary_id", "unit__predicate_id", "present", "origin"
-    ).order_by("origin"):
-        # "imported" sorts before "majority": a majority label replaces an imported one.
-        chosen[(unit, summary)] = (unit, summary, predicate or -1, -1 if present is None else int(present))
-    return list(chosen.values())
 
 
 def _texts(campaign: Campaign, summary_ids):
@@ -55,7 +39,7 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
     if summary_ids is None:
         summary_ids = list(SystemSummary.objects.filter(system__campaign=campaign).values_list("pk", flat=True))
     summary_ids = list(summary_ids)
-    rows = _gold_rows(campaign, summary_ids)
+    rows = gold_rows(campaign, summary_ids)
     position = {pk: i for i, pk in enumerate(summary_ids)}
     scores = {pk: dict(n_units=0, n_present=0, qapyramid=None, predicate_level=None, repetition_rate=None, length_penalty=None, nqapyramid=None) for pk in summary_ids}
     if rows:
@@ -92,47 +76,6 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
     return len(summary_ids)
 
 
-def _judgment_arrays(campaign: Campaign, system_id=None):
-    """Judgments that count, as arrays: pair index (unit, summary), label, example index, system id."""
-    rows = PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=False)
-    if system_id is not None:
-        rows = rows.filter(summary__system_id=system_id)
-    data = np.array(
-        list(rows.values_list("unit_id", "summary_id", "present", "summary__example_id", "summary__system_id")), dtype=np.int64
-    ).reshape(-1, 5)
-    if data.size == 0:
-        return data, np.zeros(0, np.int64)
-    _, pair_index = np.unique(data[:, :2], axis=0, return_inverse=True)
-    return data, pair_index.ravel()
-
-
-def agreement(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
-    """Krippendorff's alpha (nominal) pooled with a 95% bootstrap interval (resampling examples), per system, and percent agreement."""
-    data, pairs = _judgment_arrays(campaign)
-    if data.size == 0:
-        return {"pooled": None, "ci95": [None, None], "per_system": {}, "percent_agreement": None, "n_judgments": 0}
-    labels = data[:, 2]
-    pooled = scoring.krippendorff_alpha_nominal(pairs, labels)
-    lo, hi = scoring.bootstrap_alpha_ci(pairs, labels, data[:, 3], n_boot=n_boot) if n_boot else (float("nan"), float("nan"))
-    names = dict(System.objects.filter(campaign=campaign).values_list("pk", "name"))
-    per_system = {}
-    for system_id in np.unique(data[:, 4]):
-        rows = data[:, 4] == system_id
-        _, sub_pairs = np.unique(pairs[rows], return_inverse=True)
-        per_system[names[int(system_id)]] = _none_if_nan(scoring.krippendorff_alpha_nominal(sub_pairs.ravel(), labels[rows]))
-    return {
-        "pooled": _none_if_nan(pooled),
-        "ci95": [_none_if_nan(lo), _none_if_nan(hi)],
-        "per_system": per_system,
-        "percent_agreement": _none_if_nan(scoring.percent_agreement(pairs, labels)),
-        "n_judgments": int(len(labels)),
-    }
-
-
-def _none_if_nan(x):
-    return None if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
-
-
 def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha: bool = True) -> None:
     """Per-system means of the summary scores, with bootstrap intervals resampling examples."""
     rows = list(
@@ -158,11 +101,11 @@ def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha
                 SystemScore(
                     system_id=pk,
                     n_summaries=int(counts[i]) if i < len(counts) else 0,
-                    qapyramid=_none_if_nan(float(q_mean[i])) if i < len(q_mean) else None,
-                    qapyramid_low=_none_if_nan(float(ci[i, 0])) if ci is not None and i < len(ci) else None,
-                    qapyramid_high=_none_if_nan(float(ci[i, 1])) if ci is not None and i < len(ci) else None,
-                    nqapyramid=_none_if_nan(float(n_mean[i])) if i < len(n_mean) else None,
-                    predicate_level=_none_if_nan(float(p_mean[i])) if i < len(p_mean) else None,
+                    qapyramid=none_if_nan(float(q_mean[i])) if i < len(q_mean) else None,
+                    qapyramid_low=none_if_nan(float(ci[i, 0])) if ci is not None and i < len(ci) else None,
+                    qapyramid_high=none_if_nan(float(ci[i, 1])) if ci is not None and i < len(ci) else None,
+                    nqapyramid=none_if_nan(float(n_mean[i])) if i < len(n_mean) else None,
+                    predicate_level=none_if_nan(float(p_mean[i])) if i < len(p_mean) else None,
                     alpha=alpha.get(names[pk]) if alpha is not None else None,
                 )
             )
@@ -196,30 +139,6 @@ def recompute_gold(campaign: Campaign, progress=None) -> dict:
         n_summaries = recompute_summary_scores(campaign)
     progress(2, 2, "recomputed")
     return {"gold_labels": n_gold, "summaries": n_summaries}
-
-
-def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
-    """The campaign's scores in the shape ``manage.py campaign_scores --format json`` prints."""
-    alpha = agreement(campaign, n_boot=n_boot)
-    systems = {}
-    for system in System.objects.filter(campaign=campaign).select_related("score").order_by("name"):
-        score = getattr(system, "score", None)
-        systems[system.name] = {
-            "qapyramid": score.qapyramid if score else None,
-            "nqapyramid": score.nqapyramid if score else None,
-            "n_summaries": score.n_summaries if score else 0,
-            "ci95": [score.qapyramid_low, score.qapyramid_high] if score else [None, None],
-            "predicate_level": score.predicate_level if score else None,
-        }
-    n_units = len(_gold_rows(campaign))
-    return {
-        "campaign": campaign.slug,
-        "n_units": n_units,
-        "n_judgments": alpha["n_judgments"],
-        "alpha": {"pooled": alpha["pooled"], "ci95": alpha["ci95"], "per_system": alpha["per_system"]},
-        "percent_agreement": alpha["percent_agreement"],
-        "systems": systems,
-    }
 
 
 def refresh_stale_intervals(campaign: Campaign) -> bool:

@@ -11,8 +11,8 @@ for every example whose presence stage has started, one HIT per (new
 summary, predicate with kept QA pairs).  Examples still in QA generation
 pick the new summaries up when their presence stage starts.  A finished
 campaign with new HITs runs again until they are judged.  Instead of crowd
-judges, the new system can be scored automatically
-(``annotation.services.autoscore.start_autoscore_run``).
+judges, the new system can be scored automatically (the automation layer's
+``start_autoscore_run``, offered beside this on the add-system page).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from annotation.importing.readers import CampaignImportError, ProblemList, read_summaries
+from annotation.importing.readers import ProblemList, read_summaries
 from annotation.models import Campaign, Example, System, SystemSummary
 from hits.models import HIT, Batch
 from hits.mturk.publishing import publish_soon
@@ -118,12 +118,3 @@ def _write_systems(campaign: Campaign, records) -> AddedSystems:
         # The MTurk backend's hook: on an MTurk batch, the new HITs are published after the commit.
         publish_soon(Batch.objects.get(pk=campaign.batch_id))
     return result
-
-
-def autoscore_available() -> bool:
-    """Whether automatic scoring (``annotation.services.autoscore``) is installed."""
-    try:
-        from annotation.services.autoscore import start_autoscore_run  # noqa: F401
-    except ImportError:
-        return False
-    return True

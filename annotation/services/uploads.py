@@ -27,9 +27,9 @@ from annotation.importing.readers import Problem, ProblemList, read_predicates
 from annotation.services.campaign_import import (
     PREDICATES_AUTO,
     PREDICATES_NONE,
-    _check_cross_references,
-    _place_predicates,
-    _read_inputs,
+    check_cross_references,
+    place_predicates,
+    read_inputs,
 )
 
 ROLES = ("references", "summaries", "predicates")
@@ -148,21 +148,21 @@ def preview_import(
     preview and ``manage.py import_campaign`` report the same problems with
     the same file, line and field.
     """
-    from annotation.predicates import FoundSentence, analyse_references
+    from annotation.text.predicates import FoundSentence, analyse_references
 
     problems = ProblemList()
-    contents = _read_inputs(references, summaries, None, problems)
+    contents = read_inputs(references, summaries, None, problems)
     records = None
     if predicates not in (PREDICATES_AUTO, PREDICATES_NONE):
         records = read_predicates(Path(predicates), problems)
-    _check_cross_references(contents, problems)
+    check_cross_references(contents, problems)
     preview = ImportPreview()
     if problems:
         preview.problems = list(problems)
         return preview
     analysed = analyse_references([r.reference for r in contents.references], [r.sentence_bounds for r in contents.references])
     if records is not None:
-        analysed = _place_predicates(contents.references, analysed, records, Path(predicates).name, problems)
+        analysed = place_predicates(contents.references, analysed, records, Path(predicates).name, problems)
         if problems:
             preview.problems = list(problems)
             return preview

@@ -181,7 +181,7 @@ def _scu_campaign(tmp_path, name, n_examples):
 
 
 def test_a_paused_campaign_sets_its_hits_aside_and_work_in_progress_still_counts(tmp_path):
-    from annotation.selectors import campaign_progress
+    from annotation.selectors.campaigns import campaign_progress
     from annotation.services.pipeline import cancel_campaign, pause_campaign, resume_campaign
 
     first = _scu_campaign(tmp_path, "first", 3)

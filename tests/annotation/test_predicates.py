@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from annotation.models import Campaign, Predicate, ReferenceSentence
-from annotation.predicates import analyse_references, strip_sentence_tags
+from annotation.text.predicates import analyse_references, strip_sentence_tags
 from annotation.services.campaign_import import import_campaign
 from annotation.services.predicates import add_predicate, redetect_predicates, remove_predicate
 

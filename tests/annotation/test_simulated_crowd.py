@@ -35,7 +35,7 @@ def test_worker_table_figures_match_the_judgments_in_a_fixed_number_of_queries()
     from django.test.utils import CaptureQueriesContext
 
     from annotation.models import Verification
-    from annotation.selectors import campaign_workers
+    from annotation.selectors.campaigns import campaign_workers
     from annotation.services.quality import worker_figures
 
     call_command("load_demo", password="demo-pass-123")

@@ -6,7 +6,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotation.roles import make_researcher, share_campaign
+from annotation.services.roles import make_researcher, share_campaign
 from annotation.services.campaign_import import import_campaign
 from hits.models import Worker
 from tests.conftest import write_jsonl

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from annotation.models import Campaign, Predicate, PresenceJudgment, SystemSummary
-from annotation.roles import make_researcher
+from annotation.services.roles import make_researcher
 from hits.models import Worker
 from tests.api.conftest import client_for
 from tests.conftest import write_jsonl
@@ -183,7 +183,7 @@ def test_pagination_with_a_chosen_page_size(api_world):
 
 
 def test_page_size_is_capped(api_world, monkeypatch):
-    from annotation.api.pagination import PageNumberWithSize
+    from annotation.web.api.pagination import PageNumberWithSize
 
     monkeypatch.setattr(PageNumberWithSize, "max_page_size", 2)
     response = client_for(api_world, "owner").get("/api/campaigns/parks/summaries/", {"page_size": 1000}).json()

@@ -10,8 +10,8 @@ import zipfile
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.roles import make_researcher
-from annotation.simulation import simulate_crowd
+from annotation.services.roles import make_researcher
+from annotation.management.simulation import simulate_crowd
 from annotation.models import Campaign
 from tests.conftest import DEMO_DIR
 

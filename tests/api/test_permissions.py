@@ -208,7 +208,7 @@ def test_ids_of_another_campaign_are_not_found_through_mine(api_world):
 
 def test_every_api_route_is_in_this_matrix():
     """A new API route must be added to ENDPOINTS (and so tested for every role)."""
-    from annotation.api.urls import router
+    from annotation.web.api.urls import router
 
     routes = set()
     for pattern in router.urls:

@@ -14,7 +14,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.jobs_models import QAPairCorrection
+from annotation.models import QAPairCorrection
 from annotation.models import Campaign, Example, System, SystemSummary
 from annotation.services.pipeline import launch_campaign
 from hits.models import HIT, Assignment, LedgerEntry, TaskType, Worker

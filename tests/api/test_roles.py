@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation import roles
+from annotation.services import roles
 from annotation.services.campaign_import import import_campaign
 from hits.models import Worker
 

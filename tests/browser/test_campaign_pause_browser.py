@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import Campaign
-from annotation.roles import make_researcher
+from annotation.services.roles import make_researcher
 from hits.models import HIT, Assignment, Batch, TaskType, Worker
 from hits.services import accept_next
 from tests.browser.conftest import log_in

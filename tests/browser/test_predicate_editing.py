@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Predicate, ReferenceSentence
-from annotation.roles import make_researcher
+from annotation.services.roles import make_researcher
 from annotation.services.campaign_import import import_campaign
 from tests.browser.conftest import log_in
 from tests.conftest import write_jsonl

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from annotation.services import quality
+from annotation.services import qualification_tests
 from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
 from hits.models import HIT, Qualification
@@ -21,7 +21,7 @@ def test_presence_qualification_test_then_standing_page(page, tmp_path, django_u
     refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
     sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
     campaign = import_campaign(name="Qual browser", references=refs, summaries=sums).campaign
-    quality.define_qualifications(campaign, json.loads((DEMO_DIR / "qualifications.json").read_text()))
+    qualification_tests.define_qualifications(campaign, json.loads((DEMO_DIR / "qualifications.json").read_text()))
     launch_campaign(campaign)
     django_user_model.objects.create_user(username="quinn", password=PASSWORD)
     log_in(page, "quinn", PASSWORD)

@@ -8,8 +8,8 @@ import zipfile
 import pytest
 
 from annotation.models import Campaign, PresenceJudgment
-from annotation.roles import make_researcher
-from annotation.simulation import simulate_crowd
+from annotation.services.roles import make_researcher
+from annotation.management.simulation import simulate_crowd
 from tests.browser.conftest import log_in
 from tests.conftest import write_jsonl
 

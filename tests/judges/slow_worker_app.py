@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import time
 
-from annotation.judges import registry
-from annotation.judges.lexical import ContentWordJudge
+from annotation.automation.judges import registry
+from annotation.automation.judges.lexical import ContentWordJudge
 from config.celery import app
 
 SLOW_SECONDS = float(os.environ.get("SLOW_JUDGE_SECONDS", "1.5"))

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.judges import registry
-from annotation.judges.base import JudgeError, PresenceJudge
-from annotation.judges.cache import cached_predict
-from annotation.judges.comparison import presence_agreement
+from annotation.automation.judges import registry
+from annotation.automation.judges.base import JudgeError, PresenceJudge
+from annotation.automation.judges.cache import cached_predict
+from annotation.automation.judges.comparison import presence_agreement
 from annotation.models import (
     AutoPresence,
     AutoscoreChunk,
@@ -21,8 +21,8 @@ from annotation.models import (
     GeneratedUnit,
     JudgeCacheEntry,
 )
-from annotation.services import autoscore
-from annotation.services.autoscore import compare_judges, resume_autoscore_run, run_chunk, start_autoscore_run
+from annotation.automation import autoscore
+from annotation.automation.autoscore import compare_judges, resume_autoscore_run, run_chunk, start_autoscore_run
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +49,7 @@ class GoldLikeJudge(PresenceJudge):
     version = "goldlike-1"
 
     def predict(self, pairs):
-        from annotation.predicates import strip_sentence_tags
+        from annotation.text.predicates import strip_sentence_tags
         from tests.judges.conftest import SUMMARIES, UNITS, _labels
 
         table = {}
@@ -163,7 +163,7 @@ def test_scoring_one_system_only(gold_campaign, django_capture_on_commit_callbac
 
 
 def test_the_cache_answers_repeated_pairs_without_asking_the_judge(gold_campaign):
-    from annotation.judges.base import PresencePair
+    from annotation.automation.judges.base import PresencePair
 
     judge = ListJudge({"b"})
     pairs = [PresencePair("s", "a"), PresencePair("s", "b"), PresencePair("s", "a")]

@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from annotation.judges.base import JudgeError, PresencePair, summary_sentences
-from annotation.judges.lexical import ContentWordJudge, RougeJudge, content_word_recall
-from annotation.judges.llm import LLMAnswerError, LLMJudge, Shot, choose_shots, parse_yes_no
-from annotation.qa_generation import DependencyQAGenerator, parse_generated_pairs
+from annotation.automation.judges.base import JudgeError, PresencePair, summary_sentences
+from annotation.automation.judges.lexical import ContentWordJudge, RougeJudge, content_word_recall
+from annotation.automation.judges.llm import LLMAnswerError, LLMJudge, Shot, choose_shots, parse_yes_no
+from annotation.automation.qa_generation import DependencyQAGenerator, parse_generated_pairs
 
 # ---------------------------------------------------------------- lexical
 
@@ -78,7 +78,7 @@ PAIRS = [
 
 
 def test_nli_judge_loads_batches_and_maps_three_labels(tmp_path):
-    from annotation.judges.nli import NLIJudge
+    from annotation.automation.judges.nli import NLIJudge
 
     _tiny_nli(tmp_path, ["contradiction", "neutral", "entailment"])
     judge = NLIJudge(str(tmp_path), batch_size=2)
@@ -96,7 +96,7 @@ def test_nli_judge_loads_batches_and_maps_three_labels(tmp_path):
 
 
 def test_nli_judge_two_label_model_and_bad_models(tmp_path):
-    from annotation.judges.nli import NLIJudge
+    from annotation.automation.judges.nli import NLIJudge
 
     two = tmp_path / "two"
     two.mkdir()
@@ -251,7 +251,7 @@ def test_generator_reads_tagged_references_and_llm_style_replies():
 
 
 def test_llm_qa_generator_uses_the_protocol_prompt_and_keeps_sentence_spans(chat_server):
-    from annotation.qa_generation import LLMQAGenerator
+    from annotation.automation.qa_generation import LLMQAGenerator
 
     FakeChat.failures = 1  # retried
     FakeChat.replies = ["Question: Who opened something?\nAnswer: The mayor\nQuestion: What did someone open?\nAnswer: a spaceship"]
@@ -265,8 +265,8 @@ def test_llm_qa_generator_uses_the_protocol_prompt_and_keeps_sentence_spans(chat
 @pytest.mark.django_db
 def test_llm_judge_in_an_autoscore_run_takes_shots_from_other_references(chat_server, gold_campaign, settings,
                                                                           django_capture_on_commit_callbacks):
-    from annotation.judges import registry
-    from annotation.services.autoscore import start_autoscore_run
+    from annotation.automation.judges import registry
+    from annotation.automation.autoscore import start_autoscore_run
 
     settings.LLM_BASE_URL, settings.LLM_MODEL, settings.LLM_SHOTS = chat_server, "tiny", 2
     registry.forget_judges()

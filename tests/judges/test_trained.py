@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.judges import registry
-from annotation.judges.base import JudgeError
-from annotation.judges.trained import dataset_from_folder, load_trained_judge
+from annotation.automation.judges import registry
+from annotation.automation.judges.base import JudgeError
+from annotation.automation.judges.datasets import dataset_from_folder
+from annotation.automation.judges.trained import load_trained_judge
 
 FACTS = [
     "the council approved the budget", "the river flooded the town", "the striker scored twice",
@@ -118,8 +119,8 @@ def test_cached_bottom_states_feed_the_top_exactly():
     """Bottom layers computed once and the (untrained) top copies reproduce the whole encoder."""
     import torch
 
-    from annotation.judges.crossencoder import CrossEncoderSettings, bottom_states, build_top
-    from annotation.judges.encoder import shared_encoder
+    from annotation.automation.judges.crossencoder import CrossEncoderSettings, bottom_states, build_top
+    from annotation.automation.judges.encoder import shared_encoder
 
     encoder = shared_encoder()
     texts = [("the mayor opened a park", "the mayor opened a new park on monday . children played there ."),
@@ -134,7 +135,7 @@ def test_cached_bottom_states_feed_the_top_exactly():
         n = int(batch["attention_mask"][i].sum())
         assert state.dtype == torch.float16 and state.shape == (n, encoder.model.config.hidden_size)
         with torch.inference_mode():
-            from annotation.judges.crossencoder import run_layers
+            from annotation.automation.judges.crossencoder import run_layers
 
             out = run_layers(top.layers, encoder.model.config, state.float()[None], torch.ones(1, n, dtype=torch.long))
         assert torch.allclose(out[0], whole[i, :n], atol=2e-2)
@@ -143,7 +144,7 @@ def test_cached_bottom_states_feed_the_top_exactly():
 
 
 def test_trained_judge_scores_a_campaign(learnable_folder, gold_campaign, django_capture_on_commit_callbacks):
-    from annotation.services.autoscore import start_autoscore_run
+    from annotation.automation.autoscore import start_autoscore_run
 
     call_command("train_presence_judge", "--folder", str(learnable_folder), "--out", "tiny", *FAST)
     call_command("train_presence_judge", "--campaign", gold_campaign.slug, "--out", "from-campaign", *FAST)

@@ -71,7 +71,7 @@ def test_worker_killed_mid_chunk_resumes_without_duplicates(gold_campaign, priva
     if connection.vendor != "postgresql":
         pytest.skip("worker processes need a shared database server (PostgreSQL)")
     import tests.judges.slow_worker_app  # noqa: F401  (registers the slow judge here too)
-    from annotation.services.autoscore import start_autoscore_run
+    from annotation.automation.autoscore import start_autoscore_run
 
     settings.AUTOSCORE_CHUNK_SIZE = 1  # 9 summaries -> 9 chunks
     first = _start_worker(private_redis["port"], tmp_path / "first.log")

@@ -17,7 +17,7 @@ from django.urls import reverse
 from annotation.models import Campaign, GoldPresence, PresenceJudgment, SystemSummary
 from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
-from annotation.simulation import Answerer
+from annotation.management.simulation import Answerer
 from hits.models import HIT, Assignment, LedgerEntry
 from hits.mturk.models import MTurkAssignment, MTurkHIT
 from hits.mturk.publishing import publish_batch

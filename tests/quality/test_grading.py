@@ -6,15 +6,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from annotation.services.quality import (
-    _check,
-    content_word_violations,
+from annotation.selectors.quality import threshold_check
+from annotation.services.qualification_tests import (
     grade_generation_item,
     grade_generation_test,
     grade_presence_test,
     grade_verification_test,
-    token_f1,
 )
+from annotation.text.questions import content_word_violations, token_f1
 
 SENTENCE = "Police blamed the driver for the crash."
 
@@ -116,9 +115,9 @@ def test_verification_test_checks_verdicts_and_answer_overlap():
     [(0, 0, 20, "pending"), (17, 19, 20, "pending"), (17, 20, 20, "ok"), (18, 20, 20, "ok"), (17, 20, 0, "ok")],
 )
 def test_grace_period(right, n, grace, status):
-    assert _check(right, n, 0.8, grace).status == status
+    assert threshold_check(right, n, 0.8, grace).status == status
 
 
 @pytest.mark.parametrize("right, n, status", [(85, 100, "failing"), (86, 100, "ok"), (84, 100, "failing"), (17, 20, "failing")])
 def test_threshold_is_strict_around_85_percent(right, n, status):
-    assert _check(right, n, 0.85, 20).status == status
+    assert threshold_check(right, n, 0.85, 20).status == status

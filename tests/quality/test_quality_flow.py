@@ -10,10 +10,11 @@ from django.db.models import Count
 from django.utils import timezone
 
 from annotation.models import Campaign, GoldPresence, PresenceJudgment
+from annotation.services import qualification_tests
 from annotation.services import quality
 from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
-from annotation.simulation import simulate_crowd
+from annotation.management.simulation import simulate_crowd
 from hits import qualifications
 from hits.models import HIT, Qualification, QualificationEvent, TaskType, Worker
 from hits.services import NotEligible, accept_next, submit_assignment
@@ -35,14 +36,14 @@ def _demo_definition():
 def test_a_key_answer_that_is_not_in_the_sentence_is_refused_and_nothing_changes(small_campaign):
     definition = _demo_definition()
     definition["generation"][1]["arguments"][0] = ["Volunteer groups"]
-    with pytest.raises(quality.QualificationDefinitionError, match="generation item 2, argument 1: answer 'Volunteer groups' is not a substring"):
-        quality.define_qualifications(small_campaign, definition)
+    with pytest.raises(qualification_tests.QualificationDefinitionError, match="generation item 2, argument 1: answer 'Volunteer groups' is not a substring"):
+        qualification_tests.define_qualifications(small_campaign, definition)
     assert not HIT.objects.exists() and not TaskType.objects.filter(requires_qualification=True).exists()
 
 
 @pytest.mark.django_db
 def test_new_worker_sees_only_the_test_then_real_hits_once_qualified(small_campaign):
-    quality.define_qualifications(small_campaign, _demo_definition())
+    qualification_tests.define_qualifications(small_campaign, _demo_definition())
     launch_campaign(small_campaign)
     worker = Worker.objects.create(external_id="newbie")
     generation = TaskType.objects.get(slug="generation")
@@ -68,7 +69,7 @@ def test_failed_worker_retries_after_the_cooldown_a_limited_number_of_times(smal
     small_campaign.qualification_max_attempts = 2
     small_campaign.qualification_cooldown_hours = 12
     small_campaign.save()
-    quality.define_qualifications(small_campaign, _demo_definition())
+    qualification_tests.define_qualifications(small_campaign, _demo_definition())
     worker = Worker.objects.create(external_id="struggler")
     presence = TaskType.objects.get(slug="presence")
 
@@ -98,7 +99,7 @@ def test_failed_worker_retries_after_the_cooldown_a_limited_number_of_times(smal
 
 @pytest.mark.django_db
 def test_borderline_generation_test_goes_to_review_and_a_researcher_decides(small_campaign, researcher):
-    quality.define_qualifications(small_campaign, _demo_definition())
+    qualification_tests.define_qualifications(small_campaign, _demo_definition())
     worker = Worker.objects.create(external_id="borderline")
     generation = TaskType.objects.get(slug="generation")
     for _ in range(4):

@@ -117,7 +117,7 @@ MATRIX = {
 
 def _researcher_object(value):
     """Placeholders of the researcher pages' routes: the objects the ``world`` fixture made for them."""
-    from annotation.jobs_models import Job
+    from annotation.models import Job
     from annotation.models import ContentUnit, Example, Predicate, System, SystemSummary
 
     lookups = {
@@ -175,7 +175,7 @@ def world(tmp_path, django_user_model, settings):
 
 def _researcher_page_objects(campaign, owner, tmp_path, settings):
     """A finished export job (its file downloadable) and a QA pair, for the researcher pages' routes."""
-    from annotation.jobs_models import Job
+    from annotation.models import Job
     from annotation.models import ContentUnit, Predicate
     from annotation.services.jobs import run_job
 

@@ -126,19 +126,19 @@ def test_broker_down_submission_still_succeeds_and_follow_ups_run_when_it_return
 
 @pytest.mark.django_db
 def test_lost_database_connection_gives_a_clean_error_and_no_partial_write(scu_campaign, django_user_model, monkeypatch):
-    from annotation import hit_handlers
+    from annotation.web import hit_pages
     from django.db import OperationalError
 
     client = _judge(django_user_model, "dora")
     location = client.post("/work/presence/start/")["Location"]
     assignment = Assignment.objects.get()
-    original = hit_handlers.PresenceHandler.on_submitted
+    original = hit_pages.PresenceHandler.on_submitted
 
     def drop_connection(self, submitted):
         original(self, submitted)  # the judgments are written inside the transaction...
         raise OperationalError("server closed the connection unexpectedly")  # ...then the connection is lost
 
-    monkeypatch.setattr(hit_handlers.PresenceHandler, "on_submitted", drop_connection)
+    monkeypatch.setattr(hit_pages.PresenceHandler, "on_submitted", drop_connection)
     data = {f"p_{u}": "0" for u in assignment.hit.payload["units"]}
     response = client.post(location, {"action": "submit", **data})
     assert response.status_code == 503

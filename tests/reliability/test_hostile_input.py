@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotation.hit_handlers import GenerationHandler, PresenceHandler, VerificationHandler
+from annotation.web.hit_pages import GenerationHandler, PresenceHandler, VerificationHandler
 from annotation.importing.readers import Problem, ProblemList, decode_lines, read_references, read_summaries
 from hits.handlers import AnswerErrors
 

@@ -13,7 +13,8 @@ from django.test import Client
 from annotation.importing.readers import CampaignImportError
 from annotation.models import Campaign, GoldPresence, PresenceJudgment, SummaryScore, SystemScore
 from annotation.services.raw_import import import_qapyramid_raw, split_qa_key
-from annotation.services.scores import campaign_scores, recompute_gold
+from annotation.selectors.scores import campaign_scores
+from annotation.services.scores import recompute_gold
 from hits.models import Worker
 from tests.conftest import SHARED_DATA
 

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.test import Client
 
 from annotation.models import Campaign, ContentUnit, Example, Predicate
-from annotation.roles import make_researcher
+from annotation.services.roles import make_researcher
 from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign, start_presence_if_settled
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import scoring
-from annotation.jobs_models import QAPairCorrection
+from annotation.models import QAPairCorrection
 from annotation.models import ContentUnit, Predicate, PresenceJudgment, SystemSummary
 from annotation.services.gold import refresh_gold
 from hits.models import HIT, Assignment, Worker

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.jobs_models import Job
+from annotation.models import Job
 from annotation.models import Campaign, Predicate, SystemSummary
 from annotation.services import uploads
 from tests.web.conftest import REFERENCES, SUMMARIES, upload

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotation.jobs_models import Job
+from annotation.models import Job
 from annotation.management.progress import ProgressBar
 from annotation.models import ContentUnit, GoldPresence, PresenceJudgment, SystemSummary
 from annotation.services.jobs import run_job
@@ -117,7 +117,7 @@ def test_commands_show_a_progress_bar_on_stderr_with_progress(draft, tmp_path, c
 
 
 def test_jobs_and_corrections_in_the_django_admin(draft, django_user_model):
-    from annotation.jobs_models import QAPairCorrection
+    from annotation.models import QAPairCorrection
 
     admin_user = django_user_model.objects.create_superuser(username="ada", password="a-long-test-password")
     client = Client()

@@ -12,7 +12,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.urls import reverse
 
-from annotation.jobs_models import Job
+from annotation.models import Job
 from annotation.tasks import run_job_task
 from tests.conftest import REPO, database_url_for_workers
 from tests.web.conftest import settle_with_kept_pairs

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _settings_data(campaign, **changes):
-    from annotation.forms import CampaignSettingsForm
+    from annotation.web.forms import CampaignSettingsForm
 
     form = CampaignSettingsForm(instance=campaign)
     data = {name: form[name].value() for name in form.fields}

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework.authtoken.models import Token
 
-from annotation.roles import is_researcher
+from annotation.services.roles import is_researcher
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.judges.base import JudgeError
+from annotation.automation.judges.base import JudgeError
 from annotation.management.campaigns import campaign_from_slug
 from annotation.models import AutoscoreRun
 
@@ -29,7 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=3600.0, help="Seconds to wait for the workers.")
 
     def handle(self, *args, **options):
-        from annotation.services.autoscore import resume_autoscore_run, start_autoscore_run
+        from annotation.automation.autoscore import resume_autoscore_run, start_autoscore_run
 
         campaign = campaign_from_slug(options["campaign"])
         try:

@@ -8,7 +8,8 @@ from django.core.management.base import BaseCommand
 
 from annotation.management.campaigns import campaign_from_slug
 from annotation.models import SummaryScore
-from annotation.services.scores import campaign_scores, recompute_summary_scores
+from annotation.selectors.scores import campaign_scores
+from annotation.services.scores import recompute_summary_scores
 
 
 class Command(BaseCommand):

@@ -25,7 +25,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        from annotation.services.autoscore import compare_judges
+        from annotation.automation.autoscore import compare_judges
 
         campaign = campaign_from_slug(options["campaign"])
         subgroups = {}

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation.roles import make_researcher
+from annotation.services.roles import make_researcher
 
 
 class Command(BaseCommand):

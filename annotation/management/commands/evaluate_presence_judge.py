@@ -6,14 +6,14 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.judges.base import JudgeError
+from annotation.automation.judges.base import JudgeError
 
 KEYS = ("accuracy", "f1", "summary_pearson", "system_pearson", "summary_kendall", "system_kendall")
 
 
 def add_judge_options(parser) -> None:
     """The judge kind and the cross-encoder's training settings (defaults: ``CrossEncoderSettings``)."""
-    from annotation.judges.crossencoder import CrossEncoderSettings
+    from annotation.automation.judges.crossencoder import CrossEncoderSettings
 
     defaults = CrossEncoderSettings()
     parser.add_argument("--kind", choices=["cross-encoder", "features"], default="cross-encoder",
@@ -28,7 +28,7 @@ def add_judge_options(parser) -> None:
 
 
 def settings_from_options(options):
-    from annotation.judges.crossencoder import CrossEncoderSettings
+    from annotation.automation.judges.crossencoder import CrossEncoderSettings
 
     if not 0 <= options["frozen_layers"] <= 5 or options["epochs"] < 1 or options["max_length"] < 16:
         raise CommandError("--frozen-layers must be 0-5, --epochs at least 1, --max-length at least 16")
@@ -49,8 +49,8 @@ class Command(BaseCommand):
         add_judge_options(parser)
 
     def handle(self, *args, **options):
-        from annotation.judges.evaluation import cross_validate
-        from annotation.judges.trained import dataset_from_folder
+        from annotation.automation.judges.evaluation import cross_validate
+        from annotation.automation.judges.datasets import dataset_from_folder
 
         try:
             data = dataset_from_folder(options["folder"])

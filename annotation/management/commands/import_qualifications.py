@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.campaigns import campaign_from_slug
-from annotation.services.quality import QualificationDefinitionError, define_qualifications
+from annotation.services.qualification_tests import QualificationDefinitionError, define_qualifications
 
 
 class Command(BaseCommand):

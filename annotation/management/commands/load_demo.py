@@ -11,9 +11,9 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from annotation.models import Campaign
-from annotation.roles import make_researcher
+from annotation.services.roles import make_researcher
 from annotation.services.campaign_import import import_campaign
-from annotation.services.quality import define_qualifications
+from annotation.services.qualification_tests import define_qualifications
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 DEMO_SLUG = "demo-news"

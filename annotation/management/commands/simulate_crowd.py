@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.management.campaigns import campaign_from_slug
 from annotation.models import Campaign
 from annotation.services.pipeline import LaunchError, launch_campaign
-from annotation.simulation import simulate_crowd
+from annotation.management.simulation import simulate_crowd
 
 
 class Command(BaseCommand):

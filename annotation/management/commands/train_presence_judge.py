@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.judges.base import JudgeError
+from annotation.automation.judges.base import JudgeError
 from annotation.management.commands.evaluate_presence_judge import add_judge_options, settings_from_options
 from annotation.management.campaigns import campaign_from_slug
 
@@ -26,7 +26,8 @@ class Command(BaseCommand):
         add_judge_options(parser)
 
     def handle(self, *args, **options):
-        from annotation.judges.trained import PresenceDataset, dataset_from_campaigns, dataset_from_folder, train_presence_judge
+        from annotation.automation.judges.datasets import PresenceDataset, dataset_from_campaigns, dataset_from_folder
+        from annotation.automation.judges.training import train_presence_judge
 
         if not options["campaign"] and not options["folder"]:
             raise CommandError("give --campaign SLUG or --folder DIR (each may be repeated)")

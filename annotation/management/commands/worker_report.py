@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from annotation.management.campaigns import campaign_from_slug
-from annotation.selectors import campaign_workers
+from annotation.selectors.campaigns import campaign_workers
 
 
 class Command(BaseCommand):

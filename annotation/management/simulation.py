@@ -1,0 +1,438 @@
+"""A simulated crowd that works through a campaign over HTTP, like real workers.
+
+Each simulated worker logs in through the login form, asks for the next HIT
+of each task type, reads the HIT (the simulator may look at the database to
+decide what to answer: it plays a person who understands the sentence) and
+posts the same form fields a browser would post.  Everything it does goes
+through the real pages, validation and services.
+
+How simulated workers answer:
+
+- writers turn the predicate's syntactic dependents (subject, object,
+  prepositional, temporal, locative, causal arguments) into template
+  questions ("Who <verb> something?") with the dependent's words as answer;
+- verifiers know a pair is sound when its answer is one of the predicate's
+  dependents, and say so, right in a share ``accuracy`` of their answers;
+- presence judges answer the imported gold label where one exists, else
+  whether the answer's content words all occur in the candidate, right in a
+  share ``accuracy`` of their answers;
+- qualification and gold HITs are answered from their key, with the same
+  accuracy;
+- careless workers (ids ``sim-careless-<n>``) answer at random.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import random
+import re
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from socketserver import ThreadingMixIn
+
+from django.contrib.auth import get_user_model
+from django.core.handlers.wsgi import WSGIHandler
+
+from annotation.text.spans import normalise, sentence_tokens
+from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, SystemSummary
+from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
+from hits.models import HIT, Assignment, Worker
+
+TASK_ORDER = (GENERATION, VERIFICATION, PRESENCE)
+_CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+_STOPWORDS = {
+    "a", "an", "the", "of", "to", "in", "on", "at", "for", "and", "or", "by", "with", "from", "is", "was", "were",
+    "are", "be", "been", "has", "have", "had", "it", "its", "that", "this", "as",
+}
+_PERSON_WORDS = {"he", "she", "they", "i", "we", "you", "him", "her", "them", "who", "someone", "people", "police"}
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+class HttpWorker:
+    """One simulated person's browser: cookies, CSRF token, no automatic redirects."""
+
+    def __init__(self, base_url: str, username: str, password: str):
+        self.base_url = base_url.rstrip("/")
+        self.username = username
+        self.password = password
+        self.cookies = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies), _NoRedirect())
+
+    def request(self, path: str, data: dict | None = None) -> tuple[int, str, str]:
+        """(status, Location header, body) of a GET, or of a POST when ``data`` is given."""
+        url = path if path.startswith("http") else self.base_url + path
+        body = None
+        headers = {"Referer": self.base_url + "/"}
+        if data is not None:
+            data = {**data, "csrfmiddlewaretoken": self._csrf_token()}
+            body = urllib.parse.urlencode(data, doseq=True).encode()
+        req = urllib.request.Request(url, data=body, headers=headers)
+        try:
+            with self.opener.open(req, timeout=60) as response:
+                return response.status, response.headers.get("Location", ""), response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.headers.get("Location", ""), exc.read().decode(errors="replace")
+
+    def _csrf_token(self) -> str:
+        for cookie in self.cookies:
+            if cookie.name == "csrftoken":
+                return cookie.value
+        return ""
+
+    def log_in(self) -> None:
+        status, _, body = self.request("/accounts/login/")
+        match = _CSRF_INPUT.search(body)
+        if status != 200 or not match:
+            raise RuntimeError(f"login page answered {status}")
+        status, location, _ = self.request(
+            "/accounts/login/", {"username": self.username, "password": self.password, "next": "/work/"}
+        )
+        if status != 302:
+            raise RuntimeError(f"{self.username} could not log in (status {status})")
+
+
+@dataclass
+class StageFigures:
+    accepted: int = 0
+    submitted: int = 0
+    refused: int = 0
+
+
+@dataclass
+class SimulationReport:
+    stages: dict[str, StageFigures] = field(default_factory=lambda: {t: StageFigures() for t in TASK_ORDER})
+    campaign_state: str = ""
+    seconds: float = 0.0
+    stuck: bool = False
+
+    def lines(self) -> list[str]:
+        out = []
+        for slug, figures in self.stages.items():
+            out.append(
+                f"{slug}: {figures.submitted} assignments submitted, {figures.refused} refused by validation"
+            )
+        out.append(
+            f"campaign {self.campaign_state}{' (stuck: no worker can take the remaining HITs)' if self.stuck else ''}"
+            f" after {self.seconds:.1f} s"
+        )
+        return out
+
+
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def _closing_connections(app):
+    """Each request runs in a new thread: close its database connection when the request ends."""
+    from django.db import connections
+
+    def wrapped(environ, start_response):
+        try:
+            return list(app(environ, start_response))
+        finally:
+            connections.close_all()
+
+    return wrapped
+
+
+def serve_in_background():
+    """Serve the Django application on a free loopback port; returns (server, base URL)."""
+    server = make_server(
+        "127.0.0.1", 0, _closing_connections(WSGIHandler()), server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+class Answerer:
+    """Decides what a simulated worker answers (see the module docstring).
+
+    A worker's accuracy is applied deterministically: errors are spread
+    evenly over their answers (an accuracy of 0.9 is exactly one wrong answer
+    in ten, starting at a seeded offset), so a simulation is reproducible
+    and a worker's figures converge quickly to their accuracy.
+    """
+
+    def __init__(self, rng: random.Random, accuracy: float, accuracies: dict[str, float] | None = None):
+        self.rng = rng
+        self.accuracy = accuracy
+        self.accuracies = accuracies or {}
+        self._arguments: dict[int, list[tuple[str, str]]] = {}
+        self._answered: dict[str, int] = {}
+        self._offset: dict[str, float] = {}
+
+    def right(self, worker: str, stream: str = "") -> bool:
+        """Whether the worker's next answer is right (evenly spread errors at their accuracy).
+
+        Each stream (kind of HIT) spreads its errors on its own, so that gold
+        items see the worker's accuracy as well as regular ones do.
+        """
+        error_rate = 1.0 - self.accuracies.get(worker, self.accuracy)
+        key = f"{worker}:{stream}"
+        k = self._answered.get(key, 0)
+        self._answered[key] = k + 1
+        offset = self._offset.setdefault(key, self.rng.random())
+        return int((k + 1) * error_rate + offset) == int(k * error_rate + offset)
+
+    def arguments(self, predicate: Predicate) -> list[tuple[str, str]]:
+        """(question, answer) templates from the predicate's dependents in the parse."""
+        if predicate.pk not in self._arguments:
+            self._arguments[predicate.pk] = template_questions(predicate.sentence.text, predicate.start, predicate.end, predicate.lemma)
+        return self._arguments[predicate.pk]
+
+    def generation(self, hit: HIT, worker: str, careless: bool) -> dict:
+        inline = hit.payload.get("inline")
+        if inline:
+            sentence, lemma = inline["sentence"], inline["sentence"][inline["start"] : inline["end"]]
+            wh = ["Who", "What", "When", "Where", "How"]
+            arguments = (hit.answer_key or {}).get("arguments", [])
+            pairs = [(f"{wh[i % 5]} did someone {lemma}?", answers[0]) for i, answers in enumerate(arguments)]
+            if not careless and not self.right(worker, hit.kind) and len(pairs) > 1:
+                pairs = pairs[1:]  # leaves one argument uncovered
+        else:
+            predicate = Predicate.objects.select_related("sentence").get(pk=hit.payload["predicate"])
+            sentence = predicate.sentence.text
+            kept = set(
+                ContentUnit.objects.filter(predicate=predicate, state=ContentUnit.State.KEPT).values_list("question", flat=True)
+            )
+            pairs = [(q, a) for q, a in self.arguments(predicate) if q not in kept][:5] or [
+                (f"What did someone {predicate.lemma}?", predicate.text)
+            ]
+        if careless:
+            tokens = [t["text"] for t in sentence_tokens(sentence) if t["text"].isalnum()] or [sentence.split()[0]]
+            return {"q1": f"What {self.rng.choice(tokens)} something?", "q1_a1": self.rng.choice(tokens)}
+        data = {}
+        for i, (question, answer) in enumerate(pairs[:5], start=1):
+            data[f"q{i}"] = question
+            data[f"q{i}_a1"] = answer
+        return data
+
+    def verification(self, hit: HIT, worker: str, careless: bool) -> dict:
+        inline = hit.payload.get("inline")
+        data = {}
+        if inline:
+            key = (hit.answer_key or {}).get("verdicts", {})
+            items = [(q["id"], key[q["id"]]["valid"], (key[q["id"]]["answers"] or q["answers"] or [""])[0]) for q in inline["questions"]]
+        else:
+            predicate = Predicate.objects.select_related("sentence").get(pk=hit.payload["predicate"])
+            sound_answers = {normalise(a) for _, a in self.arguments(predicate)} | {normalise(predicate.text)}
+            items = [
+                (u.pk, bool(u.answers) and normalise(u.answers[0]) in sound_answers, u.answers[0] if u.answers else predicate.text)
+                for u in ContentUnit.objects.filter(pk__in=hit.payload["units"])
+            ]
+        for pk, sound, answer in items:
+            valid = self.rng.random() < 0.5 if careless else (sound if self.right(worker, hit.kind) else not sound)
+            data[f"v_{pk}"] = "valid" if valid else "invalid"
+            if valid:
+                data[f"v_{pk}_a1"] = answer
+        return data
+
+    def presence(self, hit: HIT, worker: str, careless: bool) -> dict:
+        inline = hit.payload.get("inline")
+        data = {}
+        if inline or hit.kind == HIT.Kind.GOLD:
+            truths = {str(k): v for k, v in (hit.answer_key or {}).get("labels", {}).items()}
+            ids = [p["id"] for p in inline["pairs"]] if inline else hit.payload["units"]
+            items = [(pk, truths[str(pk)]) for pk in ids]
+        else:
+            summary = SystemSummary.objects.get(pk=hit.payload["summary"])
+            gold = dict(
+                GoldPresence.objects.filter(
+                    summary=summary, unit_id__in=hit.payload["units"], origin=GoldPresence.Origin.IMPORTED
+                ).values_list("unit_id", "present")
+            )
+            words = set(re.findall(r"\w+", summary.text.lower()))
+            items = []
+            for unit in ContentUnit.objects.filter(pk__in=hit.payload["units"]):
+                truth = gold.get(unit.pk)
+                if truth is None:
+                    content = [w for w in re.findall(r"\w+", " ".join(unit.answers or [unit.text]).lower()) if w not in _STOPWORDS]
+                    truth = bool(content) and all(w in words for w in content)
+                items.append((unit.pk, truth))
+        for pk, truth in items:
+            label = self.rng.random() < 0.5 if careless else (truth if self.right(worker, hit.kind) else not truth)
+            data[f"p_{pk}"] = "1" if label else "0"
+        return data
+
+
+def template_questions(sentence: str, start: int, end: int, lemma: str) -> list[tuple[str, str]]:
+    """QA-SRL-like template questions for a predicate, from spaCy's dependency parse.
+
+    Each argument dependent of the predicate becomes one question whose
+    answer is the dependent's whole phrase (always a substring of the sentence).
+    """
+    from annotation.text.predicates import english_pipeline
+
+    doc = english_pipeline()(sentence)
+    head = next((t for t in doc if t.idx == start), None) or next((t for t in doc if t.idx <= start < t.idx + len(t)), None)
+    if head is None:
+        return []
+    verb = lemma.split()[0] if lemma else head.lemma_
+    pairs: list[tuple[str, str]] = []
+    for child in head.children:
+        span = doc[child.left_edge.i : child.right_edge.i + 1]
+        answer = span.text
+        if child.dep_ in ("nsubj", "nsubjpass", "csubj", "agent"):
+            if child.dep_ == "agent":
+                span = doc[child.i + 1 : child.right_edge.i + 1] if child.right_edge.i > child.i else span
+                answer = span.text
+            who = "Who" if child.ent_type_ == "PERSON" or child.lower_ in _PERSON_WORDS or child.pos_ == "PROPN" else "What"
+            if child.dep_ == "nsubjpass":
+                pairs.append((f"{who} was {head.text}?", answer))
+            elif head.tag_ in ("VBD", "VBZ", "VBP"):
+                pairs.append((f"{who} {head.text} something?", answer))
+            else:
+                pairs.append((f"{who} might {verb} something?", answer))
+        elif child.dep_ in ("dobj", "attr", "dative", "oprd", "acomp"):
+            pairs.append((f"What did someone {verb}?", answer))
+        elif child.dep_ == "prep" and child.right_edge.i > child.i:
+            obj = doc[child.i + 1 : child.right_edge.i + 1].text
+            wh = "When" if any(t.ent_type_ in ("DATE", "TIME") for t in doc[child.i : child.right_edge.i + 1]) else (
+                "Where" if child.lower_ in ("in", "at", "near", "inside", "outside", "across") else "What"
+            )
+            if wh == "What":
+                pairs.append((f"What did someone {verb} {child.lower_}?", obj))
+            else:
+                pairs.append((f"{wh} did someone {verb} something?", answer))
+        elif child.dep_ in ("npadvmod", "advmod") and child.ent_type_ in ("DATE", "TIME"):
+            pairs.append((f"When did someone {verb}?", answer))
+        elif child.dep_ in ("xcomp", "ccomp", "advcl") and span.text.strip():
+            pairs.append((f"What did someone {verb} to do?", answer))
+    seen, unique = set(), []
+    for question, answer in pairs:
+        if answer and question not in seen and answer in sentence:
+            seen.add(question)
+            unique.append((question, answer))
+    return unique
+
+
+def ensure_simulated_workers(n: int, careless: int, password: str) -> list[tuple[str, bool]]:
+    """Accounts sim-1.. and sim-careless-1.. with a known password; returns (username, careless)."""
+    User = get_user_model()
+    names = [(f"sim-careless-{i}", True) for i in range(1, careless + 1)]
+    names += [(f"sim-{i}", False) for i in range(1, n - careless + 1)]
+    for username, _ in names:
+        user, _ = User.objects.get_or_create(username=username)
+        user.set_password(password)
+        user.save()
+        worker, _ = Worker.objects.get_or_create(user=user, defaults={"external_id": username})
+        if worker.auto_accept_next:
+            worker.auto_accept_next = False
+            worker.save(update_fields=["auto_accept_next"])
+    return names
+
+
+def simulate_crowd(
+    campaign: Campaign,
+    n_workers: int,
+    *,
+    accuracy: float = 0.95,
+    seed: int = 0,
+    careless: int = 0,
+    base_url: str | None = None,
+    max_seconds: float = 3600,
+    max_rounds_idle: int = 1,
+    progress=None,
+    accuracies: dict[str, float] | None = None,
+) -> SimulationReport:
+    """Work through ``campaign`` with simulated workers over HTTP until it is done or stuck."""
+    if n_workers < 1 or careless > n_workers:
+        raise ValueError("need at least one worker, and no more careless workers than workers")
+    rng = random.Random(seed)
+    answerer = Answerer(rng, accuracy, accuracies)
+    password = f"sim-{rng.getrandbits(64):x}"
+    names = ensure_simulated_workers(n_workers, careless, password)
+    server = None
+    if base_url is None:
+        # The platform draws gold HITs into a worker's stream with the ``random`` module; served
+        # in-process, the whole run (not only the simulated answers) then follows ``seed``.
+        random.seed(rng.getrandbits(64))
+        server, base_url = serve_in_background()
+    report = SimulationReport()
+    started = time.perf_counter()
+    try:
+        people = []
+        for username, is_careless in names:
+            person = HttpWorker(base_url, username, password)
+            person.log_in()
+            people.append((person, is_careless))
+        idle_rounds = 0
+        while time.perf_counter() - started < max_seconds:
+            did_work = False
+            order = list(people)
+            rng.shuffle(order)
+            for person, is_careless in order:
+                for slug in TASK_ORDER:
+                    if _work_once(person, slug, is_careless, answerer, report):
+                        did_work = True
+            campaign.refresh_from_db()
+            if progress:
+                progress(report)
+            if campaign.state in (Campaign.State.FINISHED, Campaign.State.CANCELLED):
+                break
+            idle_rounds = 0 if did_work else idle_rounds + 1
+            if idle_rounds >= max_rounds_idle:
+                if _follow_ups_may_change(campaign, deadline=started + max_seconds):
+                    idle_rounds = 0  # a Celery worker ran follow-ups meanwhile: HITs may have opened
+                    continue
+                report.stuck = campaign.state == Campaign.State.RUNNING
+                break
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+    campaign.refresh_from_db()
+    report.campaign_state = campaign.state
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _follow_ups_may_change(campaign: Campaign, deadline: float) -> bool:
+    """With a Redis broker, a completed HIT's follow-ups (gold labels, the campaign's end) run in a Celery
+    worker a few seconds after the submission: before calling an idle run stuck, wait for them (up to a
+    few coalescing windows).  True when the campaign's state changed meanwhile (the loop then looks again)."""
+    from annotation.services import coalesce
+
+    if not coalesce.enabled() or campaign.state != Campaign.State.RUNNING:
+        return False
+    until = min(deadline, time.perf_counter() + 3 * coalesce.window_seconds() + 5)
+    while time.perf_counter() < until:
+        time.sleep(0.5)
+        campaign.refresh_from_db()
+        if campaign.state != Campaign.State.RUNNING:
+            return True
+    return False
+
+
+def _work_once(person: HttpWorker, slug: str, careless: bool, answerer: Answerer, report: SimulationReport) -> bool:
+    status, location, _ = person.request(f"/work/{slug}/start/", {})
+    match = re.search(r"/work/assignments/(\d+)/", location or "")
+    if status != 302 or not match:
+        return False
+    assignment = Assignment.objects.select_related("hit").get(pk=int(match.group(1)))
+    figures = report.stages[slug]
+    figures.accepted += 1
+    data = getattr(answerer, slug)(assignment.hit, person.username, careless)
+    data["action"] = "submit"
+    status, _, _ = person.request(f"/work/assignments/{assignment.pk}/", data)
+    if status == 302:
+        figures.submitted += 1
+        return True
+    figures.refused += 1
+    person.request(f"/work/assignments/{assignment.pk}/", {"action": "return"})
+    return False

@@ -1,0 +1,106 @@
+"""A campaign: one evaluation study, its settings (defaulting to the paper's values) and its state."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+
+class Campaign(models.Model):
+    """An evaluation study; its settings default to the paper's values."""
+
+    class UnitType(models.TextChoices):
+        QA = "qa", "QA pairs (QAPyramid)"
+        SCU = "scu", "Summary content units (Pyramid)"
+
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        FINISHED = "finished", "Finished"
+        CANCELLED = "cancelled", "Cancelled"
+
+    class Backend(models.TextChoices):
+        LOCAL = "local", "Local workers"
+        MTURK_SANDBOX = "mturk-sandbox", "MTurk sandbox"
+        MTURK_LIVE = "mturk-live", "MTurk (live)"
+
+    class TieRule(models.TextChoices):
+        ABSENT = "absent", "Tie counts as not present"
+        PRESENT = "present", "Tie counts as present"
+        EXCLUDE = "exclude", "Tied units are left out"
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=200, unique=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="campaigns"
+    )
+    shared_with = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="shared_campaigns")
+    description = models.TextField(blank=True)
+    unit_type = models.CharField(max_length=8, choices=UnitType.choices, default=UnitType.QA)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.DRAFT)
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.LOCAL)
+    batch = models.OneToOneField(
+        "hits.Batch", null=True, blank=True, on_delete=models.SET_NULL, related_name="campaign"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    launched_at = models.DateTimeField(null=True, blank=True)
+
+    # Redundancy per task type (protocol: 1 writer, 2 verifiers, 3 judges).
+    assignments_generation = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    assignments_verification = models.PositiveSmallIntegerField(default=2, validators=[MinValueValidator(1)])
+    assignments_presence = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
+    # Rewards in USD per HIT (paper: $0.32, $0.17, $0.20).
+    reward_generation = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.32"))
+    reward_verification = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.17"))
+    reward_presence = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.20"))
+    # Generation rules.
+    max_questions_per_predicate = models.PositiveSmallIntegerField(default=5, validators=[MinValueValidator(1)])
+    max_answers_per_question = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
+    min_kept_qas_per_predicate = models.PositiveSmallIntegerField(default=2)
+    max_redo_rounds = models.PositiveSmallIntegerField(default=2)
+    # Quality control thresholds (strict: a worker must be *above* them).
+    qualification_hits = models.PositiveSmallIntegerField(default=4, validators=[MinValueValidator(1)])
+    writer_valid_threshold = models.FloatField(
+        default=0.85, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    writer_min_questions_per_predicate = models.FloatField(default=2.0, validators=[MinValueValidator(0.0)])
+    verifier_agreement_threshold = models.FloatField(
+        default=0.85, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    presence_accuracy_threshold = models.FloatField(
+        default=0.90, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    grace_period_items = models.PositiveIntegerField(default=20)
+    qualification_cooldown_hours = models.FloatField(default=24.0, validators=[MinValueValidator(0.0)])
+    qualification_max_attempts = models.PositiveSmallIntegerField(default=2, validators=[MinValueValidator(1)])
+    gold_share = models.FloatField(default=0.1, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    # Aggregation and scoring.
+    tie_rule = models.CharField(max_length=8, choices=TieRule.choices, default=TieRule.ABSENT)
+    length_penalty_alpha = models.FloatField(default=6.0, validators=[MinValueValidator(0.01)])
+
+    class Meta:
+        ordering = ["-created_at", "slug"]
+        constraints = [
+            models.CheckConstraint(condition=Q(length_penalty_alpha__gt=0), name="campaign_alpha_positive"),
+            models.CheckConstraint(
+                condition=Q(writer_valid_threshold__gte=0, writer_valid_threshold__lte=1)
+                & Q(verifier_agreement_threshold__gte=0, verifier_agreement_threshold__lte=1)
+                & Q(presence_accuracy_threshold__gte=0, presence_accuracy_threshold__lte=1)
+                & Q(gold_share__gte=0, gold_share__lte=1),
+                name="campaign_thresholds_are_shares",
+            ),
+            models.CheckConstraint(
+                condition=Q(assignments_generation__gte=1)
+                & Q(assignments_verification__gte=1)
+                & Q(assignments_presence__gte=1),
+                name="campaign_assignments_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,35 @@
+"""Gold scores computed from the gold labels: per system summary and per system."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from annotation.models.texts import System, SystemSummary
+
+
+class SummaryScore(models.Model):
+    """Gold scores of one system summary (recomputed when its gold labels change)."""
+
+    summary = models.OneToOneField(SystemSummary, on_delete=models.CASCADE, related_name="score")
+    n_units = models.PositiveIntegerField(default=0)
+    n_present = models.PositiveIntegerField(default=0)
+    qapyramid = models.FloatField(null=True)
+    predicate_level = models.FloatField(null=True)
+    repetition_rate = models.FloatField(null=True)
+    length_penalty = models.FloatField(null=True)
+    nqapyramid = models.FloatField(null=True, help_text="Empty where the summary or reference text is missing.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class SystemScore(models.Model):
+    """A system's gold scores: means over its summaries, with 95% bootstrap intervals over examples."""
+
+    system = models.OneToOneField(System, on_delete=models.CASCADE, related_name="score")
+    n_summaries = models.PositiveIntegerField(default=0)
+    qapyramid = models.FloatField(null=True)
+    qapyramid_low = models.FloatField(null=True)
+    qapyramid_high = models.FloatField(null=True)
+    nqapyramid = models.FloatField(null=True)
+    predicate_level = models.FloatField(null=True)
+    alpha = models.FloatField(null=True, help_text="Krippendorff's alpha of this system's presence judgments.")
+    updated_at = models.DateTimeField(auto_now=True)

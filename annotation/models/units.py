@@ -1,0 +1,147 @@
+"""Content units and the crowd's work on them: QA pairs written for predicates (or imported SCUs),
+their verifications, presence judgments and gold presence labels."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import F, Q
+
+from annotation.models.texts import Example, Predicate, SystemSummary
+
+
+class ContentUnit(models.Model):
+    """A unit whose presence in a system summary is judged.
+
+    In a "qa" campaign every unit is a QA pair of a predicate (``QAPair``):
+    a question and up to three answers, each a substring of the sentence.
+    In an "scu" campaign units are the Pyramid SCUs of the reference
+    (``predicate`` is empty and ``text`` holds the SCU).
+    """
+
+    class Kind(models.TextChoices):
+        QA = "qa", "QA pair"
+        SCU = "scu", "Summary content unit"
+
+    class State(models.TextChoices):
+        PROPOSED = "proposed", "Written, awaiting verification"
+        KEPT = "kept", "Kept (valid for both verifiers)"
+        REJECTED = "rejected", "Rejected by verification"
+        SUPERSEDED = "superseded", "Replaced by a later round"
+
+    example = models.ForeignKey(Example, on_delete=models.CASCADE, related_name="units")
+    predicate = models.ForeignKey(Predicate, null=True, blank=True, on_delete=models.CASCADE, related_name="units")
+    kind = models.CharField(max_length=4, choices=Kind.choices, default=Kind.QA)
+    index = models.PositiveIntegerField(help_text="Order of the unit within its example.")
+    question = models.CharField(max_length=300, blank=True)
+    answers = models.JSONField(default=list, blank=True)
+    text = models.TextField(help_text="The unit as one line: the SCU, or the question followed by its answer(s).")
+    author = models.ForeignKey(
+        "hits.Worker", null=True, blank=True, on_delete=models.SET_NULL, related_name="written_units"
+    )
+    state = models.CharField(max_length=12, choices=State.choices, default=State.PROPOSED)
+    round = models.PositiveSmallIntegerField(default=1)
+    external_id = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["example", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["example", "index"], name="unit_unique_index"),
+            models.CheckConstraint(
+                condition=(Q(kind="qa") & Q(predicate__isnull=False)) | (Q(kind="scu") & Q(predicate__isnull=True)),
+                name="unit_qa_has_predicate",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class QAPairManager(models.Manager):
+    def get_queryset(self):
+        return super().get_queryset().filter(kind=ContentUnit.Kind.QA)
+
+
+class QAPair(ContentUnit):
+    """A QA-SRL question-answer pair of one predicate (a ``ContentUnit`` of kind "qa")."""
+
+    objects = QAPairManager()
+
+    class Meta:
+        proxy = True
+        verbose_name = "QA pair"
+
+    def save(self, *args, **kwargs):
+        self.kind = ContentUnit.Kind.QA
+        super().save(*args, **kwargs)
+
+
+class GoldPresence(models.Model):
+    """The gold presence label of a unit in a system summary.
+
+    ``origin`` says where it came from: imported with a data set, or the
+    majority of the crowd judgments that count.
+    """
+
+    class Origin(models.TextChoices):
+        IMPORTED = "imported", "Imported gold label"
+        MAJORITY = "majority", "Majority of crowd judgments"
+
+    unit = models.ForeignKey(ContentUnit, on_delete=models.CASCADE, related_name="gold")
+    summary = models.ForeignKey(SystemSummary, on_delete=models.CASCADE, related_name="gold")
+    present = models.BooleanField(null=True, help_text="Empty when the tie rule leaves a tied unit out.")
+    n_judgments = models.PositiveSmallIntegerField(default=0)
+    n_present = models.PositiveSmallIntegerField(default=0)
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.MAJORITY)
+
+    class Meta:
+        verbose_name_plural = "gold presence labels"
+        constraints = [
+            # An imported label and the crowd's majority can stand side by side.
+            models.UniqueConstraint(fields=["unit", "summary", "origin"], name="gold_unique_unit_summary"),
+            models.CheckConstraint(condition=Q(n_present__lte=F("n_judgments")), name="gold_counts_consistent"),
+        ]
+
+
+class Verification(models.Model):
+    """One verifier's verdict on one written QA pair."""
+
+    unit = models.ForeignKey(ContentUnit, on_delete=models.CASCADE, related_name="verifications")
+    worker = models.ForeignKey("hits.Worker", on_delete=models.PROTECT, related_name="verifications")
+    assignment = models.ForeignKey(
+        "hits.Assignment", null=True, blank=True, on_delete=models.CASCADE, related_name="verifications"
+    )
+    valid = models.BooleanField()
+    answers = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["unit", "worker"], name="verification_once_per_worker")]
+
+
+class PresenceJudgment(models.Model):
+    """One judge's label: is this unit present in this system summary?
+
+    ``excluded`` judgments (e.g. of a disqualified worker) do not count
+    towards gold labels; exclusion is reversible.
+    """
+
+    unit = models.ForeignKey(ContentUnit, on_delete=models.CASCADE, related_name="judgments")
+    summary = models.ForeignKey(SystemSummary, on_delete=models.CASCADE, related_name="judgments")
+    worker = models.ForeignKey("hits.Worker", on_delete=models.PROTECT, related_name="presence_judgments")
+    assignment = models.ForeignKey(
+        "hits.Assignment", null=True, blank=True, on_delete=models.CASCADE, related_name="presence_judgments"
+    )
+    present = models.BooleanField()
+    excluded = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["summary", "unit"], name="judgment_summary_unit")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["assignment", "unit"],
+                condition=Q(assignment__isnull=False),
+                name="judgment_once_per_assignment_and_unit",
+            ),
+        ]

@@ -1,0 +1,185 @@
+"""Reads behind the agreement dashboard (and the leaderboard's verification figures): how much the crowd agrees, where, and since when.
+
+- Presence: Krippendorff's alpha (nominal) over the judgments that count,
+  pooled, per system and per batch of units in the order they were
+  completed, each with a 95% percentile bootstrap interval resampling
+  examples (``annotation.scoring.bootstrap_alpha_ci``).
+- Verification: alpha and percent agreement of the verifiers' valid/invalid
+  verdicts on the same questions.  Generation has one writer per predicate,
+  so no agreement is defined for it.
+- Per-worker accuracy: the share of a judge's labels equal to the crowd's
+  majority label of the same (unit, summary).
+- The units the judges disagree on most, and the predicates the pipeline
+  flagged.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from annotation import scoring
+from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, PresenceJudgment, System, SystemSummary, Verification
+from hits.models import Worker
+
+MAX_BATCHES = 10
+MIN_UNITS_PER_BATCH = 20
+
+
+def _clean(x) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _alpha_with_interval(pairs: np.ndarray, labels: np.ndarray, examples: np.ndarray, n_boot: int) -> dict:
+    _, compact = np.unique(pairs, return_inverse=True)
+    compact = compact.ravel()
+    alpha = scoring.krippendorff_alpha_nominal(compact, labels)
+    lo, hi = scoring.bootstrap_alpha_ci(compact, labels, examples, n_boot=n_boot) if n_boot else (math.nan, math.nan)
+    return {"alpha": _clean(alpha), "lo": _clean(lo), "hi": _clean(hi), "n_judgments": int(len(labels))}
+
+
+def verification_agreement(campaign: Campaign) -> dict:
+    """How often the two verifiers of a question agree (valid/invalid), with nominal alpha."""
+    rows = np.array(
+        list(Verification.objects.filter(unit__example__campaign=campaign).values_list("unit_id", "valid")), dtype=np.int64
+    ).reshape(-1, 2)
+    if rows.size == 0:
+        return {"percent": None, "alpha": None, "n_questions": 0}
+    _, units = np.unique(rows[:, 0], return_inverse=True)
+    percent = scoring.percent_agreement(units.ravel(), rows[:, 1])
+    alpha = scoring.krippendorff_alpha_nominal(units.ravel(), rows[:, 1])
+    clean = lambda x: None if np.isnan(x) else float(x)  # noqa: E731
+    return {"percent": clean(percent), "alpha": clean(alpha), "n_questions": int(units.max()) + 1}
+
+
+def presence_judgments(campaign: Campaign):
+    """Judgments that count as arrays: columns unit, summary, present, example, system, worker; plus time order."""
+    rows = list(
+        PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=False)
+        .order_by("created_at", "pk")
+        .values_list("unit_id", "summary_id", "present", "summary__example_id", "summary__system_id", "worker_id", "created_at")
+    )
+    data = np.array([r[:6] for r in rows], dtype=np.int64).reshape(-1, 6)
+    times = [r[6] for r in rows]
+    if data.size == 0:
+        return data, np.zeros(0, np.int64), times
+    _, pair_index = np.unique(data[:, :2], axis=0, return_inverse=True)
+    return data, pair_index.ravel(), times
+
+
+def per_batch(data: np.ndarray, pairs: np.ndarray, times: list, n_boot: int) -> list[dict]:
+    """Alpha per batch of (unit, summary) pairs, in the order their last judgment arrived."""
+    n_pairs = int(pairs.max()) + 1 if pairs.size else 0
+    if n_pairs < 2 * MIN_UNITS_PER_BATCH:
+        return []
+    # Judgments are in time order: a pair's completion is the position of its last judgment.
+    last = np.zeros(n_pairs, dtype=np.int64)
+    np.maximum.at(last, pairs, np.arange(len(pairs)))
+    order = np.argsort(last, kind="stable")
+    n_batches = min(MAX_BATCHES, n_pairs // MIN_UNITS_PER_BATCH)
+    batch_of_pair = np.empty(n_pairs, dtype=np.int64)
+    for b, chunk in enumerate(np.array_split(order, n_batches)):
+        batch_of_pair[chunk] = b
+    batch_of_judgment = batch_of_pair[pairs]
+    out = []
+    for b in range(n_batches):
+        rows = batch_of_judgment == b
+        chunk_pairs = np.flatnonzero(batch_of_pair == b)
+        finished = times[int(last[chunk_pairs].max())]
+        result = _alpha_with_interval(pairs[rows], data[rows, 2], data[rows, 3], n_boot)
+        result.update(batch=b + 1, n_units=int(len(chunk_pairs)), until=finished)
+        out.append(result)
+    return out
+
+
+def worker_accuracy(campaign: Campaign, data: np.ndarray) -> list[dict]:
+    """Per judge: the share of their labels equal to the crowd's majority label of the same (unit, summary)."""
+    if data.size == 0:
+        return []
+    majority = {
+        (u, s): p
+        for u, s, p in GoldPresence.objects.filter(
+            summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY, present__isnull=False
+        ).values_list("unit_id", "summary_id", "present")
+    }
+    agree: dict[int, list[int]] = {}
+    for unit, summary, present, _, _, worker in data.tolist():
+        label = majority.get((unit, summary))
+        if label is None:
+            continue
+        agree.setdefault(worker, []).append(int(bool(present) == label))
+    names = dict(Worker.objects.filter(pk__in=agree).values_list("pk", "external_id"))
+    return sorted(
+        ({"worker": names.get(w, str(w)), "accuracy": sum(v) / len(v), "n": len(v)} for w, v in agree.items()),
+        key=lambda r: r["accuracy"],
+    )
+
+
+def accuracy_histogram(rows: list[dict], n_bins: int = 10) -> tuple[list[int], list[float]]:
+    """Counts of workers per accuracy bin of width 1/n_bins over [0, 1] (the last bin includes 1)."""
+    edges = [i / n_bins for i in range(n_bins + 1)]
+    counts = [0] * n_bins
+    for row in rows:
+        counts[min(int(row["accuracy"] * n_bins), n_bins - 1)] += 1
+    return counts, edges
+
+
+def most_disagreement(data: np.ndarray, pairs: np.ndarray, limit: int = 15) -> list[dict]:
+    """The (unit, summary) pairs whose judges split most evenly (at least two judgments)."""
+    if data.size == 0:
+        return []
+    n = np.bincount(pairs)
+    n_present = np.bincount(pairs, weights=data[:, 2]).astype(int)
+    minority = np.minimum(n_present, n - n_present) / np.maximum(n, 1)
+    candidates = np.flatnonzero((n >= 2) & (minority > 0))
+    ranked = candidates[np.lexsort((-n[candidates], -minority[candidates]))][:limit]
+    first_row = {}
+    for row, pair in enumerate(pairs.tolist()):
+        first_row.setdefault(pair, row)
+    keys = [(int(data[first_row[p], 0]), int(data[first_row[p], 1])) for p in ranked]
+    units = ContentUnit.objects.in_bulk([u for u, _ in keys])
+    summaries = SystemSummary.objects.select_related("system", "example").in_bulk([s for _, s in keys])
+    return [
+        {
+            "unit": units[u],
+            "summary": summaries[s],
+            "n": int(n[p]),
+            "n_present": int(n_present[p]),
+        }
+        for (u, s), p in zip(keys, ranked)
+    ]
+
+
+def agreement_dashboard(campaign: Campaign, n_boot: int = 500) -> dict:
+    """Everything the agreement page shows (see the module docstring)."""
+    data, pairs, times = presence_judgments(campaign)
+    pooled = (
+        _alpha_with_interval(pairs, data[:, 2], data[:, 3], n_boot)
+        if data.size
+        else {"alpha": None, "lo": None, "hi": None, "n_judgments": 0}
+    )
+    pooled["percent"] = _clean(scoring.percent_agreement(pairs, data[:, 2])) if data.size else None
+    names = dict(System.objects.filter(campaign=campaign).values_list("pk", "name"))
+    systems = []
+    for system_id, name in sorted(names.items(), key=lambda item: item[1]):
+        rows = data[:, 4] == system_id if data.size else np.zeros(0, bool)
+        if not rows.any():
+            systems.append({"name": name, "alpha": None, "lo": None, "hi": None, "n_judgments": 0})
+            continue
+        result = _alpha_with_interval(pairs[rows], data[rows, 2], data[rows, 3], n_boot)
+        result["name"] = name
+        systems.append(result)
+    accuracy = worker_accuracy(campaign, data)
+    return {
+        "presence": pooled,
+        "verification": verification_agreement(campaign),
+        "systems": systems,
+        "batches": per_batch(data, pairs, times, n_boot),
+        "worker_accuracy": accuracy,
+        "histogram": accuracy_histogram(accuracy),
+        "disagreement": most_disagreement(data, pairs),
+        "flagged": list(
+            Predicate.objects.filter(example__campaign=campaign, flagged=True).select_related("example", "sentence")[:200]
+        ),
+    }

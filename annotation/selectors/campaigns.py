@@ -1,0 +1,151 @@
+"""Reads about campaigns: which a user may see, their progress, their workers, their leaderboard."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+from django.db.models import Avg, Count, Q, QuerySet, Sum
+from django.utils import timezone
+
+from annotation.models import Campaign, Predicate, PresenceJudgment, SummaryScore, System
+from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
+from annotation.selectors.agreement import verification_agreement
+from annotation.selectors.quality import workers_figures
+from annotation.selectors.scores import agreement
+from hits.models import HIT, Assignment, Qualification, TaskType, Worker
+from hits.qualifications import status_label
+
+
+def campaigns_visible_to(user) -> QuerySet[Campaign]:
+    """Campaigns a user may see: staff see all; researchers see those they own or that are shared with them."""
+    if not user.is_authenticated:
+        return Campaign.objects.none()
+    queryset = Campaign.objects.all()
+    if not user.is_staff:
+        queryset = queryset.filter(Q(owner=user) | Q(shared_with=user)).distinct()
+    return queryset
+
+
+def campaign_overview(queryset: QuerySet[Campaign]) -> QuerySet[Campaign]:
+    """Campaigns with their counts of examples and systems, in one query."""
+    return queryset.annotate(
+        n_examples=Count("examples", distinct=True), n_systems=Count("systems", distinct=True)
+    ).select_related("owner")
+
+
+def campaign_progress(campaign: Campaign) -> dict:
+    """Per-stage HIT and assignment counts, redo rounds, flagged predicates, workers and cost (a few queries)."""
+    stages = {slug: None for slug in (GENERATION, VERIFICATION, PRESENCE)}
+    if campaign.batch_id:
+        open_ = Q(state__in=HIT.UNFINISHED_STATES)  # a paused campaign's HITs still wait for work
+        rows = (
+            HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.REGULAR)
+            .values("task_type__slug", "task_type__name")
+            .annotate(
+                total=Count("pk"),
+                waiting=Count("pk", filter=open_ & Q(n_taken=0)),
+                in_progress=Count("pk", filter=open_ & Q(n_taken__gt=0)),
+                done=Count("pk", filter=Q(state=HIT.State.COMPLETED)),
+                cancelled=Count("pk", filter=Q(state=HIT.State.CANCELLED)),
+                slots=Sum("max_assignments"),
+                submitted=Sum("n_submitted"),
+                redo=Count("pk", filter=Q(payload__round__gt=1)),
+            )
+        )
+        for row in rows:
+            row["percent"] = round(100 * (row["submitted"] or 0) / row["slots"]) if row["slots"] else 0
+            stages[row["task_type__slug"]] = row
+    assignments = Assignment.objects.filter(hit__batch_id=campaign.batch_id) if campaign.batch_id else Assignment.objects.none()
+    cost = assignments.filter(state__in=Assignment.DONE_STATES).exclude(state=Assignment.State.REJECTED).aggregate(
+        reward=Sum("hit__reward"), bonus=Sum("bonus")
+    )
+    recent = timezone.now() - timedelta(hours=1)
+    predicates = Predicate.objects.filter(sentence__example__campaign=campaign)
+    return {
+        "stages": stages,
+        "n_predicates": predicates.count(),
+        "settled": predicates.filter(settled=True).count(),
+        "flagged": list(predicates.filter(flagged=True).select_related("sentence__example")[:200]),
+        "workers_total": assignments.values("worker").distinct().count(),
+        "workers_active": assignments.filter(accepted_at__gte=recent).values("worker").distinct().count(),
+        "cost_so_far": (Decimal(cost["reward"] or 0) + Decimal(cost["bonus"] or 0)).quantize(Decimal("0.01")),
+    }
+
+
+TASK_SLUGS = (GENERATION, VERIFICATION, PRESENCE)
+
+
+def campaign_workers(campaign: Campaign) -> list[dict]:
+    """One row per worker who did HITs of the campaign: status per task type, HITs, time and figures."""
+    if not campaign.batch_id:
+        return []
+    done = Assignment.objects.filter(hit__batch_id=campaign.batch_id, state__in=Assignment.DONE_STATES)
+    stats = {
+        row["worker"]: row
+        for row in done.values("worker").annotate(n=Count("pk"), seconds=Avg("work_seconds"))
+    }
+    workers = Worker.objects.filter(pk__in=stats).order_by("external_id")
+    task_types = {t.slug: t for t in TaskType.objects.filter(slug__in=TASK_SLUGS)}
+    quals = {(q.worker_id, q.task_type.slug): q for q in Qualification.objects.filter(worker__in=workers).select_related("task_type")}
+    excluded = set(
+        PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=True, worker_id__in=stats)
+        .values_list("worker_id", flat=True)
+        .distinct()
+    )
+    figures = workers_figures(campaign, [w.pk for w in workers])
+    rows = []
+    for worker in workers:
+        status = {
+            slug: status_label(worker, task_types[slug], quals.get((worker.pk, slug))) for slug in TASK_SLUGS if slug in task_types
+        }
+        reasons = {slug: quals[(worker.pk, slug)].reason for slug in TASK_SLUGS if (worker.pk, slug) in quals}
+        rows.append(
+            {
+                "worker": worker,
+                "status": status,
+                "reasons": reasons,
+                "hits_done": stats[worker.pk]["n"],
+                "seconds_per_hit": stats[worker.pk]["seconds"],
+                "figures": figures[worker.pk],
+                "excluded": worker.pk in excluded,
+            }
+        )
+    return rows
+
+
+def leaderboard(campaign: Campaign) -> dict:
+    """Systems ranked by gold QAPyramid with intervals, chart geometry, score distributions and agreement."""
+    systems = list(System.objects.filter(campaign=campaign).select_related("score"))
+    ranked = sorted(systems, key=lambda s: -(s.score.qapyramid if hasattr(s, "score") and s.score.qapyramid is not None else -1))
+    distributions: dict[int, list[float]] = {}
+    for system_id, value in SummaryScore.objects.filter(summary__system__campaign=campaign, qapyramid__isnull=False).values_list(
+        "summary__system_id", "qapyramid"
+    ):
+        distributions.setdefault(system_id, []).append(value)
+    width, row_height, left = 520, 26, 200
+    chart_rows = []
+    for i, system in enumerate(ranked):
+        score = getattr(system, "score", None)
+        q = score.qapyramid if score and score.qapyramid is not None else 0.0
+        lo = score.qapyramid_low if score and score.qapyramid_low is not None else q
+        hi = score.qapyramid_high if score and score.qapyramid_high is not None else q
+        values = sorted(distributions.get(system.pk, []))
+        chart_rows.append(
+            {
+                "system": system,
+                "score": score,
+                "y": i * row_height,
+                "bar": q * width,
+                "lo": left + lo * width,
+                "hi": left + hi * width,
+                "dots": [left + v * width for v in values],
+            }
+        )
+    return {
+        "rows": chart_rows,
+        "chart": {"width": left + width + 20, "height": len(ranked) * row_height + 30, "left": left, "plot": width, "axis_y": len(ranked) * row_height + 4,
+                  "ticks": [{"x": left + t / 10 * width, "label": f"{t / 10:.1f}"} for t in range(0, 11, 2)]},
+        "agreement": agreement(campaign, n_boot=500),
+        "verification": verification_agreement(campaign),
+    }

@@ -1,0 +1,139 @@
+"""Reads behind worker quality control: each worker's figures in a campaign, against the campaign's thresholds.
+
+- writers: share of their resolved QA pairs kept by both verifiers, and questions per predicate;
+- verifiers: agreement with the other verifier on the same questions;
+- presence judges: accuracy on gold HITs mixed into their stream, with agreement with the majority beside it.
+
+A figure is "pending" until ``grace_period_items`` items were judged; thresholds are strict (exactly the
+threshold fails).  ``annotation.services.quality`` acts on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, F, Q
+
+from annotation.models import Campaign, ContentUnit, GoldPresence, PresenceJudgment, Verification
+from hits.models import HIT, Assignment, Worker
+
+
+@dataclass
+class Check:
+    value: float | None
+    n: int
+    threshold: float
+    status: str  # "pending", "ok" or "failing"
+
+    def as_dict(self) -> dict:
+        return {"value": self.value, "n": self.n, "threshold": self.threshold, "status": self.status}
+
+
+def threshold_check(numerator: int, n: int, threshold: float, grace: int) -> Check:
+    """The share ``numerator / n`` against a strict threshold: "pending" before ``grace`` items, then "ok" or "failing"."""
+    value = numerator / n if n else None
+    if n == 0 or n < grace:
+        return Check(value, n, threshold, "pending")
+    return Check(value, n, threshold, "ok" if value > threshold else "failing")
+
+
+def worker_figures(campaign: Campaign, worker: Worker) -> dict[str, dict]:
+    """The worker's figures per task type in a campaign, each against its threshold."""
+    return workers_figures(campaign, [worker.pk])[worker.pk]
+
+
+def workers_figures(campaign: Campaign, worker_ids) -> dict[int, dict[str, dict]]:
+    """``worker_figures`` of many workers at once: a fixed number of grouped queries, however many workers."""
+    worker_ids = list(dict.fromkeys(worker_ids))
+    grace = campaign.grace_period_items
+    batch_id = campaign.batch_id
+
+    written = {
+        row["author_id"]: row
+        for row in ContentUnit.objects.filter(example__campaign=campaign, author_id__in=worker_ids, kind=ContentUnit.Kind.QA)
+        .values("author_id")
+        .annotate(
+            written=Count("pk"),
+            kept=Count("pk", filter=Q(state=ContentUnit.State.KEPT)),
+            resolved=Count("pk", filter=Q(state__in=[ContentUnit.State.KEPT, ContentUnit.State.REJECTED])),
+        )
+    }
+    generation_hits = dict(
+        Assignment.objects.filter(
+            worker_id__in=worker_ids, hit__batch_id=batch_id, hit__task_type__slug="generation", hit__kind=HIT.Kind.REGULAR,
+            state__in=Assignment.DONE_STATES,
+        )
+        .values("worker_id")
+        .annotate(n=Count("pk"))
+        .values_list("worker_id", "n")
+    )
+
+    # Verification: each verdict against the other verifier's verdict on the same QA pair.
+    mine = list(
+        Verification.objects.filter(worker_id__in=worker_ids, unit__example__campaign=campaign).values_list("worker_id", "unit_id", "valid")
+    )
+    verdicts: dict[int, list[tuple[int, bool]]] = {}
+    for worker_id, unit_id, is_valid in (
+        Verification.objects.filter(unit_id__in={u for _, u, _ in mine}).order_by("pk").values_list("worker_id", "unit_id", "valid")
+    ):
+        verdicts.setdefault(unit_id, []).append((worker_id, is_valid))
+    verification = {w: [0, 0, 0] for w in worker_ids}  # judged, compared, agreed
+    for worker_id, unit_id, is_valid in mine:
+        tally = verification[worker_id]
+        tally[0] += 1
+        other = next((v for w, v in verdicts.get(unit_id, []) if w != worker_id), None)
+        if other is not None:
+            tally[1] += 1
+            tally[2] += int(other == is_valid)
+
+    gold = {w: [0, 0] for w in worker_ids}  # right, total
+    for worker_id, answers, key in Assignment.objects.filter(
+        worker_id__in=worker_ids, hit__batch_id=batch_id, hit__kind=HIT.Kind.GOLD, state__in=Assignment.DONE_STATES
+    ).values_list("worker_id", "answers", "hit__answer_key"):
+        labels = (key or {}).get("labels", {})
+        for label in (answers or {}).get("labels", []):
+            expected = labels.get(str(label["unit"]))
+            if expected is not None:
+                gold[worker_id][1] += 1
+                gold[worker_id][0] += int(bool(label["present"]) == bool(expected))
+    judged = PresenceJudgment.objects.filter(worker_id__in=worker_ids, summary__system__campaign=campaign)
+    n_judged = dict(judged.values("worker_id").annotate(n=Count("pk")).values_list("worker_id", "n"))
+    majority = {
+        row["worker_id"]: row
+        for row in judged.filter(
+            unit__gold__summary=F("summary"), unit__gold__origin=GoldPresence.Origin.MAJORITY, unit__gold__present__isnull=False
+        )
+        .values("worker_id")
+        .annotate(n=Count("pk"), agree=Count("pk", filter=Q(present=F("unit__gold__present"))))
+    }
+
+    result = {}
+    for worker_id in worker_ids:
+        counts = written.get(worker_id, {"written": 0, "kept": 0, "resolved": 0})
+        n_hits = generation_hits.get(worker_id, 0)
+        valid = threshold_check(counts["kept"], counts["resolved"], campaign.writer_valid_threshold, grace)
+        per_predicate = counts["written"] / n_hits if n_hits else None
+        qpp_status = "pending" if n_hits == 0 or counts["resolved"] < grace else (
+            "ok" if per_predicate >= campaign.writer_min_questions_per_predicate else "failing"
+        )
+        judged_n, compared, agreed = verification[worker_id]
+        right, total = gold[worker_id]
+        n_majority = majority.get(worker_id, {}).get("n", 0)
+        agree_majority = majority.get(worker_id, {}).get("agree", 0)
+        result[worker_id] = {
+            "generation": {
+                "valid_share": valid.as_dict(),
+                "questions_per_predicate": {"value": per_predicate, "n": n_hits, "threshold": campaign.writer_min_questions_per_predicate, "status": qpp_status},
+                "hits_done": n_hits,
+            },
+            "verification": {
+                "agreement": threshold_check(agreed, compared, campaign.verifier_agreement_threshold, grace).as_dict(),
+                "questions_judged": judged_n,
+            },
+            "presence": {
+                "gold_accuracy": threshold_check(right, total, campaign.presence_accuracy_threshold, grace).as_dict(),
+                "majority_agreement": {"value": agree_majority / n_majority if n_majority else None, "n": n_majority},
+                "judgments": n_judged.get(worker_id, 0),
+            },
+        }
+    return result

@@ -1,0 +1,95 @@
+"""Reads of a campaign's gold data: the labels that count, the judgments as arrays, the crowd's
+agreement (Krippendorff's alpha), and the scores as ``manage.py campaign_scores`` prints them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from annotation import scoring
+from annotation.models import Campaign, GoldPresence, PresenceJudgment, System
+
+N_BOOT = 1000
+
+
+def gold_rows(campaign: Campaign, summary_ids=None) -> list[tuple[int, int, int, int]]:
+    """(unit, summary, predicate, present) rows of the gold labels that count, one per (unit, summary).
+
+    The crowd's majority label replaces an imported one for the same pair; ``predicate`` is -1 for a
+    unit without one (an SCU) and ``present`` is -1 where the tie rule left the unit unlabelled.
+    """
+    rows = GoldPresence.objects.filter(summary__system__campaign=campaign)
+    if summary_ids is not None:
+        rows = rows.filter(summary_id__in=summary_ids)
+    chosen: dict[tuple[int, int], tuple] = {}
+    for unit, summary, predicate, present, origin in rows.values_list(
+        "unit_id", "summary_id", "unit__predicate_id", "present", "origin"
+    ).order_by("origin"):
+        # "imported" sorts before "majority": a majority label replaces an imported one.
+        chosen[(unit, summary)] = (unit, summary, predicate or -1, -1 if present is None else int(present))
+    return list(chosen.values())
+
+
+def judgment_arrays(campaign: Campaign, system_id=None):
+    """Judgments that count, as arrays: pair index (unit, summary), label, example index, system id."""
+    rows = PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=False)
+    if system_id is not None:
+        rows = rows.filter(summary__system_id=system_id)
+    data = np.array(
+        list(rows.values_list("unit_id", "summary_id", "present", "summary__example_id", "summary__system_id")), dtype=np.int64
+    ).reshape(-1, 5)
+    if data.size == 0:
+        return data, np.zeros(0, np.int64)
+    _, pair_index = np.unique(data[:, :2], axis=0, return_inverse=True)
+    return data, pair_index.ravel()
+
+
+def agreement(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
+    """Krippendorff's alpha (nominal) pooled with a 95% bootstrap interval (resampling examples), per system, and percent agreement."""
+    data, pairs = judgment_arrays(campaign)
+    if data.size == 0:
+        return {"pooled": None, "ci95": [None, None], "per_system": {}, "percent_agreement": None, "n_judgments": 0}
+    labels = data[:, 2]
+    pooled = scoring.krippendorff_alpha_nominal(pairs, labels)
+    lo, hi = scoring.bootstrap_alpha_ci(pairs, labels, data[:, 3], n_boot=n_boot) if n_boot else (float("nan"), float("nan"))
+    names = dict(System.objects.filter(campaign=campaign).values_list("pk", "name"))
+    per_system = {}
+    for system_id in np.unique(data[:, 4]):
+        rows = data[:, 4] == system_id
+        _, sub_pairs = np.unique(pairs[rows], return_inverse=True)
+        per_system[names[int(system_id)]] = none_if_nan(scoring.krippendorff_alpha_nominal(sub_pairs.ravel(), labels[rows]))
+    return {
+        "pooled": none_if_nan(pooled),
+        "ci95": [none_if_nan(lo), none_if_nan(hi)],
+        "per_system": per_system,
+        "percent_agreement": none_if_nan(scoring.percent_agreement(pairs, labels)),
+        "n_judgments": int(len(labels)),
+    }
+
+
+def none_if_nan(x):
+    """``x`` as a float, or None for NaN or None (for JSON and templates)."""
+    return None if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
+
+
+def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
+    """The campaign's scores in the shape ``manage.py campaign_scores --format json`` prints."""
+    alpha = agreement(campaign, n_boot=n_boot)
+    systems = {}
+    for system in System.objects.filter(campaign=campaign).select_related("score").order_by("name"):
+        score = getattr(system, "score", None)
+        systems[system.name] = {
+            "qapyramid": score.qapyramid if score else None,
+            "nqapyramid": score.nqapyramid if score else None,
+            "n_summaries": score.n_summaries if score else 0,
+            "ci95": [score.qapyramid_low, score.qapyramid_high] if score else [None, None],
+            "predicate_level": score.predicate_level if score else None,
+        }
+    n_units = len(gold_rows(campaign))
+    return {
+        "campaign": campaign.slug,
+        "n_units": n_units,
+        "n_judgments": alpha["n_judgments"],
+        "alpha": {"pooled": alpha["pooled"], "ci95": alpha["ci95"], "per_system": alpha["per_system"]},
+        "percent_agreement": alpha["percent_agreement"],
+        "systems": systems,
+    }

@@ -1,0 +1,28 @@
+"""The follow-up work a submission or a researcher's decision calls for, run after the commit.
+
+Three kinds, each a Celery task named in ``annotation.services.coalesce.TASKS``: the workers'
+cross-checks, the score update of summaries whose gold labels changed, and the follow-ups of
+completed presence HITs.  With a Redis broker the calls of a short window are gathered into one task
+per campaign (or batch); eager Celery, the embedded default, runs them at once, in-process.  The
+core asks for them here and never imports the tasks themselves.
+"""
+
+from __future__ import annotations
+
+from annotation.services import coalesce
+
+
+def schedule_cross_checks(campaign, workers) -> None:
+    """Recompute these workers' figures and revoke failing qualifications, after the current transaction commits."""
+    coalesce.schedule("cross_checks", campaign.pk, {w.pk if hasattr(w, "pk") else int(w) for w in workers})
+
+
+def schedule_score_update(campaign, summary_ids) -> None:
+    """Recompute these summaries' scores (and the system scores), after the current transaction commits."""
+    coalesce.schedule("scores", campaign.pk, summary_ids)
+
+
+def schedule_completed_presence(batch_id: int, hit_ids) -> None:
+    """Run the follow-ups of completed presence HITs of a batch (gold labels, scores, cross-checks, the
+    campaign's end), after the current transaction commits."""
+    coalesce.schedule("completed", batch_id, hit_ids)

@@ -1,0 +1,239 @@
+"""Qualification tests of the QAPyramid protocol: defining them from a file, and grading them.
+
+Qualification tests (4 HITs per task type by default, with known answers)
+are graded by these rules:
+
+- **presence**: accuracy of Present / Not present against the key; the
+  worker passes when it is *above* the test's threshold (default 0.90).
+- **verification**: a question counts as right when the Valid / Invalid
+  verdict matches the key and, for a question valid in the key and marked
+  valid, one of the worker's answers overlaps a key answer with token F1 of
+  at least 0.5 (over content words: function words like "the" do not count).  Pass when the share of right questions is above the
+  threshold (default 0.85).
+- **generation** (the paper required all 4 items right): an item is right
+  when (a) every key argument is covered by one of the worker's answers with
+  token F1 of at least 0.5, (b) every question starts with a wh-word, and
+  (c) no question repeats content words of the sentence other than the
+  predicate (the "someone / something" rule).  All items right: passed.
+  Items that fail only on soft grounds, i.e. rule (c), which a rule cannot
+  tell from the protocol's exceptions (phrasal verbs, "be" + noun), or an
+  argument covered with overlap between 0.3 and 0.5, send the test to a
+  researcher's review queue; anything else fails.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db import transaction
+
+from annotation.models import Campaign
+from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
+from annotation.services.pipeline import ensure_batch, task_type
+from annotation.text.questions import WH_WORDS, best_overlap, content_word_violations, words
+from annotation.text.spans import is_substring, normalise
+from hits.models import HIT, Assignment, TaskType
+from hits.qualifications import TestGrade
+
+COVERED = 0.5
+BORDERLINE = 0.3
+
+
+def _pass_above(assignments, default: float) -> float:
+    values = [a.hit.payload.get("pass_above") for a in assignments if a.hit.payload.get("pass_above") is not None]
+    return float(values[0]) if values else default
+
+
+def grade_presence_test(assignments: list[Assignment]) -> TestGrade:
+    right = total = 0
+    for assignment in assignments:
+        key = (assignment.hit.answer_key or {}).get("labels", {})
+        for label in assignment.answers.get("labels", []):
+            expected = key.get(str(label["unit"]))
+            if expected is None:
+                continue
+            total += 1
+            right += int(bool(label["present"]) == bool(expected))
+    accuracy = right / total if total else 0.0
+    return TestGrade(accuracy, accuracy > _pass_above(assignments, 0.90), {"right": right, "total": total})
+
+
+def grade_verification_test(assignments: list[Assignment]) -> TestGrade:
+    right = total = 0
+    for assignment in assignments:
+        key = (assignment.hit.answer_key or {}).get("verdicts", {})
+        for verdict in assignment.answers.get("verdicts", []):
+            expected = key.get(str(verdict["unit"]))
+            if expected is None:
+                continue
+            total += 1
+            ok = bool(verdict["valid"]) == bool(expected["valid"])
+            if ok and expected["valid"]:
+                ok = best_overlap(verdict.get("answers", []), expected.get("answers", [])) >= COVERED
+            right += int(ok)
+    share = right / total if total else 0.0
+    return TestGrade(share, share > _pass_above(assignments, 0.85), {"right": right, "total": total})
+
+
+def grade_generation_item(assignment: Assignment) -> dict:
+    """Check one generation item; returns {"right", "soft", "problems"}."""
+    inline = assignment.hit.payload["inline"]
+    sentence = inline["sentence"]
+    predicate = sentence[inline["start"] : inline["end"]]
+    written = assignment.answers.get("questions", [])
+    all_answers = [a for q in written for a in q["answers"]]
+    hard, soft = [], []
+    for argument in (assignment.hit.answer_key or {}).get("arguments", []):
+        overlap = best_overlap(all_answers, argument)
+        if overlap < BORDERLINE:
+            hard.append(f"no answer covers '{argument[0]}'")
+        elif overlap < COVERED:
+            soft.append(f"'{argument[0]}' only partly covered ({overlap:.2f})")
+    for q in written:
+        first = words(q["question"])[:1]
+        if not first or first[0] not in WH_WORDS:
+            hard.append(f"'{q['question']}' does not start with a question word")
+        repeated = content_word_violations(q["question"], sentence, predicate)
+        if repeated:
+            soft.append(f"'{q['question']}' repeats words of the sentence: {', '.join(repeated)}")
+    return {"right": not hard and not soft, "soft": not hard and bool(soft), "problems": hard + soft}
+
+
+def grade_generation_test(assignments: list[Assignment]) -> TestGrade:
+    items = [grade_generation_item(a) for a in assignments]
+    n_right = sum(item["right"] for item in items)
+    score = n_right / len(items) if items else 0.0
+    details = {"items": [item["problems"] for item in items], "right": n_right, "total": len(items)}
+    if n_right == len(items):
+        return TestGrade(score, True, details)
+    if all(item["right"] or item["soft"] for item in items):
+        return TestGrade(score, None, details)
+    return TestGrade(score, False, details)
+
+
+# --- qualification tests from a file ---------------------------------------------------------
+
+
+class QualificationDefinitionError(ValueError):
+    pass
+
+
+def _span(sentence: str, predicate, where: str) -> tuple[int, int]:
+    if isinstance(predicate, dict):
+        start, end = predicate.get("start"), predicate.get("end")
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(sentence)):
+            raise QualificationDefinitionError(f"{where}: predicate offsets must lie inside the sentence")
+        return start, end
+    if not isinstance(predicate, str) or not predicate:
+        raise QualificationDefinitionError(f"{where}: 'predicate' must be the verb as written in the sentence, or {{start, end}}")
+    match = re.search(r"\b" + re.escape(predicate) + r"\b", sentence)
+    if match is None:
+        raise QualificationDefinitionError(f"{where}: predicate '{predicate}' is not in the sentence")
+    return match.start(), match.end()
+
+
+def _require_substrings(answers, sentence: str, where: str) -> list[str]:
+    if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+        raise QualificationDefinitionError(f"{where}: answers must be a non-empty list of strings")
+    for answer in answers:
+        if not is_substring(answer, sentence):
+            raise QualificationDefinitionError(f"{where}: answer '{answer}' is not a substring of the sentence")
+    return [normalise(a) for a in answers]
+
+
+def _text(obj, key, where) -> str:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        raise QualificationDefinitionError(f"{where}: '{key}' must be a non-empty string")
+    return value
+
+
+def build_qualification_hits(campaign: Campaign, definition: dict) -> list[HIT]:
+    """Turn a qualification definition (see README) into unsaved HITs; raises on any invalid item."""
+    if not isinstance(definition, dict):
+        raise QualificationDefinitionError("the definition must be a JSON object with generation/verification/presence lists")
+    unknown = set(definition) - {"generation", "verification", "presence", "presence_gold"}
+    if unknown:
+        raise QualificationDefinitionError(f"unknown section(s): {', '.join(sorted(unknown))}")
+    hits: list[HIT] = []
+    common = dict(max_assignments=32767, reward=0)
+    for i, item in enumerate(definition.get("generation", []), start=1):
+        where = f"generation item {i}"
+        sentence = _text(item, "sentence", where)
+        start, end = _span(sentence, item.get("predicate"), where)
+        arguments = item.get("arguments")
+        if not isinstance(arguments, list) or not arguments:
+            raise QualificationDefinitionError(f"{where}: 'arguments' must list the key answers of each argument")
+        key = [_require_substrings(a, sentence, f"{where}, argument {j}") for j, a in enumerate(arguments, start=1)]
+        hits.append(HIT(task_type=task_type(GENERATION), kind=HIT.Kind.QUALIFICATION, payload={"inline": {"sentence": sentence, "start": start, "end": end}}, answer_key={"arguments": key}, **common))
+    for i, item in enumerate(definition.get("verification", []), start=1):
+        where = f"verification item {i}"
+        sentence = _text(item, "sentence", where)
+        start, end = _span(sentence, item.get("predicate"), where)
+        questions, verdicts = [], {}
+        for j, q in enumerate(item.get("questions") or [], start=1):
+            qwhere = f"{where}, question {j}"
+            question = _text(q, "question", qwhere)
+            if not isinstance(q.get("valid"), bool):
+                raise QualificationDefinitionError(f"{qwhere}: 'valid' must be true or false")
+            shown = _require_substrings(q.get("answers") or [], sentence, qwhere)
+            key_answers = _require_substrings(q.get("key_answers") or shown, sentence, qwhere) if q["valid"] else []
+            questions.append({"id": f"k{j}", "question": question, "answers": shown})
+            verdicts[f"k{j}"] = {"valid": q["valid"], "answers": key_answers}
+        if not questions:
+            raise QualificationDefinitionError(f"{where}: 'questions' must not be empty")
+        hits.append(HIT(task_type=task_type(VERIFICATION), kind=HIT.Kind.QUALIFICATION, payload={"inline": {"sentence": sentence, "start": start, "end": end, "questions": questions}, "pass_above": campaign.verifier_agreement_threshold}, answer_key={"verdicts": verdicts}, **common))
+    for section, kind in (("presence", HIT.Kind.QUALIFICATION), ("presence_gold", HIT.Kind.GOLD)):
+        for i, item in enumerate(definition.get(section, []), start=1):
+            where = f"{section} item {i}"
+            candidate = _text(item, "candidate", where)
+            reference = item.get("reference", "")
+            inline = {"candidate": candidate, "reference": reference, "pairs": []}
+            if item.get("predicate"):
+                start, end = _span(reference, item["predicate"], where)
+                inline["predicate"] = {"start": start, "end": end}
+            labels = {}
+            for j, pair in enumerate(item.get("pairs") or [], start=1):
+                pwhere = f"{where}, pair {j}"
+                if not isinstance(pair.get("present"), bool):
+                    raise QualificationDefinitionError(f"{pwhere}: 'present' must be true or false")
+                if pair.get("question"):
+                    entry = {"id": f"g{j}", "question": _text(pair, "question", pwhere), "answer": _text(pair, "answer", pwhere)}
+                else:
+                    entry = {"id": f"g{j}", "text": _text(pair, "text", pwhere)}
+                inline["pairs"].append(entry)
+                labels[f"g{j}"] = pair["present"]
+            if not labels:
+                raise QualificationDefinitionError(f"{where}: 'pairs' must not be empty")
+            payload = {"inline": inline}
+            if kind == HIT.Kind.QUALIFICATION:
+                payload["pass_above"] = campaign.presence_accuracy_threshold
+            hits.append(HIT(task_type=task_type(PRESENCE), kind=kind, payload=payload, answer_key={"labels": labels}, **common))
+    return hits
+
+
+@transaction.atomic
+def define_qualifications(campaign: Campaign, definition: dict) -> dict[str, int]:
+    """Replace the campaign's qualification tests and gold items with those of ``definition``.
+
+    The task types with a test then require qualification.  Returns the
+    number of HITs created per section.
+    """
+    hits = build_qualification_hits(campaign, definition)
+    batch = ensure_batch(campaign)
+    HIT.objects.filter(batch=batch, kind__in=[HIT.Kind.QUALIFICATION, HIT.Kind.GOLD], n_taken=0).delete()
+    HIT.objects.filter(batch=batch, kind__in=[HIT.Kind.QUALIFICATION, HIT.Kind.GOLD]).update(state=HIT.State.CANCELLED)
+    for hit in hits:
+        hit.batch = batch
+    HIT.objects.bulk_create(hits)
+    counts: dict[str, int] = {}
+    for hit in hits:
+        key = f"{hit.task_type.slug}{'_gold' if hit.kind == HIT.Kind.GOLD else ''}"
+        counts[key] = counts.get(key, 0) + 1
+    tested = {h.task_type_id for h in hits if h.kind == HIT.Kind.QUALIFICATION}
+    TaskType.objects.filter(pk__in=tested).update(
+        requires_qualification=True,
+        qualification_cooldown_hours=campaign.qualification_cooldown_hours,
+        qualification_max_attempts=campaign.qualification_max_attempts,
+    )
+    return counts

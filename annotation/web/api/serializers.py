@@ -1,0 +1,484 @@
+"""Serializers: the JSON shape of each resource (reads), and the validation of the few writes."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+from django.conf import settings
+from rest_framework import serializers
+
+from annotation.models import (
+    AutoscoreRun,
+    Campaign,
+    ContentUnit,
+    Example,
+    GoldPresence,
+    Predicate,
+    PresenceJudgment,
+    ReferenceSentence,
+    SummaryScore,
+    System,
+    SystemScore,
+    SystemSummary,
+    Verification,
+)
+from annotation.models import QAPairCorrection
+from hits.models import Assignment, LedgerEntry
+
+# Campaign settings a researcher may change before launch (the paper's values are the defaults).
+SETTINGS_FIELDS = [
+    "assignments_generation",
+    "assignments_verification",
+    "assignments_presence",
+    "reward_generation",
+    "reward_verification",
+    "reward_presence",
+    "max_questions_per_predicate",
+    "max_answers_per_question",
+    "min_kept_qas_per_predicate",
+    "max_redo_rounds",
+    "qualification_hits",
+    "writer_valid_threshold",
+    "writer_min_questions_per_predicate",
+    "verifier_agreement_threshold",
+    "presence_accuracy_threshold",
+    "grace_period_items",
+    "qualification_cooldown_hours",
+    "qualification_max_attempts",
+    "gold_share",
+    "tie_rule",
+    "length_penalty_alpha",
+]
+
+
+class CampaignSerializer(serializers.ModelSerializer):
+    """A campaign with its settings; only name, description, backend and settings are writable."""
+
+    owner = serializers.CharField(source="owner.username", read_only=True, default=None, allow_null=True)
+    shared_with = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    n_examples = serializers.SerializerMethodField()
+    n_systems = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "slug",
+            "name",
+            "description",
+            "owner",
+            "shared_with",
+            "unit_type",
+            "state",
+            "backend",
+            "created_at",
+            "launched_at",
+            "n_examples",
+            "n_systems",
+            *SETTINGS_FIELDS,
+        ]
+        read_only_fields = ["slug", "unit_type", "state", "created_at", "launched_at"]
+        extra_kwargs = {
+            # Bounds the model leaves to the database (a small integer column, a reward that is money paid).
+            **{f"reward_{t}": {"min_value": Decimal("0")} for t in ("generation", "verification", "presence")},
+            **{
+                name: {"max_value": 32767}
+                for name in (
+                    "assignments_generation", "assignments_verification", "assignments_presence",
+                    "max_questions_per_predicate", "max_answers_per_question", "min_kept_qas_per_predicate",
+                    "max_redo_rounds", "qualification_hits", "qualification_max_attempts",
+                )
+            },
+            "grace_period_items": {"max_value": 2**31 - 1},
+        }
+
+    def validate(self, attrs):
+        errors = {name: ["must be a finite number"] for name, value in attrs.items() if isinstance(value, float) and not math.isfinite(value)}
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+    def get_n_examples(self, campaign) -> int:
+        value = getattr(campaign, "n_examples", None)
+        return value if value is not None else campaign.examples.count()
+
+    def get_n_systems(self, campaign) -> int:
+        value = getattr(campaign, "n_systems", None)
+        return value if value is not None else campaign.systems.count()
+
+
+class CampaignCreateSerializer(serializers.Serializer):
+    """Upload of a new campaign: the same files and formats as ``manage.py import_campaign``."""
+
+    name = serializers.CharField(max_length=200)
+    slug = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    references = serializers.FileField(help_text="References: JSONL ({id, reference, source?}) or CSV/TSV.")
+    summaries = serializers.FileField(help_text="System summaries: JSONL ({id, system, summary}) or CSV/TSV.")
+    predicates = serializers.FileField(
+        required=False, help_text="Optional predicates JSONL; without it predicates are found automatically."
+    )
+    detect_predicates = serializers.BooleanField(
+        default=True, help_text="Find predicates automatically (ignored when a predicates file is given)."
+    )
+
+
+class ImportReportSerializer(serializers.Serializer):
+    n_examples = serializers.IntegerField()
+    n_sentences = serializers.IntegerField()
+    n_predicates = serializers.IntegerField()
+    n_systems = serializers.IntegerField()
+    n_summaries = serializers.IntegerField()
+    n_units = serializers.IntegerField()
+    n_gold = serializers.IntegerField()
+    seconds = serializers.FloatField()
+    summary = serializers.CharField(source="summary_line")
+
+
+class ProblemSerializer(serializers.Serializer):
+    file = serializers.CharField()
+    line = serializers.IntegerField(allow_null=True)
+    field = serializers.CharField(allow_null=True)
+    path = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class ShareSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+
+
+class StateSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    state = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class SentenceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ReferenceSentence
+        fields = ["id", "index", "text", "start", "end"]
+
+
+class ExampleSerializer(serializers.ModelSerializer):
+    sentences = SentenceSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Example
+        fields = ["id", "external_id", "position", "reference", "source", "presence_started", "sentences"]
+
+
+class SystemScoreSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SystemScore
+        fields = [
+            "n_summaries",
+            "qapyramid",
+            "qapyramid_low",
+            "qapyramid_high",
+            "nqapyramid",
+            "predicate_level",
+            "alpha",
+            "updated_at",
+        ]
+
+
+class SystemSerializer(serializers.ModelSerializer):
+    score = SystemScoreSerializer(read_only=True, allow_null=True, default=None)
+    n_summaries = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = System
+        fields = ["id", "name", "n_summaries", "score"]
+
+
+class SummaryScoreSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SummaryScore
+        fields = [
+            "n_units",
+            "n_present",
+            "qapyramid",
+            "predicate_level",
+            "repetition_rate",
+            "length_penalty",
+            "nqapyramid",
+            "updated_at",
+        ]
+
+
+class SummarySerializer(serializers.ModelSerializer):
+    system = serializers.CharField(source="system.name", read_only=True)
+    example = serializers.CharField(source="example.external_id", read_only=True)
+    score = SummaryScoreSerializer(read_only=True, allow_null=True, default=None)
+
+    class Meta:
+        model = SystemSummary
+        fields = ["id", "system", "system_id", "example", "example_id", "text", "score"]
+
+
+class PredicateSerializer(serializers.ModelSerializer):
+    """A predicate: ``sentence_text[start:end]``; created by giving a sentence id and the span."""
+
+    sentence = serializers.PrimaryKeyRelatedField(queryset=ReferenceSentence.objects.none())
+    example = serializers.CharField(source="example.external_id", read_only=True)
+    lemma = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+    class Meta:
+        model = Predicate
+        fields = [
+            "id",
+            "example",
+            "example_id",
+            "sentence",
+            "start",
+            "end",
+            "text",
+            "lemma",
+            "origin",
+            "edited_by_researcher",
+            "flagged",
+            "flag_reason",
+            "rounds",
+            "settled",
+        ]
+        read_only_fields = [
+            "text",
+            "origin",
+            "edited_by_researcher",
+            "flagged",
+            "flag_reason",
+            "rounds",
+            "settled",
+        ]
+        # The service checks the span; the model's own validators would only repeat it less clearly.
+        validators = []
+
+    def __init__(self, *args, campaign=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if campaign is not None:
+            # Only sentences of this campaign can be chosen: another campaign's id reads as "does not exist".
+            self.fields["sentence"].queryset = ReferenceSentence.objects.filter(example__campaign=campaign)
+
+    def validate_start(self, value):
+        if value < 0:
+            raise serializers.ValidationError("must be 0 or more")
+        return value
+
+
+class UnitSerializer(serializers.ModelSerializer):
+    """A content unit: a QA pair of a predicate, or an imported SCU."""
+
+    example = serializers.CharField(source="example.external_id", read_only=True)
+    predicate_text = serializers.CharField(source="predicate.text", read_only=True, default=None, allow_null=True)
+    author = serializers.CharField(source="author.external_id", read_only=True, default=None, allow_null=True)
+
+    class Meta:
+        model = ContentUnit
+        fields = [
+            "id",
+            "example",
+            "example_id",
+            "predicate_id",
+            "predicate_text",
+            "kind",
+            "index",
+            "question",
+            "answers",
+            "text",
+            "state",
+            "round",
+            "author",
+            "created_at",
+        ]
+
+
+class VerificationSerializer(serializers.ModelSerializer):
+    worker = serializers.CharField(source="worker.external_id", read_only=True)
+
+    class Meta:
+        model = Verification
+        fields = ["id", "unit_id", "worker", "valid", "answers", "created_at"]
+
+
+class JudgmentSerializer(serializers.ModelSerializer):
+    worker = serializers.CharField(source="worker.external_id", read_only=True)
+    system = serializers.CharField(source="summary.system.name", read_only=True)
+    example = serializers.CharField(source="summary.example.external_id", read_only=True)
+
+    class Meta:
+        model = PresenceJudgment
+        fields = ["id", "unit_id", "summary_id", "system", "example", "worker", "present", "excluded", "created_at"]
+
+
+class GoldSerializer(serializers.ModelSerializer):
+    system = serializers.CharField(source="summary.system.name", read_only=True)
+    example = serializers.CharField(source="summary.example.external_id", read_only=True)
+
+    class Meta:
+        model = GoldPresence
+        fields = ["id", "unit_id", "summary_id", "system", "example", "present", "n_judgments", "n_present", "origin"]
+
+
+class CheckSerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField()
+    threshold = serializers.FloatField(allow_null=True, required=False)
+    status = serializers.CharField(required=False)
+
+
+class WorkerRowSerializer(serializers.Serializer):
+    """One worker of a campaign: status per task type, HITs done, time per HIT and quality figures."""
+
+    worker = serializers.CharField(source="worker.external_id")
+    blocked = serializers.BooleanField(source="worker.blocked")
+    status = serializers.DictField(child=serializers.CharField())
+    reasons = serializers.DictField(child=serializers.CharField())
+    hits_done = serializers.IntegerField()
+    seconds_per_hit = serializers.FloatField(allow_null=True)
+    excluded = serializers.BooleanField()
+    figures = serializers.JSONField(help_text="Per task type: each check's value, n, threshold and status.")
+
+
+class LeaderboardRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    system = serializers.CharField()
+    system_id = serializers.IntegerField()
+    score = SystemScoreSerializer(allow_null=True)
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    systems = LeaderboardRowSerializer(many=True)
+    agreement = serializers.JSONField(help_text="Krippendorff's alpha pooled and per system, with 95% intervals.")
+    verification = serializers.JSONField(help_text="Agreement of the two verifiers of each question.")
+
+
+class WorkerActionSerializer(serializers.Serializer):
+    worker = serializers.CharField(max_length=128, help_text="The worker's external id.")
+    replace = serializers.BooleanField(default=True, help_text="Exclude: send the excluded judgments out again.")
+
+
+class AutoscoreRunSerializer(serializers.ModelSerializer):
+    """An automatic scoring run (SemiAutoQAPyramid, or AutoQAPyramid with ``generate_qas``) and its progress."""
+
+    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None, allow_null=True)
+    progress = serializers.FloatField(read_only=True, help_text="Share of chunks done (0-1).")
+
+    class Meta:
+        model = AutoscoreRun
+        fields = [
+            "id",
+            "judge_name",
+            "judge_version",
+            "systems",
+            "generate_qas",
+            "state",
+            "n_chunks",
+            "n_done",
+            "progress",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "timings",
+            "results",
+            "error",
+        ]
+        read_only_fields = fields
+
+
+class AutoscoreStartSerializer(serializers.Serializer):
+    judge = serializers.CharField(max_length=300, help_text='A judge name, e.g. "lexical", "nli:/path/to/model", "trained:NAME".')
+    systems = serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, default=list, help_text="System names; all when empty."
+    )
+    generate_qas = serializers.BooleanField(default=False, help_text="AutoQAPyramid: generate the QA pairs from the reference.")
+
+
+class AutoSummaryScoreSerializer(serializers.Serializer):
+    summary_id = serializers.IntegerField()
+    system = serializers.CharField(source="summary.system.name")
+    example = serializers.CharField(source="summary.example.external_id")
+    n_units = serializers.IntegerField()
+    n_present = serializers.IntegerField()
+    score = serializers.FloatField(allow_null=True)
+    mean_probability = serializers.FloatField(allow_null=True)
+
+
+# --- review: assignments, bonuses, QA pair corrections, new systems ---------------------------
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    """A worker's assignment of one of the campaign's HITs, with its review and money."""
+
+    hit = serializers.IntegerField(source="hit_id", read_only=True)
+    task_type = serializers.CharField(source="hit.task_type.slug", read_only=True)
+    worker = serializers.CharField(source="worker.external_id", read_only=True)
+    reward = serializers.DecimalField(source="hit.reward", max_digits=6, decimal_places=2, read_only=True)
+    payload = serializers.JSONField(source="hit.payload", read_only=True, help_text="What the HIT is about (predicate, summary, units).")
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "id", "hit", "task_type", "worker", "state", "attempt", "payload", "answers", "feedback",
+            "accepted_at", "submitted_at", "work_seconds", "reviewed_at", "review_message", "reward", "bonus",
+        ]
+        read_only_fields = fields
+
+
+class ApproveSerializer(serializers.Serializer):
+    message = serializers.CharField(max_length=1000, required=False, allow_blank=True, default="", help_text="Shown to the worker.")
+
+
+class RejectSerializer(serializers.Serializer):
+    message = serializers.CharField(max_length=1000, help_text="Why the work is refused (shown to the worker; required).")
+
+
+class BonusSerializer(serializers.Serializer):
+    amount = serializers.DecimalField(
+        max_digits=6, decimal_places=2, min_value=Decimal("0.01"), help_text="USD, more than 0 and at most MAX_BONUS."
+    )
+    reason = serializers.CharField(max_length=1000, help_text="Shown to the worker (required).")
+
+    def validate_amount(self, value):
+        limit = Decimal(str(settings.MAX_BONUS))
+        if value > limit:
+            raise serializers.ValidationError(f"a bonus may be at most ${limit} (MAX_BONUS)")
+        return value
+
+
+class LedgerEntrySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LedgerEntry
+        fields = ["id", "kind", "amount", "state", "reason", "created_at"]
+        read_only_fields = fields
+
+
+class CorrectionSerializer(serializers.Serializer):
+    """A QA pair's new wording: answers must be substrings of the predicate's sentence."""
+
+    question = serializers.CharField(max_length=300)
+    answers = serializers.ListField(child=serializers.CharField(max_length=300), min_length=1, max_length=3)
+    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+
+class CorrectionLogSerializer(serializers.ModelSerializer):
+    """One logged correction: the old and new wording, who and why."""
+
+    changed_by = serializers.CharField(source="changed_by.username", read_only=True, default=None, allow_null=True)
+
+    class Meta:
+        model = QAPairCorrection
+        fields = [
+            "id", "unit_id", "changed_by", "old_question", "old_answers", "new_question", "new_answers", "reason", "created_at",
+        ]
+        read_only_fields = fields
+
+
+class SystemUploadSerializer(serializers.Serializer):
+    summaries = serializers.FileField(help_text="JSONL, one {id, system, summary} per line (as the import's summaries file).")
+
+
+class AddedSystemsSerializer(serializers.Serializer):
+    systems = serializers.ListField(child=serializers.CharField())
+    n_summaries = serializers.IntegerField()
+    n_hits = serializers.IntegerField(help_text="Presence HITs created for the new summaries.")

@@ -1,0 +1,30 @@
+"""Routes of the REST API, mounted at ``/api/``."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
+
+from annotation.web.api import views
+
+router = SimpleRouter()
+router.register("campaigns", views.CampaignViewSet, basename="api-campaign")
+SCOPED = "campaigns/(?P<campaign_slug>[-a-zA-Z0-9_]+)"
+router.register(f"{SCOPED}/examples", views.ExampleViewSet, basename="api-example")
+router.register(f"{SCOPED}/systems", views.SystemViewSet, basename="api-system")
+router.register(f"{SCOPED}/summaries", views.SummaryViewSet, basename="api-summary")
+router.register(f"{SCOPED}/predicates", views.PredicateViewSet, basename="api-predicate")
+router.register(f"{SCOPED}/units", views.UnitViewSet, basename="api-unit")
+router.register(f"{SCOPED}/verifications", views.VerificationViewSet, basename="api-verification")
+router.register(f"{SCOPED}/judgments", views.JudgmentViewSet, basename="api-judgment")
+router.register(f"{SCOPED}/gold", views.GoldViewSet, basename="api-gold")
+router.register(f"{SCOPED}/workers", views.WorkerViewSet, basename="api-worker")
+router.register(f"{SCOPED}/autoscore", views.AutoscoreRunViewSet, basename="api-autoscore")
+router.register(f"{SCOPED}/assignments", views.AssignmentViewSet, basename="api-assignment")
+
+urlpatterns = [
+    path("token/", views.TokenView.as_view(), name="api-token"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,263 @@
+"""The three QAPyramid task types as ``hits`` handlers: page context, validation, reaction.
+
+``annotation.apps`` registers them with ``hits`` at start-up.  What a HIT shows is read by
+``annotation.selectors.hit_items``; the rules a question or answer must pass are
+``annotation.text.questions``; a submission goes on to ``annotation.services.pipeline`` (regular HITs)
+or ``annotation.services.quality`` (gold checks), and a test is graded by
+``annotation.services.qualification_tests``.
+
+Form fields (the same on local pages and inside MTurk's frame):
+
+- generation: ``q1``..``q5`` questions, ``q{i}_a1``..``q{i}_a3`` their answers,
+  ``feedback`` (optional);
+- verification: ``v_<unit>`` = ``valid`` | ``invalid`` per question, and
+  ``v_<unit>_a1``..``a3`` the answers of a valid question;
+- presence: ``p_<unit>`` = ``1`` (present) | ``0`` (not present) per unit.
+
+Qualification and gold HITs carry their whole item in ``payload["inline"]``
+(a sentence, its predicate span, questions or pairs with string ids), so
+they need no rows of a campaign; the page looks the same either way.
+
+Validation is strict on what a rule can check and lenient on what it cannot:
+answers must be substrings of the sentence (ignoring extra spaces), questions
+must end with "?", every written question needs an answer, and lengths are
+bounded.  Every error is attached to its field, and the page is shown again
+with everything the worker typed.
+"""
+
+from __future__ import annotations
+
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
+from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
+from annotation.selectors.hit_items import kept_pairs, presence_item, sentence_item, shown_units
+from annotation.services import pipeline, qualification_tests, quality
+from annotation.text.questions import MAX_FEEDBACK_CHARS, check_answer, check_question
+from annotation.text.spans import clean_text, normalise, sentence_tokens
+from hits.handlers import AnswerErrors
+from hits.models import HIT
+
+
+QUESTION_SLOTS = [
+    ("Wh-word", "Who, What, When, Where, Why, How, How much"),
+    ("Auxiliary", "did, does, is, was, has, will, might, ..."),
+    ("Subject", "someone, something (or nothing)"),
+    ("Verb", "the highlighted verb, in any form"),
+    ("Object", "someone, something (or nothing)"),
+    ("Preposition", "to, from, on, with, by, ... (or nothing)"),
+    ("Misc", "someone, something, do something (or nothing)"),
+]
+
+
+def highlighted(text: str, start: int, end: int) -> str:
+    """The sentence as HTML with the predicate's span marked (everything else escaped)."""
+    return mark_safe(
+        f'{escape(text[:start])}<mark class="predicate">{escape(text[start:end])}</mark>{escape(text[end:])}'
+    )
+
+
+def _is_tracked(hit) -> bool:
+    """Regular HITs feed the pipeline; gold and qualification HITs only measure the worker."""
+    return hit.kind == HIT.Kind.REGULAR
+
+
+class GenerationHandler:
+    template_name = "annotation/hits/generation.html"
+    instructions_key = "generation"
+
+    def page_context(self, hit, assignment, data):
+        item = sentence_item(hit)
+        data = data or {}
+        rows = []
+        for i in range(1, item.max_questions + 1):
+            rows.append(
+                {
+                    "n": i,
+                    "name": f"q{i}",
+                    "value": data.get(f"q{i}", ""),
+                    "answers": [
+                        {"name": f"q{i}_a{j}", "value": data.get(f"q{i}_a{j}", "")} for j in range(1, item.max_answers + 1)
+                    ],
+                }
+            )
+        return {
+            "sentence": item.sentence,
+            "tokens": sentence_tokens(item.sentence, (item.start, item.end)),
+            "predicate_text": item.predicate_text,
+            "rows": rows,
+            "kept": kept_pairs(item.predicate),
+            "slots": QUESTION_SLOTS,
+            "feedback": data.get("feedback", ""),
+        }
+
+    def clean(self, hit, data):
+        item = sentence_item(hit)
+        sentence = item.sentence
+        errors: dict[str, list[str]] = {}
+        questions, seen = [], {}
+        for i in range(1, item.max_questions + 1):
+            question = clean_text(data.get(f"q{i}"))
+            answers = []
+            for j in range(1, item.max_answers + 1):
+                field = f"q{i}_a{j}"
+                answer = normalise(clean_text(data.get(field)))
+                if not answer:
+                    continue
+                if not question:
+                    errors.setdefault(field, []).append("Write the question for this answer, or clear the answer.")
+                    continue
+                problems = check_answer(answer, sentence)
+                if problems:
+                    errors.setdefault(field, []).extend(problems)
+                elif answer in answers:
+                    errors.setdefault(field, []).append("This answer is already given for this question.")
+                else:
+                    answers.append(answer)
+            if not question:
+                continue
+            problems = check_question(question)
+            key = normalise(question).lower()
+            if key in seen:
+                problems.append(f"Same as question {seen[key]}: write each question once.")
+            seen.setdefault(key, i)
+            if problems:
+                errors.setdefault(f"q{i}", []).extend(problems)
+            if not answers and not any(k.startswith(f"q{i}_a") for k in errors):
+                errors.setdefault(f"q{i}_a1", []).append("Give at least one answer, selected from the sentence.")
+            questions.append({"question": normalise(question), "answers": answers})
+        if not questions and not errors:
+            errors["__all__"] = ["Write at least one question about the highlighted verb."]
+        feedback = clean_text(data.get("feedback"))
+        if len(feedback) > MAX_FEEDBACK_CHARS:
+            errors.setdefault("feedback", []).append(f"Keep feedback under {MAX_FEEDBACK_CHARS} characters.")
+        if errors:
+            raise AnswerErrors(errors)
+        return {"questions": questions, "feedback": feedback}
+
+    def on_submitted(self, assignment):
+        if _is_tracked(assignment.hit):
+            pipeline.record_generation(assignment)
+
+    def grade_qualification(self, assignments):
+        return qualification_tests.grade_generation_test(assignments)
+
+
+class VerificationHandler:
+    template_name = "annotation/hits/verification.html"
+    instructions_key = "verification"
+
+    def page_context(self, hit, assignment, data):
+        item = sentence_item(hit)
+        data = data or {}
+        items = []
+        for unit in shown_units(hit):
+            name = f"v_{unit.pk}"
+            items.append(
+                {
+                    "unit": unit,
+                    "name": name,
+                    "verdict": data.get(name, ""),
+                    "answers": [
+                        {"name": f"{name}_a{j}", "value": data.get(f"{name}_a{j}", "")} for j in range(1, item.max_answers + 1)
+                    ],
+                }
+            )
+        return {
+            "sentence": item.sentence,
+            "tokens": sentence_tokens(item.sentence, (item.start, item.end)),
+            "predicate_text": item.predicate_text,
+            "items": items,
+            "feedback": data.get("feedback", ""),
+        }
+
+    def clean(self, hit, data):
+        item = sentence_item(hit)
+        errors: dict[str, list[str]] = {}
+        verdicts = []
+        for unit in shown_units(hit):
+            name = f"v_{unit.pk}"
+            verdict = data.get(name, "")
+            if verdict not in ("valid", "invalid"):
+                errors.setdefault(name, []).append("Mark this question Valid or Invalid.")
+                continue
+            answers = []
+            if verdict == "valid":
+                for j in range(1, item.max_answers + 1):
+                    field = f"{name}_a{j}"
+                    answer = normalise(clean_text(data.get(field)))
+                    if not answer:
+                        continue
+                    problems = check_answer(answer, item.sentence)
+                    if problems:
+                        errors.setdefault(field, []).extend(problems)
+                    elif answer not in answers:
+                        answers.append(answer)
+                if not answers and not any(k.startswith(f"{name}_a") for k in errors):
+                    errors.setdefault(f"{name}_a1", []).append("Select the answer of a valid question in the sentence.")
+            verdicts.append({"unit": unit.pk, "valid": verdict == "valid", "answers": answers})
+        feedback = clean_text(data.get("feedback"))[:MAX_FEEDBACK_CHARS]
+        if errors:
+            raise AnswerErrors(errors)
+        return {"verdicts": verdicts, "feedback": feedback}
+
+    def on_submitted(self, assignment):
+        if _is_tracked(assignment.hit):
+            pipeline.record_verification(assignment)
+
+    def grade_qualification(self, assignments):
+        return qualification_tests.grade_verification_test(assignments)
+
+
+class PresenceHandler:
+    template_name = "annotation/hits/presence.html"
+    instructions_key = "presence"
+
+    def page_context(self, hit, assignment, data):
+        item = presence_item(hit)
+        data = data or {}
+        items = [{"unit": u, "name": f"p_{u.pk}", "value": data.get(f"p_{u.pk}", "")} for u in item.units]
+        reference_html = [
+            highlighted(line.text, *line.highlight) if line.highlight else escape(line.text) for line in item.reference
+        ]
+        return {
+            "candidate": item.candidate,
+            "reference_sentences": reference_html,
+            "predicate_text": item.predicate_text,
+            "items": items,
+            "is_scu": item.predicate_text is None,
+            "feedback": data.get("feedback", ""),
+        }
+
+    def clean(self, hit, data):
+        inline = hit.payload.get("inline")
+        # The HIT's payload names its units: no need to load texts to check the answers.
+        unit_ids = [str(p["id"]) for p in inline["pairs"]] if inline else hit.payload["units"]
+        errors: dict[str, list[str]] = {}
+        labels = []
+        for pk in unit_ids:
+            value = data.get(f"p_{pk}", "")
+            if value not in ("1", "0"):
+                errors.setdefault(f"p_{pk}", []).append("Choose Present or Not present.")
+                continue
+            labels.append({"unit": pk, "present": value == "1"})
+        feedback = clean_text(data.get("feedback"))[:MAX_FEEDBACK_CHARS]
+        if errors:
+            raise AnswerErrors(errors)
+        return {"labels": labels, "feedback": feedback}
+
+    def on_submitted(self, assignment):
+        if _is_tracked(assignment.hit):
+            pipeline.record_presence(assignment)
+        else:
+            quality.after_gold_submission(assignment)
+
+    def grade_qualification(self, assignments):
+        return qualification_tests.grade_presence_test(assignments)
+
+
+HANDLERS = {
+    GENERATION: GenerationHandler(),
+    VERIFICATION: VerificationHandler(),
+    PRESENCE: PresenceHandler(),
+}

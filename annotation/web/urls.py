@@ -1,0 +1,44 @@
+from django.urls import path
+
+from annotation.web.views import agreement as agreement_views
+from annotation.web.views import campaigns as views
+from annotation.web.views import jobs as job_views
+from annotation.web.views import judges as judge_views
+from annotation.web.views import review as review_views
+from annotation.web.views import setup as campaign_views
+
+urlpatterns = [
+    # Researcher pages of issue 8 (creating, setting up and growing campaigns; long jobs). Fixed paths
+    # come before "<slug:slug>/": the slugs "new" and "jobs" are refused when a campaign is created.
+    path("new/", campaign_views.campaign_new, name="campaign-new"),
+    path("new/confirm/", campaign_views.campaign_new_confirm, name="campaign-new-confirm"),
+    path("jobs/<int:pk>/", job_views.job_detail, name="job-detail"),
+    path("jobs/<int:pk>/status/", job_views.job_status_view, name="job-status"),
+    path("jobs/<int:pk>/download/", job_views.job_download, name="job-download"),
+    path("<slug:slug>/settings/", campaign_views.campaign_settings, name="campaign-settings"),
+    path("<slug:slug>/predicates/", campaign_views.campaign_predicates, name="campaign-predicates"),
+    path("<slug:slug>/predicates/add/", campaign_views.campaign_predicate_add, name="campaign-predicate-add"),
+    path("<slug:slug>/predicates/remove/", campaign_views.campaign_predicate_remove, name="campaign-predicate-remove"),
+    path(
+        "<slug:slug>/predicates/redetect/", campaign_views.campaign_predicates_redetect, name="campaign-predicates-redetect"
+    ),
+    path("<slug:slug>/systems/add/", campaign_views.campaign_add_system, name="campaign-add-system"),
+    path("<slug:slug>/progress/status/", campaign_views.campaign_progress_status, name="campaign-progress-status"),
+    path("<slug:slug>/recompute/", job_views.campaign_recompute, name="campaign-recompute"),
+    path("<slug:slug>/export/", job_views.campaign_export, name="campaign-export"),
+    path("<slug:slug>/agreement/", agreement_views.campaign_agreement, name="campaign-agreement"),
+    path("<slug:slug>/review/", review_views.campaign_review, name="campaign-review"),
+    path("<slug:slug>/review/<int:pk>/", review_views.campaign_review_example, name="campaign-review-example"),
+    path(
+        "<slug:slug>/review/assignments/<int:pk>/", review_views.review_assignment, name="campaign-review-assignment"
+    ),
+    path("<slug:slug>/review/pairs/<int:pk>/correct/", review_views.correct_pair, name="campaign-correct-pair"),
+    path("<slug:slug>/", views.campaign_detail, name="campaign-detail"),
+    path("<slug:slug>/progress/", views.campaign_progress, name="campaign-progress"),
+    path("<slug:slug>/control/", views.campaign_control, name="campaign-control"),
+    path("<slug:slug>/workers/", views.campaign_workers_page, name="campaign-workers"),
+    path("<slug:slug>/leaderboard/", views.campaign_leaderboard, name="campaign-leaderboard"),
+    path("<slug:slug>/judges/", judge_views.campaign_judges, name="campaign-judges"),
+    path("<slug:slug>/qualifications/", views.campaign_qualifications, name="campaign-qualifications"),
+    path("<slug:slug>/workers/action/", views.campaign_worker_action, name="campaign-worker-action"),
+]

@@ -1,0 +1,72 @@
+"""Pages of long jobs: start one, watch its progress (polled JSON), download its result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.services import roles
+from annotation.web.views.setup import managed_campaign
+from annotation.models import Job
+from annotation.services.jobs import job_status, start_job
+
+
+def _visible_job(request, pk: int) -> Job:
+    """A job its starter, the campaign's researchers or an admin may see; 404 for anyone else."""
+    job = get_object_or_404(Job.objects.select_related("campaign"), pk=pk)
+    user = request.user
+    if roles.is_admin(user) or job.created_by_id == user.pk:
+        return job
+    if job.campaign_id and roles.can_manage_campaign(user, job.campaign):
+        return job
+    raise Http404
+
+
+@login_required
+def job_detail(request, pk):
+    job = _visible_job(request, pk)
+    return render(request, "annotation/job.html", {"job": job, "status": job_status(job)})
+
+
+@login_required
+def job_status_view(request, pk):
+    """The job's progress as JSON, polled by static/js/jobs.js (never cached)."""
+    job = _visible_job(request, pk)
+    response = JsonResponse(job_status(job))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+def job_download(request, pk):
+    job = _visible_job(request, pk)
+    if job.state != Job.State.DONE or not job.result_path:
+        raise Http404("This job has no file to download.")
+    path = Path(job.result_path).resolve()
+    # Only files the export wrote, under EXPORTS_DIR: a tampered row must not serve other files.
+    if not path.is_file() or Path(settings.EXPORTS_DIR).resolve() not in path.parents:
+        raise Http404("The export file is gone; export again.")
+    return FileResponse(path.open("rb"), as_attachment=True, filename=path.name)
+
+
+@login_required
+@require_POST
+def campaign_recompute(request, slug):
+    campaign = managed_campaign(request, slug)
+    job = start_job(Job.Kind.RECOMPUTE, campaign=campaign, user=request.user)
+    return redirect("job-detail", pk=job.pk)
+
+
+@login_required
+@require_POST
+def campaign_export(request, slug):
+    campaign = managed_campaign(request, slug)
+    job = start_job(
+        Job.Kind.EXPORT, campaign=campaign, params={"pseudonymise": request.POST.get("pseudonymise") == "1"}, user=request.user
+    )
+    return redirect("job-detail", pk=job.pk)

@@ -1,0 +1,72 @@
+"""The judges page of a campaign: automatic judges against the gold labels, beside the leaderboard."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from annotation.automation.judges.base import JudgeError
+from annotation.selectors.campaigns import campaigns_visible_to
+
+#: Judges offered on the page (any registered name can be run from the command line).
+PAGE_JUDGES = [
+    ("trained", "Trained judge (MiniLM cross-encoder, offline)"),
+    ("lexical", "Content-word recall (lexical baseline)"),
+    ("rouge1", "ROUGE-1 recall"),
+    ("rouge2", "ROUGE-2 recall"),
+    ("rougeL", "ROUGE-L recall"),
+    ("llm", "LLM (OpenAI-compatible endpoint from the settings)"),
+]
+
+
+def _kendall(results: dict | None, group: str = "all") -> dict:
+    return (((results or {}).get("correlation") or {}).get(group) or {}).get("kendall") or {}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def campaign_judges(request, slug):
+    """GET: judge-vs-gold agreement and Kendall's tau per judge and for ROUGE, and the runs' progress.
+    POST: start a run (SemiAutoQAPyramid, or AutoQAPyramid with "generate_qas")."""
+    from annotation.automation.autoscore import compare_judges, start_autoscore_run
+
+    campaign = get_object_or_404(campaigns_visible_to(request.user), slug=slug)
+    if request.method == "POST":
+        judge = request.POST.get("judge", "")
+        if judge not in dict(PAGE_JUDGES):
+            messages.error(request, "Choose one of the judges offered.")
+            return redirect("campaign-judges", slug=campaign.slug)
+        try:
+            run = start_autoscore_run(campaign, judge, generate_qas=bool(request.POST.get("generate_qas")), user=request.user)
+        except (JudgeError, ValueError) as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Run {run.pk} queued: {run.n_chunks} chunks with the {judge} judge.")
+        return redirect("campaign-judges", slug=campaign.slug)
+    comparison = compare_judges(campaign)
+    rows = []
+    for entry in comparison["runs"]:
+        presence = entry["presence"] or {}
+        tau = _kendall(entry)
+        rows.append({**entry, "accuracy": presence.get("accuracy"), "f1": presence.get("f1"),
+                     "tau_system": tau.get("system"), "tau_summary": tau.get("summary")})
+    rouge_rows = [
+        {"name": f"{variant} recall", "tau_system": _kendall({"correlation": figures}).get("system"),
+         "tau_summary": _kendall({"correlation": figures}).get("summary")}
+        for variant, figures in (comparison["rouge"] or {}).items()
+    ]
+    runs = list(campaign.autoscore_runs.all()[:10])
+    return render(
+        request,
+        "annotation/judges.html",
+        {
+            "campaign": campaign,
+            "rows": rows,
+            "rouge_rows": rouge_rows,
+            "runs": runs,
+            "busy": any(r.state in ("pending", "running") for r in runs),
+            "judges": PAGE_JUDGES,
+        },
+    )
