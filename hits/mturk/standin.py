@@ -36,8 +36,9 @@ saved time and the wall clock).  What it does not model: signatures and credenti
 (any are accepted), throttling, HIT types and layouts (CreateHITWithHITType),
 review policies, qualification tests and requests, notifications by SNS/SQS, funds
 held for open HITs (a HIT's cost is checked against the available balance when it
-is created, not reserved), HTTPS on ExternalURL, and the exact wording of MTurk's
-error messages.  Standard library only; it imports nothing from Django or the
+is created, not reserved), HTTPS on ExternalURL, multipart forms on externalSubmit
+(url-encoded posts and GET queries only), and the exact wording of MTurk's error
+messages and of the TurkErrorCodes its reference does not document.  Standard library only; it imports nothing from Django or the
 platform, so it runs alone as well as in the test process.
 """
 
@@ -346,7 +347,9 @@ class StandIn:
         return self.httpd.server_address[1]
 
     def start(self) -> "StandIn":
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="mturk-standin", daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="mturk-standin", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -1298,6 +1301,7 @@ REFUSED_PAGE = (
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "MTurkStandIn/1.0"
+    disable_nagle_algorithm = True  # headers and body go out at once (else each keep-alive answer waits ~40 ms)
 
     @property
     def standin(self) -> StandIn:
@@ -1325,8 +1329,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(payload).encode(), content_type, headers)
 
     def _route(self, method: str) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True
+            return self._json(400, {"error": "Content-Length is not a number"})
+        body = self.rfile.read(length) if length > 0 else b""
         path, _, query = self.path.partition("?")
         target = self.headers.get("X-Amz-Target")
         try:
