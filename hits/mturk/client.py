@@ -53,8 +53,10 @@ def _snake(operation: str) -> str:
 def make_boto3_client(sandbox: bool):
     """A fresh boto3 ``mturk`` client for the sandbox or the live marketplace.
 
-    botocore's own retries are switched off: ``MTurk.call`` retries, so every
-    attempt is visible (and tested) in one place.
+    ``MTURK_ENDPOINT_URL``, when set, replaces both AWS endpoints (e.g. the
+    local stand-in, ``hits.mturk.standin``).  botocore's own retries are
+    switched off: ``MTurk.call`` retries, so every attempt is visible (and
+    tested) in one place.
     """
     import boto3
     from botocore.config import Config
@@ -62,7 +64,7 @@ def make_boto3_client(sandbox: bool):
     return boto3.client(
         "mturk",
         region_name=settings.MTURK_REGION,
-        endpoint_url=SANDBOX_ENDPOINT if sandbox else LIVE_ENDPOINT,
+        endpoint_url=settings.MTURK_ENDPOINT_URL or (SANDBOX_ENDPOINT if sandbox else LIVE_ENDPOINT),
         config=Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=30),
     )
 

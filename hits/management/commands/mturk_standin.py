@@ -1,0 +1,75 @@
+"""``manage.py mturk_standin``: run the local MTurk stand-in in the foreground (Ctrl-C stops it)."""
+
+from __future__ import annotations
+
+import signal
+from decimal import Decimal
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a local stand-in for MTurk's requester API (and its worker site) to rehearse a campaign without "
+        "spending money; point the platform at it with MTURK_ENDPOINT_URL.  See hits/mturk/standin.py."
+    )
+    requires_system_checks: list = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, required=True, help="Port to listen on (0: any free port).")
+        parser.add_argument("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1).")
+        parser.add_argument(
+            "--state", default=None,
+            help="JSON file keeping the stand-in's state across restarts, e.g. var/mturk-standin.json (default: memory only).",
+        )
+        parser.add_argument(
+            "--time-scale", type=float, default=1.0,
+            help="Simulated seconds per real second (e.g. 3600: an hour a second, so auto-approval comes quickly).",
+        )
+        parser.add_argument("--balance", default=None, help="Starting account balance in USD (default 10000.00).")
+        parser.add_argument("--quiet", action="store_true", help="Do not print one line per call.")
+
+    def handle(self, *args, **options):
+        from hits.mturk.standin import DEFAULT_BALANCE, Refused, StandIn
+
+        if options["time_scale"] <= 0:
+            raise CommandError("--time-scale must be positive")
+        log = None if options["quiet"] else self._log
+        try:
+            standin = StandIn(
+                host=options["host"],
+                port=options["port"],
+                state_path=options["state"],
+                time_scale=options["time_scale"],
+                balance=options["balance"] or DEFAULT_BALANCE,
+                log=log,
+            )
+        except Refused as exc:
+            raise CommandError(exc.message) from None
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"cannot start the MTurk stand-in: {exc}") from None
+        if options["balance"] and standin.loaded:
+            self.stderr.write(f"--balance ignored: {options['state']} has its own balance (POST /_standin/balance sets it)")
+        self.stdout.write(f"MTurk stand-in listening on {standin.url}")
+        self.stdout.write(f"  MTURK_ENDPOINT_URL={standin.url}")
+        self.stdout.write(
+            f"  balance ${Decimal(standin.state['balance'])}, time scale {options['time_scale']:g}, "
+            f"state {options['state'] or 'in memory only'}; control API under {standin.url}/_standin/"
+        )
+        self.stdout.flush()
+        signal.signal(signal.SIGTERM, _interrupt)  # stopped by a process manager: end as on Ctrl-C (state saved)
+        try:
+            standin.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            standin.stop()
+        self.stdout.write("MTurk stand-in stopped.")
+
+    def _log(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt

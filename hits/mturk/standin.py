@@ -1,0 +1,1449 @@
+"""A local stand-in for Amazon Mechanical Turk: the requester API boto3 speaks, and the worker's side of it.
+
+Run ``python manage.py mturk_standin --port 8765 [--state var/mturk-standin.json]
+[--time-scale 3600] [--balance 50.00]`` and set ``MTURK_ENDPOINT_URL=http://127.0.0.1:8765``:
+the platform's boto3 client (sandbox and live alike) then talks to it instead of
+AWS, and a campaign can be rehearsed end to end without spending money.  Tests
+start it in a thread (``StandIn(port=0).start()``, ``.url``, ``.stop()``).  It
+answers ``POST /`` in MTurk's JSON 1.1 protocol (``X-Amz-Target:
+MTurkRequesterServiceV20170117.<Operation>``; errors are HTTP 400 with ``__type``
+RequestError and a ``TurkErrorCode``): CreateHIT, CreateAdditionalAssignmentsForHIT,
+GetHIT, ListHITs, ListReviewableHITs, ListAssignmentsForHIT, GetAssignment,
+ApproveAssignment, RejectAssignment, SendBonus, ListBonusPayments,
+UpdateExpirationForHIT, DeleteHIT, GetAccountBalance, the qualification type and
+score operations, worker blocks and NotifyWorkers; any other operation is refused
+with an error naming it.  Workers are simulated over plain JSON or form posts:
+``/_standin/worker/hits`` (what a worker may discover), ``/_standin/worker/preview``,
+``/_standin/worker/accept`` (returns the assignment id and the ExternalQuestion URL
+with ``assignmentId``, ``hitId``, ``turkSubmitTo`` and ``workerId`` appended),
+``/_standin/worker/return`` and ``/_standin/worker/qualification`` (a worker's
+Locale, approval rate or other score); the HIT page posts its form to
+``/mturk/externalSubmit`` as on MTurk.  The control API: ``GET /_standin/state``
+(balance, ledger of charges and total charged, HITs, assignments, bonuses,
+qualifications, blocks, notifications), ``POST /_standin/advance`` (``seconds``),
+``/_standin/balance``, ``/_standin/reset`` and ``/_standin/dispose`` (``HITId``: the
+120-day auto-deletion now).  What it models: the balance (reward + fee charged on
+approval, bonus + fee on SendBonus; fee 20%, 40% of the reward on HITs of 10 or more
+assignments, at least $0.01 each; CreateHIT and CreateAdditionalAssignmentsForHIT
+refused when the balance cannot cover the HIT), automatic approval after
+``AutoApprovalDelayInSeconds``, abandonment after ``AssignmentDurationInSeconds``,
+HIT statuses and counts, request tokens (24 hours), UpdateExpirationForHIT's
+idempotency on (HIT, ExpireAt), the under-10 rule, DeleteHIT's refusals, the 30-day
+override of a rejection, qualification requirements (all comparators, ActionsGuarded)
+and blocks.  Its clock runs ``time_scale`` simulated seconds per real second, can be
+advanced, and never runs backwards (after a restart it resumes at the later of the
+saved time and the wall clock).  What it does not model: signatures and credentials
+(any are accepted), throttling, HIT types and layouts (CreateHITWithHITType),
+review policies, qualification tests and requests, notifications by SNS/SQS, funds
+held for open HITs (a HIT's cost is checked against the available balance when it
+is created, not reserved), HTTPS on ExternalURL, multipart forms on externalSubmit
+(url-encoded posts and GET queries only), and the exact wording of MTurk's error
+messages and of the TurkErrorCodes its reference does not document.  Standard library only; it imports nothing from Django or the
+platform, so it runs alone as well as in the test process.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import secrets
+import string
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+from urllib.parse import parse_qsl, urlencode
+from xml.sax.saxutils import escape, unescape
+
+TARGET_PREFIX = "MTurkRequesterServiceV20170117."
+CONTROL = "/_standin"
+SUBMIT_PATH = "/mturk/externalSubmit"
+STATE_VERSION = 1
+
+CENT = Decimal("0.01")
+COMMISSION = Decimal("0.20")
+LARGE_HIT_COMMISSION = Decimal("0.40")
+LARGE_HIT_ASSIGNMENTS = 10
+MIN_FEE = CENT
+MIN_REWARD = CENT
+DEFAULT_BALANCE = "10000.00"
+
+DAY = 24 * 3600
+TOKEN_LIFETIME = DAY
+OVERRIDE_REJECTION_WINDOW = 30 * DAY
+AUTO_DISPOSE_AFTER = 120 * DAY
+DEFAULT_AUTO_APPROVAL_DELAY = 30 * DAY
+DEFAULT_PAGE_SIZE = 10
+
+# MTurk's system qualification types, and the value a simulated worker has unless told otherwise.
+LOCALE = "00000000000000000071"
+PERCENT_APPROVED = "000000000000000000L0"
+NUMBER_APPROVED = "00000000000000000040"
+ADULT = "00000000000000000060"
+MASTERS = ("2F1QJWKUDD8XADTFD2Q0G6UTO95ALH", "2ARFPLSP75KLA8M8DH1HTEQVJT3SY6")  # live, sandbox
+SYSTEM_TYPES = {LOCALE, PERCENT_APPROVED, NUMBER_APPROVED, ADULT, *MASTERS}
+
+COMPARATORS = {
+    "LessThan", "LessThanOrEqualTo", "GreaterThan", "GreaterThanOrEqualTo",
+    "EqualTo", "NotEqualTo", "Exists", "DoesNotExist", "In", "NotIn",
+}
+GUARDS = {"Accept", "PreviewAndAccept", "DiscoverPreviewAndAccept"}
+PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
+
+# Assignment statuses.  Only the last three exist in MTurk's API; the others are the worker's side.
+ACCEPTED, RETURNED, ABANDONED = "Accepted", "Returned", "Abandoned"
+SUBMITTED, APPROVED, REJECTED = "Submitted", "Approved", "Rejected"
+REVIEWABLE_STATUSES = (SUBMITTED, APPROVED, REJECTED)
+HOLDS_A_PLACE = (ACCEPTED, SUBMITTED, APPROVED, REJECTED)
+
+# TurkErrorCode values.  The first two are MTurk's documented codes; the others are the stand-in's own
+# choice in MTurk's style (the reference does not list them).
+HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
+INVALID_MAX_ASSIGNMENTS_INCREASE = "AWS.MechanicalTurk.InvalidMaximumAssignmentsIncrease"
+DUPLICATE_REQUEST = "AWS.MechanicalTurk.DuplicateRequest"
+INSUFFICIENT_FUNDS = "AWS.MechanicalTurk.InsufficientFunds"
+DOES_NOT_EXIST = "AWS.MechanicalTurk.DoesNotExist"
+INVALID_STATE = "AWS.MechanicalTurk.InvalidState"
+INVALID_PARAMETER = "AWS.MechanicalTurk.InvalidParameterValue"
+ALREADY_EXISTS = "AWS.MechanicalTurk.QualificationTypeAlreadyExists"
+
+# Parameters MTurk requires per operation (the botocore service model agrees: see the tests).
+REQUIRED = {
+    "ApproveAssignment": ("AssignmentId",),
+    "AssociateQualificationWithWorker": ("QualificationTypeId", "WorkerId"),
+    "CreateAdditionalAssignmentsForHIT": ("HITId", "NumberOfAdditionalAssignments"),
+    "CreateHIT": ("LifetimeInSeconds", "AssignmentDurationInSeconds", "Reward", "Title", "Description"),
+    "CreateQualificationType": ("Name", "Description", "QualificationTypeStatus"),
+    "CreateWorkerBlock": ("WorkerId", "Reason"),
+    "DeleteHIT": ("HITId",),
+    "DeleteWorkerBlock": ("WorkerId",),
+    "DisassociateQualificationFromWorker": ("WorkerId", "QualificationTypeId"),
+    "GetAccountBalance": (),
+    "GetAssignment": ("AssignmentId",),
+    "GetHIT": ("HITId",),
+    "GetQualificationScore": ("QualificationTypeId", "WorkerId"),
+    "GetQualificationType": ("QualificationTypeId",),
+    "ListAssignmentsForHIT": ("HITId",),
+    "ListBonusPayments": (),
+    "ListHITs": (),
+    "ListQualificationTypes": ("MustBeRequestable",),
+    "ListReviewableHITs": (),
+    "ListWorkerBlocks": (),
+    "ListWorkersWithQualificationType": ("QualificationTypeId",),
+    "NotifyWorkers": ("Subject", "MessageText", "WorkerIds"),
+    "RejectAssignment": ("AssignmentId", "RequesterFeedback"),
+    "SendBonus": ("WorkerId", "BonusAmount", "AssignmentId", "Reason"),
+    "UpdateExpirationForHIT": ("HITId", "ExpireAt"),
+}
+
+WORKER_ID = re.compile(r"^[A-Z0-9]{1,64}$")
+MONEY = re.compile(r"^[0-9]+(\.[0-9]{0,2})?$")
+EXTERNAL_URL = re.compile(r"<ExternalURL>\s*(.*?)\s*</ExternalURL>", re.S)
+QUESTION_ROOTS = ("ExternalQuestion", "HTMLQuestion", "QuestionForm")
+ANSWERS_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2005-10-01/QuestionFormAnswers.xsd"
+
+
+class Refused(Exception):
+    """A call MTurk would refuse: ``RequestError`` (HTTP 400) with a ``TurkErrorCode``."""
+
+    def __init__(self, message: str, turk_code: str = INVALID_PARAMETER, error_type: str = "RequestError", status: int = 400):
+        super().__init__(message)
+        self.message, self.turk_code, self.error_type, self.status = message, turk_code, error_type, status
+
+
+class WorkerRefused(Exception):
+    """A worker-side action the worker site would not allow (accept on a full HIT, submit twice...)."""
+
+    def __init__(self, message: str, status: int = 409, reason: str = "refused"):
+        super().__init__(message)
+        self.message, self.status, self.reason = message, status, reason
+
+
+# ---------------------------------------------------------------------------------------------- money
+
+
+def money(value, name: str = "amount") -> Decimal:
+    """A dollar amount from MTurk's string form ("0.20"), refused unless it has at most two decimals."""
+    text = str(value).strip()
+    if not MONEY.match(text):
+        raise Refused(f"{name} {value!r} is not a valid amount in USD (e.g. 0.25)")
+    try:
+        return Decimal(text).quantize(CENT)
+    except InvalidOperation:
+        raise Refused(f"{name} {value!r} is not a valid amount in USD") from None
+
+
+def commission(amount: Decimal, rate: Decimal) -> Decimal:
+    return max(MIN_FEE, (Decimal(amount) * rate).quantize(CENT, rounding=ROUND_HALF_UP))
+
+
+def reward_fee(reward, max_assignments: int) -> Decimal:
+    """MTurk's fee on one approved assignment: 20% of the reward, 40% on HITs of 10+ assignments, at least $0.01."""
+    rate = LARGE_HIT_COMMISSION if max_assignments >= LARGE_HIT_ASSIGNMENTS else COMMISSION
+    return commission(Decimal(reward), rate)
+
+
+def bonus_fee(amount) -> Decimal:
+    """MTurk's fee on one bonus: 20%, at least $0.01."""
+    return commission(Decimal(amount), COMMISSION)
+
+
+# ---------------------------------------------------------------------------------------------- time
+
+
+class Clock:
+    """Stand-in time: ``time_scale`` simulated seconds per real second, plus whatever ``advance`` added."""
+
+    def __init__(self, time_scale: float = 1.0, start: float | None = None):
+        if time_scale <= 0:
+            raise ValueError("time_scale must be positive")
+        self.time_scale = float(time_scale)
+        self.restart(time.time() if start is None else start)
+
+    def restart(self, start: float) -> None:
+        self._wall0, self._sim0 = time.time(), float(start)
+
+    def now(self) -> float:
+        return self._sim0 + (time.time() - self._wall0) * self.time_scale
+
+    def advance(self, seconds: float) -> None:
+        self._sim0 += float(seconds)
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def java_date(epoch: float) -> str:
+    # How MTurk spells a time in its idempotency tokens, e.g. "Wed Jul 14 20:26:06 UTC 2021".
+    return datetime.fromtimestamp(int(epoch), tz=timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y")
+
+
+def millis(epoch: float) -> int:
+    return int(epoch * 1000)
+
+
+def timestamp(value, name: str) -> float:
+    """A request timestamp: epoch seconds (what botocore sends) or an ISO 8601 string."""
+    if isinstance(value, bool):
+        raise Refused(f"{name} must be a timestamp")
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise Refused(f"{name} {value!r} is not a timestamp") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+ID_CHARS = string.ascii_uppercase + string.digits
+
+
+def new_id(first: str = "3", length: int = 30) -> str:
+    return first + "".join(secrets.choice(ID_CHARS) for _ in range(length - 1))
+
+
+def integer(params: dict, name: str, default=None, low: int | None = None, high: int | None = None) -> int:
+    value = params.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Refused(f"{name} must be an integer")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise Refused(f"{name} must be between {low} and {high}, not {value}")
+    return value
+
+
+def text(params: dict, name: str, max_length: int, required: bool = False, default: str = "") -> str:
+    value = params.get(name, default)
+    if not isinstance(value, str):
+        raise Refused(f"{name} must be a string")
+    if required and not value.strip():
+        raise Refused(f"{name} must not be empty")
+    if len(value) > max_length:
+        raise Refused(f"{name} is longer than {max_length} characters")
+    return value
+
+
+def answer_xml(fields: list[tuple[str, str]]) -> str:
+    """The submitted form fields as MTurk stores them: a QuestionFormAnswers document, one Answer per field."""
+    answers = "".join(
+        f"<Answer><QuestionIdentifier>{escape(name)}</QuestionIdentifier><FreeText>{escape(value)}</FreeText></Answer>"
+        for name, value in fields
+    )
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<QuestionFormAnswers xmlns="{ANSWERS_NS}">{answers}</QuestionFormAnswers>'
+
+
+def empty_state(balance: Decimal, now: float) -> dict:
+    return {
+        "version": STATE_VERSION,
+        "now": now,
+        "initial_balance": str(balance),
+        "balance": str(balance),
+        "seq": 0,
+        "hits": {},
+        "assignments": {},
+        "bonuses": [],
+        "ledger": [],
+        "qualification_types": {},
+        "qualifications": {},  # type id -> worker id -> score
+        "blocks": {},  # worker id -> reason
+        "notifications": [],
+        "tokens": {},  # "<operation>:<token>" -> {"at", "id", "request_id"}
+        "expirations": {},  # "<HIT id><ExpireAt as MTurk spells it>" -> when it was processed
+    }
+
+
+# ---------------------------------------------------------------------------------------------- the stand-in
+
+
+class StandIn:
+    """MTurk's requester API and worker site, in memory (optionally kept in ``state_path``), over HTTP.
+
+    ``port=0`` picks a free port; ``url`` is the endpoint to give boto3 (and
+    the ``turkSubmitTo`` of the HIT pages).  ``start()`` serves in a daemon
+    thread, ``serve_forever()`` in the calling one; ``stop()`` ends either.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        state_path: str | os.PathLike | None = None,
+        time_scale: float = 1.0,
+        balance=DEFAULT_BALANCE,
+        log: Callable[[str], None] | None = None,
+        public_url: str | None = None,
+    ):
+        self.lock = threading.RLock()
+        self.clock = Clock(time_scale)
+        self.state_path = os.fspath(state_path) if state_path else None
+        self.log = log
+        self._changes = 0
+        self.state = empty_state(money(balance, "balance"), self.clock.now())
+        self.loaded = bool(self.state_path and os.path.exists(self.state_path))
+        if self.loaded:
+            self._load()
+        self.httpd = ThreadingHTTPServer((host, port), _Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.standin = self
+        self.url = public_url or f"http://{host}:{self.httpd.server_address[1]}"
+        self._thread: threading.Thread | None = None
+
+    # -- serving
+
+    @property
+    def port(self) -> int:
+        return self.httpd.server_address[1]
+
+    def start(self) -> "StandIn":
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="mturk-standin", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until interrupted (Ctrl-C raises KeyboardInterrupt here); then call ``stop``."""
+        self.httpd.serve_forever()
+
+    def stop(self) -> None:
+        """Stop serving, close the socket, and save the state file one last time (with the clock's time)."""
+        if self._thread is not None:
+            self.httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self.httpd.server_close()
+        with self.lock:
+            self.state["now"] = max(self.state["now"], self.clock.now())
+            if self.state_path:
+                self._save()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -- state, time and persistence
+
+    @contextmanager
+    def _session(self):
+        """One request: under the lock, at one instant; due automatic events first; saved if anything changed."""
+        with self.lock:
+            self._changes = 0
+            now = self.clock.now()
+            self._tick(now)
+            try:
+                yield now
+            finally:
+                if self._changes:
+                    self.state["now"] = max(self.state["now"], now)
+                    if self.state_path:
+                        self._save()
+
+    def _changed(self) -> None:
+        self._changes += 1
+
+    def _next_seq(self) -> int:
+        self.state["seq"] += 1
+        return self.state["seq"]
+
+    def _save(self) -> None:
+        folder = os.path.dirname(os.path.abspath(self.state_path))
+        os.makedirs(folder, exist_ok=True)
+        temporary = f"{self.state_path}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(self.state, handle)
+        os.replace(temporary, self.state_path)
+
+    def _load(self) -> None:
+        with open(self.state_path, encoding="utf-8") as handle:
+            state = json.load(handle)
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"{self.state_path}: not a state file of this stand-in (version {state.get('version')})")
+        self.state = state
+        # Time went on while the stand-in was stopped (as on MTurk), but never backwards.
+        self.clock.restart(max(state["now"], time.time()))
+
+    def _tick(self, now: float) -> None:
+        """What MTurk does on its own as time passes: abandonments, automatic approvals, 120-day deletions."""
+        live = [a for a in self.state["assignments"].values() if a["status"] in (ACCEPTED, SUBMITTED)]
+        for assignment in live:
+            if assignment["status"] == ACCEPTED and assignment["Deadline"] <= now:
+                assignment["status"] = ABANDONED
+                assignment["AbandonTime"] = assignment["Deadline"]
+                self._changed()
+        due = sorted(
+            (a for a in live if a["status"] == SUBMITTED and a["AutoApprovalTime"] <= now),
+            key=lambda a: (a["AutoApprovalTime"], a["seq"]),
+        )
+        for assignment in due:
+            self._approve(assignment, assignment["AutoApprovalTime"], feedback=None, automatic=True)
+        for hit in self.state["hits"].values():
+            if not hit["deleted"] and hit["CreationTime"] + AUTO_DISPOSE_AFTER <= now:
+                self._dispose(hit, hit["CreationTime"] + AUTO_DISPOSE_AFTER)
+
+    def _balance(self) -> Decimal:
+        return Decimal(self.state["balance"])
+
+    def _charge(self, kind: str, amount: Decimal, fee: Decimal, at: float, assignment: dict, automatic=False) -> None:
+        self.state["balance"] = str(self._balance() - amount - fee)
+        self.state["ledger"].append(
+            {
+                "kind": kind,
+                "at": at,
+                "HITId": assignment["HITId"],
+                "AssignmentId": assignment["AssignmentId"],
+                "WorkerId": assignment["WorkerId"],
+                "amount": str(amount),
+                "fee": str(fee),
+                "total": str(amount + fee),
+                "automatic": automatic,
+            }
+        )
+        self._changed()
+
+    # -- HITs and assignments
+
+    def _hit(self, hit_id) -> dict:
+        hit = self.state["hits"].get(hit_id) if isinstance(hit_id, str) else None
+        if hit is None or hit["deleted"]:
+            raise Refused(f"Hit {hit_id} does not exist.", DOES_NOT_EXIST)
+        return hit
+
+    def _assignments_of(self, hit: dict) -> list[dict]:
+        return [self.state["assignments"][aid] for aid in hit["assignments"]]
+
+    def _counts(self, hit: dict, now: float) -> dict:
+        statuses = [a["status"] for a in self._assignments_of(hit)]
+        pending = statuses.count(ACCEPTED)
+        taken = sum(statuses.count(s) for s in HOLDS_A_PLACE)
+        expired = hit["Expiration"] <= now
+        available = 0 if expired else max(hit["MaxAssignments"] - taken, 0)
+        if hit["deleted"]:
+            status = "Disposed"
+        elif expired or (available == 0 and pending == 0):
+            status = "Reviewable"  # every place submitted, or the HIT expired
+        elif available == 0:
+            status = "Unassignable"
+        else:
+            status = "Assignable"
+        return {
+            "HITStatus": status,
+            "NumberOfAssignmentsPending": pending,
+            "NumberOfAssignmentsAvailable": available,
+            "NumberOfAssignmentsCompleted": statuses.count(APPROVED) + statuses.count(REJECTED),
+            "expired": expired,
+            "submitted": statuses.count(SUBMITTED),
+        }
+
+    def _hit_view(self, hit: dict, now: float) -> dict:
+        counts = self._counts(hit, now)
+        view = {
+            key: hit[key]
+            for key in (
+                "HITId", "HITTypeId", "HITGroupId", "CreationTime", "Title", "Description", "Question", "Keywords",
+                "MaxAssignments", "Reward", "AutoApprovalDelayInSeconds", "Expiration", "AssignmentDurationInSeconds",
+                "QualificationRequirements",
+            )
+        }
+        if hit.get("RequesterAnnotation"):
+            view["RequesterAnnotation"] = hit["RequesterAnnotation"]
+        view["HITReviewStatus"] = "NotReviewed"
+        view.update({k: v for k, v in counts.items() if k not in ("expired", "submitted")})
+        return view
+
+    def _assignment(self, assignment_id) -> dict:
+        """An assignment as the requester sees it: submitted at least, of a HIT not deleted."""
+        assignment = self.state["assignments"].get(assignment_id) if isinstance(assignment_id, str) else None
+        if (
+            assignment is None
+            or assignment["status"] not in REVIEWABLE_STATUSES
+            or self.state["hits"][assignment["HITId"]]["deleted"]
+        ):
+            raise Refused(f"Assignment {assignment_id} does not exist.", DOES_NOT_EXIST)
+        return assignment
+
+    @staticmethod
+    def _assignment_view(assignment: dict) -> dict:
+        view = {
+            key: assignment[key]
+            for key in ("AssignmentId", "WorkerId", "HITId", "AutoApprovalTime", "AcceptTime", "SubmitTime", "Deadline", "Answer")
+        }
+        view["AssignmentStatus"] = assignment["status"]
+        for key in ("ApprovalTime", "RejectionTime", "RequesterFeedback"):
+            if assignment.get(key) is not None:
+                view[key] = assignment[key]
+        return view
+
+    def _approve(self, assignment: dict, at: float, feedback: str | None, automatic: bool = False) -> None:
+        hit = self.state["hits"][assignment["HITId"]]
+        reward = Decimal(hit["Reward"])
+        self._charge("reward", reward, reward_fee(reward, hit["MaxAssignments"]), at, assignment, automatic)
+        assignment["status"] = APPROVED
+        assignment["ApprovalTime"] = at
+        assignment["RejectionTime"] = None
+        if feedback is not None:
+            assignment["RequesterFeedback"] = feedback
+        self._changed()
+
+    def _dispose(self, hit: dict, at: float) -> None:
+        hit["deleted"] = True
+        hit["DeletionTime"] = at
+        self._changed()
+
+    def _check_token(self, operation: str, token, now: float) -> str | None:
+        if token is None:
+            return None
+        if not isinstance(token, str) or not 1 <= len(token) <= 64:
+            raise Refused("UniqueRequestToken must be 1 to 64 characters")
+        used = self.state["tokens"].get(f"{operation}:{token}")
+        if used is not None and now - used["at"] < TOKEN_LIFETIME:
+            if operation == "CreateHIT":
+                raise Refused(
+                    f'The HIT with ID "{used["id"]}" already exists: UniqueRequestToken "{token}" was used by '
+                    f"request {used['request_id']}. ({millis(now)})",
+                    HIT_ALREADY_EXISTS,
+                )
+            raise Refused(
+                f'The idempotency token "{token}" has already been processed: {operation} request '
+                f"{used['request_id']} ({used['id']}). ({millis(now)})",
+                DUPLICATE_REQUEST,
+            )
+        return token
+
+    def _use_token(self, operation: str, token: str | None, now: float, created: str, request_id: str) -> None:
+        if token is not None:
+            self.state["tokens"][f"{operation}:{token}"] = {"at": now, "id": created, "request_id": request_id}
+
+    def _need_funds(self, cost: Decimal, what: str) -> None:
+        if cost > self._balance():
+            raise Refused(
+                f"Your account balance of ${self._balance()} is insufficient for {what} (${cost}).", INSUFFICIENT_FUNDS
+            )
+
+    # -- qualifications
+
+    def _score(self, type_id: str, worker_id: str) -> dict | None:
+        """The worker's granted value of a qualification type (system types have defaults), or None."""
+        held = self.state["qualifications"].get(type_id, {}).get(worker_id)
+        if held is not None:
+            return held if held["Status"] == "Granted" else None
+        if type_id == LOCALE:
+            return {"LocaleValue": {"Country": "US"}}
+        if type_id == PERCENT_APPROVED:
+            return {"IntegerValue": 100}
+        if type_id == ADULT:
+            return {"IntegerValue": 1}
+        if type_id == NUMBER_APPROVED:
+            approved = sum(
+                1 for a in self.state["assignments"].values() if a["WorkerId"] == worker_id and a["status"] == APPROVED
+            )
+            return {"IntegerValue": approved}
+        return None
+
+    @staticmethod
+    def _meets(requirement: dict, held: dict | None) -> bool:
+        comparator = requirement["Comparator"]
+        if comparator == "Exists":
+            return held is not None
+        if comparator == "DoesNotExist":
+            return held is None
+        if held is None:
+            return False
+        if requirement.get("LocaleValues"):
+            locale = held.get("LocaleValue")
+            if locale is None:
+                return False
+            match = any(
+                wanted.get("Country") == locale.get("Country")
+                and (not wanted.get("Subdivision") or wanted.get("Subdivision") == locale.get("Subdivision"))
+                for wanted in requirement["LocaleValues"]
+            )
+            return match if comparator in ("EqualTo", "In") else not match if comparator in ("NotEqualTo", "NotIn") else False
+        value, values = held.get("IntegerValue"), requirement.get("IntegerValues") or []
+        if value is None or not values:
+            return False
+        if comparator == "In":
+            return value in values
+        if comparator == "NotIn":
+            return value not in values
+        target = values[0]
+        return {
+            "LessThan": value < target,
+            "LessThanOrEqualTo": value <= target,
+            "GreaterThan": value > target,
+            "GreaterThanOrEqualTo": value >= target,
+            "EqualTo": value == target,
+            "NotEqualTo": value != target,
+        }[comparator]
+
+    def _unmet(self, hit: dict, worker_id: str, action: str) -> dict | None:
+        """The first requirement of the HIT the worker does not meet and that guards ``action``, if any."""
+        for requirement in hit["QualificationRequirements"]:
+            guarded = requirement.get("ActionsGuarded") or ("PreviewAndAccept" if requirement.get("RequiredToPreview") else "Accept")
+            if action == "preview" and guarded == "Accept":
+                continue
+            if action == "discover" and guarded != "DiscoverPreviewAndAccept":
+                continue
+            if not self._meets(requirement, self._score(requirement["QualificationTypeId"], worker_id)):
+                return requirement
+        return None
+
+    def _requirements(self, requirements) -> list[dict]:
+        if requirements is None:
+            return []
+        if not isinstance(requirements, list) or len(requirements) > 10:
+            raise Refused("QualificationRequirements must be a list of at most 10 requirements")
+        checked = []
+        for requirement in requirements:
+            type_id, comparator = requirement.get("QualificationTypeId"), requirement.get("Comparator")
+            if type_id not in SYSTEM_TYPES and type_id not in self.state["qualification_types"]:
+                raise Refused(f"QualificationType {type_id} does not exist.", DOES_NOT_EXIST)
+            if comparator not in COMPARATORS:
+                raise Refused(f"Comparator {comparator!r} is not one of {sorted(COMPARATORS)}")
+            values = (requirement.get("IntegerValues") or []) + (requirement.get("LocaleValues") or [])
+            if comparator in ("Exists", "DoesNotExist") and values:
+                raise Refused(f"A requirement with Comparator {comparator} takes no IntegerValues or LocaleValues")
+            if comparator not in ("Exists", "DoesNotExist") and not values:
+                raise Refused(f"A requirement with Comparator {comparator} needs IntegerValues or LocaleValues")
+            if comparator not in ("In", "NotIn", "Exists", "DoesNotExist") and len(values) != 1:
+                raise Refused(f"A requirement with Comparator {comparator} takes exactly one value")
+            if requirement.get("ActionsGuarded") is not None and requirement["ActionsGuarded"] not in GUARDS:
+                raise Refused(f"ActionsGuarded must be one of {sorted(GUARDS)}")
+            checked.append(dict(requirement))
+        return checked
+
+    # -- the requester API
+
+    def call(self, operation: str, params: dict, request_id: str | None = None) -> dict:
+        """Run one requester operation (MTurk's name and parameters); raises ``Refused`` as MTurk would."""
+        handler = getattr(self, f"_op_{operation}", None)
+        if handler is None or operation not in REQUIRED:
+            raise Refused(
+                f"Operation {operation} is not supported by the MTurk stand-in.", error_type="UnknownOperationException"
+            )
+        if not isinstance(params, dict):
+            raise Refused("The request body must be a JSON object", error_type="SerializationException")
+        missing = [name for name in REQUIRED[operation] if params.get(name) is None]
+        if missing:
+            raise Refused(f"{operation}: missing required parameter(s) {', '.join(missing)}")
+        with self._session() as now:
+            return handler(params, now, request_id or str(uuid.uuid4()))
+
+    def _op_GetAccountBalance(self, params, now, request_id):
+        return {"AvailableBalance": str(self._balance()), "OnHoldBalance": "0.00"}
+
+    def _op_CreateHIT(self, params, now, request_id):
+        token = self._check_token("CreateHIT", params.get("UniqueRequestToken"), now)
+        if params.get("HITLayoutId") or params.get("HITLayoutParameters"):
+            raise Refused("HIT layouts are not supported by the MTurk stand-in: give a Question")
+        question = text(params, "Question", 131072, required=True)
+        if not any(f"<{root}" in question for root in QUESTION_ROOTS):
+            raise Refused("Question must be an ExternalQuestion, HTMLQuestion or QuestionForm document")
+        reward = money(params["Reward"], "Reward")
+        if reward < MIN_REWARD:
+            raise Refused(f"Reward must be at least ${MIN_REWARD}")
+        max_assignments = integer(params, "MaxAssignments", 1, 1, 1_000_000_000)
+        lifetime = integer(params, "LifetimeInSeconds", None, 30, 31_536_000)
+        duration = integer(params, "AssignmentDurationInSeconds", None, 30, 31_536_000)
+        delay = integer(params, "AutoApprovalDelayInSeconds", DEFAULT_AUTO_APPROVAL_DELAY, 0, 30 * DAY)
+        requirements = self._requirements(params.get("QualificationRequirements"))
+        hit = {
+            "Title": text(params, "Title", 128, required=True),
+            "Description": text(params, "Description", 2000, required=True),
+            "Keywords": text(params, "Keywords", 1000),
+            "RequesterAnnotation": text(params, "RequesterAnnotation", 255),
+            "Question": question,
+            "Reward": str(reward),
+            "MaxAssignments": max_assignments,
+            "AssignmentDurationInSeconds": duration,
+            "AutoApprovalDelayInSeconds": delay,
+            "QualificationRequirements": requirements,
+        }
+        cost = (reward + reward_fee(reward, max_assignments)) * max_assignments
+        self._need_funds(cost, f"a HIT of {max_assignments} assignment(s) at ${reward}")
+        kind = json.dumps([hit[k] for k in ("Title", "Description", "Keywords", "Reward", "AssignmentDurationInSeconds",
+                                            "AutoApprovalDelayInSeconds", "QualificationRequirements")], sort_keys=True)
+        type_id = base64.b32encode(hashlib.sha256(kind.encode()).digest()).decode()[:30]
+        hit_id = new_id()
+        found = EXTERNAL_URL.search(question)
+        hit.update(
+            HITId=hit_id,
+            HITTypeId=type_id,
+            HITGroupId=type_id[::-1],
+            CreationTime=now,
+            Expiration=now + lifetime,
+            seq=self._next_seq(),
+            deleted=False,
+            assignments=[],
+            created_by=request_id,
+            external_url=unescape(found.group(1)) if found else None,
+        )
+        self.state["hits"][hit_id] = hit
+        self._use_token("CreateHIT", token, now, hit_id, request_id)
+        self._changed()
+        return {"HIT": self._hit_view(hit, now)}
+
+    def _op_CreateAdditionalAssignmentsForHIT(self, params, now, request_id):
+        hit = self._hit(params["HITId"])
+        extra = integer(params, "NumberOfAdditionalAssignments", None, 1, 1_000_000_000)
+        token = self._check_token("CreateAdditionalAssignmentsForHIT", params.get("UniqueRequestToken"), now)
+        total = hit["MaxAssignments"] + extra
+        if hit["MaxAssignments"] < LARGE_HIT_ASSIGNMENTS <= total:
+            raise Refused(
+                f"HIT {hit['HITId']} was created with fewer than {LARGE_HIT_ASSIGNMENTS} assignments and cannot be "
+                f"extended to {total} (10 or more). ({millis(now)})",
+                INVALID_MAX_ASSIGNMENTS_INCREASE,
+            )
+        reward = Decimal(hit["Reward"])
+        self._need_funds((reward + reward_fee(reward, total)) * extra, f"{extra} more assignment(s) at ${reward}")
+        # The expiration is left as it is: an expired HIT takes workers again only after UpdateExpirationForHIT.
+        hit["MaxAssignments"] = total
+        self._use_token("CreateAdditionalAssignmentsForHIT", token, now, hit["HITId"], request_id)
+        self._changed()
+        return {}
+
+    def _op_GetHIT(self, params, now, request_id):
+        return {"HIT": self._hit_view(self._hit(params["HITId"]), now)}
+
+    def _page(self, items: list, key: Callable, params: dict, name: str, view: Callable) -> dict:
+        size = integer(params, "MaxResults", DEFAULT_PAGE_SIZE, 1, 100)
+        items = sorted(items, key=key)
+        token = params.get("NextToken")
+        if token is not None:
+            try:
+                after = tuple(json.loads(base64.urlsafe_b64decode(token.encode())))
+            except (ValueError, TypeError, AttributeError):
+                raise Refused(f"NextToken {token!r} is not valid") from None
+            items = [item for item in items if key(item) > after]
+        page = items[:size]
+        result = {"NumResults": len(page), name: [view(item) for item in page]}
+        if len(items) > size:
+            result["NextToken"] = base64.urlsafe_b64encode(json.dumps(list(key(page[-1]))).encode()).decode()
+        return result
+
+    def _op_ListHITs(self, params, now, request_id):
+        hits = [h for h in self.state["hits"].values() if not h["deleted"]]
+        return self._page(hits, lambda h: (h["seq"],), params, "HITs", lambda h: self._hit_view(h, now))
+
+    def _op_ListReviewableHITs(self, params, now, request_id):
+        wanted = params.get("Status", "Reviewable")
+        if wanted not in ("Reviewable", "Reviewing"):
+            raise Refused("Status must be Reviewable or Reviewing")
+        hits = [
+            h for h in self.state["hits"].values()
+            if not h["deleted"] and self._counts(h, now)["HITStatus"] == wanted
+            and params.get("HITTypeId") in (None, h["HITTypeId"])
+        ]
+        return self._page(hits, lambda h: (h["seq"],), params, "HITs", lambda h: self._hit_view(h, now))
+
+    def _op_ListAssignmentsForHIT(self, params, now, request_id):
+        hit = self._hit(params["HITId"])
+        statuses = params.get("AssignmentStatuses") or list(REVIEWABLE_STATUSES)
+        if any(s not in REVIEWABLE_STATUSES for s in statuses):
+            raise Refused(f"AssignmentStatuses must be among {list(REVIEWABLE_STATUSES)}")
+        listed = [a for a in self._assignments_of(hit) if a["status"] in statuses]
+        return self._page(
+            listed, lambda a: (a["SubmitTime"], a["seq"]), params, "Assignments", self._assignment_view
+        )
+
+    def _op_GetAssignment(self, params, now, request_id):
+        assignment = self._assignment(params["AssignmentId"])
+        hit = self.state["hits"][assignment["HITId"]]
+        return {"Assignment": self._assignment_view(assignment), "HIT": self._hit_view(hit, now)}
+
+    def _op_ApproveAssignment(self, params, now, request_id):
+        assignment = self._assignment(params["AssignmentId"])
+        feedback = text(params, "RequesterFeedback", 1024) if params.get("RequesterFeedback") is not None else None
+        status, aid = assignment["status"], assignment["AssignmentId"]
+        if status == APPROVED:
+            raise Refused(f"Assignment {aid} is already Approved. ({millis(now)})", INVALID_STATE)
+        if status == REJECTED:
+            if not params.get("OverrideRejection"):
+                raise Refused(
+                    f"Assignment {aid} was Rejected; approving it needs OverrideRejection. ({millis(now)})", INVALID_STATE
+                )
+            if now - assignment["SubmitTime"] > OVERRIDE_REJECTION_WINDOW:
+                raise Refused(
+                    f"Assignment {aid} was submitted more than 30 days ago: its rejection can no longer be overridden. "
+                    f"({millis(now)})",
+                    INVALID_STATE,
+                )
+        hit = self.state["hits"][assignment["HITId"]]
+        reward = Decimal(hit["Reward"])
+        self._need_funds(reward + reward_fee(reward, hit["MaxAssignments"]), f"approving assignment {aid}")
+        self._approve(assignment, now, feedback)
+        return {}
+
+    def _op_RejectAssignment(self, params, now, request_id):
+        assignment = self._assignment(params["AssignmentId"])
+        feedback = text(params, "RequesterFeedback", 1024, required=True)
+        if assignment["status"] != SUBMITTED:
+            raise Refused(
+                f"Assignment {assignment['AssignmentId']} is {assignment['status']}: only a Submitted assignment can be "
+                f"rejected. ({millis(now)})",
+                INVALID_STATE,
+            )
+        assignment.update(status=REJECTED, RejectionTime=now, RequesterFeedback=feedback)
+        self._changed()
+        return {}
+
+    def _op_SendBonus(self, params, now, request_id):
+        assignment = self._assignment(params["AssignmentId"])
+        if params["WorkerId"] != assignment["WorkerId"]:
+            raise Refused(
+                f"Worker {params['WorkerId']} did not work on assignment {assignment['AssignmentId']}.", INVALID_PARAMETER
+            )
+        amount = money(params["BonusAmount"], "BonusAmount")
+        if amount < CENT:
+            raise Refused("BonusAmount must be at least $0.01")
+        reason = text(params, "Reason", 4096, required=True)
+        token = self._check_token("SendBonus", params.get("UniqueRequestToken"), now)
+        fee = bonus_fee(amount)
+        self._need_funds(amount + fee, f"a bonus of ${amount}")
+        bonus_id = new_id("B")
+        self.state["bonuses"].append(
+            {
+                "BonusId": bonus_id,
+                "WorkerId": assignment["WorkerId"],
+                "BonusAmount": str(amount),
+                "AssignmentId": assignment["AssignmentId"],
+                "HITId": assignment["HITId"],
+                "Reason": reason,
+                "GrantTime": now,
+                "UniqueRequestToken": token,
+            }
+        )
+        self._charge("bonus", amount, fee, now, assignment)
+        self._use_token("SendBonus", token, now, f"bonus {bonus_id}", request_id)
+        return {}
+
+    def _op_ListBonusPayments(self, params, now, request_id):
+        hit_id, assignment_id = params.get("HITId"), params.get("AssignmentId")
+        if (hit_id is None) == (assignment_id is None):
+            raise Refused("ListBonusPayments needs either HITId or AssignmentId")
+        if hit_id is not None:
+            self._hit(hit_id)
+        bonuses = [
+            b for b in self.state["bonuses"]
+            if (hit_id is None or b["HITId"] == hit_id) and (assignment_id is None or b["AssignmentId"] == assignment_id)
+        ]
+        fields = ("WorkerId", "BonusAmount", "AssignmentId", "Reason", "GrantTime")
+        return self._page(
+            bonuses, lambda b: (b["GrantTime"], b["BonusId"]), params, "BonusPayments", lambda b: {k: b[k] for k in fields}
+        )
+
+    def _op_UpdateExpirationForHIT(self, params, now, request_id):
+        hit = self._hit(params["HITId"])
+        expire_at = timestamp(params["ExpireAt"], "ExpireAt")
+        key = f"{hit['HITId']}{java_date(expire_at)}"
+        processed = self.state["expirations"].get(key)
+        if processed is not None and now - processed < TOKEN_LIFETIME:
+            raise Refused(f'The idempotency token "{key}" has already been processed. ({millis(now)})', DUPLICATE_REQUEST)
+        # In the past: the HIT expires now (no new workers).  In the future: it runs until then, reopened if expired.
+        hit["Expiration"] = expire_at if expire_at > now else now
+        self.state["expirations"][key] = now
+        self._changed()
+        return {}
+
+    def _op_DeleteHIT(self, params, now, request_id):
+        hit = self._hit(params["HITId"])
+        counts = self._counts(hit, now)
+        if counts["HITStatus"] != "Reviewable":
+            raise Refused(
+                f"This HIT is currently in the state '{counts['HITStatus']}'. This operation can be called with a status "
+                f"of: Reviewable ({millis(now)})",
+                INVALID_STATE,
+            )
+        if counts["NumberOfAssignmentsPending"] or counts["submitted"]:
+            raise Refused(
+                f"HIT {hit['HITId']} still has {counts['NumberOfAssignmentsPending']} assignment(s) in progress and "
+                f"{counts['submitted']} submitted assignment(s) not approved or rejected. ({millis(now)})",
+                INVALID_STATE,
+            )
+        self._dispose(hit, now)
+        return {}
+
+    # qualification types, scores and blocks
+
+    def _qualification_type(self, type_id) -> dict:
+        found = self.state["qualification_types"].get(type_id) if isinstance(type_id, str) else None
+        if found is None:
+            raise Refused(f"QualificationType {type_id} does not exist.", DOES_NOT_EXIST)
+        return found
+
+    @staticmethod
+    def _worker_id(params: dict) -> str:
+        worker_id = params.get("WorkerId")
+        if not isinstance(worker_id, str) or not WORKER_ID.match(worker_id):
+            raise Refused("WorkerId is invalid.")
+        return worker_id
+
+    def _op_CreateQualificationType(self, params, now, request_id):
+        name = text(params, "Name", 200, required=True)
+        if any(t["Name"] == name for t in self.state["qualification_types"].values()):
+            raise Refused(
+                "You have already created a QualificationType with this name. A QualificationType's name must be unique "
+                f"among all of the QualificationTypes created by the same user. ({millis(now)})",
+                ALREADY_EXISTS,
+            )
+        status = params["QualificationTypeStatus"]
+        if status not in ("Active", "Inactive"):
+            raise Refused("QualificationTypeStatus must be Active or Inactive")
+        type_id = new_id()
+        created = {
+            "QualificationTypeId": type_id,
+            "CreationTime": now,
+            "Name": name,
+            "Description": text(params, "Description", 2000, required=True),
+            "Keywords": text(params, "Keywords", 1000),
+            "QualificationTypeStatus": status,
+            "IsRequestable": True,
+            "AutoGranted": bool(params.get("AutoGranted", False)),
+        }
+        for optional in ("RetryDelayInSeconds", "Test", "AnswerKey", "TestDurationInSeconds", "AutoGrantedValue"):
+            if params.get(optional) is not None:
+                created[optional] = params[optional]
+        self.state["qualification_types"][type_id] = created
+        self._changed()
+        return {"QualificationType": created}
+
+    def _op_GetQualificationType(self, params, now, request_id):
+        return {"QualificationType": self._qualification_type(params["QualificationTypeId"])}
+
+    def _op_ListQualificationTypes(self, params, now, request_id):
+        query = (params.get("Query") or "").lower()
+        types = [
+            t for t in self.state["qualification_types"].values()
+            if query in f"{t['Name']} {t['Description']} {t['Keywords']}".lower()
+            and (not params["MustBeRequestable"] or t["IsRequestable"])
+        ]
+        return self._page(types, lambda t: (t["CreationTime"], t["QualificationTypeId"]), params, "QualificationTypes", dict)
+
+    def _op_AssociateQualificationWithWorker(self, params, now, request_id):
+        type_id = self._qualification_type(params["QualificationTypeId"])["QualificationTypeId"]
+        worker_id = self._worker_id(params)
+        value = integer(params, "IntegerValue", 1)
+        self.state["qualifications"].setdefault(type_id, {})[worker_id] = {
+            "QualificationTypeId": type_id,
+            "WorkerId": worker_id,
+            "GrantTime": now,
+            "IntegerValue": value,
+            "Status": "Granted",
+            "SendNotification": bool(params.get("SendNotification", False)),
+        }
+        self._changed()
+        return {}
+
+    def _op_DisassociateQualificationFromWorker(self, params, now, request_id):
+        type_id = self._qualification_type(params["QualificationTypeId"])["QualificationTypeId"]
+        worker_id = self._worker_id(params)
+        held = self.state["qualifications"].get(type_id, {}).get(worker_id)
+        if held is not None:
+            held.update(Status="Revoked", RevokeTime=now, Reason=params.get("Reason", ""))
+            self._changed()
+        return {}
+
+    def _op_GetQualificationScore(self, params, now, request_id):
+        type_id = self._qualification_type(params["QualificationTypeId"])["QualificationTypeId"]
+        held = self.state["qualifications"].get(type_id, {}).get(params["WorkerId"])
+        if held is None:
+            raise Refused(
+                f"You requested a Qualification that does not exist: worker {params['WorkerId']}, type {type_id}.",
+                DOES_NOT_EXIST,
+            )
+        return {"Qualification": self._qualification_view(held)}
+
+    @staticmethod
+    def _qualification_view(held: dict) -> dict:
+        return {k: held[k] for k in ("QualificationTypeId", "WorkerId", "GrantTime", "IntegerValue", "Status") if k in held}
+
+    def _op_ListWorkersWithQualificationType(self, params, now, request_id):
+        type_id = self._qualification_type(params["QualificationTypeId"])["QualificationTypeId"]
+        wanted = params.get("Status")
+        held = [q for q in self.state["qualifications"].get(type_id, {}).values() if wanted in (None, q["Status"])]
+        return self._page(held, lambda q: (q["WorkerId"],), params, "Qualifications", self._qualification_view)
+
+    def _op_CreateWorkerBlock(self, params, now, request_id):
+        worker_id = self._worker_id(params)
+        self.state["blocks"][worker_id] = text(params, "Reason", 1024, required=True)
+        self._changed()
+        return {}
+
+    def _op_DeleteWorkerBlock(self, params, now, request_id):
+        worker_id = self._worker_id(params)
+        if self.state["blocks"].pop(worker_id, None) is not None:
+            self._changed()
+        return {}
+
+    def _op_ListWorkerBlocks(self, params, now, request_id):
+        blocks = [{"WorkerId": w, "Reason": r} for w, r in self.state["blocks"].items()]
+        return self._page(blocks, lambda b: (b["WorkerId"],), params, "WorkerBlocks", dict)
+
+    def _op_NotifyWorkers(self, params, now, request_id):
+        subject = text(params, "Subject", 200, required=True)
+        message = text(params, "MessageText", 4096, required=True)
+        worker_ids = params["WorkerIds"]
+        if not isinstance(worker_ids, list) or not 1 <= len(worker_ids) <= 100:
+            raise Refused("WorkerIds must list 1 to 100 worker ids")
+        reviewed = {a["WorkerId"] for a in self.state["assignments"].values() if a["status"] in (APPROVED, REJECTED)}
+        failures, delivered = [], []
+        for worker_id in worker_ids:
+            if not isinstance(worker_id, str) or not WORKER_ID.match(worker_id):
+                reason = "The worker ID is invalid."
+            elif worker_id in self.state["blocks"]:
+                reason = "You have blocked this Worker; they cannot be notified."
+            elif worker_id not in reviewed:
+                reason = "You can only notify Workers whose work you have approved or rejected."
+            else:
+                delivered.append(worker_id)
+                continue
+            failures.append(
+                {"NotifyWorkersFailureCode": "HardFailure", "NotifyWorkersFailureMessage": reason, "WorkerId": worker_id}
+            )
+        self.state["notifications"].append(
+            {"at": now, "Subject": subject, "MessageText": message, "delivered": delivered, "failed": failures}
+        )
+        self._changed()
+        return {"NotifyWorkersFailureStatuses": failures}
+
+    # -- the worker's side
+
+    def _question_url(self, hit: dict, params: dict) -> str | None:
+        if not hit["external_url"]:
+            return None
+        separator = "&" if "?" in hit["external_url"] else "?"
+        return hit["external_url"] + separator + urlencode(params)
+
+    def _worker_hit(self, hit_id, worker_id) -> dict:
+        if not isinstance(worker_id, str) or not WORKER_ID.match(worker_id):
+            raise WorkerRefused(f"worker id {worker_id!r} is not valid (upper-case letters and digits)", 400, "invalid")
+        hit = self.state["hits"].get(hit_id) if isinstance(hit_id, str) else None
+        if hit is None or hit["deleted"]:
+            raise WorkerRefused(f"HIT {hit_id} does not exist", 404, "unknown")
+        if worker_id in self.state["blocks"]:
+            raise WorkerRefused(f"worker {worker_id} is blocked by this requester", 403, "blocked")
+        return hit
+
+    def discoverable(self, worker_id: str) -> list[dict]:
+        """The HITs a worker finds on the worker site: assignable, and no hiding requirement unmet."""
+        with self._session() as now:
+            if worker_id in self.state["blocks"]:
+                return []
+            return [
+                self._hit_view(hit, now)
+                for hit in sorted(self.state["hits"].values(), key=lambda h: h["seq"])
+                if not hit["deleted"]
+                and self._counts(hit, now)["HITStatus"] == "Assignable"
+                and self._unmet(hit, worker_id, "discover") is None
+            ]
+
+    def preview(self, hit_id: str, worker_id: str) -> dict:
+        """The HIT's page as a previewing worker sees it (``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE``)."""
+        with self._session() as now:
+            hit = self._worker_hit(hit_id, worker_id)
+            unmet = self._unmet(hit, worker_id, "preview")
+            if unmet is not None:
+                raise WorkerRefused(
+                    f"worker {worker_id} does not meet the requirement on {unmet['QualificationTypeId']} "
+                    f"({unmet['Comparator']}) needed to preview this HIT", 403, "qualification",
+                )
+            return {
+                "HITId": hit["HITId"],
+                "HITStatus": self._counts(hit, now)["HITStatus"],
+                "URL": self._question_url(hit, {"assignmentId": PREVIEW_ID, "hitId": hit["HITId"]}),
+                "Question": hit["Question"],
+            }
+
+    def accept(self, hit_id: str, worker_id: str) -> dict:
+        """A worker accepts the HIT: a new Accepted assignment and the HIT page's URL, or ``WorkerRefused``."""
+        with self._session() as now:
+            hit = self._worker_hit(hit_id, worker_id)
+            unmet = self._unmet(hit, worker_id, "accept")
+            if unmet is not None:
+                raise WorkerRefused(
+                    f"worker {worker_id} does not meet the requirement on {unmet['QualificationTypeId']} "
+                    f"({unmet['Comparator']}) of HIT {hit['HITId']}", 403, "qualification",
+                )
+            counts = self._counts(hit, now)
+            if counts["expired"]:
+                raise WorkerRefused(f"HIT {hit['HITId']} has expired", 409, "expired")
+            if any(a["WorkerId"] == worker_id and a["status"] in HOLDS_A_PLACE for a in self._assignments_of(hit)):
+                raise WorkerRefused(f"worker {worker_id} already worked on HIT {hit['HITId']}", 409, "already")
+            if counts["NumberOfAssignmentsAvailable"] == 0:
+                raise WorkerRefused(f"HIT {hit['HITId']} has no place left", 409, "full")
+            assignment_id = new_id()
+            assignment = {
+                "AssignmentId": assignment_id,
+                "HITId": hit["HITId"],
+                "WorkerId": worker_id,
+                "status": ACCEPTED,
+                "AcceptTime": now,
+                "Deadline": now + hit["AssignmentDurationInSeconds"],
+                "SubmitTime": None,
+                "AutoApprovalTime": None,
+                "ApprovalTime": None,
+                "RejectionTime": None,
+                "Answer": None,
+                "answers": None,
+                "RequesterFeedback": None,
+                "seq": self._next_seq(),
+            }
+            self.state["assignments"][assignment_id] = assignment
+            hit["assignments"].append(assignment_id)
+            self._changed()
+            url = self._question_url(
+                hit, {"assignmentId": assignment_id, "hitId": hit["HITId"], "turkSubmitTo": self.url, "workerId": worker_id}
+            )
+            return {
+                "AssignmentId": assignment_id,
+                "HITId": hit["HITId"],
+                "WorkerId": worker_id,
+                "Deadline": assignment["Deadline"],
+                "URL": url,
+            }
+
+    def _open_assignment(self, assignment_id) -> dict:
+        assignment = self.state["assignments"].get(assignment_id) if isinstance(assignment_id, str) else None
+        if assignment is None or self.state["hits"][assignment["HITId"]]["deleted"]:
+            raise WorkerRefused(f"assignment {assignment_id} does not exist", 400, "unknown")
+        if assignment["status"] != ACCEPTED:
+            raise WorkerRefused(
+                f"assignment {assignment_id} is {assignment['status']}, not in progress", 400, assignment["status"].lower()
+            )
+        return assignment
+
+    def return_assignment(self, assignment_id: str) -> dict:
+        """The worker gives the assignment back: Returned, and its place is free again."""
+        with self._session() as now:
+            assignment = self._open_assignment(assignment_id)
+            assignment.update(status=RETURNED, ReturnTime=now)
+            self._changed()
+            return {"AssignmentId": assignment_id, "status": RETURNED}
+
+    def submit(self, assignment_id: str, fields: list[tuple[str, str]]) -> dict:
+        """What ``/mturk/externalSubmit`` records: the assignment Submitted with its fields as QuestionFormAnswers."""
+        with self._session() as now:
+            assignment = self._open_assignment(assignment_id)
+            hit = self.state["hits"][assignment["HITId"]]
+            fields = [(name, value) for name, value in fields if name != "assignmentId"]
+            assignment.update(
+                status=SUBMITTED,
+                SubmitTime=now,
+                AutoApprovalTime=now + hit["AutoApprovalDelayInSeconds"],
+                Answer=answer_xml(fields),
+                answers=fields,
+            )
+            self._changed()
+            if assignment["AutoApprovalTime"] <= now:
+                self._approve(assignment, now, feedback=None, automatic=True)
+            return {"AssignmentId": assignment_id, "HITId": hit["HITId"], "status": assignment["status"]}
+
+    def set_worker_score(self, worker_id: str, type_id: str, integer_value=None, locale=None) -> dict:
+        """Give a simulated worker a qualification value (a system one such as Locale, or a type of this account)."""
+        with self._session() as now:
+            if not isinstance(worker_id, str) or not WORKER_ID.match(worker_id):
+                raise WorkerRefused(f"worker id {worker_id!r} is not valid", 400, "invalid")
+            if type_id not in SYSTEM_TYPES and type_id not in self.state["qualification_types"]:
+                raise WorkerRefused(f"qualification type {type_id} does not exist", 404, "unknown")
+            score = {"QualificationTypeId": type_id, "WorkerId": worker_id, "GrantTime": now, "Status": "Granted"}
+            if locale is not None:
+                score["LocaleValue"] = locale if isinstance(locale, dict) else {"Country": str(locale)}
+            else:
+                score["IntegerValue"] = int(integer_value if integer_value is not None else 1)
+            self.state["qualifications"].setdefault(type_id, {})[worker_id] = score
+            self._changed()
+            return score
+
+    # -- control
+
+    def advance(self, seconds: float) -> float:
+        """Move stand-in time forward (automatic approvals and abandonments that fall due happen); returns the time."""
+        if seconds < 0:
+            raise ValueError("the stand-in's clock only moves forward")
+        with self.lock:
+            self.clock.advance(seconds)
+            with self._session() as now:
+                self._changed()
+                return now
+
+    def now(self) -> float:
+        with self.lock:
+            return self.clock.now()
+
+    def set_balance(self, balance) -> str:
+        with self._session():
+            self.state["balance"] = str(money(balance, "balance"))
+            self._changed()
+            return self.state["balance"]
+
+    def reset(self, balance=None) -> None:
+        """Forget everything: no HITs, no ledger, the starting (or given) balance, the clock at wall time."""
+        with self.lock:
+            start = money(balance if balance is not None else self.state["initial_balance"], "balance")
+            self.clock.restart(time.time())
+            self.state = empty_state(start, self.clock.now())
+            self.state["initial_balance"] = str(start)
+            if self.state_path:
+                self._save()
+
+    def dispose(self, hit_id: str) -> None:
+        """MTurk's automatic deletion of a HIT (120 days on), now: due approvals are made, then the HIT is gone."""
+        with self._session() as now:
+            hit = self.state["hits"].get(hit_id)
+            if hit is None or hit["deleted"]:
+                raise WorkerRefused(f"HIT {hit_id} does not exist", 404, "unknown")
+            for assignment in self._assignments_of(hit):
+                if assignment["status"] == SUBMITTED:
+                    self._approve(assignment, now, feedback=None, automatic=True)
+                elif assignment["status"] == ACCEPTED:
+                    assignment.update(status=ABANDONED, AbandonTime=now)
+            self._dispose(hit, now)
+
+    def dump(self) -> dict:
+        """Everything the stand-in knows, for people and tests: balance, ledger, HITs, assignments, the rest."""
+        with self._session() as now:
+            state = self.state
+            charged = sum((Decimal(entry["total"]) for entry in state["ledger"]), Decimal("0.00"))
+            hits = []
+            for hit in sorted(state["hits"].values(), key=lambda h: h["seq"]):
+                view = self._hit_view(hit, now)
+                view.update(Deleted=hit["deleted"], ExternalURL=hit["external_url"], Assignments=list(hit["assignments"]))
+                hits.append(view)
+            assignments = []
+            for assignment in sorted(state["assignments"].values(), key=lambda a: a["seq"]):
+                view = {k: v for k, v in assignment.items() if k not in ("seq", "status")}
+                view["AssignmentStatus"] = assignment["status"]
+                assignments.append(view)
+            return {
+                "now": now,
+                "now_iso": iso(now),
+                "time_scale": self.clock.time_scale,
+                "balance": state["balance"],
+                "initial_balance": state["initial_balance"],
+                "total_charged": str(charged),
+                "ledger": state["ledger"],
+                "hits": hits,
+                "assignments": assignments,
+                "bonuses": state["bonuses"],
+                "qualification_types": list(state["qualification_types"].values()),
+                "qualifications": [q for by_worker in state["qualifications"].values() for q in by_worker.values()],
+                "blocks": [{"WorkerId": w, "Reason": r} for w, r in state["blocks"].items()],
+                "notifications": state["notifications"],
+            }
+
+
+# ---------------------------------------------------------------------------------------------- HTTP
+
+
+SUBMITTED_PAGE = (
+    "<!doctype html><html><head><meta charset='utf-8'><title>HIT submitted</title></head><body>"
+    "<h1>Your work was submitted</h1><p>Assignment {assignment} of HIT {hit} (MTurk stand-in).</p></body></html>"
+)
+REFUSED_PAGE = (
+    "<!doctype html><html><head><meta charset='utf-8'><title>Not submitted</title></head><body>"
+    "<h1>This submission was not recorded</h1><p>{message}</p></body></html>"
+)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "MTurkStandIn/1.0"
+    disable_nagle_algorithm = True  # headers and body go out at once (else each keep-alive answer waits ~40 ms)
+
+    @property
+    def standin(self) -> StandIn:
+        return self.server.standin
+
+    def log_message(self, format, *args):  # noqa: A002 - BaseHTTPRequestHandler's name
+        pass  # calls are logged one line each by _api; the access log would only repeat them
+
+    def do_GET(self):
+        self._route("GET")
+
+    def do_POST(self):
+        self._route("POST")
+
+    def _send(self, status: int, body: bytes, content_type: str, headers: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, payload, headers: dict | None = None, content_type: str = "application/json") -> None:
+        self._send(status, json.dumps(payload).encode(), content_type, headers)
+
+    def _route(self, method: str) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True
+            return self._json(400, {"error": "Content-Length is not a number"})
+        body = self.rfile.read(length) if length > 0 else b""
+        path, _, query = self.path.partition("?")
+        target = self.headers.get("X-Amz-Target")
+        try:
+            if method == "POST" and target:
+                self._api(target, body)
+            elif path == SUBMIT_PATH:
+                self._external_submit(body if method == "POST" else query.encode())
+            elif path.startswith(CONTROL + "/"):
+                self._control(method, path[len(CONTROL):], query, body)
+            else:
+                self._json(404, {"error": f"nothing at {method} {path}"})
+        except BrokenPipeError:
+            pass
+
+    # requester API (JSON 1.1)
+
+    def _api(self, target: str, body: bytes) -> None:
+        request_id = str(uuid.uuid4())
+        headers = {"x-amzn-RequestId": request_id}
+        content_type = "application/x-amz-json-1.1"
+        operation = target[len(TARGET_PREFIX):] if target.startswith(TARGET_PREFIX) else target
+        try:
+            if not target.startswith(TARGET_PREFIX):
+                raise Refused(f"Operation {target} is not an MTurk requester operation.", error_type="UnknownOperationException")
+            try:
+                params = json.loads(body or b"{}")
+            except ValueError:
+                raise Refused("The request body is not JSON", error_type="SerializationException") from None
+            result = self.standin.call(operation, params, request_id)
+        except Refused as exc:
+            self._log(f"{operation}: {exc.error_type} {exc.turk_code}: {exc.message}")
+            error = {"__type": exc.error_type, "Message": exc.message}
+            if exc.error_type == "RequestError":
+                error["TurkErrorCode"] = exc.turk_code
+            self._json(exc.status, error, headers, content_type)
+            return
+        except Exception as exc:  # a bug of the stand-in: MTurk's ServiceFault, so the caller sees it plainly
+            self._log(f"{operation}: ServiceFault: {exc!r}")
+            fault = {"__type": "ServiceFault", "Message": f"MTurk stand-in failure: {exc!r}", "TurkErrorCode": "ServiceFault"}
+            self._json(500, fault, headers, content_type)
+            return
+        self._log(f"{operation}: ok")
+        self._json(200, result, headers, content_type)
+
+    def _log(self, line: str) -> None:
+        if self.standin.log is not None:
+            self.standin.log(line)
+
+    # the HIT page's submission
+
+    def _external_submit(self, form: bytes) -> None:
+        fields = parse_qsl(form.decode("utf-8", "replace"), keep_blank_values=True)
+        assignment_id = next((value for name, value in fields if name == "assignmentId"), None)
+        try:
+            if not assignment_id or assignment_id == PREVIEW_ID:
+                raise WorkerRefused("the form has no assignmentId of an accepted assignment", 400, "invalid")
+            done = self.standin.submit(assignment_id, fields)
+        except WorkerRefused as exc:
+            self._log(f"externalSubmit {assignment_id}: refused: {exc.message}")
+            self._send(exc.status, REFUSED_PAGE.format(message=escape(exc.message)).encode(), "text/html; charset=utf-8")
+            return
+        self._log(f"externalSubmit {assignment_id}: {done['status']}")
+        page = SUBMITTED_PAGE.format(assignment=escape(assignment_id), hit=escape(done["HITId"]))
+        self._send(200, page.encode(), "text/html; charset=utf-8")
+
+    # worker simulation and control
+
+    def _control(self, method: str, path: str, query: str, body: bytes) -> None:
+        data: dict = dict(parse_qsl(query, keep_blank_values=True))
+        if body:
+            if (self.headers.get("Content-Type") or "").startswith("application/x-www-form-urlencoded"):
+                data.update(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+            else:
+                try:
+                    loaded = json.loads(body)
+                except ValueError:
+                    return self._json(400, {"error": "the body must be JSON or a form"})
+                if not isinstance(loaded, dict):
+                    return self._json(400, {"error": "the body must be a JSON object"})
+                data.update(loaded)
+        standin = self.standin
+        routes = {
+            ("GET", "/state"): lambda: standin.dump(),
+            ("POST", "/advance"): lambda: {"now": standin.advance(float(data.get("seconds", 0)))},
+            ("POST", "/balance"): lambda: {"balance": standin.set_balance(data.get("balance", data.get("AvailableBalance")))},
+            ("POST", "/reset"): lambda: standin.reset(data.get("balance")) or {"reset": True},
+            ("POST", "/dispose"): lambda: standin.dispose(data.get("HITId")) or {"disposed": data.get("HITId")},
+            ("GET", "/worker/hits"): lambda: {"HITs": standin.discoverable(data.get("WorkerId", ""))},
+            ("GET", "/worker/preview"): lambda: standin.preview(data.get("HITId"), data.get("WorkerId")),
+            ("POST", "/worker/accept"): lambda: standin.accept(data.get("HITId"), data.get("WorkerId")),
+            ("POST", "/worker/return"): lambda: standin.return_assignment(data.get("AssignmentId")),
+            ("POST", "/worker/qualification"): lambda: standin.set_worker_score(
+                data.get("WorkerId"), data.get("QualificationTypeId"), data.get("IntegerValue"), data.get("LocaleValue")
+            ),
+        }
+        action = routes.get((method, path))
+        if action is None:
+            return self._json(404, {"error": f"nothing at {method} {CONTROL}{path}"})
+        try:
+            result = action()
+        except WorkerRefused as exc:
+            self._log(f"{CONTROL}{path}: refused: {exc.message}")
+            return self._json(exc.status, {"error": exc.message, "reason": exc.reason})
+        except Refused as exc:
+            return self._json(400, {"error": exc.message, "reason": "invalid"})
+        except (TypeError, ValueError) as exc:
+            return self._json(400, {"error": str(exc), "reason": "invalid"})
+        except Exception as exc:  # a bug of the stand-in: say so instead of dropping the connection
+            return self._json(500, {"error": f"MTurk stand-in failure: {exc!r}", "reason": "failure"})
+        if path != "/state":
+            self._log(f"{CONTROL}{path}: ok")
+        self._json(200, result)
