@@ -283,7 +283,6 @@ SUBMIT_RATE_LIMIT = os.environ.get("SUBMIT_RATE_LIMIT", "120/60")
 
 # Amazon Mechanical Turk backend (hits.mturk).  AWS credentials come only from the standard AWS chain
 # (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, ~/.aws, instance roles): never from here, the database or logs.
-MTURK_REGION = os.environ.get("MTURK_REGION", "us-east-1")
 # Another requester endpoint for both accounts, e.g. the local stand-in (manage.py mturk_standin): empty = AWS.
 MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")
 MTURK_FRAME_HEIGHT = env_int("MTURK_FRAME_HEIGHT", 900)

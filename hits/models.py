@@ -73,6 +73,10 @@ class TaskType(models.Model):
         return self.name
 
 
+def new_batch_key() -> str:
+    return uuid.uuid4().hex[:12]
+
+
 class Batch(models.Model):
     """A group of HITs published together; ``reference`` names its owner (e.g. "campaign:12")."""
 
@@ -96,6 +100,9 @@ class Batch(models.Model):
     budget_cap = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
     # Chance that a worker's next HIT is a gold HIT (answers known), when one is left for them.
     gold_share = models.FloatField(default=0.0)
+    # Random, part of the MTurk request tokens of the batch's HITs: after a database reset (ids start at 1
+    # again), or on another installation sharing the account, a token can never name an older HIT.
+    key = models.CharField(max_length=12, default=new_batch_key, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -35,12 +35,24 @@ RETRYABLE_CODES = {
 }
 
 
-class MTurkError(Exception):
-    """An MTurk call failed for good (after retries when the failure was transient)."""
+# MTurk is one marketplace in one region: its endpoints, and the region requests are signed for.
+REGION = "us-east-1"
 
-    def __init__(self, operation: str, code: str, message: str):
-        self.operation, self.code, self.message = operation, code, message
-        super().__init__(f"MTurk {operation} failed: {code}: {message}")
+# MTurk's ``TurkErrorCode`` values the platform acts on (botocore puts the code in ``exc.response``).
+HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
+DUPLICATE_REQUEST = "AWS.MechanicalTurk.DuplicateRequest"
+TOKEN_USED_CODES = {HIT_ALREADY_EXISTS, DUPLICATE_REQUEST}
+
+
+class MTurkError(Exception):
+    """An MTurk call failed for good (after retries when the failure was transient).
+
+    ``code`` is the error's type (``RequestError``, ``ServiceFault``...), ``turk_code`` MTurk's own
+    ``TurkErrorCode`` when it sent one (e.g. ``AWS.MechanicalTurk.HitAlreadyExists``)."""
+
+    def __init__(self, operation: str, code: str, message: str, turk_code: str = ""):
+        self.operation, self.code, self.message, self.turk_code = operation, code, message, turk_code
+        super().__init__(f"MTurk {operation} failed: {code}{f' ({turk_code})' if turk_code else ''}: {message}")
 
 
 def _snake(operation: str) -> str:
@@ -63,7 +75,7 @@ def make_boto3_client(sandbox: bool):
 
     return boto3.client(
         "mturk",
-        region_name=settings.MTURK_REGION,
+        region_name=REGION,
         endpoint_url=settings.MTURK_ENDPOINT_URL or (SANDBOX_ENDPOINT if sandbox else LIVE_ENDPOINT),
         config=Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=30),
     )
@@ -103,7 +115,8 @@ class MTurk:
                 status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
                 transient = code in RETRYABLE_CODES or status == 429 or status >= 500
                 if not transient or attempt == retries:
-                    raise MTurkError(operation, code, message) from None
+                    turk_code = exc.response.get("TurkErrorCode") or error.get("TurkErrorCode") or ""
+                    raise MTurkError(operation, code, message, str(turk_code)) from None
                 reason = code
             except NoCredentialsError:
                 raise MTurkError(operation, "NoCredentials", "no AWS credentials in the environment or the AWS chain") from None
@@ -133,6 +146,17 @@ def for_batch(batch) -> MTurk:
 
 
 def token_already_used(error: MTurkError) -> bool:
-    """Whether MTurk refused a call because its UniqueRequestToken was used before (the call had succeeded)."""
-    text = f"{error.code} {error.message}"
-    return bool(re.search(r"already\s*exists|UniqueRequestToken|already been (used|processed)", text, re.I))
+    """Whether MTurk refused a call because its UniqueRequestToken was used before (the call had succeeded),
+    told by its ``TurkErrorCode``, never by the wording of its message."""
+    return error.turk_code in TOKEN_USED_CODES
+
+
+def hit_id_in(error: MTurkError) -> str | None:
+    """The HIT id a duplicate CreateHIT's message names (``The HIT with ID "3XYZ..." already exists``)."""
+    match = re.search(r'\bID "?([A-Z0-9]{20,64})"?', error.message)
+    return match.group(1) if match else None
+
+
+def does_not_exist(error: MTurkError) -> bool:
+    """Whether MTurk says the HIT or assignment is gone (deleted, e.g. 120 days after creation) or never was."""
+    return error.turk_code.endswith("DoesNotExist") or bool(re.search(r"does not exist", error.message, re.I))

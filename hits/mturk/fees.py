@@ -1,10 +1,11 @@
 """MTurk's commission, and the money a batch has committed on MTurk (for the budget cap).
 
 Commission (MTurk's published pricing): 20% of every reward and bonus, plus
-20% more on the rewards of HITs with 10 or more assignments:
+20% more on the rewards of HITs with 10 or more assignments, and never less
+than $0.01 per assignment and per bonus:
 
-    fee(reward, n) = round(reward * (0.20 + (0.20 if n >= 10 else 0)), cents)
-    fee(bonus)     = round(bonus * 0.20, cents)
+    fee(reward, n) = max(round(reward * (0.20 + (0.20 if n >= 10 else 0)), cents), 0.01)
+    fee(bonus)     = max(round(bonus * 0.20, cents), 0.01)
 """
 
 from __future__ import annotations
@@ -17,17 +18,18 @@ MTURK_COMMISSION = Decimal("0.20")
 MTURK_LARGE_HIT_EXTRA = Decimal("0.20")
 MTURK_LARGE_HIT_ASSIGNMENTS = 10
 CENT = Decimal("0.01")
+MIN_FEE = CENT
 
 
 def mturk_fee(reward: Decimal, max_assignments: int) -> Decimal:
-    """MTurk's commission on one paid assignment: 20% of the reward, 40% for HITs of 10+ assignments."""
+    """MTurk's commission on one paid assignment: 20% of the reward, 40% for HITs of 10+ assignments, at least $0.01."""
     rate = MTURK_COMMISSION + (MTURK_LARGE_HIT_EXTRA if max_assignments >= MTURK_LARGE_HIT_ASSIGNMENTS else 0)
-    return (Decimal(reward) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+    return max((Decimal(reward) * rate).quantize(CENT, rounding=ROUND_HALF_UP), MIN_FEE)
 
 
 def bonus_fee(amount: Decimal) -> Decimal:
-    """MTurk's commission on a bonus: 20%."""
-    return (Decimal(amount) * MTURK_COMMISSION).quantize(CENT, rounding=ROUND_HALF_UP)
+    """MTurk's commission on a bonus: 20%, at least $0.01."""
+    return max((Decimal(amount) * MTURK_COMMISSION).quantize(CENT, rounding=ROUND_HALF_UP), MIN_FEE)
 
 
 def hit_commitment(reward: Decimal, max_assignments: int) -> Decimal:

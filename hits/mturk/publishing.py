@@ -2,10 +2,13 @@
 
 Each local HIT becomes one MTurk HIT whose question is an ExternalQuestion
 pointing at the platform's own framed HIT page.  The CreateHIT call carries
-``UniqueRequestToken = RequesterAnnotation = "<MTURK_TOKEN_PREFIX>-hit-<HIT id>"``:
-a publish interrupted after MTurk created a HIT but before we recorded it
-gets "already exists" on the next run, finds the HIT by its annotation
-(ListHITs) and records it; it never creates a second one.  Each created HIT
+``UniqueRequestToken = RequesterAnnotation = "<MTURK_TOKEN_PREFIX>-<batch key>-<HIT id>"``
+(the batch key is random, so a token never collides across database resets
+or installations): a publish interrupted after MTurk created a HIT but before
+we recorded it is refused on the next run with MTurk's ``HitAlreadyExists``
+code and the id of the HIT it created; that HIT is fetched (GetHIT, or
+ListHITs by its annotation when the message names none) and recorded.  It
+never creates a second one.  Each created HIT
 is recorded in its own transaction right after its call, so an interruption
 loses nothing already published.
 
@@ -37,7 +40,7 @@ from django.urls import reverse
 
 from hits.models import HIT, Batch
 from hits.mturk import fees
-from hits.mturk.client import MTurk, MTurkError, for_batch, token_already_used
+from hits.mturk.client import MTurk, MTurkError, for_batch, hit_id_in, token_already_used
 from hits.mturk.models import MTurkHIT, MTurkQualificationType
 from hits.outbox import send_after_commit
 
@@ -59,8 +62,9 @@ class PublishRefused(Exception):
 
 
 def request_token(hit: HIT) -> str:
-    """The CreateHIT UniqueRequestToken (and RequesterAnnotation) of a local HIT: stable, at most 64 characters."""
-    return f"{settings.MTURK_TOKEN_PREFIX}-hit-{hit.pk}"[:64]
+    """The CreateHIT UniqueRequestToken (and RequesterAnnotation) of a local HIT: stable for the HIT, unique
+    across database resets and installations (the batch's random key), at most 64 characters."""
+    return f"{settings.MTURK_TOKEN_PREFIX}-{hit.batch.key}-{hit.pk}"[:64]
 
 
 def mturk_max_assignments(hit: HIT) -> int:
@@ -149,7 +153,7 @@ def unpublished_hits(batch: Batch):
     """Open HITs of the batch that are not on MTurk yet, oldest first (set-aside ones of a paused batch included)."""
     return (
         HIT.objects.filter(batch=batch, state__in=HIT.UNFINISHED_STATES, mturk__isnull=True)
-        .select_related("task_type")
+        .select_related("task_type", "batch")
         .order_by("pk")
     )
 
@@ -268,7 +272,7 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
         except MTurkError as exc:
             if not token_already_used(exc):
                 raise
-            created = find_hit_by_annotation(mturk, params["RequesterAnnotation"])
+            created = find_created_hit(mturk, exc, params["RequesterAnnotation"])
             if created is None:
                 raise
             report.recovered += 1
@@ -276,6 +280,20 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
         report.published += 1
         report.hit_ids.append(created["HITId"])
     return report
+
+
+def find_created_hit(mturk: MTurk, error: MTurkError, annotation: str) -> dict | None:
+    """The HIT an earlier CreateHIT with the same token created: by the id MTurk's refusal names (GetHIT),
+    else by its annotation.  A HIT found by id whose annotation is not ours is not taken."""
+    hit_id = hit_id_in(error)
+    if hit_id:
+        try:
+            found = mturk.call("GetHIT", HITId=hit_id)["HIT"]
+        except MTurkError:
+            found = None
+        if found is not None and found.get("RequesterAnnotation") == annotation:
+            return found
+    return find_hit_by_annotation(mturk, annotation)
 
 
 def find_hit_by_annotation(mturk: MTurk, annotation: str) -> dict | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -36,7 +37,7 @@ def test_dry_run_prints_requests_and_costs_without_aws(stubbed, campaign, capsys
     n_predicates = campaign.examples.values("sentences__predicates").exclude(sentences__predicates=None).count()
     assert len(result["requests"]) == n_predicates  # the launch's generation HITs
     first = result["requests"][0]
-    assert first["Reward"] == "0.32" and first["MaxAssignments"] == 1 and first["UniqueRequestToken"].startswith("qapyr-hit-")
+    assert first["Reward"] == "0.32" and first["MaxAssignments"] == 1 and re.fullmatch(r"qapyr-[0-9a-f]{12}-\d+", first["UniqueRequestToken"])
     assert "<ExternalURL>https://studio.example.org/work/mturk/hit/</ExternalURL>" in first["Question"]
     assert result["requests_cost"] == str((Decimal("0.38") * n_predicates).quantize(Decimal("0.01")))
     assert result["cost_preview"] == campaign_cost_preview(campaign, "mturk-sandbox").as_dict()

@@ -20,7 +20,7 @@ from annotation.services.pipeline import launch_campaign
 from annotation.management.simulation import Answerer
 from hits.models import HIT, Assignment, LedgerEntry
 from hits.mturk.models import MTurkAssignment, MTurkHIT
-from hits.mturk.publishing import publish_batch
+from hits.mturk.publishing import publish_batch, request_token
 from hits.mturk.sync import sync_batch
 from hits.payments import pay_bonus
 
@@ -65,7 +65,7 @@ def expect_publish(stub, batch) -> list[HIT]:
             "Title": title, "Description": hit.task_type.description, "Keywords": KEYWORDS[hit.task_type.slug],
             "Reward": reward, "MaxAssignments": hit.max_assignments, "AssignmentDurationInSeconds": duration,
             "LifetimeInSeconds": 604800, "AutoApprovalDelayInSeconds": 259200, "Question": QUESTION,
-            "RequesterAnnotation": f"qapyr-hit-{hit.pk}", "UniqueRequestToken": f"qapyr-hit-{hit.pk}",
+            "RequesterAnnotation": request_token(hit), "UniqueRequestToken": request_token(hit),
         })
     return hits
 

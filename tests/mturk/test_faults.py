@@ -12,6 +12,7 @@ import pytest
 
 from hits.models import Assignment, LedgerEntry, Worker
 from hits.mturk import publishing, sync
+from hits.mturk.publishing import request_token
 from hits.mturk.models import MTurkAssignment, MTurkHIT
 from hits.mturk.sync import sync_batch
 from hits.payments import approve_assignment, pay_bonus
@@ -53,10 +54,11 @@ def test_publish_killed_after_create_hit_is_repaired_by_the_sync(stubbed, monkey
     stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
     stubbed.add_client_error(
         "create_hit", service_error_code="RequestError", http_status_code=400,
-        service_message=f"AWS.MechanicalTurk.HitAlreadyExists: UniqueRequestToken qapyr-hit-{hits[0].pk} was already used",
+        service_message=f"UniqueRequestToken {request_token(hits[0])} was already used",
+        modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.HitAlreadyExists"},
         expected_params=expected_create(hits[0]),
     )
-    stubbed.add_response("list_hits", {"NumResults": 1, "HITs": [{"HITId": "AAA1", "RequesterAnnotation": f"qapyr-hit-{hits[0].pk}"}]}, {"MaxResults": 100})
+    stubbed.add_response("list_hits", {"NumResults": 1, "HITs": [{"HITId": "AAA1", "RequesterAnnotation": request_token(hits[0])}]}, {"MaxResults": 100})
     stubbed.add_response("create_hit", created("AAA2"), expected_create(hits[1]))
     for hit_id in ("AAA1", "AAA2"):
         stubbed.add_response("list_assignments_for_hit", {"NumResults": 0, "Assignments": []}, {
@@ -106,6 +108,7 @@ def test_bonus_killed_after_send_bonus_is_not_paid_twice(stubbed, monkeypatch, m
     stubbed.add_client_error(
         "send_bonus", service_error_code="RequestError", http_status_code=400,
         service_message=f"This request has already been processed (UniqueRequestToken {bonus.request_token})", expected_params=params,
+        modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.DuplicateRequest"},
     )
     assert sync_batch(mturk_batch).bonuses == 1
     assert LedgerEntry.objects.get(pk=bonus.pk).state == "paid"

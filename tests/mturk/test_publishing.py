@@ -9,7 +9,7 @@ import pytest
 from hits.models import HIT
 from hits.mturk.client import MTurkError
 from hits.mturk.models import MTurkHIT, MTurkQualificationType
-from hits.mturk.publishing import PublishRefused, planned_requests, publish_batch
+from hits.mturk.publishing import PublishRefused, planned_requests, publish_batch, request_token
 from tests.mturk.conftest import make_hit
 
 pytestmark = pytest.mark.django_db
@@ -42,8 +42,8 @@ def expected_create(hit: HIT, **changes) -> dict:
         "LifetimeInSeconds": 604800,
         "AutoApprovalDelayInSeconds": 259200,
         "Question": QUESTION,
-        "RequesterAnnotation": f"qapyr-hit-{hit.pk}",
-        "UniqueRequestToken": f"qapyr-hit-{hit.pk}",
+        "RequesterAnnotation": request_token(hit),
+        "UniqueRequestToken": request_token(hit),
     }
     params.update(changes)
     return params
@@ -86,18 +86,19 @@ def test_publish_interrupted_half_way_is_finished_without_duplicates(stubbed, mt
     stubbed.add_client_error(
         "create_hit",
         service_error_code="RequestError",
-        service_message=f"AWS.MechanicalTurk.HitAlreadyExists: a HIT with UniqueRequestToken qapyr-hit-{hits[1].pk} already exists",
+        service_message=f"a HIT with UniqueRequestToken {request_token(hits[1])} already exists",
+        modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.HitAlreadyExists"},
         http_status_code=400,
         expected_params=expected_create(hits[1]),
     )
     stubbed.add_response(
         "list_hits",
-        {"NextToken": "page2", "NumResults": 1, "HITs": [{"HITId": "AAA1", "RequesterAnnotation": f"qapyr-hit-{hits[0].pk}"}]},
+        {"NextToken": "page2", "NumResults": 1, "HITs": [{"HITId": "AAA1", "RequesterAnnotation": request_token(hits[0])}]},
         {"MaxResults": 100},
     )
     stubbed.add_response(
         "list_hits",
-        {"NumResults": 1, "HITs": [{"HITId": "AAA2", "HITTypeId": "TYPE1", "RequesterAnnotation": f"qapyr-hit-{hits[1].pk}"}]},
+        {"NumResults": 1, "HITs": [{"HITId": "AAA2", "HITTypeId": "TYPE1", "RequesterAnnotation": request_token(hits[1])}]},
         {"MaxResults": 100, "NextToken": "page2"},
     )
     stubbed.add_response("create_hit", created("AAA3"), expected_create(hits[2]))
@@ -205,7 +206,7 @@ def test_planned_requests_need_no_aws(mturk_batch, task_type):
     task_type.save()
     hit = make_hit(mturk_batch, task_type)
     [request] = planned_requests(mturk_batch)
-    assert request["UniqueRequestToken"] == f"qapyr-hit-{hit.pk}"
+    assert request["UniqueRequestToken"] == request_token(hit)
     assert request["QualificationRequirements"][0]["QualificationTypeId"] == "<created on first publish: label>"
 
 

@@ -346,7 +346,7 @@ def test_a_reused_create_hit_token_is_refused_with_the_first_hit_id(standin, mtu
     assert error["Code"] == "RequestError"
     assert error["TurkErrorCode"] == "AWS.MechanicalTurk.HitAlreadyExists"
     assert hit["HITId"] in error["Message"]
-    assert token_already_used(MTurkError("CreateHIT", error["Code"], error["Message"]))  # the platform recovers from it
+    assert token_already_used(MTurkError("CreateHIT", error["Code"], error["Message"], error["TurkErrorCode"]))  # the platform recovers from it
     assert [h["HITId"] for h in mturk.list_hits()["HITs"]] == [hit["HITId"]]
     advance(standin, DAY + 1)  # MTurk forgets a token after 24 hours
     assert create(mturk, UniqueRequestToken="qapyr-hit-1")["HITId"] != hit["HITId"]
@@ -360,7 +360,7 @@ def test_reused_bonus_and_extension_tokens_are_refused_and_pay_or_extend_once(st
     mturk.send_bonus(**bonus)
     error = refused(mturk.send_bonus, **bonus)
     assert error["Code"] == "RequestError" and error["TurkErrorCode"] == "AWS.MechanicalTurk.DuplicateRequest"
-    assert '"b-1"' in error["Message"] and token_already_used(MTurkError("SendBonus", error["Code"], error["Message"]))
+    assert '"b-1"' in error["Message"] and token_already_used(MTurkError("SendBonus", error["Code"], error["Message"], error["TurkErrorCode"]))
     assert [(e["kind"], e["amount"]) for e in state(standin)["ledger"]] == [("reward", "0.50"), ("bonus", "0.25")]
     assert balance(mturk) == Decimal("10000.00") - Decimal("0.60") - Decimal("0.30")
 

@@ -10,6 +10,7 @@ import pytest
 from hits import qualifications
 from hits.models import HIT, Assignment, Batch, LedgerEntry, Worker
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType
+from hits.mturk.publishing import request_token
 from hits.mturk.sync import expire_batch, notify_workers, sync_batch
 from hits.payments import pay_bonus, reject_assignment
 from tests.mturk.conftest import make_hit, submitted_assignment
@@ -24,7 +25,7 @@ def published(mturk_batch, task_type, settings):
     settings.MTURK_APPROVE_AFTER_HOURS = 0
     hit = make_hit(mturk_batch, task_type)
     return MTurkHIT.objects.create(
-        hit=hit, sandbox=True, mturk_hit_id="HIT1", request_token=f"qapyr-hit-{hit.pk}", max_assignments=3, reward=Decimal("0.20")
+        hit=hit, sandbox=True, mturk_hit_id="HIT1", request_token=request_token(hit), max_assignments=3, reward=Decimal("0.20")
     )
 
 
@@ -112,7 +113,7 @@ def test_bonus_whose_token_was_used_is_not_paid_twice(stubbed, published, mturk_
     stubbed.add_client_error(
         "send_bonus", service_error_code="RequestError",
         service_message=f"The operation has already been processed for UniqueRequestToken {bonus.request_token}",
-        http_status_code=400,
+        http_status_code=400, modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.DuplicateRequest"},
         expected_params={"WorkerId": "W1", "BonusAmount": "1.00", "AssignmentId": "A1", "Reason": "Extra effort", "UniqueRequestToken": bonus.request_token},
     )
     assert sync_batch(mturk_batch).bonuses == 1
