@@ -367,4 +367,4 @@ class LedgerEntry(models.Model):
 
 
 # The MTurk backend's own records (published HITs, their assignments, qualification types) live in hits.mturk.
-from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType  # noqa: E402,F401
+from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType, MTurkUnknownSubmission  # noqa: E402,F401

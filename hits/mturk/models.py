@@ -25,6 +25,14 @@ class MTurkHIT(models.Model):
     expired_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
+    # UpdateExpirationForHIT calls with a past time made so far: each uses its own past time, since MTurk
+    # refuses the same (HIT, ExpireAt) twice.
+    expiry_calls = models.PositiveIntegerField(default=0)
+    # The last MTurk call about this HIT that failed (kept until one succeeds), and how many failed in a row.
+    last_error = models.TextField(blank=True)
+    failures = models.PositiveIntegerField(default=0)
+    # MTurk no longer has the HIT (deleted, e.g. 120 days after creation): the sync leaves it alone.
+    gone_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "MTurk HIT"
@@ -62,6 +70,27 @@ class MTurkAssignment(models.Model):
 
     def __str__(self) -> str:
         return f"MTurk assignment {self.mturk_assignment_id}"
+
+
+class MTurkUnknownSubmission(models.Model):
+    """An assignment MTurk lists as submitted that our HIT page never stored: a worker posted straight to
+    MTurk's ``externalSubmit`` (or forged the page).  MTurk would pay it automatically after the auto-approval
+    delay; the sync rejects it first, with a message saying why, and the researcher sees it."""
+
+    mturk_hit = models.ForeignKey(MTurkHIT, on_delete=models.CASCADE, related_name="unknown_submissions")
+    mturk_assignment_id = models.CharField(max_length=64, unique=True)
+    mturk_worker_id = models.CharField(max_length=64)
+    status = models.CharField(max_length=12)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    seen_at = models.DateTimeField(auto_now_add=True)
+    rejected_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        verbose_name = "MTurk submission not made through the HIT page"
+
+    def __str__(self) -> str:
+        return f"unknown MTurk assignment {self.mturk_assignment_id}"
 
 
 class MTurkQualificationType(models.Model):

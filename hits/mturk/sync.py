@@ -16,13 +16,22 @@ source of truth for what it has *paid*.  ``sync_batch`` therefore:
 5. settles: makes the ApproveAssignment / RejectAssignment / SendBonus calls
    the ledger still has pending (``settle_batch``);
 6. expires and deletes the MTurk HITs of a finished or cancelled batch;
-   expires those of a paused batch, and gives them a new lifetime on resume.
+   expires those of a paused batch, and gives them a new lifetime on resume;
+7. rejects submissions MTurk lists that our HIT page never stored (a worker
+   posting straight to MTurk's ``externalSubmit``) before MTurk's automatic
+   approval pays them, and keeps them for the researcher to see.
+
+One failing MTurk call never stops the rest: each HIT's listing, each money
+call and each expiry is tried on its own; a failure is recorded (on the HIT,
+on the ledger entry, in the report) and tried again by the next sync.  A HIT
+MTurk no longer has (deleted, e.g. 120 days after its creation) is marked
+gone and left alone from then on.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
 from django.conf import settings
@@ -31,13 +40,18 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from hits.models import HIT, Assignment, Batch, LedgerEntry
-from hits.mturk.client import MTurk, MTurkError, for_batch, token_already_used
-from hits.mturk.models import MTurkAssignment, MTurkHIT
+from hits.mturk.client import MTurk, MTurkError, does_not_exist, for_batch, token_already_used
+from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkUnknownSubmission
 
 log = logging.getLogger(__name__)
 
-# UpdateExpirationForHIT with a time in the past expires a HIT at once.
-EXPIRE_NOW = datetime(2015, 1, 1, tzinfo=dt_timezone.utc)
+# UpdateExpirationForHIT with a time in the past expires a HIT at once.  MTurk refuses the same (HIT,
+# ExpireAt) twice, so the n-th such call for a HIT uses this time plus n seconds (``past_expiry``).
+EXPIRE_IN_THE_PAST = datetime(2015, 1, 1, tzinfo=dt_timezone.utc)
+UNKNOWN_SUBMISSION_FEEDBACK = (
+    "This submission did not come through the HIT's own page, so no answers were recorded and it cannot be "
+    "paid. If you did the work, please accept the HIT again and submit it from its page."
+)
 
 
 @dataclass
@@ -53,9 +67,17 @@ class SyncReport:
     expired: int = 0
     deleted: int = 0
     reopened: int = 0
+    unknown_rejected: int = 0
+    gone: int = 0
+    errors: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def error(self, what: str, exc: Exception) -> None:
+        self.failed += 1
+        self.errors.append(f"{what}: {exc}"[:300])
+        log.warning("MTurk sync: %s: %s", what, exc)
 
 
 def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport:
@@ -71,10 +93,14 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
             report.published = publish_batch(batch, mturk=mturk).published
         except PublishRefused as exc:
             log.warning("batch %s: not publishing: %s", batch.pk, exc)
+        except MTurkError as exc:
+            # What was created is recorded; the rest waits for the next sync.  Reviews and expiry go on.
+            report.error("publishing", exc)
     for published in needs_listing(batch):
         _list_assignments(mturk, published, report, now)
     _approve_due(batch, now, report)
     settle_batch(batch, mturk, report)
+    reject_unknown_submissions(batch, mturk, report, now)
     if batch.state in (Batch.State.FINISHED, Batch.State.CANCELLED):
         expire_batch(batch, mturk, report=report)
     elif batch.state == Batch.State.PAUSED:
@@ -85,17 +111,40 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
     return report
 
 
+def _hit_failed(published: MTurkHIT, what: str, exc: MTurkError, report: SyncReport, now) -> None:
+    """Record a failed call about one HIT; a HIT MTurk no longer has is marked gone (never asked about again)."""
+    if does_not_exist(exc):
+        MTurkHIT.objects.filter(pk=published.pk).update(gone_at=now, last_error=str(exc)[:1000])
+        report.gone += 1
+        log.warning("MTurk HIT %s no longer exists on MTurk: %s", published.mturk_hit_id, exc)
+        return
+    MTurkHIT.objects.filter(pk=published.pk).update(last_error=f"{what}: {exc}"[:1000], failures=F("failures") + 1)
+    report.error(f"{what} of HIT {published.mturk_hit_id}", exc)
+
+
+def _hit_ok(published: MTurkHIT) -> None:
+    if published.failures or published.last_error:
+        MTurkHIT.objects.filter(pk=published.pk).update(last_error="", failures=0)
+        published.failures, published.last_error = 0, ""
+
+
 def _reopen_expired(batch: Batch, mturk: MTurk, now, report: SyncReport) -> None:
     """After a pause: give the open HITs MTurk expired a fresh lifetime (UpdateExpirationForHIT in the future)."""
     paused = MTurkHIT.objects.filter(
-        hit__batch=batch, hit__state=HIT.State.OPEN, expired_at__isnull=False, deleted_at__isnull=True
+        hit__batch=batch, hit__state=HIT.State.OPEN, expired_at__isnull=False, deleted_at__isnull=True, gone_at__isnull=True
     ).order_by("pk")
     for published in paused:
-        mturk.call(
-            "UpdateExpirationForHIT", HITId=published.mturk_hit_id,
-            ExpireAt=now + timedelta(seconds=settings.MTURK_HIT_LIFETIME),
-        )
+        try:
+            mturk.call(
+                "UpdateExpirationForHIT", HITId=published.mturk_hit_id,
+                ExpireAt=now + timedelta(seconds=settings.MTURK_HIT_LIFETIME),
+            )
+        except MTurkError as exc:
+            if not token_already_used(exc):  # refused as a repeat: the same new lifetime is already set
+                _hit_failed(published, "UpdateExpirationForHIT (reopen)", exc, report, now)
+                continue
         MTurkHIT.objects.filter(pk=published.pk).update(expired_at=None)
+        _hit_ok(published)
         report.reopened += 1
 
 
@@ -111,7 +160,7 @@ def needs_listing(batch: Batch):
         mturk_hit=OuterRef("pk"), status__in=[MTurkAssignment.Status.UNKNOWN, MTurkAssignment.Status.SUBMITTED]
     )
     return (
-        MTurkHIT.objects.filter(hit__batch=batch, deleted_at__isnull=True)
+        MTurkHIT.objects.filter(hit__batch=batch, deleted_at__isnull=True, gone_at__isnull=True)
         .filter(
             Q(hit__state=HIT.State.OPEN)
             | Q(last_synced_at__isnull=True)
@@ -124,17 +173,23 @@ def needs_listing(batch: Batch):
 
 
 def _list_assignments(mturk: MTurk, published: MTurkHIT, report: SyncReport, now) -> None:
-    for item in mturk.pages(
-        "ListAssignmentsForHIT", "Assignments",
-        HITId=published.mturk_hit_id, AssignmentStatuses=["Submitted", "Approved", "Rejected"], MaxResults=100,
-    ):
+    try:
+        items = list(mturk.pages(
+            "ListAssignmentsForHIT", "Assignments",
+            HITId=published.mturk_hit_id, AssignmentStatuses=["Submitted", "Approved", "Rejected"], MaxResults=100,
+        ))
+    except MTurkError as exc:
+        _hit_failed(published, "ListAssignmentsForHIT", exc, report, now)
+        return
+    _hit_ok(published)
+    for item in items:
         report.listed += 1
         record = MTurkAssignment.objects.select_related("assignment").filter(mturk_assignment_id=item["AssignmentId"]).first()
         if record is None:
-            # Submitted on MTurk without our page storing the work first (e.g. a forged submit): nothing to pay for
-            # automatically; it is left to a researcher (MTurk auto-approves after its delay otherwise).
+            # Submitted on MTurk without our page storing the work first (a worker posting straight to
+            # externalSubmit, or a forged page): rejected by ``reject_unknown_submissions`` before MTurk pays it.
+            _note_unknown(published, item)
             report.unknown += 1
-            log.warning("MTurk assignment %s of HIT %s is unknown locally", item["AssignmentId"], published.mturk_hit_id)
             continue
         status = item["AssignmentStatus"]
         if record.status != status:
@@ -143,6 +198,40 @@ def _list_assignments(mturk: MTurk, published: MTurkHIT, report: SyncReport, now
             report.status_changes += 1
         _mirror_mturk_decision(record)
     MTurkHIT.objects.filter(pk=published.pk).update(last_synced_at=now)
+
+
+def _note_unknown(published: MTurkHIT, item: dict) -> None:
+    submitted = item.get("SubmitTime")
+    unknown, created = MTurkUnknownSubmission.objects.get_or_create(
+        mturk_assignment_id=item["AssignmentId"],
+        defaults={
+            "mturk_hit": published, "mturk_worker_id": item.get("WorkerId", ""), "status": item["AssignmentStatus"],
+            "submitted_at": submitted if isinstance(submitted, datetime) else None,
+        },
+    )
+    if not created and unknown.status != item["AssignmentStatus"]:
+        MTurkUnknownSubmission.objects.filter(pk=unknown.pk).update(status=item["AssignmentStatus"])
+    if created:
+        log.warning("MTurk assignment %s of HIT %s was not submitted through our page", item["AssignmentId"], published.mturk_hit_id)
+
+
+def reject_unknown_submissions(batch: Batch, mturk: MTurk, report: SyncReport, now=None) -> None:
+    """Reject (RejectAssignment, with a message saying why) every submission MTurk lists as Submitted that our
+    page never stored, before MTurk's automatic approval would pay it.  Each is tried on its own."""
+    now = now or timezone.now()
+    for unknown in MTurkUnknownSubmission.objects.filter(
+        mturk_hit__hit__batch=batch, status=MTurkAssignment.Status.SUBMITTED, rejected_at__isnull=True
+    ).order_by("pk"):
+        try:
+            mturk.call("RejectAssignment", AssignmentId=unknown.mturk_assignment_id, RequesterFeedback=UNKNOWN_SUBMISSION_FEEDBACK)
+        except MTurkError as exc:
+            MTurkUnknownSubmission.objects.filter(pk=unknown.pk).update(error=str(exc)[:1000])
+            report.error(f"RejectAssignment of unknown submission {unknown.mturk_assignment_id}", exc)
+            continue
+        MTurkUnknownSubmission.objects.filter(pk=unknown.pk).update(
+            rejected_at=now, status=MTurkAssignment.Status.REJECTED, error=""
+        )
+        report.unknown_rejected += 1
 
 
 def _mirror_mturk_decision(record: MTurkAssignment) -> None:
@@ -211,7 +300,7 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
         try:
             mturk.call("ApproveAssignment", **params)
         except MTurkError as exc:
-            report.failed += 1
+            report.error(f"ApproveAssignment {record.mturk_assignment_id}", exc)
             _note_error(record.assignment, LedgerEntry.Kind.REWARD, exc)
             continue
         MTurkAssignment.objects.filter(pk=record.pk).update(status=MTurkAssignment.Status.APPROVED, synced_at=timezone.now())
@@ -225,8 +314,7 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
                 RequesterFeedback=(record.assignment.review_message or "Rejected after review.")[:1024],
             )
         except MTurkError as exc:
-            report.failed += 1
-            log.warning("RejectAssignment %s: %s", record.mturk_assignment_id, exc)
+            report.error(f"RejectAssignment {record.mturk_assignment_id}", exc)
             continue
         MTurkAssignment.objects.filter(pk=record.pk).update(status=MTurkAssignment.Status.REJECTED, synced_at=timezone.now())
         report.rejected += 1
@@ -243,7 +331,7 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
             )
         except MTurkError as exc:
             if not token_already_used(exc):
-                report.failed += 1
+                report.error(f"SendBonus {entry.request_token}", exc)
                 _note_error(entry.assignment, LedgerEntry.Kind.BONUS, exc, entry)
                 continue
         _mark_paid(entry.assignment, LedgerEntry.Kind.BONUS, entry)
@@ -260,24 +348,54 @@ def expire_batch(batch: Batch, mturk: MTurk | None = None, delete: bool = True, 
     mturk = mturk or for_batch(batch)
     report = report or SyncReport()
     now = timezone.now()
-    for published in MTurkHIT.objects.filter(hit__batch=batch, deleted_at__isnull=True).order_by("pk"):
+    done = (HIT.State.COMPLETED, HIT.State.CANCELLED)
+    for published in (
+        MTurkHIT.objects.filter(hit__batch=batch, deleted_at__isnull=True, gone_at__isnull=True).select_related("hit").order_by("pk")
+    ):
         if published.expired_at is None:
-            mturk.call("UpdateExpirationForHIT", HITId=published.mturk_hit_id, ExpireAt=EXPIRE_NOW)
-            MTurkHIT.objects.filter(pk=published.pk).update(expired_at=now)
+            if not _expire(mturk, published, report, now):
+                continue
             report.expired += 1
+        if not delete or (batch.state not in (Batch.State.FINISHED, Batch.State.CANCELLED) and published.hit.state not in done):
+            # A HIT of a running or paused batch with places still open locally stays (expired) on MTurk:
+            # deleted, it could never be completed after a resume.
+            continue
         awaiting = published.assignments.exclude(
             status__in=[MTurkAssignment.Status.APPROVED, MTurkAssignment.Status.REJECTED]
         ).filter(assignment__state__in=Assignment.DONE_STATES)
-        if not delete or awaiting.exists():
+        if awaiting.exists():
             continue
         try:
             mturk.call("DeleteHIT", HITId=published.mturk_hit_id)
         except MTurkError as exc:
-            log.info("HIT %s not deleted yet: %s", published.mturk_hit_id, exc)
+            if does_not_exist(exc):
+                _hit_failed(published, "DeleteHIT", exc, report, now)
+            else:
+                log.info("HIT %s not deleted yet: %s", published.mturk_hit_id, exc)
             continue
         MTurkHIT.objects.filter(pk=published.pk).update(deleted_at=now)
         report.deleted += 1
     return report
+
+
+def past_expiry(n: int) -> datetime:
+    """The ExpireAt of the n-th "expire now" call for a HIT: in the past, and never the same twice."""
+    return EXPIRE_IN_THE_PAST + timedelta(seconds=n)
+
+
+def _expire(mturk: MTurk, published: MTurkHIT, report: SyncReport, now) -> bool:
+    """Expire one HIT on MTurk now (its own past time, see ``past_expiry``); whether it is expired."""
+    MTurkHIT.objects.filter(pk=published.pk).update(expiry_calls=F("expiry_calls") + 1)
+    published.refresh_from_db(fields=["expiry_calls"])
+    try:
+        mturk.call("UpdateExpirationForHIT", HITId=published.mturk_hit_id, ExpireAt=past_expiry(published.expiry_calls))
+    except MTurkError as exc:
+        if not token_already_used(exc):  # refused as a repeat of a call that went through: it is expired
+            _hit_failed(published, "UpdateExpirationForHIT", exc, report, now)
+            return False
+    MTurkHIT.objects.filter(pk=published.pk).update(expired_at=now)
+    _hit_ok(published)
+    return True
 
 
 def notify_workers(batch: Batch, subject: str, message: str, mturk: MTurk | None = None) -> int:

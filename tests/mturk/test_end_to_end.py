@@ -8,7 +8,6 @@ load it, and submit the answers the simulated crowd would give.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timezone as dt_timezone
 from decimal import Decimal
 
 import pytest
@@ -21,7 +20,7 @@ from annotation.management.simulation import Answerer
 from hits.models import HIT, Assignment, LedgerEntry
 from hits.mturk.models import MTurkAssignment, MTurkHIT
 from hits.mturk.publishing import publish_batch, request_token
-from hits.mturk.sync import sync_batch
+from hits.mturk.sync import past_expiry, sync_batch
 from hits.payments import pay_bonus
 
 pytestmark = pytest.mark.django_db
@@ -143,7 +142,7 @@ def test_campaign_runs_on_mturk_from_publish_to_payment(stubbed, small_files, cl
         "Reason": "Thorough questions", "UniqueRequestToken": bonus.request_token,
     })
     for item in published:
-        stubbed.add_response("update_expiration_for_hit", {}, {"HITId": item.mturk_hit_id, "ExpireAt": datetime(2015, 1, 1, tzinfo=dt_timezone.utc)})
+        stubbed.add_response("update_expiration_for_hit", {}, {"HITId": item.mturk_hit_id, "ExpireAt": past_expiry(1)})
         stubbed.add_response("delete_hit", {}, {"HITId": item.mturk_hit_id})
     report = sync_batch(batch)
     assert (report.approved, report.bonuses, report.deleted, report.unknown) == (len(records), 1, len(published), 0), report

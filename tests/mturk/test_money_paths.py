@@ -6,12 +6,14 @@ from decimal import Decimal
 
 import pytest
 
-from hits.models import Batch
+from hits.models import Assignment, Batch, Worker
 from hits.mturk import fees
 from hits.mturk.client import MTurk, MTurkError, make_boto3_client
-from hits.mturk.models import MTurkHIT
+from hits.mturk.models import MTurkAssignment, MTurkHIT
 from hits.mturk.publishing import publish_batch, request_token
-from tests.mturk.conftest import make_hit
+from hits.mturk.sync import past_expiry, sync_batch
+from hits.payments import reject_assignment
+from tests.mturk.conftest import make_hit, submitted_assignment
 from tests.mturk.test_publishing import created, expected_create, public_url  # noqa: F401  (autouse settings)
 
 pytestmark = pytest.mark.django_db
@@ -106,3 +108,154 @@ def test_the_client_signs_for_mturks_only_region(settings):
     assert not hasattr(settings, "MTURK_REGION")
     assert make_boto3_client(True).meta.region_name == "us-east-1"
     assert MTurk(sandbox=True, client=make_boto3_client(True)).sandbox
+
+
+# --- the sync: one failure never stops the rest --------------------------------------------------
+
+
+def _published(batch, task_type, hit_id: str, **fields) -> MTurkHIT:
+    hit = make_hit(batch, task_type, **fields)
+    return MTurkHIT.objects.create(
+        hit=hit, sandbox=True, mturk_hit_id=hit_id, request_token=request_token(hit), max_assignments=hit.max_assignments,
+        reward=Decimal("0.20"),
+    )
+
+
+def _submitted_on_mturk(published: MTurkHIT, n: int, first: int = 1):
+    made = []
+    for i in range(first, first + n):
+        worker = Worker.objects.create(external_id=f"mturk:W{i}", mturk_worker_id=f"W{i}")
+        assignment = submitted_assignment(published.hit, worker)
+        MTurkAssignment.objects.create(
+            mturk_assignment_id=f"A{i}", mturk_hit=published, assignment=assignment, mturk_worker_id=f"W{i}",
+            submit_to="https://workersandbox.mturk.com",
+        )
+        made.append(assignment)
+    return made
+
+
+def _listing(stub, hit_id: str, items):
+    stub.add_response("list_assignments_for_hit", {"NumResults": len(items), "Assignments": [
+        {"AssignmentId": a, "WorkerId": w, "HITId": hit_id, "AssignmentStatus": s} for a, w, s in items
+    ]}, {"HITId": hit_id, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"], "MaxResults": 100})
+
+
+def _refusal(code: str, message: str = "refused") -> dict:
+    return dict(service_error_code="RequestError", service_message=message, http_status_code=400, modeled_fields={"TurkErrorCode": code})
+
+
+def test_a_failing_publish_and_listing_do_not_stop_reviews_or_money(stubbed, mturk_batch, task_type, settings):
+    """CreateHIT of a new HIT and the listing of HIT1 fail; HIT2's work is still approved, a local rejection
+    on HIT1 is still sent, and both failures are recorded and retried by the next sync."""
+    settings.MTURK_APPROVE_AFTER_HOURS = 0
+    first = _published(mturk_batch, task_type, "HIT1")
+    second = _published(mturk_batch, task_type, "HIT2")
+    [rejected] = _submitted_on_mturk(first, 1)
+    [approved] = _submitted_on_mturk(second, 1, first=2)
+    reject_assignment(rejected, "Copied answers.")
+    waiting = make_hit(mturk_batch, task_type)  # not on MTurk yet
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_client_error("create_hit", **_refusal("AWS.MechanicalTurk.InvalidParameterValue", "bad title"),
+                             expected_params=expected_create(waiting))
+    stubbed.add_client_error("list_assignments_for_hit", **_refusal("AWS.MechanicalTurk.InvalidParameterValue", "bad token"),
+                             expected_params={"HITId": "HIT1", "AssignmentStatuses": ["Submitted", "Approved", "Rejected"], "MaxResults": 100})
+    _listing(stubbed, "HIT2", [("A2", "W2", "Submitted")])
+    stubbed.add_response("approve_assignment", {}, {"AssignmentId": "A2", "RequesterFeedback": "Thank you for your work."})
+    stubbed.add_response("reject_assignment", {}, {"AssignmentId": "A1", "RequesterFeedback": "Copied answers."})
+    report = sync_batch(mturk_batch)
+    assert (report.published, report.approved, report.rejected, report.failed) == (0, 1, 1, 2)
+    assert any("publishing" in e for e in report.errors) and any("HIT1" in e for e in report.errors)
+    assert Assignment.objects.get(pk=approved.pk).paid
+    assert MTurkHIT.objects.get(mturk_hit_id="HIT1").failures == 1
+    assert "bad token" in MTurkHIT.objects.get(mturk_hit_id="HIT1").last_error
+    assert MTurkAssignment.objects.get(mturk_assignment_id="A1").status == "Rejected"
+
+
+def test_a_failed_rejection_is_retried_before_mturk_can_auto_approve_it(stubbed, mturk_batch, task_type, settings):
+    settings.MTURK_MAX_RETRIES = 0
+    published = _published(mturk_batch, task_type, "HIT1")
+    [work] = _submitted_on_mturk(published, 1)
+    reject_assignment(work, "Not the task.")
+    _listing(stubbed, "HIT1", [("A1", "W1", "Submitted")])
+    stubbed.add_client_error("reject_assignment", service_error_code="ServiceUnavailable", service_message="down",
+                             http_status_code=503, expected_params={"AssignmentId": "A1", "RequesterFeedback": "Not the task."})
+    first = sync_batch(mturk_batch)
+    assert (first.rejected, first.failed) == (0, 1)
+    _listing(stubbed, "HIT1", [("A1", "W1", "Submitted")])
+    stubbed.add_response("reject_assignment", {}, {"AssignmentId": "A1", "RequesterFeedback": "Not the task."})
+    assert sync_batch(mturk_batch).rejected == 1
+    assert MTurkAssignment.objects.get().status == "Rejected"
+
+
+def test_a_hit_mturk_no_longer_has_is_marked_gone_and_left_alone(stubbed, mturk_batch, task_type):
+    published = _published(mturk_batch, task_type, "HIT1")
+    stubbed.add_client_error("list_assignments_for_hit", **_refusal("AWS.MechanicalTurk.HITDoesNotExist", "Hit HIT1 does not exist."),
+                             expected_params={"HITId": "HIT1", "AssignmentStatuses": ["Submitted", "Approved", "Rejected"], "MaxResults": 100})
+    report = sync_batch(mturk_batch)
+    assert report.gone == 1 and report.failed == 0
+    assert MTurkHIT.objects.get(pk=published.pk).gone_at is not None
+    # The next syncs ask MTurk nothing about it (the Stubber would fail on any call).
+    Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.FINISHED)
+    assert sync_batch(mturk_batch).failed == 0
+
+
+# --- expiry: distinct past times, and a stop that sticks ------------------------------------------
+
+
+def test_every_expiry_of_a_hit_uses_its_own_past_time(stubbed, mturk_batch, task_type):
+    """Pause, resume, pause: MTurk refuses the same (HIT, ExpireAt) twice, so the second expiry uses another time;
+    a refusal as a repeat (the first call went through) counts as expired."""
+    from datetime import datetime, timedelta, timezone as dt_timezone
+
+    published = _published(mturk_batch, task_type, "HIT1")
+    Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.PAUSED)
+    _listing(stubbed, "HIT1", [])
+    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": past_expiry(1)})
+    assert sync_batch(mturk_batch).expired == 1
+    Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.ACTIVE)
+    now = datetime(2030, 5, 1, tzinfo=dt_timezone.utc)
+    _listing(stubbed, "HIT1", [])
+    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": now + timedelta(days=7)})
+    assert sync_batch(mturk_batch, now=now).reopened == 1
+    Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.PAUSED)
+    _listing(stubbed, "HIT1", [])
+    stubbed.add_client_error("update_expiration_for_hit", **_refusal("AWS.MechanicalTurk.DuplicateRequest", "already processed"),
+                             expected_params={"HITId": "HIT1", "ExpireAt": past_expiry(2)})
+    report = sync_batch(mturk_batch)
+    assert report.expired == 1 and report.failed == 0
+    assert MTurkHIT.objects.get(pk=published.pk).expired_at is not None
+    assert past_expiry(1) != past_expiry(2) and past_expiry(2) < now
+
+
+def test_mturk_expire_pauses_the_campaign_so_the_next_sync_does_not_reopen(stubbed, small_files, settings):
+    """``mturk_expire`` without --keep: the running campaign is paused (the stop sticks), its HITs are
+    expired, and the HITs whose places are still open locally are not deleted (they could never finish)."""
+    from django.core.management import call_command
+
+    from annotation.models import Campaign
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.pipeline import launch_campaign
+
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    refs, sums = small_files
+    campaign = import_campaign(name="Stop", references=refs, summaries=sums).campaign
+    Campaign.objects.filter(pk=campaign.pk).update(backend=Campaign.Backend.MTURK_SANDBOX)
+    campaign.refresh_from_db()
+    launch_campaign(campaign)  # its publish would run after the commit; the test's transaction never commits
+    campaign.refresh_from_db()
+    hits = list(campaign.batch.hits.order_by("pk")[:2])
+    for i, hit in enumerate(hits, start=1):
+        MTurkHIT.objects.create(hit=hit, sandbox=True, mturk_hit_id=f"HIT{i}", request_token=request_token(hit),
+                                max_assignments=hit.max_assignments, reward=hit.reward)
+    for i in (1, 2):
+        stubbed.add_response("update_expiration_for_hit", {}, {"HITId": f"HIT{i}", "ExpireAt": past_expiry(1)})
+    call_command("mturk_expire", campaign=campaign.slug)
+    campaign.refresh_from_db()
+    assert campaign.state == Campaign.State.PAUSED and campaign.batch.state == Batch.State.PAUSED
+    assert MTurkHIT.objects.filter(expired_at__isnull=False).count() == 2
+    assert not MTurkHIT.objects.filter(deleted_at__isnull=False).exists()  # open places: kept (expired)
+    # The next sync keeps them expired: no UpdateExpirationForHIT with a future time (the Stubber would fail).
+    for i in (1, 2):
+        _listing(stubbed, f"HIT{i}", [])
+    report = sync_batch(campaign.batch)
+    assert report.reopened == 0 and report.expired == 0

@@ -9,9 +9,9 @@ import pytest
 
 from hits import qualifications
 from hits.models import HIT, Assignment, Batch, LedgerEntry, Worker
-from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType
+from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType, MTurkUnknownSubmission
 from hits.mturk.publishing import request_token
-from hits.mturk.sync import expire_batch, notify_workers, sync_batch
+from hits.mturk.sync import UNKNOWN_SUBMISSION_FEEDBACK, expire_batch, notify_workers, past_expiry, sync_batch
 from hits.payments import pay_bonus, reject_assignment
 from tests.mturk.conftest import make_hit, submitted_assignment
 
@@ -70,8 +70,13 @@ def test_sync_reviews_pays_and_is_idempotent(stubbed, published, mturk_batch):
     stubbed.add_response("send_bonus", {}, {
         "WorkerId": "W1", "BonusAmount": "0.50", "AssignmentId": "A1", "Reason": "Careful work", "UniqueRequestToken": bonus.request_token,
     })
+    # The submission our page never stored is rejected, with the reason, before MTurk's automatic approval pays it.
+    stubbed.add_response("reject_assignment", {}, {"AssignmentId": "STRANGER", "RequesterFeedback": UNKNOWN_SUBMISSION_FEEDBACK})
     report = sync_batch(mturk_batch)
     assert (report.listed, report.unknown, report.approved, report.rejected, report.bonuses) == (4, 1, 1, 1, 1)
+    assert report.unknown_rejected == 1
+    stranger = MTurkUnknownSubmission.objects.get()
+    assert (stranger.mturk_assignment_id, stranger.mturk_worker_id, stranger.status) == ("STRANGER", "W9", "Rejected")
     states = dict(Assignment.objects.values_list("pk", "state"))
     assert states == {a1.pk: "approved", a2.pk: "rejected", a3.pk: "approved"}
     assert set(LedgerEntry.objects.values_list("state", flat=True)) == {"paid"}
@@ -80,10 +85,10 @@ def test_sync_reviews_pays_and_is_idempotent(stubbed, published, mturk_batch):
     assert Assignment.objects.filter(paid=True).count() == 2
 
     # A second sync lists again and changes nothing: no approve, reject or bonus call is made twice.
-    listing(stubbed, [("A1", "W1", "Approved"), ("A2", "W2", "Rejected")], [("A3", "W3", "Approved")])
+    listing(stubbed, [("A1", "W1", "Approved"), ("A2", "W2", "Rejected")], [("A3", "W3", "Approved"), ("STRANGER", "W9", "Rejected")])
     before = list(LedgerEntry.objects.values_list("pk", "state", "amount"))
     again = sync_batch(mturk_batch)
-    assert (again.approved, again.rejected, again.bonuses, again.status_changes) == (0, 0, 0, 0)
+    assert (again.approved, again.rejected, again.bonuses, again.status_changes, again.unknown_rejected) == (0, 0, 0, 0, 0)
     assert list(LedgerEntry.objects.values_list("pk", "state", "amount")) == before
 
 
@@ -127,7 +132,7 @@ def test_finished_batch_hits_are_expired_then_deleted(stubbed, published, mturk_
     mturk_batch.save()
     listing(stubbed, [("A1", "W1", "Submitted")])
     stubbed.add_response("approve_assignment", {}, {"AssignmentId": "A1", "RequesterFeedback": "Thank you for your work."})
-    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": datetime(2015, 1, 1, tzinfo=dt_timezone.utc)})
+    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": past_expiry(1)})
     stubbed.add_response("delete_hit", {}, {"HITId": "HIT1"})
     report = sync_batch(mturk_batch)
     assert (report.expired, report.deleted) == (1, 1)
@@ -139,7 +144,7 @@ def test_finished_batch_hits_are_expired_then_deleted(stubbed, published, mturk_
 def test_hit_with_unreviewed_work_is_expired_but_not_deleted(stubbed, published, mturk_batch, settings):
     settings.MTURK_APPROVE_AFTER_HOURS = 1000
     mturk_work(published, 1)
-    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": datetime(2015, 1, 1, tzinfo=dt_timezone.utc)})
+    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": past_expiry(1)})
     report = expire_batch(mturk_batch)
     assert (report.expired, report.deleted) == (1, 0)
 
@@ -202,7 +207,7 @@ def test_pausing_expires_the_hits_and_resuming_reopens_them(stubbed, published, 
 
     Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.PAUSED)
     listing(stubbed, [])
-    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": datetime(2015, 1, 1, tzinfo=dt_timezone.utc)})
+    stubbed.add_response("update_expiration_for_hit", {}, {"HITId": "HIT1", "ExpireAt": past_expiry(1)})
     report = sync_batch(mturk_batch)
     assert (report.expired, report.deleted) == (1, 0)
     Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.ACTIVE)
