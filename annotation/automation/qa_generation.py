@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
 
 from annotation.text.predicates import is_predicate, english_pipeline, strip_sentence_tags
 

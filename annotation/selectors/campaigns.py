@@ -14,6 +14,7 @@ from annotation.selectors.agreement import verification_agreement
 from annotation.selectors.quality import workers_figures
 from annotation.selectors.scores import agreement
 from hits.models import HIT, Assignment, Qualification, TaskType, Worker
+from hits.mturk.status import batch_status
 from hits.qualifications import status_label
 
 
@@ -70,6 +71,7 @@ def campaign_progress(campaign: Campaign) -> dict:
         "workers_total": assignments.values("worker").distinct().count(),
         "workers_active": assignments.filter(accepted_at__gte=recent).values("worker").distinct().count(),
         "cost_so_far": (Decimal(cost["reward"] or 0) + Decimal(cost["bonus"] or 0)).quantize(Decimal("0.01")),
+        "mturk": batch_status(campaign.batch) if campaign.batch_id and campaign.batch.on_mturk else None,
     }
 
 

@@ -6,12 +6,12 @@ from decimal import Decimal
 
 import pytest
 
-from hits.models import Assignment, Batch, Worker
+from hits.models import Assignment, Batch, TaskType, Worker
 from hits.mturk import fees
 from hits.mturk.client import MTurk, MTurkError, make_boto3_client
 from hits.mturk.models import MTurkAssignment, MTurkHIT
 from hits.mturk.publishing import publish_batch, request_token
-from hits.mturk.sync import past_expiry, sync_batch
+from hits.mturk.sync import UNKNOWN_SUBMISSION_FEEDBACK, past_expiry, sync_batch
 from hits.payments import reject_assignment
 from tests.mturk.conftest import make_hit, submitted_assignment
 from tests.mturk.test_publishing import created, expected_create, public_url  # noqa: F401  (autouse settings)
@@ -259,3 +259,40 @@ def test_mturk_expire_pauses_the_campaign_so_the_next_sync_does_not_reopen(stubb
         _listing(stubbed, f"HIT{i}", [])
     report = sync_batch(campaign.batch)
     assert report.reopened == 0 and report.expired == 0
+
+
+def test_the_researcher_sees_unknown_submissions_and_what_the_sync_could_not_do(stubbed, small_files, django_user_model):
+    from django.test import Client
+
+    from annotation.models import Campaign
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.pipeline import ensure_batch
+    from annotation.services.roles import make_researcher
+
+    rita = django_user_model.objects.create_user("rita", password="pw-rita-123456")
+    make_researcher(rita)
+    refs, sums = small_files
+    campaign = import_campaign(name="Seen", references=refs, summaries=sums, owner=rita).campaign
+    batch = ensure_batch(campaign)
+    Batch.objects.filter(pk=batch.pk).update(backend=Batch.Backend.MTURK_SANDBOX, state=Batch.State.PAUSED)
+    Campaign.objects.filter(pk=campaign.pk).update(backend=Campaign.Backend.MTURK_SANDBOX)
+    task_type_hit = make_hit(batch, TaskType.objects.create(slug="t", name="T"))
+    published = MTurkHIT.objects.create(hit=task_type_hit, sandbox=True, mturk_hit_id="HIT1", request_token="t-1",
+                                        max_assignments=3, reward=Decimal("0.20"), expired_at=task_type_hit.created_at)
+    second = MTurkHIT.objects.create(hit=make_hit(batch, task_type_hit.task_type), sandbox=True, mturk_hit_id="HIT2",
+                                     request_token="t-2", max_assignments=3, reward=Decimal("0.20"), expired_at=task_type_hit.created_at)
+    _listing(stubbed, "HIT1", [("FORGED1", "W7", "Submitted")])
+    stubbed.add_client_error("list_assignments_for_hit", **_refusal("AWS.MechanicalTurk.InvalidParameterValue", "throttled badly"),
+                             expected_params={"HITId": "HIT2", "AssignmentStatuses": ["Submitted", "Approved", "Rejected"], "MaxResults": 100})
+    stubbed.add_client_error("reject_assignment", **_refusal("AWS.MechanicalTurk.InvalidState", "try later"),
+                             expected_params={"AssignmentId": "FORGED1", "RequesterFeedback": UNKNOWN_SUBMISSION_FEEDBACK})
+    sync_batch(Batch.objects.get(pk=batch.pk))
+    assert published.unknown_submissions.get().error and MTurkHIT.objects.get(pk=second.pk).failures == 1
+    client = Client()
+    client.force_login(rita)
+    page = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    assert "On Mechanical Turk" in page and "FORGED1" in page and "W7" in page and "try later" in page
+    assert "HIT HIT2 (1 failed in a row)" in page and "throttled badly" in page
+    api = client.get(f"/api/campaigns/{campaign.slug}/progress/").json()
+    assert api["mturk"]["unknown_total"] == 1 and api["mturk"]["unknown_submissions"][0]["assignment"] == "FORGED1"
+    assert api["mturk"]["failing_hits"] == [{"hit": "HIT2", "failures": 1, "error": "ListAssignmentsForHIT: MTurk ListAssignmentsForHIT failed: RequestError (AWS.MechanicalTurk.InvalidParameterValue): throttled badly"}]

@@ -1,0 +1,38 @@
+"""What a researcher needs to see of a batch on MTurk: what is published, what the sync could not do, and the
+submissions MTurk has that the HIT page never stored (JSON-friendly, for the progress page and the API)."""
+
+from __future__ import annotations
+
+from hits.models import Batch, LedgerEntry
+from hits.mturk.models import MTurkHIT, MTurkUnknownSubmission
+
+SHOWN = 50
+
+
+def batch_status(batch: Batch) -> dict:
+    hits = MTurkHIT.objects.filter(hit__batch=batch)
+    live = hits.filter(deleted_at__isnull=True, gone_at__isnull=True)
+    failing = live.exclude(last_error="").order_by("-failures", "pk")
+    unknown = MTurkUnknownSubmission.objects.filter(mturk_hit__hit__batch=batch).select_related("mturk_hit").order_by("-pk")
+    unpaid = LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PENDING).exclude(error="")
+    return {
+        "published": hits.count(),
+        "expired": live.filter(expired_at__isnull=False).count(),
+        "deleted": hits.filter(deleted_at__isnull=False).count(),
+        "gone": hits.filter(gone_at__isnull=False).count(),
+        "failing_hits": [
+            {"hit": h.mturk_hit_id, "failures": h.failures, "error": h.last_error} for h in failing[:SHOWN]
+        ],
+        "money_calls_failing": [
+            {"kind": e.kind, "amount": str(e.amount), "worker": e.worker.external_id, "error": e.error}
+            for e in unpaid.select_related("worker").order_by("pk")[:SHOWN]
+        ],
+        "unknown_submissions": [
+            {
+                "assignment": u.mturk_assignment_id, "hit": u.mturk_hit.mturk_hit_id, "worker": u.mturk_worker_id,
+                "status": u.status, "seen_at": u.seen_at.isoformat(), "rejected": u.rejected_at is not None, "error": u.error,
+            }
+            for u in unknown[:SHOWN]
+        ],
+        "unknown_total": unknown.count(),
+    }
