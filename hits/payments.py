@@ -17,6 +17,7 @@ Amounts:  reward entry = the HIT's reward (as published on MTurk);
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
@@ -28,6 +29,10 @@ from hits.mturk import fees
 from hits.outbox import send_after_commit
 
 SETTLE_TASK = "hits.mturk.settle_batch"
+
+
+# MTurk's OverrideRejection works only this long after the worker submitted.
+OVERRIDE_REJECTION_WINDOW = timedelta(days=30)
 
 
 class PaymentError(Exception):
@@ -92,6 +97,15 @@ def approve_assignment(assignment: Assignment, message: str = "", by=None, *, se
         if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.REJECTED):
             raise PaymentError(
                 f"only submitted work can be approved; this assignment is {assignment.get_state_display().lower()}"
+            )
+        if (
+            assignment.state == Assignment.State.REJECTED
+            and assignment.hit.batch.on_mturk
+            and assignment.submitted_at is not None
+            and timezone.now() - assignment.submitted_at > OVERRIDE_REJECTION_WINDOW
+        ):
+            raise PaymentError(
+                "MTurk lets a rejection be overridden only within 30 days of the submission; pay the worker a bonus instead"
             )
         assignment.state = Assignment.State.APPROVED
         assignment.reviewed_at = timezone.now()

@@ -398,8 +398,24 @@ def _expire(mturk: MTurk, published: MTurkHIT, report: SyncReport, now) -> bool:
     return True
 
 
-def notify_workers(batch: Batch, subject: str, message: str, mturk: MTurk | None = None) -> int:
-    """Send a message to every MTurk worker of the batch (NotifyWorkers, 100 workers a call); returns how many."""
+@dataclass
+class Notified:
+    """Who NotifyWorkers reached: ``sent`` workers asked for, ``failures`` MTurk's per-worker refusals."""
+
+    sent: int = 0
+    failures: list = field(default_factory=list)  # {"worker", "code", "message"}
+
+    @property
+    def reached(self) -> int:
+        return self.sent - len(self.failures)
+
+
+def notify_workers(batch: Batch, subject: str, message: str, mturk: MTurk | None = None) -> Notified:
+    """Send a message to every MTurk worker of the batch (NotifyWorkers, 100 workers a call).
+
+    MTurk answers a call with the workers it could not notify (``NotifyWorkersFailureStatuses``: a soft
+    failure may work later, a hard one will not, e.g. a worker with no reviewed work of ours); they are
+    returned, not lost."""
     subject, message = subject.strip(), message.strip()
     if not subject or not message:
         raise ValueError("a notification needs a subject and a message")
@@ -407,6 +423,12 @@ def notify_workers(batch: Batch, subject: str, message: str, mturk: MTurk | None
     worker_ids = sorted(
         set(MTurkAssignment.objects.filter(mturk_hit__hit__batch=batch).values_list("mturk_worker_id", flat=True))
     )
+    result = Notified(sent=len(worker_ids))
     for start in range(0, len(worker_ids), 100):
-        mturk.call("NotifyWorkers", Subject=subject[:200], MessageText=message[:4096], WorkerIds=worker_ids[start : start + 100])
-    return len(worker_ids)
+        answer = mturk.call("NotifyWorkers", Subject=subject[:200], MessageText=message[:4096], WorkerIds=worker_ids[start : start + 100])
+        for failure in answer.get("NotifyWorkersFailureStatuses", []):
+            result.failures.append({
+                "worker": failure.get("WorkerId", ""), "code": failure.get("NotifyWorkersFailureCode", ""),
+                "message": failure.get("NotifyWorkersFailureMessage", ""),
+            })
+    return result

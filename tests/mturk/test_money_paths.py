@@ -296,3 +296,34 @@ def test_the_researcher_sees_unknown_submissions_and_what_the_sync_could_not_do(
     api = client.get(f"/api/campaigns/{campaign.slug}/progress/").json()
     assert api["mturk"]["unknown_total"] == 1 and api["mturk"]["unknown_submissions"][0]["assignment"] == "FORGED1"
     assert api["mturk"]["failing_hits"] == [{"hit": "HIT2", "failures": 1, "error": "ListAssignmentsForHIT: MTurk ListAssignmentsForHIT failed: RequestError (AWS.MechanicalTurk.InvalidParameterValue): throttled badly"}]
+
+
+def test_workers_mturk_could_not_notify_are_reported(stubbed, mturk_batch, task_type):
+    from hits.mturk.sync import notify_workers
+
+    published = _published(mturk_batch, task_type, "HIT1")
+    _submitted_on_mturk(published, 2)
+    stubbed.add_response("notify_workers", {"NotifyWorkersFailureStatuses": [
+        {"NotifyWorkersFailureCode": "HardFailure", "NotifyWorkersFailureMessage": "no reviewed work", "WorkerId": "W2"},
+    ]}, {"Subject": "More", "MessageText": "New HITs.", "WorkerIds": ["W1", "W2"]})
+    result = notify_workers(mturk_batch, "More", "New HITs.")
+    assert (result.sent, result.reached) == (2, 1)
+    assert result.failures == [{"worker": "W2", "code": "HardFailure", "message": "no reviewed work"}]
+
+
+def test_a_rejection_can_be_overridden_on_mturk_only_within_30_days(mturk_batch, task_type):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from hits.payments import PaymentError, approve_assignment
+
+    published = _published(mturk_batch, task_type, "HIT1")
+    recent, old = _submitted_on_mturk(published, 2)
+    for work in (recent, old):
+        reject_assignment(work, "Wrong.", settle=False)
+    Assignment.objects.filter(pk=old.pk).update(submitted_at=timezone.now() - timedelta(days=31))
+    assert approve_assignment(recent, "Our mistake.", settle=False).state == "approved"
+    with pytest.raises(PaymentError, match="within 30 days"):
+        approve_assignment(Assignment.objects.get(pk=old.pk), "Too late.", settle=False)
+    assert Assignment.objects.get(pk=old.pk).state == "rejected"

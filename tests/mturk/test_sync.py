@@ -154,7 +154,7 @@ def test_notify_workers_in_one_call(stubbed, published, mturk_batch):
     stubbed.add_response("notify_workers", {"NotifyWorkersFailureStatuses": []}, {
         "Subject": "New HITs", "MessageText": "More HITs are up.", "WorkerIds": ["W1", "W2"],
     })
-    assert notify_workers(mturk_batch, "New HITs", "More HITs are up.") == 2
+    assert notify_workers(mturk_batch, "New HITs", "More HITs are up.").reached == 2
     with pytest.raises(ValueError):
         notify_workers(mturk_batch, "", "x")
 

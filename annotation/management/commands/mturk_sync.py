@@ -28,10 +28,12 @@ class Command(BaseCommand):
             raise CommandError("--notify-subject and --notify-message go together")
         try:
             report = sync_batch(campaign.batch)
-            notified = notify_workers(campaign.batch, options["notify_subject"], options["notify_message"]) if options["notify_subject"] else 0
+            notified = notify_workers(campaign.batch, options["notify_subject"], options["notify_message"]) if options["notify_subject"] else None
         except MTurkError as exc:
             raise CommandError(str(exc)) from None
-        figures = {**report.as_dict(), "notified": notified}
+        figures = {**report.as_dict(), "notified": notified.reached if notified else 0}
+        if notified and notified.failures:
+            figures["not_notified"] = notified.failures
         if options["format"] == "json":
             self.stdout.write(json.dumps(figures, indent=2))
         else:
