@@ -189,9 +189,13 @@ class Assignment(models.Model):
         REJECTED = "rejected", "Rejected"
         RETURNED = "returned", "Returned"
         EXPIRED = "expired", "Expired"
+        # Answers stored, not counted yet: an MTurk submission waits until MTurk lists it as submitted by the
+        # same worker (then "submitted"); one MTurk never confirms is "discarded" and its place freed.
+        PENDING = "pending", "Awaiting MTurk's confirmation"
+        DISCARDED = "discarded", "Discarded (MTurk never confirmed it)"
 
     # States that hold a place of the HIT.
-    TAKING_STATES = (State.ASSIGNED, State.SUBMITTED, State.APPROVED, State.REJECTED)
+    TAKING_STATES = (State.ASSIGNED, State.PENDING, State.SUBMITTED, State.APPROVED, State.REJECTED)
     DONE_STATES = (State.SUBMITTED, State.APPROVED, State.REJECTED)
 
     hit = models.ForeignKey(HIT, on_delete=models.CASCADE, related_name="assignments")
@@ -220,7 +224,7 @@ class Assignment(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["hit", "worker", "attempt"], name="assignment_one_per_worker_and_hit"),
             models.CheckConstraint(
-                condition=Q(submitted_at__isnull=True) | Q(state__in=["submitted", "approved", "rejected"]),
+                condition=Q(submitted_at__isnull=True) | Q(state__in=["submitted", "approved", "rejected", "pending", "discarded"]),
                 name="assignment_submitted_state",
             ),
         ]

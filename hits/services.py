@@ -241,13 +241,18 @@ class SubmitOutcome:
     duplicate: bool = False
 
 
-def submit_assignment(worker: Worker, assignment_id: int, data) -> SubmitOutcome:
+def submit_assignment(worker: Worker, assignment_id: int, data, *, confirm_later: bool = False) -> SubmitOutcome:
     """Validate and store a worker's answers; the handler reacts in the same transaction.
 
     A second submission of the same assignment (double click, retry) records
     nothing and reports ``duplicate``.  Raises ``AnswerErrors`` (nothing
     stored), ``AssignmentClosed``, or ``Assignment.DoesNotExist`` when the
     assignment is not this worker's.
+
+    ``confirm_later`` (MTurk's framed page): the answers are stored but the
+    assignment is "pending": it does not count towards its HIT and the handler
+    hears nothing until ``confirm_submission`` (MTurk listed it as submitted by
+    the same worker); ``discard_submission`` drops it and frees its place.
     """
     now = timezone.now()
     closed = None
@@ -255,7 +260,7 @@ def submit_assignment(worker: Worker, assignment_id: int, data) -> SubmitOutcome
         # One query locks the assignment and then its HIT (always in that order, as expiry does):
         # submissions of one HIT are serialised, so "the last one" is known exactly.
         assignment = worker_assignment(worker, assignment_id, lock=True)
-        if assignment.state in Assignment.DONE_STATES:
+        if assignment.state in Assignment.DONE_STATES or assignment.state == Assignment.State.PENDING:
             return SubmitOutcome(assignment, duplicate=True)
         if assignment.state == Assignment.State.ASSIGNED and assignment.expires_at <= now:
             # The expiry is kept (committed) even though the submission is refused.
@@ -264,23 +269,30 @@ def submit_assignment(worker: Worker, assignment_id: int, data) -> SubmitOutcome
         if assignment.state in (Assignment.State.RETURNED, Assignment.State.EXPIRED):
             closed = f"this HIT was {assignment.get_state_display().lower()} and can no longer be submitted"
         else:
-            _store_submission(assignment, data, now)
+            _store_submission(assignment, data, now, confirm_later)
     if closed:
         raise AssignmentClosed(closed, task_type=assignment.hit.task_type)
     return SubmitOutcome(assignment)
 
 
-def _store_submission(assignment: Assignment, data, now) -> None:
+def _store_submission(assignment: Assignment, data, now, confirm_later: bool = False) -> None:
     """Validate, store and hand over a submission (inside the caller's transaction, HIT locked)."""
     hit = assignment.hit
     handler = task_handler(hit.task_type.slug)
     answers = handler.clean(hit, data)
     assignment.answers = answers
     assignment.feedback = str(answers.get("feedback", ""))[:2000] if isinstance(answers, dict) else ""
-    assignment.state = Assignment.State.SUBMITTED
+    assignment.state = Assignment.State.PENDING if confirm_later else Assignment.State.SUBMITTED
     assignment.submitted_at = now
     assignment.work_seconds = max(0, int((now - assignment.accepted_at).total_seconds()))
     sql.update(assignment, ["answers", "feedback", "state", "submitted_at", "work_seconds"])
+    if not confirm_later:
+        _hand_over(assignment, handler, now)
+
+
+def _hand_over(assignment: Assignment, handler, now) -> None:
+    """A submission now counts: its HIT's tally (and completion), grading or the handler's reaction."""
+    hit = assignment.hit
     hit.n_submitted += 1
     if hit.n_submitted >= hit.max_assignments:
         hit.state = HIT.State.COMPLETED
@@ -292,6 +304,42 @@ def _store_submission(assignment: Assignment, data, now) -> None:
         handler.on_submitted(assignment)
     # A submission may open new HITs (the next stage); on an MTurk batch they are published after the commit.
     publish_soon(hit.batch)
+
+
+def _locked_pending(assignment_id: int) -> Assignment | None:
+    """The assignment locked, then its HIT (the order submissions and expiry lock them in); None unless pending."""
+    assignment = Assignment.objects.select_for_update(of=("self",)).get(pk=assignment_id)
+    if assignment.state != Assignment.State.PENDING:
+        return None
+    assignment.hit = HIT.objects.select_for_update(of=("self",)).select_related("task_type", "batch").get(pk=assignment.hit_id)
+    return assignment
+
+
+def confirm_submission(assignment_id: int) -> bool:
+    """MTurk confirmed a pending submission (listed it as submitted by the same worker): it now counts, as a
+    local submission does at once.  Idempotent: returns whether this call confirmed it."""
+    with transaction.atomic():
+        assignment = _locked_pending(assignment_id)
+        if assignment is None:
+            return False
+        assignment.state = Assignment.State.SUBMITTED
+        Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED)
+        _hand_over(assignment, task_handler(assignment.hit.task_type.slug), timezone.now())
+    return True
+
+
+def discard_submission(assignment_id: int, reason: str) -> bool:
+    """Drop a pending submission MTurk never confirmed (a forged page, or another worker's assignment): its
+    answers never count, its place is free again, and the reason is logged.  Returns whether it was discarded."""
+    with transaction.atomic():
+        assignment = _locked_pending(assignment_id)
+        if assignment is None:
+            return False
+        Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.DISCARDED, review_message=reason[:1000])
+        # A pending submission never counted towards the HIT's completion: freeing its place is enough.
+        HIT.objects.filter(pk=assignment.hit_id).update(n_taken=F("n_taken") - 1)
+    log.warning("discarded unconfirmed submission %s of HIT %s: %s", assignment_id, assignment.hit_id, reason)
+    return True
 
 
 def _release(assignment: Assignment, state: str) -> None:

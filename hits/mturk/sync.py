@@ -8,7 +8,11 @@ source of truth for what it has *paid*.  ``sync_batch`` therefore:
    finished here);
 2. lists every published HIT's assignments (ListAssignmentsForHIT, all pages)
    and records MTurk's status of each (idempotent: a second run changes
-   nothing);
+   nothing).  A submission our page stored is "pending" until then: listed as
+   submitted by the same worker, it is confirmed and counts from now on
+   (``hits.services.confirm_submission``); listed for another worker, or
+   still unknown to MTurk ``MTURK_CONFIRM_GRACE`` seconds after it was made
+   (GetAssignment), it is discarded and its place freed;
 3. mirrors MTurk's own decisions (an assignment MTurk auto-approved is
    approved locally, and its reward recorded);
 4. approves submitted work older than ``MTURK_APPROVE_AFTER_HOURS`` that no
@@ -42,6 +46,7 @@ from django.utils import timezone
 from hits.models import HIT, Assignment, Batch, LedgerEntry
 from hits.mturk.client import MTurk, MTurkError, does_not_exist, for_batch, token_already_used
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkUnknownSubmission
+from hits.services import confirm_submission, discard_submission
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +73,8 @@ class SyncReport:
     deleted: int = 0
     reopened: int = 0
     unknown_rejected: int = 0
+    confirmed: int = 0
+    discarded: int = 0
     gone: int = 0
     errors: list = field(default_factory=list)
 
@@ -98,6 +105,7 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
             report.error("publishing", exc)
     for published in needs_listing(batch):
         _list_assignments(mturk, published, report, now)
+    settle_unconfirmed(batch, mturk, report, now)
     _approve_due(batch, now, report)
     settle_batch(batch, mturk, report)
     reject_unknown_submissions(batch, mturk, report, now)
@@ -191,6 +199,8 @@ def _list_assignments(mturk: MTurk, published: MTurkHIT, report: SyncReport, now
             _note_unknown(published, item)
             report.unknown += 1
             continue
+        if record.assignment.state == Assignment.State.PENDING and not _confirm_or_discard(record, item, report):
+            continue
         status = item["AssignmentStatus"]
         if record.status != status:
             MTurkAssignment.objects.filter(pk=record.pk).update(status=status, synced_at=now)
@@ -198,6 +208,44 @@ def _list_assignments(mturk: MTurk, published: MTurkHIT, report: SyncReport, now
             report.status_changes += 1
         _mirror_mturk_decision(record)
     MTurkHIT.objects.filter(pk=published.pk).update(last_synced_at=now)
+
+
+def _confirm_or_discard(record: MTurkAssignment, item: dict, report: SyncReport) -> bool:
+    """A pending submission MTurk has: confirmed when MTurk's worker is the one our page served, else discarded.
+    Returns whether it now counts."""
+    if item.get("WorkerId") != record.mturk_worker_id:
+        discard_submission(
+            record.assignment_id,
+            f"MTurk lists assignment {record.mturk_assignment_id} as worker {item.get('WorkerId')}'s, "
+            f"not {record.mturk_worker_id}'s who submitted it on our page",
+        )
+        report.discarded += 1
+        return False
+    if confirm_submission(record.assignment_id):
+        report.confirmed += 1
+    record.assignment.refresh_from_db()
+    return True
+
+
+def settle_unconfirmed(batch: Batch, mturk: MTurk, report: SyncReport, now=None) -> None:
+    """Pending submissions MTurk's listings still lack ``MTURK_CONFIRM_GRACE`` seconds after they were made:
+    asked about one by one (GetAssignment); one MTurk does not have, or has for another worker, is discarded."""
+    now = now or timezone.now()
+    due = now - timedelta(seconds=settings.MTURK_CONFIRM_GRACE)
+    for record in MTurkAssignment.objects.filter(
+        mturk_hit__hit__batch=batch, assignment__state=Assignment.State.PENDING, assignment__submitted_at__lte=due
+    ).select_related("assignment", "mturk_hit").order_by("pk"):
+        try:
+            found = mturk.call("GetAssignment", AssignmentId=record.mturk_assignment_id)["Assignment"]
+        except MTurkError as exc:
+            if does_not_exist(exc):
+                discard_submission(record.assignment_id, f"MTurk has no assignment {record.mturk_assignment_id}: {exc.message}"[:900])
+                report.discarded += 1
+            else:
+                report.error(f"GetAssignment {record.mturk_assignment_id}", exc)
+            continue
+        if found.get("AssignmentStatus") in ("Submitted", "Approved", "Rejected") or found.get("WorkerId") != record.mturk_worker_id:
+            _confirm_or_discard(record, found, report)
 
 
 def _note_unknown(published: MTurkHIT, item: dict) -> None:

@@ -11,7 +11,10 @@ MTurk loads ``ExternalURL?assignmentId=..&hitId=..&workerId=..&turkSubmitTo=..``
 - the form posts back here; the answers are validated and stored by
   ``hits.services.submit_assignment`` *first*, then the page posts
   ``assignmentId`` to ``<turkSubmitTo>/mturk/externalSubmit`` so MTurk
-  records the submission.
+  records the submission.  Stored answers are "pending": they count (gold
+  labels, cross-checks, scores, the next stage) only once the sync sees MTurk
+  list the assignment as submitted by the same worker, since anyone can open
+  this page with made-up ids (``hits.mturk.sync``).
 
 There is no login: the assignment's secret token, carried in the form,
 proves the post comes from the page we served, and a worker id that does
@@ -161,7 +164,7 @@ def mturk_hit_page(request):
             record, refusal = _take(published, mturk_assignment_id, worker_id, submit_to)
             if record is None:
                 return _refuse(request, 403, refusal)
-        if record.assignment.state in Assignment.DONE_STATES:
+        if record.assignment.state in Assignment.DONE_STATES or record.assignment.state == Assignment.State.PENDING:
             return render(request, "hits/mturk_submit.html", {"record": record})
         if record.assignment.state != Assignment.State.ASSIGNED:
             return _refuse(request, 410, f"This HIT was {record.assignment.get_state_display().lower()}. Please return it on MTurk.")
@@ -170,7 +173,7 @@ def mturk_hit_page(request):
         return _refuse(request, 403, "This submission does not come from the page of this assignment.")
     assignment = record.assignment
     try:
-        submit_assignment(assignment.worker, assignment.pk, request.POST)
+        submit_assignment(assignment.worker, assignment.pk, request.POST, confirm_later=True)
     except AnswerErrors as exc:
         return _page(request, published.hit, assignment, record, data=request.POST, errors=exc.errors, status=400)
     except AssignmentClosed as exc:

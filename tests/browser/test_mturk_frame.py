@@ -21,6 +21,7 @@ from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
 from hits.models import Assignment
 from hits.mturk.models import MTurkAssignment, MTurkHIT
+from hits.services import confirm_submission
 from tests.conftest import write_jsonl
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -125,7 +126,11 @@ def test_worker_previews_accepts_and_submits_inside_mturks_frame(page, live_serv
     assert fake_mturk.submissions == [{"path": "/mturk/externalSubmit", "assignmentId": "3ASSIGN1", "saved": "1"}]
     record = MTurkAssignment.objects.select_related("assignment__worker").get()
     assert record.mturk_worker_id == "AWORKER1" and record.assignment.worker.mturk_worker_id == "AWORKER1"
-    assert record.assignment.state == "submitted"
+    # Stored, but pending: nothing counts until MTurk lists the assignment as AWORKER1's (the sync confirms it).
+    assert record.assignment.state == "pending"
+    assert not ContentUnit.objects.exists()
+    assert confirm_submission(record.assignment_id)
+    assert Assignment.objects.get(pk=record.assignment_id).state == "submitted"
     assert sorted(ContentUnit.objects.values_list("question", flat=True)) == ["Who blamed someone?", "Who did someone blame?"]
 
 

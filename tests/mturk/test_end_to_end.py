@@ -20,7 +20,7 @@ from annotation.management.simulation import Answerer
 from hits.models import HIT, Assignment, LedgerEntry
 from hits.mturk.models import MTurkAssignment, MTurkHIT
 from hits.mturk.publishing import publish_batch, request_token
-from hits.mturk.sync import past_expiry, sync_batch
+from hits.mturk.sync import needs_listing, past_expiry, sync_batch
 from hits.payments import pay_bonus
 
 pytestmark = pytest.mark.django_db
@@ -75,7 +75,7 @@ def work_on(client, hit: HIT, answerer: Answerer, counter: list[int]) -> None:
     url = reverse("mturk-hit")
     for n in range(1, 9):
         hit.refresh_from_db()
-        if hit.state != "open":
+        if hit.state != "open" or hit.n_taken >= hit.max_assignments:  # every place taken (pending until MTurk lists it)
             return
         worker_id, assignment_id = f"W{n}", f"A{counter[0]}"
         page = client.get(url, {"assignmentId": assignment_id, "hitId": published.mturk_hit_id, "workerId": worker_id, "turkSubmitTo": SUBMIT_TO})
@@ -91,7 +91,21 @@ def work_on(client, hit: HIT, answerer: Answerer, counter: list[int]) -> None:
     raise AssertionError(f"HIT {hit.pk} could not be completed")
 
 
-def test_campaign_runs_on_mturk_from_publish_to_payment(stubbed, small_files, client, django_capture_on_commit_callbacks):
+def confirm_by_sync(stub, batch) -> None:
+    """The sync lists every HIT that may change; MTurk shows each submission as its own worker's, so the
+    pending submissions are confirmed and count from now on (the next stage's HITs appear)."""
+    for item in needs_listing(batch):
+        mine = list(MTurkAssignment.objects.filter(mturk_hit=item).order_by("pk"))
+        stub.add_response("list_assignments_for_hit", {"NumResults": len(mine), "Assignments": [
+            {"AssignmentId": r.mturk_assignment_id, "WorkerId": r.mturk_worker_id, "HITId": item.mturk_hit_id, "AssignmentStatus": "Submitted"}
+            for r in mine
+        ]}, {"HITId": item.mturk_hit_id, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"], "MaxResults": 100})
+    pending = Assignment.objects.filter(hit__batch=batch, state="pending").count()
+    report = sync_batch(batch)
+    assert report.confirmed == pending and report.discarded == 0 and report.failed == 0, report
+
+
+def test_campaign_runs_on_mturk_from_publish_to_payment(stubbed, small_files, client, django_capture_on_commit_callbacks, settings):
     refs, sums = small_files
     campaign = import_campaign(name="On MTurk", references=refs, summaries=sums).campaign
     Campaign.objects.filter(pk=campaign.pk).update(backend="mturk-sandbox")
@@ -110,14 +124,19 @@ def test_campaign_runs_on_mturk_from_publish_to_payment(stubbed, small_files, cl
 
     answerer = Answerer(random.Random(5), accuracy=1.0)
     counter = [1]
+    settings.MTURK_APPROVE_AFTER_HOURS = 1000  # reviews wait for the end
     for _ in range(12):  # stages (and any redo round) until nothing is open
         open_hits = list(HIT.objects.filter(batch=batch, state="open", mturk__isnull=False).order_by("pk"))
         if not open_hits:
             break
         for hit in open_hits:
             work_on(client, hit, answerer, counter)
+        # Nothing a worker submitted counts before MTurk confirms it: no QA pair, judgment or new HIT yet.
+        assert not HIT.objects.filter(batch=batch, state="open", mturk__isnull=True).exists()
+        confirm_by_sync(stubbed, batch)
         expect_publish(stubbed, batch)
         publish_batch(batch)
+    settings.MTURK_APPROVE_AFTER_HOURS = 0
     campaign.refresh_from_db()
     assert campaign.state == "finished"
     # Gold data comes from the answers our page stored: three judgments per unit and summary, and a crowd label.

@@ -128,3 +128,99 @@ def test_taking_places_is_rate_limited_per_client(client, published, settings, p
     assert open_page(client, address).status_code == 200  # the same assignment again: no new place taken, not counted
     assert open_page(client, address, assignmentId="A2", workerId="W2").status_code == 429
     assert Assignment.objects.count() == 1
+
+
+# --- nothing from the framed page counts before MTurk confirms it (issue 17) --------------------
+
+
+def _submit(client, assignment_id="A1", worker_id="W1"):
+    page = open_page(client, assignmentId=assignment_id, workerId=worker_id)
+    assert page.status_code == 200
+    record = MTurkAssignment.objects.get(mturk_assignment_id=assignment_id)
+    done = client.post(reverse("mturk-hit"), {
+        "hitId": "HIT1", "assignmentId": assignment_id, "workerId": worker_id, "token": str(record.assignment.token),
+        "q1": "Who blamed someone?", "q1_a1": _first_word(record.assignment.hit),
+    })
+    assert done.status_code == 200, done.content[:400]
+    return MTurkAssignment.objects.select_related("assignment__hit").get(pk=record.pk)
+
+
+def _first_word(hit):
+    from annotation.models import Predicate
+
+    return Predicate.objects.select_related("sentence").get(pk=hit.payload["predicate"]).sentence.text.split()[0]
+
+
+def _listing(stub, items):
+    stub.add_response("list_assignments_for_hit", {"NumResults": len(items), "Assignments": [
+        {"AssignmentId": a, "WorkerId": w, "HITId": "HIT1", "AssignmentStatus": "Submitted"} for a, w in items
+    ]}, {"HITId": "HIT1", "AssignmentStatuses": ["Submitted", "Approved", "Rejected"], "MaxResults": 100})
+
+
+def test_a_forged_submission_never_counts_and_its_place_is_freed(client, published, stubbed, settings):
+    """Made-up assignment and worker ids for a known HIT: the answers are stored but pending (no QA pair, no
+    verification HIT); MTurk never lists them, and once the grace has passed it says it has no such
+    assignment: the submission is discarded, logged, and the place is free for a real worker."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import ContentUnit
+    from hits.models import HIT
+    from hits.mturk.sync import sync_batch
+
+    settings.MTURK_CONFIRM_GRACE = 600
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    batch = published.hit.batch
+    HIT.objects.filter(batch=batch).exclude(pk=published.hit_id).delete()  # only HIT1 is on MTurk in this test
+    forged = _submit(client, "FORGED01", "NOBODY1")
+    assert forged.assignment.state == "pending" and not ContentUnit.objects.exists()
+    assert HIT.objects.filter(batch=batch).count() == 1  # no verification HIT for it
+    _listing(stubbed, [])
+    assert sync_batch(batch).discarded == 0  # within the grace: MTurk may not have it listed yet
+    Assignment.objects.filter(pk=forged.assignment_id).update(submitted_at=timezone.now() - timedelta(seconds=601))
+    _listing(stubbed, [])
+    stubbed.add_client_error("get_assignment", service_error_code="RequestError", http_status_code=400,
+                             service_message="Assignment FORGED01 does not exist.",
+                             modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.AssignmentDoesNotExist"},
+                             expected_params={"AssignmentId": "FORGED01"})
+    report = sync_batch(batch)
+    assert report.discarded == 1 and report.confirmed == 0
+    assignment = Assignment.objects.get(pk=forged.assignment_id)
+    assert assignment.state == "discarded" and "no assignment FORGED01" in assignment.review_message
+    hit = HIT.objects.get(pk=published.hit_id)
+    assert (hit.n_taken, hit.n_submitted, hit.state) == (0, 0, "open")
+    assert not ContentUnit.objects.exists()
+
+
+def test_a_submission_mturk_lists_for_another_worker_is_discarded(client, published, stubbed, settings):
+    from annotation.models import ContentUnit
+    from hits.models import HIT
+    from hits.mturk.sync import sync_batch
+
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    HIT.objects.filter(batch=published.hit.batch).exclude(pk=published.hit_id).delete()
+    claimed = _submit(client, "A7", "IMPOSTOR")
+    _listing(stubbed, [("A7", "REALWORKER")])  # the assignment id is real, but it is someone else's
+    report = sync_batch(published.hit.batch)
+    assert (report.discarded, report.confirmed) == (1, 0)
+    assert Assignment.objects.get(pk=claimed.assignment_id).state == "discarded"
+    assert not ContentUnit.objects.exists()
+
+
+def test_a_submission_mturk_lists_for_the_same_worker_counts(client, published, stubbed, settings):
+    from annotation.models import ContentUnit
+    from hits.models import HIT
+    from hits.mturk.sync import sync_batch
+
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    settings.MTURK_APPROVE_AFTER_HOURS = 1000
+    HIT.objects.filter(batch=published.hit.batch).exclude(pk=published.hit_id).delete()
+    genuine = _submit(client, "A1", "W1")
+    _listing(stubbed, [("A1", "W1")])
+    report = sync_batch(published.hit.batch)
+    assert (report.confirmed, report.discarded) == (1, 0)
+    assert Assignment.objects.get(pk=genuine.assignment_id).state == "submitted"
+    assert ContentUnit.objects.count() == 1
+    assert HIT.objects.get(pk=published.hit_id).state == "completed"
+    assert HIT.objects.filter(batch=published.hit.batch, task_type__slug="verification").count() == 1
