@@ -21,7 +21,10 @@ source of truth for what it has *paid*.  ``sync_batch`` therefore:
    the ledger still has pending (``settle_batch``);
 6. expires and deletes the MTurk HITs of a finished or cancelled batch;
    expires those of a paused batch, and gives them a new lifetime on resume;
-7. rejects submissions MTurk lists that our HIT page never stored (a worker
+7. frees the local places of assignments a worker returned or abandoned on
+   MTurk (ListAssignmentsForHIT never shows those; GetHIT's count of
+   assignments in progress tells them), so MTurk's next worker finds one;
+8. rejects submissions MTurk lists that our HIT page never stored (a worker
    posting straight to MTurk's ``externalSubmit``) before MTurk's automatic
    approval pays them, and keeps them for the researcher to see.
 
@@ -75,6 +78,7 @@ class SyncReport:
     unknown_rejected: int = 0
     confirmed: int = 0
     discarded: int = 0
+    freed: int = 0
     gone: int = 0
     errors: list = field(default_factory=list)
 
@@ -106,6 +110,13 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
     for published in needs_listing(batch):
         _list_assignments(mturk, published, report, now)
     settle_unconfirmed(batch, mturk, report, now)
+    for published in MTurkHIT.objects.filter(
+        hit__batch=batch, gone_at__isnull=True, deleted_at__isnull=True, assignments__assignment__state=Assignment.State.ASSIGNED
+    ).distinct().order_by("pk"):
+        try:
+            report.freed += free_returned_places(published, mturk)
+        except MTurkError as exc:
+            _hit_failed(published, "GetHIT", exc, report, now)
     _approve_due(batch, now, report)
     settle_batch(batch, mturk, report)
     reject_unknown_submissions(batch, mturk, report, now)
@@ -208,6 +219,37 @@ def _list_assignments(mturk: MTurk, published: MTurkHIT, report: SyncReport, now
             report.status_changes += 1
         _mirror_mturk_decision(record)
     MTurkHIT.objects.filter(pk=published.pk).update(last_synced_at=now)
+
+
+def free_returned_places(published: MTurkHIT, mturk: MTurk, arriving: int = 0) -> int:
+    """Free the local places of assignments returned or abandoned on MTurk; returns how many were freed.
+
+    MTurk never lists returned or abandoned assignments, but GetHIT counts the assignments in progress
+    (``NumberOfAssignmentsPending``, which includes ``arriving`` workers who just accepted and are not on
+    our page yet).  Local places held by MTurk workers beyond that count were given up on MTurk: the
+    longest-held ones are returned.  Submissions waiting for MTurk's confirmation are never touched.
+    """
+    from hits.services import return_assignment
+
+    hit = mturk.call("GetHIT", HITId=published.mturk_hit_id)["HIT"]
+    in_progress_on_mturk = max(int(hit.get("NumberOfAssignmentsPending", 0)) - arriving, 0)
+    held = list(
+        MTurkAssignment.objects.filter(mturk_hit=published, assignment__state=Assignment.State.ASSIGNED)
+        .select_related("assignment__worker").order_by("assignment__accepted_at", "pk")
+    )
+    unlisted_pending = MTurkAssignment.objects.filter(
+        mturk_hit=published, assignment__state=Assignment.State.PENDING, status=MTurkAssignment.Status.UNKNOWN
+    ).count()
+    excess = len(held) + unlisted_pending - in_progress_on_mturk
+    freed = 0
+    for record in held[: max(excess, 0)]:
+        try:
+            return_assignment(record.assignment.worker, record.assignment_id)
+        except Exception:  # noqa: BLE001 - submitted or expired meanwhile: nothing to free
+            continue
+        log.info("MTurk assignment %s was returned or abandoned on MTurk: its place is free", record.mturk_assignment_id)
+        freed += 1
+    return freed
 
 
 def _confirm_or_discard(record: MTurkAssignment, item: dict, report: SyncReport) -> bool:

@@ -224,3 +224,39 @@ def test_a_submission_mturk_lists_for_the_same_worker_counts(client, published, 
     assert ContentUnit.objects.count() == 1
     assert HIT.objects.get(pk=published.hit_id).state == "completed"
     assert HIT.objects.filter(batch=published.hit.batch, task_type__slug="verification").count() == 1
+
+
+# --- places returned or abandoned on MTurk (issue 17) ----------------------------------------------
+
+
+def test_a_place_returned_on_mturk_is_freed_for_the_worker_mturk_sends_next(client, published, stubbed):
+    """W1 accepted (their place is held here) and returned the HIT on MTurk, which offers it to W2: GetHIT
+    shows only W2 in progress, so W1's place is freed and W2 gets it instead of 'no place left'."""
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    stubbed.add_response("get_hit", {"HIT": {"HITId": "HIT1", "NumberOfAssignmentsPending": 1}}, {"HITId": "HIT1"})
+    second = open_page(client, assignmentId="A2", workerId="W2")
+    assert second.status_code == 200, second.content[:300]
+    states = dict(MTurkAssignment.objects.values_list("mturk_assignment_id", "assignment__state"))
+    assert states == {"A1": "returned", "A2": "assigned"}
+
+
+def test_a_full_hit_stays_full_while_mturk_counts_its_workers_in_progress(client, published, stubbed):
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    stubbed.add_response("get_hit", {"HIT": {"HITId": "HIT1", "NumberOfAssignmentsPending": 2}}, {"HITId": "HIT1"})
+    refused = open_page(client, assignmentId="A2", workerId="W2")
+    assert refused.status_code == 403 and b"no place left" in refused.content
+    assert Assignment.objects.get(worker__mturk_worker_id="W1").state == "assigned"
+
+
+def test_the_sync_frees_places_abandoned_on_mturk(client, published, stubbed, settings):
+    from hits.models import HIT
+    from hits.mturk.sync import sync_batch
+
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    HIT.objects.filter(batch=published.hit.batch).exclude(pk=published.hit_id).delete()
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    _listing(stubbed, [])
+    stubbed.add_response("get_hit", {"HIT": {"HITId": "HIT1", "NumberOfAssignmentsPending": 0}}, {"HITId": "HIT1"})
+    assert sync_batch(published.hit.batch).freed == 1
+    hit = HIT.objects.get(pk=published.hit_id)
+    assert hit.n_taken == 0 and Assignment.objects.get().state == "returned"
