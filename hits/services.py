@@ -306,6 +306,62 @@ def _hand_over(assignment: Assignment, handler, now) -> None:
     publish_soon(hit.batch)
 
 
+class PlacesRefused(Exception):
+    """More places cannot be added as asked (e.g. the batch's budget cap); nothing was changed."""
+
+
+def add_places(hit: HIT, extra: int) -> HIT:
+    """Open ``extra`` more places of ``hit`` (e.g. to replace excluded work), inside the caller's transaction;
+    returns the HIT that holds them.
+
+    Locally the HIT just grows.  On MTurk the published HIT grows too (``CreateAdditionalAssignmentsForHIT``
+    at the next publish) when MTurk allows it: not for a HIT MTurk deleted or no longer has, and never from
+    under 10 assignments to 10 or more (MTurk refuses; the commission would also double).  Otherwise the
+    places go to a new HIT with the same payload, published as its own MTurk HIT, which the workers of the
+    first may not take.  On MTurk, ``PlacesRefused`` when the places would take the money committed over
+    the batch's budget cap.
+    """
+    from hits.mturk import fees
+    from hits.mturk.models import MTurkHIT
+
+    hit = HIT.objects.select_for_update(of=("self",)).select_related("batch").get(pk=hit.pk)
+    batch = hit.batch
+    published = MTurkHIT.objects.filter(hit=hit).first() if batch.on_mturk else None
+    if batch.on_mturk:
+        from hits.mturk.publishing import mturk_reward
+
+        assignments = (published.max_assignments + extra) if published else hit.max_assignments + extra
+        cost = (mturk_reward(hit) + fees.mturk_fee(mturk_reward(hit), assignments)) * extra
+        if batch.budget_cap is not None and fees.committed(batch) + cost > batch.budget_cap:
+            raise PlacesRefused(
+                f"{extra} more place{'s' if extra != 1 else ''} (${cost.quantize(fees.CENT)}) would pass the budget cap of "
+                f"${batch.budget_cap} (${fees.committed(batch)} committed)"
+            )
+    can_grow = published is None or (
+        published.deleted_at is None and published.gone_at is None
+        and (published.max_assignments >= 10 or published.max_assignments + extra < 10)
+    )
+    target = hit
+    if can_grow:
+        hit.max_assignments += extra
+        hit.payload = {**hit.payload, "replacements": hit.payload.get("replacements", 0) + extra}
+    else:
+        target = HIT.objects.create(
+            batch=batch, task_type_id=hit.task_type_id, kind=hit.kind, payload={**hit.payload, "replaces": hit.pk},
+            answer_key=hit.answer_key, max_assignments=extra, reward=hit.reward, priority=hit.priority,
+        )
+        HITExclusion.objects.bulk_create(
+            [HITExclusion(hit=target, worker_id=w) for w in set(hit.assignments.values_list("worker_id", flat=True))
+             | set(hit.exclusions.values_list("worker_id", flat=True))],
+            ignore_conflicts=True,
+        )
+    if can_grow:
+        hit.state, hit.completed_at = HIT.State.OPEN, None
+        hit.save(update_fields=["max_assignments", "payload", "state", "completed_at"])
+    publish_soon(batch)
+    return target
+
+
 def _locked_pending(assignment_id: int) -> Assignment | None:
     """The assignment locked, then its HIT (the order submissions and expiry lock them in); None unless pending."""
     assignment = Assignment.objects.select_for_update(of=("self",)).get(pk=assignment_id)

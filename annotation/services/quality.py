@@ -32,6 +32,7 @@ from annotation.services.gold import refresh_gold
 from annotation.services.pipeline import finish_campaign_if_done
 from hits import qualifications
 from hits.models import HIT, Assignment, Batch, QualificationEvent, TaskType, Worker
+from hits.services import add_places
 
 # --- ongoing cross-checks --------------------------------------------------------------------
 
@@ -125,13 +126,10 @@ def exclude_worker(campaign: Campaign, worker: Worker, *, by=None, replace: bool
     n = judgments.update(excluded=True)
     reopened = 0
     if replace and per_hit:
-        for hit in HIT.objects.select_for_update().filter(pk__in=per_hit):
-            extra = per_hit[hit.pk]
-            hit.max_assignments += extra
-            hit.payload = {**hit.payload, "replacements": hit.payload.get("replacements", 0) + extra}
-            hit.state = HIT.State.OPEN
-            hit.completed_at = None
-            hit.save(update_fields=["max_assignments", "payload", "state", "completed_at"])
+        for hit in HIT.objects.filter(pk__in=per_hit).order_by("pk"):
+            # On MTurk the places are published too (more assignments, or a new HIT), within the budget cap;
+            # a refusal undoes the whole exclusion (this transaction).
+            add_places(hit, per_hit[hit.pk])
             reopened += 1
         if campaign.state == Campaign.State.FINISHED:
             Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.RUNNING)
@@ -161,6 +159,15 @@ def include_worker(campaign: Campaign, worker: Worker, *, by=None) -> dict:
                 hit.state = HIT.State.COMPLETED
                 hit.completed_at = timezone.now()
             hit.save(update_fields=["max_assignments", "payload", "state", "completed_at"])
+    # Replacement places that went to a HIT of their own (on MTurk, when the first could not grow).
+    for hit in HIT.objects.select_for_update().filter(payload__replaces__in=list(hit_ids), state__in=HIT.UNFINISHED_STATES):
+        if hit.n_taken == 0:
+            hit.state = HIT.State.CANCELLED
+        else:
+            hit.max_assignments = hit.n_taken
+            if hit.n_submitted >= hit.max_assignments:
+                hit.state, hit.completed_at = HIT.State.COMPLETED, timezone.now()
+        hit.save(update_fields=["max_assignments", "state", "completed_at"])
     refresh_gold(campaign, pairs)
     schedule_score_update(campaign, [s for _, s in pairs])
     QualificationEvent.objects.create(

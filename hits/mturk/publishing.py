@@ -182,6 +182,7 @@ def planned_requests(batch: Batch) -> list[dict]:
 class PublishReport:
     published: int = 0
     recovered: int = 0
+    grown: int = 0
     remaining: int = 0
     committed: str = "0.00"
     stopped: str = ""
@@ -241,8 +242,41 @@ def publishing_lock(batch: Batch):
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, batch.pk])
 
 
+def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
+    """Published HITs given more places locally (replacements of excluded work, ``hits.services.add_places``):
+    CreateAdditionalAssignmentsForHIT for the difference, within the budget cap.  Its request token names the
+    new total, so a retried call cannot add the places twice."""
+    for published in (
+        MTurkHIT.objects.filter(hit__batch=batch, deleted_at__isnull=True, gone_at__isnull=True)
+        .select_related("hit").order_by("pk")
+    ):
+        wanted = mturk_max_assignments(published.hit)
+        extra = wanted - published.max_assignments
+        if extra <= 0:
+            continue
+        cost = (published.reward + fees.mturk_fee(published.reward, wanted)) * extra
+        committed = fees.committed(batch)
+        if batch.budget_cap is not None and committed + cost > batch.budget_cap:
+            report.stopped = f"budget cap of ${batch.budget_cap} reached (${committed} committed)"
+            return
+        check_balance(mturk, cost)
+        try:
+            mturk.call(
+                "CreateAdditionalAssignmentsForHIT", HITId=published.mturk_hit_id, NumberOfAdditionalAssignments=extra,
+                UniqueRequestToken=f"{published.request_token}-{wanted}"[:64],
+            )
+        except MTurkError as exc:
+            if not token_already_used(exc):
+                raise
+        MTurkHIT.objects.filter(pk=published.pk).update(max_assignments=wanted)
+        report.grown += 1
+
+
 def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
     report = PublishReport()
+    _grow(batch, mturk, report)
+    if report.stopped:
+        return report
     rewards = regular_rewards(batch)
     pending = [hit for hit in unpublished_hits(batch) if not waits_for_regular_hits(hit, rewards)]
     selected, committed = [], fees.committed(batch)

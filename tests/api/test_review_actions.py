@@ -309,3 +309,44 @@ def test_bad_summaries_file_lists_every_problem_and_writes_nothing(api_world, tm
 def test_system_upload_needs_a_file(api_world):
     response = client_for(api_world, "owner").post("/api/campaigns/parks/systems/", {}, format="multipart")
     assert response.status_code == 400 and "summaries" in response.json()
+
+
+def test_excluding_on_mturk_past_the_budget_cap_is_refused_and_changes_nothing(api_world):
+    """The replacement places of an exclusion would pass the MTurk budget cap: the API says so (400) and
+    nothing is excluded, on the web page too."""
+    from annotation.models import PresenceJudgment
+    from annotation.services.pipeline import task_type as stage_task_type
+    from hits.models import Batch
+    from hits.mturk import fees
+    from hits.mturk.models import MTurkHIT
+
+    campaign = api_world["campaign"]
+    data = _with_data(api_world)
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    hit = HIT.objects.create(
+        batch=campaign.batch, task_type=stage_task_type("presence"), max_assignments=3, reward=Decimal("0.20"),
+        payload={"summary": data["summary"].pk, "predicate": data["predicate"].pk, "units": [data["unit"].pk]},
+    )
+    crowd = Worker.objects.get(external_id="crowd1")
+    now = timezone.now()
+    assignment = Assignment.objects.create(
+        hit=hit, worker=crowd, state=Assignment.State.SUBMITTED, accepted_at=now, expires_at=now, submitted_at=now,
+    )
+    HIT.objects.filter(pk=hit.pk).update(n_taken=1, n_submitted=1)
+    PresenceJudgment.objects.filter(worker=crowd).update(assignment=assignment)
+    MTurkHIT.objects.create(hit=hit, sandbox=True, mturk_hit_id="HIT1", request_token="t-1", max_assignments=3, reward=Decimal("0.20"))
+    Batch.objects.filter(pk=campaign.batch_id).update(backend=Batch.Backend.MTURK_SANDBOX)
+    Batch.objects.filter(pk=campaign.batch_id).update(budget_cap=fees.committed(campaign.batch) + Decimal("0.10"))
+
+    response = client_for(api_world, "owner").post(f"/api/campaigns/{campaign.slug}/workers/exclude/", {"worker": "crowd1"}, format="json")
+    assert response.status_code == 400 and "budget cap" in response.json()["detail"]
+    assert not PresenceJudgment.objects.filter(excluded=True).exists()
+    assert HIT.objects.get(pk=hit.pk).max_assignments == 3
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(api_world["users"]["owner"])
+    page = browser.post(f"/campaigns/{campaign.slug}/workers/action/", {"worker": "crowd1", "action": "exclude"}, follow=True)
+    assert "Nothing was excluded" in page.content.decode()
+    assert not PresenceJudgment.objects.filter(excluded=True).exists()

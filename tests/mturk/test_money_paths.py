@@ -327,3 +327,62 @@ def test_a_rejection_can_be_overridden_on_mturk_only_within_30_days(mturk_batch,
     with pytest.raises(PaymentError, match="within 30 days"):
         approve_assignment(Assignment.objects.get(pk=old.pk), "Too late.", settle=False)
     assert Assignment.objects.get(pk=old.pk).state == "rejected"
+
+
+# --- replacements of excluded work on MTurk --------------------------------------------------------
+
+
+def test_replacement_places_grow_the_mturk_hit_under_ten(stubbed, mturk_batch, task_type):
+    from hits.services import add_places
+
+    published = _published(mturk_batch, task_type, "HIT1")  # 3 assignments on MTurk
+    before = fees.committed(mturk_batch)
+    assert add_places(published.hit, 1).pk == published.hit_id
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_response("create_additional_assignments_for_hit", {}, {
+        "HITId": "HIT1", "NumberOfAdditionalAssignments": 1, "UniqueRequestToken": f"{published.request_token}-4",
+    })
+    report = publish_batch(mturk_batch)
+    assert report.grown == 1
+    assert MTurkHIT.objects.get(pk=published.pk).max_assignments == 4
+    assert fees.committed(mturk_batch) - before == Decimal("0.24")  # the extra place: reward + commission
+    assert publish_batch(mturk_batch).grown == 0  # no second call
+
+
+def test_replacement_places_that_would_reach_ten_go_to_a_new_hit(stubbed, mturk_batch, task_type):
+    """MTurk refuses to take a HIT from under 10 assignments to 10 or more: the place goes to a new HIT,
+    which the workers of the first may not take, published as its own MTurk HIT."""
+    from hits.models import HIT
+    from hits.services import add_places
+
+    published = _published(mturk_batch, task_type, "HIT1", max_assignments=9)
+    [first_worker_assignment] = _submitted_on_mturk(published, 1)
+    sibling = add_places(published.hit, 1)
+    assert sibling.pk != published.hit_id and sibling.max_assignments == 1 and sibling.payload["replaces"] == published.hit_id
+    assert sibling.exclusions.filter(worker=first_worker_assignment.worker).exists()
+    assert HIT.objects.get(pk=published.hit_id).max_assignments == 9
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_response("create_hit", created("AAA2"), expected_create(sibling, MaxAssignments=1))
+    assert publish_batch(mturk_batch).published == 1
+    assert MTurkHIT.objects.get(hit=sibling).max_assignments == 1
+
+
+def test_replacement_places_of_a_deleted_mturk_hit_go_to_a_new_hit(mturk_batch, task_type):
+    from django.utils import timezone
+
+    from hits.services import add_places
+
+    published = _published(mturk_batch, task_type, "HIT1")
+    MTurkHIT.objects.filter(pk=published.pk).update(deleted_at=timezone.now())
+    assert add_places(published.hit, 2).max_assignments == 2
+
+
+def test_replacements_that_would_pass_the_budget_cap_are_refused_and_nothing_changes(mturk_batch, task_type):
+    from hits.models import HIT
+    from hits.services import PlacesRefused, add_places
+
+    published = _published(mturk_batch, task_type, "HIT1")
+    Batch.objects.filter(pk=mturk_batch.pk).update(budget_cap=fees.committed(mturk_batch) + Decimal("0.20"))
+    with pytest.raises(PlacesRefused, match="budget cap"):
+        add_places(HIT.objects.get(pk=published.hit_id), 1)  # $0.24 more
+    assert HIT.objects.get(pk=published.hit_id).max_assignments == 3

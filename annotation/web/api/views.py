@@ -693,7 +693,12 @@ class WorkerViewSet(CampaignScoped, viewsets.GenericViewSet):
         form = serializers.WorkerActionSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         worker = self._worker(form)
-        return Response(quality.exclude_worker(self.campaign, worker, by=request.user, replace=form.validated_data["replace"]))
+        from hits.services import PlacesRefused
+
+        try:
+            return Response(quality.exclude_worker(self.campaign, worker, by=request.user, replace=form.validated_data["replace"]))
+        except PlacesRefused as exc:
+            raise ValidationError({"detail": f"nothing was excluded: {exc}"}) from None
 
     @extend_schema(request=serializers.WorkerActionSerializer, responses={200: OpenApiTypes.OBJECT, 400: DETAIL})
     @action(detail=False, methods=["post"])

@@ -153,6 +153,7 @@ def campaign_worker_action(request, slug):
     from hits.models import TaskType, Worker
 
     from annotation.services import quality
+    from hits.services import PlacesRefused
 
     campaign = _visible_campaign(request, slug)
     worker = get_object_or_404(Worker, external_id=request.POST.get("worker", ""))
@@ -177,8 +178,12 @@ def campaign_worker_action(request, slug):
         qualifications.set_blocked(worker, action == "block", reason or f"{action}ed by {who}", by=request.user)
         messages.success(request, f"{worker} is {'blocked' if action == 'block' else 'unblocked'}.")
     elif action == "exclude":
-        result = quality.exclude_worker(campaign, worker, by=request.user, replace=request.POST.get("replace", "1") == "1")
-        messages.success(request, f"{result['judgments']} judgments of {worker} excluded; {result['hits_reopened']} HITs re-opened for replacements.")
+        try:
+            result = quality.exclude_worker(campaign, worker, by=request.user, replace=request.POST.get("replace", "1") == "1")
+        except PlacesRefused as exc:
+            messages.error(request, f"Nothing was excluded: {exc}. Raise the budget cap, or exclude without replacements.")
+        else:
+            messages.success(request, f"{result['judgments']} judgments of {worker} excluded; {result['hits_reopened']} HITs re-opened for replacements.")
     elif action == "include":
         result = quality.include_worker(campaign, worker, by=request.user)
         messages.success(request, f"{result['judgments']} judgments of {worker} count again.")
