@@ -33,6 +33,9 @@ class MTurkHIT(models.Model):
     failures = models.PositiveIntegerField(default=0)
     # MTurk no longer has the HIT (deleted, e.g. 120 days after creation): the sync leaves it alone.
     gone_at = models.DateTimeField(null=True, blank=True)
+    # Places MTurk gave to submissions that never reached our page (rejected by the sync): MTurk does not
+    # offer them again, so the HIT is given as many more (CreateAdditionalAssignmentsForHIT).
+    lost_places = models.PositiveIntegerField(default=0)
 
     class Meta:
         verbose_name = "MTurk HIT"

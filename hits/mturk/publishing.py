@@ -209,7 +209,8 @@ def publish_batch(batch: Batch, limit: int | None = None, mturk: MTurk | None = 
     """
     if not batch.on_mturk:
         raise PublishRefused(f"batch '{batch}' runs on local workers, not MTurk")
-    if not settings.PUBLIC_BASE_URL.startswith("https://"):
+    if not settings.PUBLIC_BASE_URL.startswith("https://") and not settings.MTURK_ENDPOINT_URL:
+        # (The local stand-in, MTURK_ENDPOINT_URL, opens plain-HTTP pages for a rehearsal.)
         raise PublishRefused("PUBLIC_BASE_URL must be an https:// address: MTurk only frames HTTPS pages")
     if batch.state != Batch.State.ACTIVE:
         # Paused, cancelled or finished: new HITs wait (a resumed batch publishes them on its next sync).
@@ -243,16 +244,18 @@ def publishing_lock(batch: Batch):
 
 
 def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
-    """Published HITs given more places locally (replacements of excluded work, ``hits.services.add_places``):
-    CreateAdditionalAssignmentsForHIT for the difference, within the budget cap.  Its request token names the
-    new total, so a retried call cannot add the places twice."""
+    """Published HITs given more places locally (replacements of excluded work, ``hits.services.add_places``),
+    or which lost places on MTurk to submissions that never reached our page: CreateAdditionalAssignmentsForHIT
+    for the difference, within the budget cap, never from under 10 assignments to 10 or more (MTurk refuses).
+    Its request token names the new total, so a retried call cannot add the places twice."""
     for published in (
         MTurkHIT.objects.filter(hit__batch=batch, deleted_at__isnull=True, gone_at__isnull=True)
         .select_related("hit").order_by("pk")
     ):
-        wanted = mturk_max_assignments(published.hit)
+        lost = published.lost_places if published.hit.state == HIT.State.OPEN else 0
+        wanted = mturk_max_assignments(published.hit) + lost
         extra = wanted - published.max_assignments
-        if extra <= 0:
+        if extra <= 0 or (published.max_assignments < 10 <= wanted):
             continue
         cost = (published.reward + fees.mturk_fee(published.reward, wanted)) * extra
         committed = fees.committed(batch)

@@ -321,6 +321,8 @@ def reject_unknown_submissions(batch: Batch, mturk: MTurk, report: SyncReport, n
         MTurkUnknownSubmission.objects.filter(pk=unknown.pk).update(
             rejected_at=now, status=MTurkAssignment.Status.REJECTED, error=""
         )
+        # The submission used one of the HIT's places on MTurk for good: the next publish adds one back.
+        MTurkHIT.objects.filter(pk=unknown.mturk_hit_id).update(lost_places=F("lost_places") + 1)
         report.unknown_rejected += 1
 
 

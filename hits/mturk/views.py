@@ -65,7 +65,9 @@ def _refuse(request, status: int, message: str):
 
 
 def _valid_submit_to(url: str) -> bool:
-    return url.rstrip("/") in [host.rstrip("/") for host in settings.MTURK_SUBMIT_HOSTS]
+    # MTurk's own hosts, those configured, and the requester endpoint when it is another (the local stand-in).
+    hosts = [*settings.MTURK_SUBMIT_HOSTS, *([settings.MTURK_ENDPOINT_URL] if settings.MTURK_ENDPOINT_URL else [])]
+    return url.rstrip("/") in [host.rstrip("/") for host in hosts]
 
 
 def _page(request, hit, assignment, record, data=None, errors=None, status=200):

@@ -1,4 +1,9 @@
-"""``manage.py simulate_crowd``: simulated workers do a campaign's HITs through the real pages over HTTP."""
+"""``manage.py simulate_crowd``: simulated workers do a campaign's HITs through the real pages over HTTP.
+
+``--backend mturk`` rehearses an MTurk campaign on the local MTurk stand-in (``manage.py mturk_standin``,
+with ``MTURK_ENDPOINT_URL`` pointing at it): simulated MTurk workers find and accept the HITs there, work
+on the framed pages and submit through the stand-in's externalSubmit; the platform's sync runs between
+rounds."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.management.campaigns import campaign_from_slug
 from annotation.models import Campaign
 from annotation.services.pipeline import LaunchError, launch_campaign
-from annotation.management.simulation import simulate_crowd
+from annotation.management.simulation import simulate_crowd, simulate_mturk_crowd
 
 
 class Command(BaseCommand):
@@ -21,9 +26,19 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--url", help="Base URL of a running server (default: serve in-process on loopback).")
         parser.add_argument("--max-seconds", type=float, default=3600)
+        parser.add_argument("--backend", choices=["local", "mturk"], default="local",
+                            help="mturk: MTurk workers on the stand-in at MTURK_ENDPOINT_URL (the campaign's backend must be MTurk).")
+        parser.add_argument("--forged", type=int, default=0, help="With --backend mturk: forged page submissions to try.")
 
     def handle(self, *args, **options):
+        from django.conf import settings
+
         campaign = campaign_from_slug(options["campaign"])
+        if options["backend"] == "mturk":
+            if not settings.MTURK_ENDPOINT_URL:
+                raise CommandError("--backend mturk needs MTURK_ENDPOINT_URL set to the stand-in (manage.py mturk_standin)")
+            if campaign.backend == Campaign.Backend.LOCAL:
+                raise CommandError(f"campaign '{campaign.slug}' runs on local workers: set its backend to mturk-sandbox first")
         if not 0.0 <= options["accuracy"] <= 1.0:
             raise CommandError("--accuracy must be between 0 and 1")
         if options["workers"] < 1 or not 0 <= options["careless"] <= options["workers"]:
@@ -37,14 +52,27 @@ class Command(BaseCommand):
             campaign.refresh_from_db()
         if campaign.state != Campaign.State.RUNNING:
             raise CommandError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}, not running")
-        report = simulate_crowd(
-            campaign,
-            options["workers"],
-            accuracy=options["accuracy"],
-            seed=options["seed"],
-            careless=options["careless"],
-            base_url=options["url"],
-            max_seconds=options["max_seconds"],
-        )
+        if options["backend"] == "mturk":
+            report = simulate_mturk_crowd(
+                campaign,
+                options["workers"],
+                standin_url=settings.MTURK_ENDPOINT_URL,
+                accuracy=options["accuracy"],
+                seed=options["seed"],
+                careless=options["careless"],
+                forged=options["forged"],
+                base_url=options["url"],
+                max_seconds=options["max_seconds"],
+            )
+        else:
+            report = simulate_crowd(
+                campaign,
+                options["workers"],
+                accuracy=options["accuracy"],
+                seed=options["seed"],
+                careless=options["careless"],
+                base_url=options["url"],
+                max_seconds=options["max_seconds"],
+            )
         for line in report.lines():
             self.stdout.write(line)
