@@ -376,29 +376,45 @@ def simulate_crowd(
     answerer = Answerer(rng, accuracy, accuracies)
     password = f"sim-{rng.getrandbits(64):x}"
     names = ensure_simulated_workers(n_workers, careless, password)
+    report = SimulationReport()
+    people = []
+
+    def one_round(url: str) -> bool:
+        if not people:
+            for username, is_careless in names:
+                person = HttpWorker(url, username, password)
+                person.log_in()
+                people.append((person, is_careless))
+        did_work = False
+        order = list(people)
+        rng.shuffle(order)
+        for person, is_careless in order:
+            for slug in TASK_ORDER:
+                if _work_once(person, slug, is_careless, answerer, report):
+                    did_work = True
+        return did_work
+
+    return _run_rounds(
+        campaign, rng, report, base_url, one_round, max_seconds=max_seconds, max_rounds_idle=max_rounds_idle,
+        progress=progress, when_idle=lambda deadline: _follow_ups_may_change(campaign, deadline),
+    )
+
+
+def _run_rounds(campaign, rng, report, base_url, one_round, *, max_seconds, max_rounds_idle, progress=None, when_idle=None):
+    """Serve the platform in-process (unless ``base_url``) and call ``one_round(base_url)`` until the campaign
+    ends, ``max_seconds`` pass, or ``max_rounds_idle`` rounds in a row did nothing and ``when_idle(deadline)``
+    does not expect a change; fills and returns ``report``."""
     server = None
     if base_url is None:
         # The platform draws gold HITs into a worker's stream with the ``random`` module; served
-        # in-process, the whole run (not only the simulated answers) then follows ``seed``.
+        # in-process, the whole run (not only the simulated answers) then follows the seed.
         random.seed(rng.getrandbits(64))
         server, base_url = serve_in_background()
-    report = SimulationReport()
     started = time.perf_counter()
     try:
-        people = []
-        for username, is_careless in names:
-            person = HttpWorker(base_url, username, password)
-            person.log_in()
-            people.append((person, is_careless))
         idle_rounds = 0
         while time.perf_counter() - started < max_seconds:
-            did_work = False
-            order = list(people)
-            rng.shuffle(order)
-            for person, is_careless in order:
-                for slug in TASK_ORDER:
-                    if _work_once(person, slug, is_careless, answerer, report):
-                        did_work = True
+            did_work = one_round(base_url)
             campaign.refresh_from_db()
             if progress:
                 progress(report)
@@ -406,8 +422,8 @@ def simulate_crowd(
                 break
             idle_rounds = 0 if did_work else idle_rounds + 1
             if idle_rounds >= max_rounds_idle:
-                if _follow_ups_may_change(campaign, deadline=started + max_seconds):
-                    idle_rounds = 0  # a Celery worker ran follow-ups meanwhile: HITs may have opened
+                if when_idle is not None and when_idle(started + max_seconds):
+                    idle_rounds = 0  # e.g. a Celery worker ran follow-ups meanwhile: HITs may have opened
                     continue
                 report.stuck = campaign.state == Campaign.State.RUNNING
                 break
@@ -514,50 +530,31 @@ def simulate_mturk_crowd(
     answerer = Answerer(rng, accuracy)
     standin_url = standin_url.rstrip("/")
     workers = [(f"SIMW{i:03d}", i <= careless) for i in range(1, n_workers + 1)]
-    server = None
-    if base_url is None:
-        random.seed(rng.getrandbits(64))
-        server, base_url = serve_in_background()
-    report = SimulationReport()
-    report.mturk = MTurkWorkerFigures()
-    started = time.perf_counter()
-    forged_left = forged
-    try:
-        idle_rounds = 0
-        while time.perf_counter() - started < max_seconds:
-            did_work = False
-            order = list(workers)
-            rng.shuffle(order)
-            ours = set(MTurkHIT.objects.filter(hit__batch_id=campaign.batch_id).values_list("mturk_hit_id", flat=True))
-            for worker_id, is_careless in order:
-                if _mturk_work_once(worker_id, is_careless, ours, standin_url, base_url, answerer, report):
-                    did_work = True
-            if forged_left:
-                # Made-up ids on a HIT that has a free place (else the page refuses before storing anything).
-                target = (
-                    MTurkHIT.objects.filter(hit__batch_id=campaign.batch_id, hit__state=HIT.State.OPEN, hit__n_taken__lt=F("hit__max_assignments"))
-                    .order_by("pk").values_list("mturk_hit_id", flat=True).first()
-                )
-                if target:
-                    forged_left -= _forge_once(target, base_url, rng, report)
-            sync_batch(campaign.batch)
-            campaign.refresh_from_db()
-            if progress:
-                progress(report)
-            if campaign.state in (Campaign.State.FINISHED, Campaign.State.CANCELLED):
-                break
-            idle_rounds = 0 if did_work else idle_rounds + 1
-            if idle_rounds >= max_rounds_idle:
-                report.stuck = campaign.state == Campaign.State.RUNNING
-                break
-    finally:
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-    campaign.refresh_from_db()
-    report.campaign_state = campaign.state
-    report.seconds = time.perf_counter() - started
-    return report
+    report = SimulationReport(mturk=MTurkWorkerFigures())
+    forged_left = [forged]
+
+    def one_round(url: str) -> bool:
+        did_work = False
+        order = list(workers)
+        rng.shuffle(order)
+        ours = set(MTurkHIT.objects.filter(hit__batch_id=campaign.batch_id).values_list("mturk_hit_id", flat=True))
+        for worker_id, is_careless in order:
+            if _mturk_work_once(worker_id, is_careless, ours, standin_url, url, answerer, report):
+                did_work = True
+        if forged_left[0]:
+            # Made-up ids on a HIT that has a free place (else the page refuses before storing anything).
+            target = (
+                MTurkHIT.objects.filter(hit__batch_id=campaign.batch_id, hit__state=HIT.State.OPEN, hit__n_taken__lt=F("hit__max_assignments"))
+                .order_by("pk").values_list("mturk_hit_id", flat=True).first()
+            )
+            if target:
+                forged_left[0] -= _forge_once(target, url, rng, report)
+        sync_batch(campaign.batch)
+        return did_work
+
+    return _run_rounds(
+        campaign, rng, report, base_url, one_round, max_seconds=max_seconds, max_rounds_idle=max_rounds_idle, progress=progress,
+    )
 
 
 def _mturk_work_once(worker_id, careless, ours, standin_url, base_url, answerer, report) -> bool:
