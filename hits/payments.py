@@ -83,7 +83,9 @@ def _after_commit(assignment: Assignment, settle: bool) -> None:
         send_after_commit(SETTLE_TASK, assignment.hit.batch_id)
 
 
-def approve_assignment(assignment: Assignment, message: str = "", by=None, *, settle: bool = True) -> Assignment:
+def approve_assignment(
+    assignment: Assignment, message: str = "", by=None, *, settle: bool = True, by_mturk: bool = False
+) -> Assignment:
     """Accept a submitted assignment: the worker is paid the HIT's reward.
 
     Approving an approved assignment changes nothing.  A rejected one may be
@@ -99,7 +101,8 @@ def approve_assignment(assignment: Assignment, message: str = "", by=None, *, se
                 f"only submitted work can be approved; this assignment is {assignment.get_state_display().lower()}"
             )
         if (
-            assignment.state == Assignment.State.REJECTED
+            not by_mturk
+            and assignment.state == Assignment.State.REJECTED
             and assignment.hit.batch.on_mturk
             and assignment.submitted_at is not None
             and timezone.now() - assignment.submitted_at > OVERRIDE_REJECTION_WINDOW
@@ -114,6 +117,27 @@ def approve_assignment(assignment: Assignment, message: str = "", by=None, *, se
         _record(assignment, LedgerEntry.Kind.REWARD, _reward(assignment), message, by, f"reward-{assignment.pk}")
         _after_commit(assignment, settle)
     return assignment
+
+
+def record_paid_by_mturk(assignment: Assignment, mturk_max_assignments: int) -> bool:
+    """MTurk paid work our page never stored (automatic approval of a submission made straight to MTurk): book
+    the reward and MTurk's fee as paid, once, so the ledger matches what the account was charged."""
+    reward = _reward(assignment)
+    with transaction.atomic():
+        if LedgerEntry.objects.filter(assignment=assignment, kind=LedgerEntry.Kind.REWARD).exists():
+            return False
+        now = timezone.now()
+        entry = LedgerEntry.objects.create(
+            batch=assignment.hit.batch, assignment=assignment, worker=assignment.worker, kind=LedgerEntry.Kind.REWARD,
+            amount=reward, state=LedgerEntry.State.PAID, settled_at=now, request_token=f"reward-{assignment.pk}",
+            reason="paid by MTurk's automatic approval (the work never reached the HIT page)",
+        )
+        LedgerEntry.objects.create(
+            batch=assignment.hit.batch, assignment=assignment, worker=assignment.worker, kind=LedgerEntry.Kind.FEE,
+            fee_for=entry, amount=fees.mturk_fee(reward, mturk_max_assignments), state=LedgerEntry.State.PAID,
+            settled_at=now, request_token=f"reward-{assignment.pk}-fee", reason="MTurk commission on reward",
+        )
+    return True
 
 
 def reject_assignment(assignment: Assignment, message: str, by=None, *, settle: bool = True) -> Assignment:

@@ -323,19 +323,24 @@ def add_places(hit: HIT, extra: int) -> HIT:
     """
     from hits.mturk import fees
     from hits.mturk.models import MTurkHIT
+    from hits.places import new_hit_for_places
 
-    hit = HIT.objects.select_for_update(of=("self",)).select_related("batch").get(pk=hit.pk)
-    batch = hit.batch
+    # The batch row first: concurrent additions to one batch are checked against the cap one at a time.
+    batch = Batch.objects.select_for_update().get(pk=hit.batch_id)
+    hit = HIT.objects.select_for_update(of=("self",)).get(pk=hit.pk)
+    hit.batch = batch
     published = MTurkHIT.objects.filter(hit=hit).first() if batch.on_mturk else None
     if batch.on_mturk:
-        from hits.mturk.publishing import mturk_reward
+        from hits.mturk.publishing import mturk_reward, waiting_commitment
 
+        reward = published.reward if published else mturk_reward(hit)
         assignments = (published.max_assignments + extra) if published else hit.max_assignments + extra
-        cost = (mturk_reward(hit) + fees.mturk_fee(mturk_reward(hit), assignments)) * extra
-        if batch.budget_cap is not None and fees.committed(batch) + cost > batch.budget_cap:
+        cost = (reward + fees.mturk_fee(reward, assignments)) * extra
+        committed = fees.committed(batch) + waiting_commitment(batch)
+        if batch.budget_cap is not None and committed + cost > batch.budget_cap:
             raise PlacesRefused(
                 f"{extra} more place{'s' if extra != 1 else ''} (${cost.quantize(fees.CENT)}) would pass the budget cap of "
-                f"${batch.budget_cap} (${fees.committed(batch)} committed)"
+                f"${batch.budget_cap} (${committed.quantize(fees.CENT)} committed or waiting to be published)"
             )
     can_grow = published is None or (
         published.deleted_at is None and published.gone_at is None
@@ -346,15 +351,7 @@ def add_places(hit: HIT, extra: int) -> HIT:
         hit.max_assignments += extra
         hit.payload = {**hit.payload, "replacements": hit.payload.get("replacements", 0) + extra}
     else:
-        target = HIT.objects.create(
-            batch=batch, task_type_id=hit.task_type_id, kind=hit.kind, payload={**hit.payload, "replaces": hit.pk},
-            answer_key=hit.answer_key, max_assignments=extra, reward=hit.reward, priority=hit.priority,
-        )
-        HITExclusion.objects.bulk_create(
-            [HITExclusion(hit=target, worker_id=w) for w in set(hit.assignments.values_list("worker_id", flat=True))
-             | set(hit.exclusions.values_list("worker_id", flat=True))],
-            ignore_conflicts=True,
-        )
+        target = new_hit_for_places(hit, extra)
     if can_grow:
         hit.state, hit.completed_at = HIT.State.OPEN, None
         hit.save(update_fields=["max_assignments", "payload", "state", "completed_at"])

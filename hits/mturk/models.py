@@ -88,6 +88,8 @@ class MTurkUnknownSubmission(models.Model):
     seen_at = models.DateTimeField(auto_now_add=True)
     rejected_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # What MTurk charged when it approved the submission before a rejection reached it (reward + fee).
+    paid = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
 
     class Meta:
         verbose_name = "MTurk submission not made through the HIT page"

@@ -36,6 +36,7 @@ from xml.sax.saxutils import escape
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.urls import reverse
 
 from hits.models import HIT, Batch
@@ -183,6 +184,7 @@ class PublishReport:
     published: int = 0
     recovered: int = 0
     grown: int = 0
+    moved: int = 0
     remaining: int = 0
     committed: str = "0.00"
     stopped: str = ""
@@ -248,29 +250,49 @@ def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
     or which lost places on MTurk to submissions that never reached our page: CreateAdditionalAssignmentsForHIT
     for the difference, within the budget cap, never from under 10 assignments to 10 or more (MTurk refuses).
     Its request token names the new total, so a retried call cannot add the places twice."""
+    from hits.places import new_hit_for_places
+
     for published in (
-        MTurkHIT.objects.filter(hit__batch=batch, deleted_at__isnull=True, gone_at__isnull=True)
-        .select_related("hit").order_by("pk")
+        MTurkHIT.objects.filter(hit__batch=batch, hit__state=HIT.State.OPEN).select_related("hit").order_by("pk")
     ):
-        lost = published.lost_places if published.hit.state == HIT.State.OPEN else 0
+        lost = published.lost_places
         wanted = mturk_max_assignments(published.hit) + lost
         extra = wanted - published.max_assignments
-        if extra <= 0 or (published.max_assignments < 10 <= wanted):
+        if extra <= 0:
+            continue
+        if published.deleted_at or published.gone_at or published.max_assignments < 10 <= wanted:
+            # MTurk cannot give this HIT more places: the local places it lacks move to a HIT of their own.
+            movable = mturk_max_assignments(published.hit) - published.max_assignments
+            if movable > 0 and published.hit.kind == HIT.Kind.REGULAR:
+                with transaction.atomic():
+                    hit = HIT.objects.select_for_update().get(pk=published.hit_id)
+                    new_hit_for_places(hit, movable)
+                    hit.max_assignments -= movable
+                    if hit.n_submitted >= hit.max_assignments:
+                        hit.state = HIT.State.COMPLETED
+                    hit.save(update_fields=["max_assignments", "state"])
+                report.moved += movable
             continue
         cost = (published.reward + fees.mturk_fee(published.reward, wanted)) * extra
         committed = fees.committed(batch)
         if batch.budget_cap is not None and committed + cost > batch.budget_cap:
             report.stopped = f"budget cap of ${batch.budget_cap} reached (${committed} committed)"
-            return
-        check_balance(mturk, cost)
+            continue
         try:
+            check_balance(mturk, cost)
             mturk.call(
                 "CreateAdditionalAssignmentsForHIT", HITId=published.mturk_hit_id, NumberOfAdditionalAssignments=extra,
                 UniqueRequestToken=f"{published.request_token}-{wanted}"[:64],
             )
         except MTurkError as exc:
             if not token_already_used(exc):
-                raise
+                # This HIT waits for the next publish; the others (and new HITs) go on.
+                MTurkHIT.objects.filter(pk=published.pk).update(last_error=f"CreateAdditionalAssignmentsForHIT: {exc}"[:1000], failures=F("failures") + 1)
+                report.stopped = report.stopped or f"HIT {published.mturk_hit_id} could not grow: {exc}"
+                continue
+        except PublishRefused as exc:
+            report.stopped = str(exc)
+            continue
         MTurkHIT.objects.filter(pk=published.pk).update(max_assignments=wanted)
         report.grown += 1
 
@@ -278,8 +300,6 @@ def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
 def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
     report = PublishReport()
     _grow(batch, mturk, report)
-    if report.stopped:
-        return report
     rewards = regular_rewards(batch)
     pending = [hit for hit in unpublished_hits(batch) if not waits_for_regular_hits(hit, rewards)]
     selected, committed = [], fees.committed(batch)
@@ -317,6 +337,21 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
         report.published += 1
         report.hit_ids.append(created["HITId"])
     return report
+
+
+def waiting_commitment(batch: Batch) -> Decimal:
+    """Money the batch will commit at its next publish: its unpublished open HITs, and the places its published
+    HITs were given locally but not yet on MTurk (not in ``fees.committed`` yet)."""
+    rewards = regular_rewards(batch)
+    total = Decimal("0")
+    for hit in unpublished_hits(batch):
+        if not waits_for_regular_hits(hit, rewards):
+            total += fees.hit_commitment(mturk_reward(hit, rewards.get(hit.task_type_id)), mturk_max_assignments(hit))
+    for published in MTurkHIT.objects.filter(hit__batch=batch, hit__state=HIT.State.OPEN, deleted_at__isnull=True, gone_at__isnull=True).select_related("hit"):
+        wanted = mturk_max_assignments(published.hit)
+        if wanted > published.max_assignments:
+            total += (published.reward + fees.mturk_fee(published.reward, wanted)) * (wanted - published.max_assignments)
+    return total.quantize(fees.CENT)
 
 
 def find_created_hit(mturk: MTurk, error: MTurkError, annotation: str) -> dict | None:

@@ -3,6 +3,8 @@ submissions MTurk has that the HIT page never stored (JSON-friendly, for the pro
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from hits.models import Batch, LedgerEntry
 from hits.mturk.models import MTurkHIT, MTurkUnknownSubmission
 
@@ -35,4 +37,6 @@ def batch_status(batch: Batch) -> dict:
             for u in unknown[:SHOWN]
         ],
         "unknown_total": unknown.count(),
+        # What MTurk charged for submissions that never reached the page, approved before a rejection did.
+        "unknown_paid": str(sum((u.paid for u in unknown.exclude(paid=None)), Decimal("0.00"))),
     }

@@ -47,6 +47,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from hits.models import HIT, Assignment, Batch, LedgerEntry
+from hits.mturk import fees
 from hits.mturk.client import MTurk, MTurkError, does_not_exist, for_batch, token_already_used
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkUnknownSubmission
 from hits.services import confirm_submission, discard_submission
@@ -203,44 +204,74 @@ def _list_assignments(mturk: MTurk, published: MTurkHIT, report: SyncReport, now
     _hit_ok(published)
     for item in items:
         report.listed += 1
-        record = MTurkAssignment.objects.select_related("assignment").filter(mturk_assignment_id=item["AssignmentId"]).first()
-        if record is None:
-            # Submitted on MTurk without our page storing the work first (a worker posting straight to
-            # externalSubmit, or a forged page): rejected by ``reject_unknown_submissions`` before MTurk pays it.
-            _note_unknown(published, item)
-            report.unknown += 1
-            continue
-        if record.assignment.state == Assignment.State.PENDING and not _confirm_or_discard(record, item, report):
-            continue
-        status = item["AssignmentStatus"]
-        if record.status != status:
-            MTurkAssignment.objects.filter(pk=record.pk).update(status=status, synced_at=now)
-            record.status = status
-            report.status_changes += 1
-        _mirror_mturk_decision(record)
+        try:
+            with transaction.atomic():
+                _take_listed(published, item, report, now)
+        except Exception as exc:  # noqa: BLE001 - one assignment's trouble must not stop the rest of the sync
+            report.error(f"assignment {item.get('AssignmentId')} of HIT {published.mturk_hit_id}", exc)
+            log.exception("MTurk sync: assignment %s", item.get("AssignmentId"))
     MTurkHIT.objects.filter(pk=published.pk).update(last_synced_at=now)
 
 
-def free_returned_places(published: MTurkHIT, mturk: MTurk, arriving: int = 0) -> int:
+def _take_listed(published: MTurkHIT, item: dict, report: SyncReport, now) -> None:
+    """One assignment MTurk lists (submitted, approved or rejected) brought in step with our records."""
+    record = MTurkAssignment.objects.select_related("assignment__worker").filter(mturk_assignment_id=item["AssignmentId"]).first()
+    if record is None:
+        # Submitted on MTurk without our page storing the work first (a worker posting straight to
+        # externalSubmit, or a forged page): rejected by ``reject_unknown_submissions`` before MTurk pays it.
+        _note_unknown(published, item)
+        report.unknown += 1
+        return
+    state = record.assignment.state
+    if state == Assignment.State.PENDING and not _confirm_or_discard(record, item, report):
+        return
+    if state not in (Assignment.State.PENDING, *Assignment.DONE_STATES):
+        # The worker opened our page but MTurk has work our page never stored (posted straight to MTurk,
+        # or after the place here was returned, expired or discarded): an unknown submission like any other.
+        _submitted_elsewhere(record, published, item, report)
+        return
+    status = item["AssignmentStatus"]
+    if record.status != status:
+        MTurkAssignment.objects.filter(pk=record.pk).update(status=status, synced_at=now)
+        record.status = status
+        report.status_changes += 1
+    _mirror_mturk_decision(record)
+
+
+def _submitted_elsewhere(record: MTurkAssignment, published: MTurkHIT, item: dict, report: SyncReport) -> None:
+    from hits.payments import record_paid_by_mturk
+    from hits.services import return_assignment
+
+    assignment = record.assignment
+    if assignment.state == Assignment.State.ASSIGNED:
+        # MTurk will never let this assignment be submitted again: its place here is free.
+        return_assignment(assignment.worker, assignment.pk)
+    _note_unknown(published, item)
+    report.unknown += 1
+    if item["AssignmentStatus"] == MTurkAssignment.Status.APPROVED:
+        # MTurk already paid it (automatic approval): the ledger must say so.
+        record_paid_by_mturk(assignment, MTurkHIT.objects.get(pk=published.pk).max_assignments)
+
+
+def free_returned_places(published: MTurkHIT, mturk: MTurk) -> int:
     """Free the local places of assignments returned or abandoned on MTurk; returns how many were freed.
 
     MTurk never lists returned or abandoned assignments, but GetHIT counts the assignments in progress
-    (``NumberOfAssignmentsPending``, which includes ``arriving`` workers who just accepted and are not on
-    our page yet).  Local places held by MTurk workers beyond that count were given up on MTurk: the
-    longest-held ones are returned.  Submissions waiting for MTurk's confirmation are never touched.
+    (``NumberOfAssignmentsPending``).  Places held here by MTurk workers still working beyond that count
+    were given up on MTurk: the longest-held ones are returned.  The count errs towards freeing too few:
+    submissions waiting for MTurk's confirmation are neither counted nor touched, and a worker who just
+    accepted on MTurk (counted there, not here yet) only lowers the excess.  Never done on a request's word:
+    anyone can open the page with made-up ids, so an arrival cannot be taken as proof of a free place.
     """
     from hits.services import return_assignment
 
     hit = mturk.call("GetHIT", HITId=published.mturk_hit_id)["HIT"]
-    in_progress_on_mturk = max(int(hit.get("NumberOfAssignmentsPending", 0)) - arriving, 0)
+    in_progress_on_mturk = int(hit.get("NumberOfAssignmentsPending", 0))
     held = list(
         MTurkAssignment.objects.filter(mturk_hit=published, assignment__state=Assignment.State.ASSIGNED)
         .select_related("assignment__worker").order_by("assignment__accepted_at", "pk")
     )
-    unlisted_pending = MTurkAssignment.objects.filter(
-        mturk_hit=published, assignment__state=Assignment.State.PENDING, status=MTurkAssignment.Status.UNKNOWN
-    ).count()
-    excess = len(held) + unlisted_pending - in_progress_on_mturk
+    excess = len(held) - in_progress_on_mturk
     freed = 0
     for record in held[: max(excess, 0)]:
         try:
@@ -301,6 +332,10 @@ def _note_unknown(published: MTurkHIT, item: dict) -> None:
     )
     if not created and unknown.status != item["AssignmentStatus"]:
         MTurkUnknownSubmission.objects.filter(pk=unknown.pk).update(status=item["AssignmentStatus"])
+    if item["AssignmentStatus"] == MTurkAssignment.Status.APPROVED and unknown.paid is None:
+        # MTurk paid it before a rejection reached it: what it cost is kept (no local assignment to book it on).
+        reward = published.reward
+        MTurkUnknownSubmission.objects.filter(pk=unknown.pk).update(paid=reward + fees.mturk_fee(reward, published.max_assignments))
     if created:
         log.warning("MTurk assignment %s of HIT %s was not submitted through our page", item["AssignmentId"], published.mturk_hit_id)
 
@@ -333,8 +368,9 @@ def _mirror_mturk_decision(record: MTurkAssignment) -> None:
     assignment = record.assignment
     if record.status == MTurkAssignment.Status.APPROVED:
         if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.REJECTED):
-            # MTurk paid (auto-approval, possibly before a local rejection reached it): the ledger must say so.
-            approve_assignment(assignment, "approved on MTurk (automatic approval)", settle=False)
+            # MTurk paid (auto-approval, possibly before a local rejection reached it): the ledger must say so,
+            # whatever the age of the rejection (the 30-day override window binds researchers, not MTurk).
+            approve_assignment(assignment, "approved on MTurk (automatic approval)", settle=False, by_mturk=True)
         # Also repairs a settle that died between MTurk's approval and our record of it.
         _mark_paid(assignment, LedgerEntry.Kind.REWARD)
     elif record.status == MTurkAssignment.Status.REJECTED and assignment.state == Assignment.State.SUBMITTED:
@@ -441,6 +477,8 @@ def expire_batch(batch: Batch, mturk: MTurk | None = None, delete: bool = True, 
     report = report or SyncReport()
     now = timezone.now()
     done = (HIT.State.COMPLETED, HIT.State.CANCELLED)
+    # Read again: a replacement may have re-opened a finished batch since the caller loaded it.
+    batch.refresh_from_db(fields=["state"])
     for published in (
         MTurkHIT.objects.filter(hit__batch=batch, deleted_at__isnull=True, gone_at__isnull=True).select_related("hit").order_by("pk")
     ):

@@ -101,23 +101,6 @@ def _worker(mturk_worker_id: str) -> Worker:
     return Worker.objects.get(mturk_worker_id=mturk_worker_id)
 
 
-def _full(hit) -> bool:
-    hit.refresh_from_db(fields=["n_taken", "max_assignments"])
-    return hit.n_taken >= hit.max_assignments
-
-
-def _freed_returned_places(published: MTurkHIT) -> int:
-    """MTurk gave this worker a place we think is taken: a place returned or abandoned on MTurk is still held
-    here.  Ask MTurk (GetHIT) and free those; an MTurk failure frees nothing (the worker is refused)."""
-    from hits.mturk.client import MTurkError, for_batch
-    from hits.mturk.sync import free_returned_places
-
-    try:
-        return free_returned_places(published, for_batch(published.hit.batch), arriving=1)
-    except MTurkError:
-        return 0
-
-
 def _take(published: MTurkHIT, mturk_assignment_id: str, mturk_worker_id: str, submit_to: str):
     """The local assignment behind an MTurk assignment, taken on first visit. Returns (record, error message)."""
     worker = _worker(mturk_worker_id)
@@ -126,8 +109,6 @@ def _take(published: MTurkHIT, mturk_assignment_id: str, mturk_worker_id: str, s
         assignment = accept_next(worker, hit.task_type, hit_id=hit.pk, via_mturk=True)
     except NotEligible as exc:
         return None, f"Sorry, {exc}. Please return this HIT."
-    if assignment is None and _full(hit) and _freed_returned_places(published):
-        assignment = accept_next(worker, hit.task_type, hit_id=hit.pk, via_mturk=True)
     if assignment is None:
         return None, "Sorry, this HIT has no place left for you. Please return it."
     try:

@@ -229,23 +229,34 @@ def test_a_submission_mturk_lists_for_the_same_worker_counts(client, published, 
 # --- places returned or abandoned on MTurk (issue 17) ----------------------------------------------
 
 
-def test_a_place_returned_on_mturk_is_freed_for_the_worker_mturk_sends_next(client, published, stubbed):
-    """W1 accepted (their place is held here) and returned the HIT on MTurk, which offers it to W2: GetHIT
-    shows only W2 in progress, so W1's place is freed and W2 gets it instead of 'no place left'."""
+def test_an_arrival_never_frees_a_place_on_its_own_word(client, published, stubbed):
+    """W1 holds the only place.  Anyone can open the page with made-up ids, so an arrival at a full HIT is
+    refused without asking MTurk or freeing W1's place (the Stubber would fail on any call); places given up
+    on MTurk are freed by the sync, from MTurk's own count."""
     assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
-    stubbed.add_response("get_hit", {"HIT": {"HITId": "HIT1", "NumberOfAssignmentsPending": 1}}, {"HITId": "HIT1"})
-    second = open_page(client, assignmentId="A2", workerId="W2")
-    assert second.status_code == 200, second.content[:300]
-    states = dict(MTurkAssignment.objects.values_list("mturk_assignment_id", "assignment__state"))
-    assert states == {"A1": "returned", "A2": "assigned"}
-
-
-def test_a_full_hit_stays_full_while_mturk_counts_its_workers_in_progress(client, published, stubbed):
-    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
-    stubbed.add_response("get_hit", {"HIT": {"HITId": "HIT1", "NumberOfAssignmentsPending": 2}}, {"HITId": "HIT1"})
-    refused = open_page(client, assignmentId="A2", workerId="W2")
+    refused = open_page(client, assignmentId="FAKE1", workerId="FORGER1")
     assert refused.status_code == 403 and b"no place left" in refused.content
     assert Assignment.objects.get(worker__mturk_worker_id="W1").state == "assigned"
+
+
+def test_the_sync_frees_only_what_mturks_count_proves(client, published, stubbed, settings):
+    """Two places held here; MTurk counts one assignment in progress and another being submitted (pending here,
+    not in its count): only the longest-held place beyond MTurk's count is freed."""
+    from hits.models import HIT
+    from hits.mturk.sync import sync_batch
+
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    HIT.objects.filter(batch=published.hit.batch).exclude(pk=published.hit_id).delete()
+    HIT.objects.filter(pk=published.hit_id).update(max_assignments=3)
+    MTurkHIT.objects.filter(pk=published.pk).update(max_assignments=3)
+    for n in (1, 2):
+        assert open_page(client, assignmentId=f"A{n}", workerId=f"W{n}").status_code == 200
+    _submit(client, "A3", "W3")  # pending here until MTurk lists it
+    _listing(stubbed, [])
+    stubbed.add_response("get_hit", {"HIT": {"HITId": "HIT1", "NumberOfAssignmentsPending": 1}}, {"HITId": "HIT1"})
+    assert sync_batch(published.hit.batch).freed == 1
+    states = dict(MTurkAssignment.objects.values_list("mturk_assignment_id", "assignment__state"))
+    assert states == {"A1": "returned", "A2": "assigned", "A3": "pending"}
 
 
 def test_the_sync_frees_places_abandoned_on_mturk(client, published, stubbed, settings):
@@ -260,3 +271,42 @@ def test_the_sync_frees_places_abandoned_on_mturk(client, published, stubbed, se
     assert sync_batch(published.hit.batch).freed == 1
     hit = HIT.objects.get(pk=published.hit_id)
     assert hit.n_taken == 0 and Assignment.objects.get().state == "returned"
+
+
+def test_work_posted_straight_to_mturk_after_opening_the_page_is_rejected_and_its_place_freed(client, published, stubbed, settings):
+    """W1 opened our page (a place held here) but posted to MTurk's externalSubmit directly: MTurk has work we
+    never stored.  It is rejected like any unknown submission, the place here is freed, and MTurk is given
+    the place back (it never offers a rejected assignment's place again)."""
+    from hits.models import HIT
+    from hits.mturk.models import MTurkUnknownSubmission
+    from hits.mturk.sync import UNKNOWN_SUBMISSION_FEEDBACK, sync_batch
+
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    HIT.objects.filter(batch=published.hit.batch).exclude(pk=published.hit_id).delete()
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    _listing(stubbed, [("A1", "W1")])
+    stubbed.add_response("reject_assignment", {}, {"AssignmentId": "A1", "RequesterFeedback": UNKNOWN_SUBMISSION_FEEDBACK})
+    report = sync_batch(published.hit.batch)
+    assert report.unknown == 1 and report.unknown_rejected == 1 and report.failed == 0
+    assert Assignment.objects.get().state == "returned" and HIT.objects.get(pk=published.hit_id).n_taken == 0
+    assert MTurkUnknownSubmission.objects.get().mturk_assignment_id == "A1"
+    assert MTurkHIT.objects.get(pk=published.pk).lost_places == 1
+
+
+def test_work_mturk_paid_without_our_record_is_booked_in_the_ledger(client, published, stubbed, settings):
+    """MTurk auto-approved work our page never stored, before any rejection reached it: the ledger books the
+    reward and MTurk's fee as paid, once, so it matches what the account was charged."""
+    from decimal import Decimal
+
+    from hits.models import HIT, LedgerEntry
+    from hits.mturk.sync import sync_batch
+
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    HIT.objects.filter(batch=published.hit.batch).exclude(pk=published.hit_id).delete()
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    stubbed.add_response("list_assignments_for_hit", {"NumResults": 1, "Assignments": [
+        {"AssignmentId": "A1", "WorkerId": "W1", "HITId": "HIT1", "AssignmentStatus": "Approved"}
+    ]}, {"HITId": "HIT1", "AssignmentStatuses": ["Submitted", "Approved", "Rejected"], "MaxResults": 100})
+    sync_batch(published.hit.batch)
+    paid = dict(LedgerEntry.objects.filter(state="paid").values_list("kind", "amount"))
+    assert paid == {"reward": Decimal("0.32"), "fee": Decimal("0.06")}

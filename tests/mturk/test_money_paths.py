@@ -386,3 +386,73 @@ def test_replacements_that_would_pass_the_budget_cap_are_refused_and_nothing_cha
     with pytest.raises(PlacesRefused, match="budget cap"):
         add_places(HIT.objects.get(pk=published.hit_id), 1)  # $0.24 more
     assert HIT.objects.get(pk=published.hit_id).max_assignments == 3
+
+
+def test_one_hit_that_cannot_grow_does_not_stop_publishing(stubbed, mturk_batch, task_type):
+    from hits.services import add_places
+
+    first = _published(mturk_batch, task_type, "HIT1")
+    add_places(first.hit, 1)
+    waiting = make_hit(mturk_batch, task_type)
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_client_error("create_additional_assignments_for_hit", **_refusal("AWS.MechanicalTurk.InvalidState", "busy"),
+                             expected_params={"HITId": "HIT1", "NumberOfAdditionalAssignments": 1, "UniqueRequestToken": f"{first.request_token}-4"})
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_response("create_hit", created("AAA2"), expected_create(waiting))
+    report = publish_batch(mturk_batch)
+    assert (report.grown, report.published) == (0, 1) and "HIT1" in report.stopped
+    assert MTurkHIT.objects.get(pk=first.pk).failures == 1 and MTurkHIT.objects.get(pk=first.pk).max_assignments == 3
+
+
+def test_places_of_a_hit_mturk_lost_move_to_a_new_hit_at_publish(stubbed, mturk_batch, task_type):
+    """Places were added while the MTurk HIT could grow; MTurk deleted it before the publish: the places move
+    to a HIT of their own instead of waiting forever."""
+    from django.utils import timezone
+
+    from hits.models import HIT
+    from hits.services import add_places
+
+    first = _published(mturk_batch, task_type, "HIT1")
+    add_places(first.hit, 2)
+    MTurkHIT.objects.filter(pk=first.pk).update(gone_at=timezone.now())
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    # The new HIT is created during the publish, so its CreateHIT parameters are checked after it.
+    stubbed.add_response("create_hit", created("AAA2"))
+    report = publish_batch(mturk_batch)
+    twin = HIT.objects.get(payload__replaces=first.hit_id)
+    assert report.moved == 2 and twin.max_assignments == 2 and HIT.objects.get(pk=first.hit_id).max_assignments == 3
+    assert MTurkHIT.objects.get(hit=twin).mturk_hit_id == "AAA2"
+
+
+def test_budget_check_counts_places_not_yet_on_mturk(mturk_batch, task_type):
+    """Two exclusions in a row, each affordable alone: the second counts the first's places, which are not on
+    MTurk yet, and is refused."""
+    from hits.models import HIT
+    from hits.services import PlacesRefused, add_places
+
+    published = _published(mturk_batch, task_type, "HIT1")
+    Batch.objects.filter(pk=mturk_batch.pk).update(budget_cap=fees.committed(mturk_batch) + Decimal("0.30"))
+    add_places(HIT.objects.get(pk=published.hit_id), 1)  # $0.24
+    with pytest.raises(PlacesRefused, match="waiting to be published"):
+        add_places(HIT.objects.get(pk=published.hit_id), 1)
+    assert HIT.objects.get(pk=published.hit_id).max_assignments == 4
+
+
+def test_mturks_own_approval_is_recorded_whatever_the_age_of_a_local_rejection(stubbed, mturk_batch, task_type):
+    """MTurk auto-approved work rejected here long ago (the rejection never reached it): the ledger books the
+    payment; the 30-day window binds researchers only, and the sync goes on."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from hits.models import LedgerEntry
+
+    published = _published(mturk_batch, task_type, "HIT1")
+    [work] = _submitted_on_mturk(published, 1)
+    reject_assignment(work, "No.", settle=False)
+    Assignment.objects.filter(pk=work.pk).update(submitted_at=timezone.now() - timedelta(days=40))
+    _listing(stubbed, "HIT1", [("A1", "W1", "Approved")])
+    report = sync_batch(mturk_batch)
+    assert report.failed == 0
+    assert Assignment.objects.get(pk=work.pk).state == "approved"
+    assert LedgerEntry.objects.filter(kind="reward", state="paid").count() == 1
