@@ -241,6 +241,12 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON nested too deeply or holding a lone surrogate is a 400, not a server error.
+    "DEFAULT_PARSER_CLASSES": [
+        "annotation.web.api.parsers.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "QAPyramid Studio API",
@@ -317,6 +323,13 @@ MAX_BONUS = os.environ.get("MAX_BONUS", "5.00")
 # Limits on what an upload or import may contain.
 IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 200 * 1024 * 1024)
 IMPORT_MAX_LINES = env_int("IMPORT_MAX_LINES", 1_000_000)
+# Characters per text: a reference or summary is a few sentences (CNN/DM references: about 300), and
+# each reference goes through predicate detection; a source document is only stored and shown.
+IMPORT_MAX_REFERENCE_CHARS = env_int("IMPORT_MAX_REFERENCE_CHARS", 20_000)
+IMPORT_MAX_SUMMARY_CHARS = env_int("IMPORT_MAX_SUMMARY_CHARS", 20_000)
+IMPORT_MAX_SOURCE_CHARS = env_int("IMPORT_MAX_SOURCE_CHARS", 200_000)
+# An API upload larger than this (all files together) is imported as a background job (202 + the job).
+API_IMPORT_INLINE_MAX_BYTES = env_int("API_IMPORT_INLINE_MAX_BYTES", 256 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 20 * 1024 * 1024)
 
 # Production hardening: everything below applies when DEBUG is off.

@@ -1,0 +1,153 @@
+"""Crafted requests (issue 19): each gets a clear 4xx and changes nothing, never a server error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from annotation.models import Campaign, Predicate
+from annotation.services.campaign_import import import_campaign
+from annotation.services.roles import make_researcher
+from tests.api.conftest import api_world, client_for  # noqa: F401 - fixture
+from tests.conftest import write_jsonl
+
+pytestmark = pytest.mark.django_db
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def _deep_object():
+    return '{"a": ' * 50_000 + "1" + "}" * 50_000
+
+
+@pytest.fixture
+def owner_client(api_world):
+    client = Client(raise_request_exception=False)
+    client.force_login(api_world["users"]["owner"])
+    return client
+
+
+def test_deeply_nested_json_is_a_400_on_every_json_endpoint(api_world):
+    api = client_for(api_world, "owner")
+    api.raise_request_exception = False
+    slug = api_world["campaign"].slug
+    for path, method in (
+        ("/api/token/", "post"),
+        (f"/api/campaigns/{slug}/", "patch"),
+        (f"/api/campaigns/{slug}/share/", "post"),
+        (f"/api/campaigns/{slug}/predicates/", "post"),
+    ):
+        for body in (DEEP, _deep_object()):
+            response = getattr(api, method)(path, body, content_type="application/json")
+            assert response.status_code == 400, (path, response.status_code)
+            assert "nested" in response.json()["detail"].lower()
+
+
+def test_lone_surrogates_are_a_400(api_world, tmp_path, owner_client):
+    api = client_for(api_world, "owner")
+    api.raise_request_exception = False
+    response = api.post("/api/token/", '{"username": "\\ud800x", "password": "p"}', content_type="application/json")
+    assert response.status_code == 400
+    refs = '{"id": "a", "reference": "Dogs \\ud800 bark."}\n'.encode()
+    sums = b'{"id": "a", "system": "s", "summary": "Dogs bark."}\n'
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    response = api.post(
+        "/api/campaigns/",
+        {"name": "Surrogate", "references": SimpleUploadedFile("r.jsonl", refs), "summaries": SimpleUploadedFile("s.jsonl", sums)},
+        format="multipart",
+    )
+    assert response.status_code == 400, response.content[:300]
+    assert "r.jsonl, line 1" in response.json()["detail"] and "surrogate" in response.json()["detail"]
+    response = owner_client.post(
+        "/campaigns/new/",
+        {"name": "Surrogate web", "predicates": "auto", "references": SimpleUploadedFile("r.jsonl", refs), "summaries": SimpleUploadedFile("s.jsonl", sums)},
+    )
+    assert response.status_code == 400
+    assert b"r.jsonl, line 1" in response.content
+    assert not Campaign.objects.filter(name__startswith="Surrogate").exists()
+
+
+def test_deeply_nested_jsonl_upload_and_qualification_definition_are_clear(api_world, owner_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    api = client_for(api_world, "owner")
+    api.raise_request_exception = False
+    refs = ('{"id": "a", "reference": ' + "[" * 50_000 + "]" * 50_000 + "}\n").encode()
+    sums = b'{"id": "a", "system": "s", "summary": "Dogs bark."}\n'
+    response = api.post(
+        "/api/campaigns/",
+        {"name": "Deep", "references": SimpleUploadedFile("r.jsonl", refs), "summaries": SimpleUploadedFile("s.jsonl", sums)},
+        format="multipart",
+    )
+    assert response.status_code == 400 and "r.jsonl, line 1" in response.json()["detail"]
+    slug = api_world["campaign"].slug
+    for definition in (DEEP, '{"presence": 5}', '{"presence": [{"candidate": "\\ud800", "pairs": [{"text": "x", "present": true}]}]}', '{"presence": [5]}', '{"generation": {"x": 1}}', "[]", "5"):
+        response = owner_client.post(f"/campaigns/{slug}/qualifications/", {"definition": definition})
+        assert response.status_code == 400, (definition[:30], response.status_code)
+        assert b"Nothing was changed" in response.content or b"Not valid JSON" in response.content
+
+
+def test_predicate_forms_refuse_made_up_ids(api_world, owner_client):
+    slug = api_world["campaign"].slug
+    before = Predicate.objects.count()
+    for value in ("abc", "1e5", "²", "-1", "99999999999999999999", "\x00"):
+        response = owner_client.post(f"/campaigns/{slug}/predicates/add/", {"sentence": value, "span": "opened"})
+        assert response.status_code in (302, 400, 404), (value, response.status_code)
+        response = owner_client.post(f"/campaigns/{slug}/predicates/remove/", {"predicate": value})
+        assert response.status_code in (302, 400, 404), (value, response.status_code)
+    assert Predicate.objects.count() == before
+
+
+def test_superscript_hit_number_on_start_working(django_user_model):
+    from hits.models import TaskType
+
+    TaskType.objects.get_or_create(slug="generation", defaults={"name": "QA generation"})
+    user = django_user_model.objects.create_user("w-super")
+    client = Client(raise_request_exception=False)
+    client.force_login(user)
+    for value in ("²", "١", "99999999999999999999999"):
+        response = client.post("/work/generation/start/", {"hit": value})
+        assert response.status_code in (302, 400), (value, response.status_code)
+
+
+def test_settings_next_never_leaves_the_site(django_user_model):
+    user = django_user_model.objects.create_user("w-next")
+    client = Client(raise_request_exception=False)
+    client.force_login(user)
+    for target in ("https://evil.example/x", "//evil.example/", "javascript:alert(1)", "\\\\evil.example", "/work/history/"):
+        response = client.post("/work/settings/", {"auto_accept_next": "on", "next": target})
+        assert response.status_code == 302, (target, response.status_code)
+        location = response["Location"]
+        assert location.startswith("/") and not location.startswith("//") and "evil" not in location, (target, location)
+    assert client.post("/work/settings/", {"next": "/work/history/"})["Location"] == "/work/history/"
+
+
+def test_work_submitted_after_cancel_is_refused_with_the_text_kept(api_world, django_user_model):
+    from annotation.models import ContentUnit
+    from annotation.services.pipeline import cancel_campaign, launch_campaign
+    from hits.models import HIT, Assignment, TaskType, Worker
+    from hits.services import accept_next
+
+    campaign = api_world["campaign"]
+    launch_campaign(campaign)
+    user = django_user_model.objects.create_user("late-writer")
+    worker = Worker.objects.create(external_id="late-writer", user=user)
+    assignment = accept_next(worker, TaskType.objects.get(slug="generation"))
+    sentence = assignment.hit.payload
+    cancel_campaign(campaign)
+    hits_before = set(HIT.objects.values_list("pk", "state"))
+    client = Client()
+    client.force_login(user)
+    question = "Who opened something?"
+    response = client.post(f"/work/assignments/{assignment.pk}/", {"action": "submit", "q1": question, "q1_a1": "The mayor"})
+    assert response.status_code == 409, sentence
+    page = response.content.decode()
+    assert "was cancelled" in page and "nothing was saved" in page
+    assert question in page and "The mayor" in page  # the worker's text is shown back
+    assignment.refresh_from_db()
+    assert assignment.state == Assignment.State.ASSIGNED and assignment.answers is None
+    assert set(HIT.objects.values_list("pk", "state")) == hits_before  # no HIT completed, none created
+    assert not ContentUnit.objects.filter(example__campaign=campaign, kind="qa").exists()
