@@ -17,12 +17,20 @@ from annotation.services.jobs import job_status, start_job
 
 
 def _visible_job(request, pk: int) -> Job:
-    """A job its starter, the campaign's researchers or an admin may see; 404 for anyone else."""
+    """A job of a campaign the user may manage now (its researchers, admins), or a job without a campaign
+    that they started; 404 for anyone else.
+
+    Starting a job grants nothing lasting: a researcher unshared from a campaign loses its jobs' results
+    (an export) with the campaign.
+    """
     job = get_object_or_404(Job.objects.select_related("campaign"), pk=pk)
     user = request.user
-    if roles.is_admin(user) or job.created_by_id == user.pk:
+    if roles.is_admin(user):
         return job
-    if job.campaign_id and roles.can_manage_campaign(user, job.campaign):
+    if job.campaign_id:
+        if roles.can_manage_campaign(user, job.campaign):
+            return job
+    elif job.created_by_id == user.pk:
         return job
     raise Http404
 
