@@ -83,19 +83,29 @@ def test_reserved_slugs_and_long_names_are_refused_by_the_api_as_by_the_page(api
     assert not Campaign.objects.filter(slug__in=["new", "jobs", "long-system"]).exists()
 
 
-def test_oversized_texts_are_refused_with_their_line_and_limit(api_world, settings):
+def test_oversized_texts_are_refused_with_their_line_and_limit(api_world, settings, tmp_path, django_capture_on_commit_callbacks):
+    from config.celery import app
+
+    settings.DATA_DIR = tmp_path / "data"
     api = client_for(api_world, "owner")
     huge = json.dumps({"id": "a", "reference": "Dogs bark. " * 100_000}).encode() + b"\n"  # 1.1M characters
-    response = api.post("/api/campaigns/", {"name": "Huge", **_files(refs=huge)}, format="multipart")
-    assert response.status_code in (400, 202), response.content[:300]
-    if response.status_code == 202:  # large uploads become a job: its problems say the same
-        from annotation.models import Job
-
-        job = Job.objects.get(pk=response.json()["job"]["id"])
-        detail = " ".join(job.problems)
-    else:
-        detail = response.json()["detail"]
-    assert "refs.jsonl, line 1, field 'reference': is 1,100,000 characters long; the limit is 20,000" in detail
+    was = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.post("/api/campaigns/", {"name": "Huge", **_files(refs=huge)}, format="multipart")
+    finally:
+        app.conf.task_always_eager = was
+    # 1.1 MB: a background job, whose problems name the line, the field and the limit.
+    assert response.status_code == 202, response.content[:300]
+    job = api.get(response.json()["job"]["url"]).json()
+    assert job["state"] == "failed"
+    assert "refs.jsonl, line 1, field 'reference': is 1,100,000 characters long; the limit is 20,000" in job["problems"]
+    small = json.dumps({"id": "a", "reference": "Dogs bark. " * 2000}).encode() + b"\n"
+    settings.IMPORT_MAX_REFERENCE_CHARS = 1000
+    response = api.post("/api/campaigns/", {"name": "Huge", **_files(refs=small)}, format="multipart")
+    assert response.status_code == 400
+    assert "refs.jsonl, line 1, field 'reference': is 22,000 characters long; the limit is 1,000" in response.json()["detail"]
     assert not Campaign.objects.filter(name="Huge").exists()
 
 
@@ -120,3 +130,31 @@ def test_an_unshared_researcher_loses_the_campaigns_job_results(api_world, setti
         assert client.get(job_url + suffix).status_code == 404, suffix
     share_campaign(campaign, shared, by=owner)
     assert client.get(job_url + "download/").status_code == 200
+
+
+def test_large_api_imports_run_as_background_jobs(api_world, settings, tmp_path, django_capture_on_commit_callbacks):
+    from config.celery import app
+
+    settings.DATA_DIR = tmp_path / "data"
+    settings.API_IMPORT_INLINE_MAX_BYTES = 50  # these small files stand for a large upload
+    api = client_for(api_world, "owner")
+    was = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            queued = api.post("/api/campaigns/", {"name": "Queued study", **_files()}, format="multipart")
+        with django_capture_on_commit_callbacks(execute=True):
+            broken = api.post("/api/campaigns/", {"name": "Queued broken", **_files(sums=b'{"id": "zz", "system": "s", "summary": "x"}\n')}, format="multipart")
+    finally:
+        app.conf.task_always_eager = was
+    assert queued.status_code == 202 and queued["Location"] == queued.json()["job"]["url"]
+    job = api.get(queued["Location"]).json()
+    assert job["state"] == "done" and job["kind"] == "import" and job["campaign"] == "queued-study"
+    assert Campaign.objects.get(slug="queued-study").owner == api_world["users"]["owner"]
+    failed = api.get(broken.json()["job"]["url"]).json()
+    assert failed["state"] == "failed" and any("unknown" in p or "zz" in p for p in failed["problems"]), failed
+    assert not Campaign.objects.filter(name="Queued broken").exists()
+    # Another researcher cannot see either job.
+    other = client_for(api_world, "other_researcher")
+    assert other.get(queued["Location"]).status_code == 404 and other.get(broken.json()["job"]["url"]).status_code == 404
+    assert client_for(api_world, "anonymous").get(queued["Location"]).status_code == 401

@@ -130,6 +130,23 @@ class ImportReportSerializer(serializers.Serializer):
     summary = serializers.CharField(source="summary_line")
 
 
+class JobSerializer(serializers.Serializer):
+    """A background job: its state, progress, and the problems of a failed import (one line each)."""
+
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    state = serializers.CharField()
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    percent = serializers.IntegerField()
+    message = serializers.CharField(allow_blank=True)
+    problems = serializers.ListField(child=serializers.CharField())
+    finished = serializers.BooleanField()
+    result_url = serializers.CharField(allow_blank=True)
+    url = serializers.CharField()
+    campaign = serializers.CharField(required=False, allow_null=True, help_text="The campaign's slug, once there is one.")
+
+
 class ProblemSerializer(serializers.Serializer):
     file = serializers.CharField()
     line = serializers.IntegerField(allow_null=True)

@@ -23,6 +23,7 @@ router.register(f"{SCOPED}/assignments", views.AssignmentViewSet, basename="api-
 
 urlpatterns = [
     path("token/", views.TokenView.as_view(), name="api-token"),
+    path("jobs/<int:pk>/", views.JobView.as_view(), name="api-job"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

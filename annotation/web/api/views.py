@@ -183,6 +183,10 @@ class CampaignViewSet(
                 "CampaignCreated",
                 fields={"campaign": serializers.CampaignSerializer(), "report": serializers.ImportReportSerializer()},
             ),
+            202: inline_serializer(
+                "CampaignImportQueued",
+                fields={"detail": drf_serializers.CharField(), "job": serializers.JobSerializer()},
+            ),
             400: IMPORT_ERROR,
         },
     )
@@ -191,6 +195,9 @@ class CampaignViewSet(
         form = serializers.CampaignCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
+        uploaded = [data[role] for role in ("references", "summaries", "predicates") if data.get(role)]
+        if sum(upload.size or 0 for upload in uploaded) > settings.API_IMPORT_INLINE_MAX_BYTES:
+            return self._import_as_job(request, data)
         with tempfile.TemporaryDirectory(prefix="api-import-") as tmp:
             folder = Path(tmp)
             refs = _save_upload(data["references"], folder, "references")
@@ -221,6 +228,36 @@ class CampaignViewSet(
             },
             status=status.HTTP_201_CREATED,
         )
+
+    def _import_as_job(self, request, data):
+        """A large upload: staged as the web upload stages its files, imported by a job the client polls
+        (``GET /api/jobs/ID/``), so no request waits for predicate detection over thousands of references."""
+        from annotation.models import Job
+        from annotation.services import uploads
+        from annotation.services.jobs import job_status, start_job
+
+        uploads.clean_stale_uploads()
+        token = uploads.new_upload()
+        uploads.stage_file(token, "references", data["references"])
+        uploads.stage_file(token, "summaries", data["summaries"])
+        predicates = "auto" if data["detect_predicates"] else "none"
+        if data.get("predicates"):
+            uploads.stage_file(token, "predicates", data["predicates"])
+            predicates = "file"
+        params = {
+            "upload": token,
+            "name": data["name"],
+            "slug": data.get("slug") or "",
+            "description": data.get("description", ""),
+            "predicates": predicates,
+            "owner": request.user.pk,
+        }
+        job = start_job(Job.Kind.IMPORT, params=params, user=request.user)
+        body = {
+            "detail": "The files are large: they are imported by a background job; poll the job for its state and problems.",
+            "job": {**job_status(job), "url": f"/api/jobs/{job.pk}/"},
+        }
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/jobs/{job.pk}/"})
 
     @extend_schema(responses={200: serializers.CampaignSerializer, 400: DETAIL, 409: DETAIL})
     def partial_update(self, request, *args, **kwargs):
@@ -402,6 +439,29 @@ def _int_param(request, name: str, default: int, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ValidationError({name: [f"must be between {low} and {high}"]})
     return value
+
+
+# --- jobs ------------------------------------------------------------------------------------
+
+
+class JobView(APIView):
+    """``GET /api/jobs/ID/``: a background job (e.g. a large import) with its progress and problems."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: serializers.JobSerializer, 404: DETAIL})
+    def get(self, request, pk: int):
+        from annotation.models import Job
+        from annotation.services.jobs import job_status
+
+        job = Job.objects.select_related("campaign").filter(pk=pk).first() if pk <= filters.MAX_ID else None
+        if job is None or not roles.can_view_job(request.user, job):
+            from rest_framework.exceptions import NotFound
+
+            raise NotFound("No such job.")
+        return Response(
+            {**job_status(job), "url": f"/api/jobs/{job.pk}/", "campaign": job.campaign.slug if job.campaign_id else None}
+        )
 
 
 # --- campaign-scoped resources ---------------------------------------------------------------

@@ -17,22 +17,11 @@ from annotation.services.jobs import job_status, start_job
 
 
 def _visible_job(request, pk: int) -> Job:
-    """A job of a campaign the user may manage now (its researchers, admins), or a job without a campaign
-    that they started; 404 for anyone else.
-
-    Starting a job grants nothing lasting: a researcher unshared from a campaign loses its jobs' results
-    (an export) with the campaign.
-    """
+    """A job the user may see now (``roles.can_view_job``); 404 for anyone else."""
     job = get_object_or_404(Job.objects.select_related("campaign"), pk=pk)
-    user = request.user
-    if roles.is_admin(user):
-        return job
-    if job.campaign_id:
-        if roles.can_manage_campaign(user, job.campaign):
-            return job
-    elif job.created_by_id == user.pk:
-        return job
-    raise Http404
+    if not roles.can_view_job(request.user, job):
+        raise Http404
+    return job
 
 
 @login_required
