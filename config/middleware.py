@@ -63,3 +63,42 @@ class QueryCountMiddleware:
             response = self.get_response(request)
         response["X-DB-Queries"] = str(count[0])
         return response
+
+
+# The policy of every page: scripts and styles from this site only (inline styles allowed: progress bars
+# size themselves with style="width: N%"), nothing framed, no plugins, forms posted anywhere (the
+# framed MTurk page posts to MTurk's externalSubmit).  A view may set its own directives (the framed
+# MTurk page its frame-ancestors, the API reference its scripts): those replace the same ones here.
+CONTENT_SECURITY_POLICY = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self' 'unsafe-inline'",
+    "img-src": "'self' data:",
+    "font-src": "'self' data:",
+    "connect-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'self'",
+    "frame-ancestors": "'none'",
+}
+
+
+def _directives(policy: str) -> dict[str, str]:
+    found = {}
+    for part in policy.split(";"):
+        name, _, value = part.strip().partition(" ")
+        if name:
+            found[name.lower()] = value.strip()
+    return found
+
+
+class ContentSecurityPolicyMiddleware:
+    """Sends ``Content-Security-Policy`` on every response, merged with the directives a view set."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        policy = {**CONTENT_SECURITY_POLICY, **_directives(response.get("Content-Security-Policy", ""))}
+        response["Content-Security-Policy"] = "; ".join(f"{name} {value}" for name, value in policy.items())
+        return response

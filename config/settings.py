@@ -62,6 +62,12 @@ if not SECRET_KEY:
         )
     # Only ever used with DEBUG on, on a developer's own machine.
     SECRET_KEY = "insecure-development-key-do-not-use-in-production"
+# Production signs sessions, CSRF tokens and password resets with it: a short key can be guessed.
+if not DEBUG and len(SECRET_KEY) < 50:
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is {len(SECRET_KEY)} characters long; with DEBUG off it needs at least 50 "
+        "(python -c 'import secrets; print(secrets.token_urlsafe(50))')."
+    )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -113,6 +119,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.DatabaseUnavailableMiddleware",
 ]
 if env_bool("COUNT_QUERIES", False):
@@ -283,8 +290,10 @@ CACHES = {
 SESSION_ENGINE = (
     "django.contrib.sessions.backends.cached_db" if REDIS_CACHE_URL else "django.contrib.sessions.backends.db"
 )
-# Rate limits, "requests/seconds" per client: logins per IP and user name, submissions per worker.
+# Rate limits, "requests/seconds": login attempts per account (normalised user name, any address),
+# failed logins per client address (config/ratelimit.py), submissions per worker.
 LOGIN_RATE_LIMIT = os.environ.get("LOGIN_RATE_LIMIT", "10/60")
+LOGIN_ADDRESS_RATE_LIMIT = os.environ.get("LOGIN_ADDRESS_RATE_LIMIT", "20/60")
 SUBMIT_RATE_LIMIT = os.environ.get("SUBMIT_RATE_LIMIT", "120/60")
 
 # Amazon Mechanical Turk backend (hits.mturk).  AWS credentials come only from the standard AWS chain

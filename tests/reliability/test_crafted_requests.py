@@ -151,3 +151,59 @@ def test_work_submitted_after_cancel_is_refused_with_the_text_kept(api_world, dj
     assert assignment.state == Assignment.State.ASSIGNED and assignment.answers is None
     assert set(HIT.objects.values_list("pk", "state")) == hits_before  # no HIT completed, none created
     assert not ContentUnit.objects.filter(example__campaign=campaign, kind="qa").exists()
+
+
+@pytest.fixture
+def login_limits(settings, pinned_rate_window):
+    from django.core.cache import cache
+
+    cache.clear()
+    # A fast hasher: these tests make a hundred logins, and the limits are what they measure.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.LOGIN_RATE_LIMIT = "10/60"
+    settings.LOGIN_ADDRESS_RATE_LIMIT = "20/60"
+    yield
+    cache.clear()
+
+
+def test_padded_user_names_share_one_accounts_limit_on_every_login(django_user_model, login_limits):
+    from rest_framework.test import APIClient
+
+    django_user_model.objects.create_user("rita", password="the-right-password-1")
+    django_user_model.objects.create_superuser("root", password="the-right-password-2")
+    for path, name, right in (("/accounts/login/", "rita", "the-right-password-1"), ("/admin/login/", "root", "the-right-password-2")):
+        client = Client()
+        codes = [
+            client.post(path, {"username": name + " " * i, "password": "wrong"}, REMOTE_ADDR=f"10.0.0.{i}").status_code
+            for i in range(1, 41)
+        ]
+        assert codes[:10] == [200] * 10 and set(codes[10:]) == {429}, (path, codes)
+        # The padded (or otherwise spelled) right password waits too.
+        assert client.post(path, {"username": f" {name.upper()}  ", "password": right}, REMOTE_ADDR="10.0.1.1").status_code == 429
+    api = APIClient()
+    django_user_model.objects.create_user("tokenuser", password="the-right-password-3")
+    codes = [
+        api.post("/api/token/", {"username": "tokenuser" + " " * i, "password": "wrong"}, format="json", REMOTE_ADDR=f"10.0.2.{i}").status_code
+        for i in range(1, 41)
+    ]
+    assert codes[:10] == [400] * 10 and set(codes[10:]) == {429}, codes
+    assert api.post("/api/token/", {"username": "tokenuser ", "password": "the-right-password-3"}, format="json").status_code == 429
+
+
+def test_spraying_many_user_names_from_one_address_is_limited(django_user_model, login_limits):
+    from rest_framework.test import APIClient
+
+    django_user_model.objects.create_user("victim", password="the-right-password-1")
+    client = Client()
+    codes = [client.post("/accounts/login/", {"username": f"user{i}", "password": "Password1"}).status_code for i in range(30)]
+    assert codes[:20] == [200] * 20 and set(codes[20:]) == {429}, codes
+    # The address is refused everywhere, even the right password of another account...
+    assert client.post("/accounts/login/", {"username": "victim", "password": "the-right-password-1"}).status_code == 429
+    assert APIClient().post("/api/token/", {"username": "victim", "password": "x"}, format="json").status_code == 429
+    assert client.post("/admin/login/", {"username": "victim", "password": "x"}).status_code == 429
+    # ... while another address is not, and successful logins never count against an address.
+    other = Client()
+    assert other.post("/accounts/login/", {"username": "victim", "password": "the-right-password-1"}, REMOTE_ADDR="10.9.9.9").status_code == 302
+    for i in range(25):
+        django_user_model.objects.create_user(f"student{i}", password="the-right-password-9")
+        assert Client().post("/accounts/login/", {"username": f"student{i}", "password": "the-right-password-9"}, REMOTE_ADDR="10.8.8.8").status_code == 302

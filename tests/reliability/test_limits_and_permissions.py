@@ -158,3 +158,27 @@ def test_large_api_imports_run_as_background_jobs(api_world, settings, tmp_path,
     other = client_for(api_world, "other_researcher")
     assert other.get(queued["Location"]).status_code == 404 and other.get(broken.json()["job"]["url"]).status_code == 404
     assert client_for(api_world, "anonymous").get(queued["Location"]).status_code == 401
+
+
+def test_every_page_sends_a_content_security_policy(api_world):
+    from annotation.models import Job
+
+    owner = Client()
+    owner.force_login(api_world["users"]["owner"])
+    slug = api_world["campaign"].slug
+    pages = [
+        (Client(), "/"), (Client(), "/accounts/login/"), (Client(), "/admin/login/"), (Client(), "/healthz"),
+        (Client(), "/api/schema/"), (Client(), "/api/docs/"), (Client(), "/no/such/page/"), (owner, "/work/"),
+        (owner, f"/campaigns/{slug}/progress/"), (owner, f"/campaigns/{slug}/settings/"), (owner, "/api/campaigns/"),
+    ]
+    for client, url in pages:
+        response = client.get(url)
+        policy = dict(part.strip().split(" ", 1) for part in response["Content-Security-Policy"].split(";"))
+        assert policy["script-src"] == "'self'" and policy["frame-ancestors"] == "'none'", url
+        assert policy["object-src"] == "'none'" and policy["base-uri"] == "'self'", url
+        assert b"onclick=" not in response.content and b"onchange=" not in response.content, url
+    # Swagger UI's setup is a script file of its own (the policy refuses inline scripts).
+    docs = Client().get("/api/docs/").content.decode()
+    assert "<script>" not in docs and "?script" in docs
+    assert Client().get("/api/docs/?script").status_code == 200
+    assert Job.objects.count() == 0
