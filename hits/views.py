@@ -13,7 +13,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.db.models import Count, Q, Sum
-from django.http import Http404, HttpResponseNotAllowed
+from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -188,10 +188,10 @@ def worker_settings(request):
     worker.save(update_fields=["auto_accept_next"])
     messages.info(request, "Auto-accept is " + ("on." if worker.auto_accept_next else "off."))
     target = request.POST.get("next") or ""
-    # Only a page of this site, as the login view checks its own "next".
+    # Only a page of this site, as the login view checks its own "next"; taken as an address, never a view name.
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        target = "worker-home"
-    return redirect(target)
+        target = reverse("worker-home")
+    return HttpResponseRedirect(target)
 
 
 @login_required
