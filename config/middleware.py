@@ -40,6 +40,27 @@ class DatabaseUnavailableMiddleware:
         return None
 
 
+class RefuseNulMiddleware:
+    """A form field or query parameter holding a NUL character is a 400, whatever the view.
+
+    No text the platform stores may hold one, and PostgreSQL refuses it even in a lookup (a
+    DataError, so a 500 from any view that looks a posted value up).  JSON bodies are the API
+    serializers' concern (their text fields refuse NUL with a message per field).
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        fields = [request.GET]
+        if request.method == "POST" and request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            fields.append(request.POST)
+        for data in fields:
+            if any("\x00" in key or any("\x00" in value for value in values) for key, values in data.lists()):
+                return render(request, "400_nul.html", status=400)
+        return self.get_response(request)
+
+
 class QueryCountMiddleware:
     """Adds an ``X-DB-Queries`` header with the number of SQL queries of the request (benchmarks only).
 

@@ -207,3 +207,19 @@ def test_spraying_many_user_names_from_one_address_is_limited(django_user_model,
     for i in range(25):
         django_user_model.objects.create_user(f"student{i}", password="the-right-password-9")
         assert Client().post("/accounts/login/", {"username": f"student{i}", "password": "the-right-password-9"}, REMOTE_ADDR="10.8.8.8").status_code == 302
+
+
+def test_nul_characters_in_forms_and_addresses_are_a_400(api_world, owner_client):
+    """PostgreSQL refuses NUL even in a lookup: a worker id of "a\\x00b" on the workers page was a 500 there."""
+    slug = api_world["campaign"].slug
+    for response in (
+        owner_client.post(f"/campaigns/{slug}/workers/action/", {"worker": "a\x00b", "action": "revoke"}),
+        owner_client.get(f"/campaigns/{slug}/workers/", {"status": "\x00"}),
+        owner_client.post(f"/campaigns/{slug}/predicates/add/", {"sentence": "1", "span": "opened\x00"}),
+    ):
+        assert response.status_code == 400 and b"NUL character" in response.content
+    # Files may hold any bytes: only form fields and query parameters are checked.
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    response = owner_client.post("/campaigns/new/", {"name": "Nul file", "predicates": "none", "references": SimpleUploadedFile("r.jsonl", b"\x00\n"), "summaries": SimpleUploadedFile("s.jsonl", b"{}\n")})
+    assert response.status_code == 400 and b"r.jsonl, line 1" in response.content
