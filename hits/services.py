@@ -272,7 +272,7 @@ def submit_assignment(worker: Worker, assignment_id: int, data, *, confirm_later
             assignment.state = Assignment.State.EXPIRED
         if assignment.state in (Assignment.State.RETURNED, Assignment.State.EXPIRED):
             closed = f"this HIT was {assignment.get_state_display().lower()} and can no longer be submitted"
-        elif assignment.hit.batch.state == Batch.State.CANCELLED or assignment.hit.state == HIT.State.CANCELLED:
+        elif assignment.hit.batch.state == Batch.State.CANCELLED:
             # Nothing is stored or handed over: a cancelled campaign gets no completed HITs and no next stage.
             raise WorkCancelled(
                 "the study this HIT belongs to was cancelled by its researchers, so this work can no longer be "
@@ -304,9 +304,9 @@ def _store_submission(assignment: Assignment, data, now, confirm_later: bool = F
 def _hand_over(assignment: Assignment, handler, now) -> None:
     """A submission now counts: its HIT's tally (and completion), grading or the handler's reaction."""
     hit = assignment.hit
-    if hit.state == HIT.State.CANCELLED:
-        # Work MTurk confirms after its campaign was cancelled: kept on its assignment, but the HIT stays
-        # cancelled and the campaign's stages go no further (no verification or presence HITs from it).
+    if hit.batch.state == Batch.State.CANCELLED:
+        # Work MTurk confirms after its campaign was cancelled: kept on its assignment, but its HIT is not
+        # completed and the campaign's stages go no further (no verification or presence HITs from it).
         return
     hit.n_submitted += 1
     if hit.n_submitted >= hit.max_assignments:

@@ -223,3 +223,24 @@ def test_nul_characters_in_forms_and_addresses_are_a_400(api_world, owner_client
 
     response = owner_client.post("/campaigns/new/", {"name": "Nul file", "predicates": "none", "references": SimpleUploadedFile("r.jsonl", b"\x00\n"), "summaries": SimpleUploadedFile("s.jsonl", b"{}\n")})
     assert response.status_code == 400 and b"r.jsonl, line 1" in response.content
+
+
+def test_work_confirmed_after_cancel_opens_nothing_new(api_world):
+    """Framed-page work stored before the cancel and confirmed by MTurk after it: kept, but its HIT is not
+    completed and no verification HIT opens in the cancelled campaign."""
+    from annotation.services.pipeline import cancel_campaign, launch_campaign
+    from hits.models import HIT, Assignment, TaskType, Worker
+    from hits.services import accept_next, confirm_submission, submit_assignment
+
+    campaign = api_world["campaign"]
+    launch_campaign(campaign)
+    worker = Worker.objects.create(external_id="framed-writer")
+    assignment = accept_next(worker, TaskType.objects.get(slug="generation"))
+    sentence = assignment.hit.payload
+    submit_assignment(worker, assignment.pk, {"q1": "Who opened something?", "q1_a1": "The mayor"}, confirm_later=True)
+    cancel_campaign(campaign)
+    hits_before = set(HIT.objects.values_list("pk", "state"))
+    assert confirm_submission(assignment.pk), sentence
+    assignment.refresh_from_db()
+    assert assignment.state == Assignment.State.SUBMITTED and assignment.answers["questions"]
+    assert set(HIT.objects.values_list("pk", "state")) == hits_before
