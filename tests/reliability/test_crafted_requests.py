@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.test import Client
 
 from annotation.models import Campaign, Predicate
-from annotation.services.campaign_import import import_campaign
-from annotation.services.roles import make_researcher
 from tests.api.conftest import api_world, client_for  # noqa: F401 - fixture
-from tests.conftest import write_jsonl
 
 pytestmark = pytest.mark.django_db
 
