@@ -8,7 +8,7 @@ COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
 
 COPY . .
-RUN SECRET_KEY=collectstatic-only DEBUG=0 python manage.py collectstatic --noinput
+RUN SECRET_KEY=collectstatic-only-placeholder-never-used-to-sign-anything-000 DEBUG=0 python manage.py collectstatic --noinput
 
 RUN useradd --create-home --uid 1000 app && mkdir -p /data && chown app /data
 USER app

@@ -40,6 +40,27 @@ class DatabaseUnavailableMiddleware:
         return None
 
 
+class RefuseNulMiddleware:
+    """A form field or query parameter holding a NUL character is a 400, whatever the view.
+
+    No text the platform stores may hold one, and PostgreSQL refuses it even in a lookup (a
+    DataError, so a 500 from any view that looks a posted value up).  JSON bodies are the API
+    serializers' concern (their text fields refuse NUL with a message per field).
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        fields = [request.GET]
+        if request.method == "POST" and request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            fields.append(request.POST)
+        for data in fields:
+            if any("\x00" in key or any("\x00" in value for value in values) for key, values in data.lists()):
+                return render(request, "400_nul.html", status=400)
+        return self.get_response(request)
+
+
 class QueryCountMiddleware:
     """Adds an ``X-DB-Queries`` header with the number of SQL queries of the request (benchmarks only).
 
@@ -62,4 +83,43 @@ class QueryCountMiddleware:
         with connection.execute_wrapper(counter):
             response = self.get_response(request)
         response["X-DB-Queries"] = str(count[0])
+        return response
+
+
+# The policy of every page: scripts and styles from this site only (inline styles allowed: progress bars
+# size themselves with style="width: N%"), nothing framed, no plugins, forms posted anywhere (the
+# framed MTurk page posts to MTurk's externalSubmit).  A view may set its own directives (the framed
+# MTurk page its frame-ancestors, the API reference its scripts): those replace the same ones here.
+CONTENT_SECURITY_POLICY = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self' 'unsafe-inline'",
+    "img-src": "'self' data:",
+    "font-src": "'self' data:",
+    "connect-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'self'",
+    "frame-ancestors": "'none'",
+}
+
+
+def _directives(policy: str) -> dict[str, str]:
+    found = {}
+    for part in policy.split(";"):
+        name, _, value = part.strip().partition(" ")
+        if name:
+            found[name.lower()] = value.strip()
+    return found
+
+
+class ContentSecurityPolicyMiddleware:
+    """Sends ``Content-Security-Policy`` on every response, merged with the directives a view set."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        policy = {**CONTENT_SECURITY_POLICY, **_directives(response.get("Content-Security-Policy", ""))}
+        response["Content-Security-Policy"] = "; ".join(f"{name} {value}" for name, value in policy.items())
         return response

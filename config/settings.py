@@ -62,6 +62,12 @@ if not SECRET_KEY:
         )
     # Only ever used with DEBUG on, on a developer's own machine.
     SECRET_KEY = "insecure-development-key-do-not-use-in-production"
+# Production signs sessions, CSRF tokens and password resets with it: a short key can be guessed.
+if not DEBUG and len(SECRET_KEY) < 50:
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is {len(SECRET_KEY)} characters long; with DEBUG off it needs at least 50 "
+        "(python -c 'import secrets; print(secrets.token_urlsafe(50))')."
+    )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -110,9 +116,11 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    "config.middleware.RefuseNulMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.DatabaseUnavailableMiddleware",
 ]
 if env_bool("COUNT_QUERIES", False):
@@ -241,6 +249,12 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON nested too deeply or holding a lone surrogate is a 400, not a server error.
+    "DEFAULT_PARSER_CLASSES": [
+        "annotation.web.api.parsers.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "QAPyramid Studio API",
@@ -277,8 +291,10 @@ CACHES = {
 SESSION_ENGINE = (
     "django.contrib.sessions.backends.cached_db" if REDIS_CACHE_URL else "django.contrib.sessions.backends.db"
 )
-# Rate limits, "requests/seconds" per client: logins per IP and user name, submissions per worker.
+# Rate limits, "requests/seconds": login attempts per account (normalised user name, any address),
+# failed logins per client address (config/ratelimit.py), submissions per worker.
 LOGIN_RATE_LIMIT = os.environ.get("LOGIN_RATE_LIMIT", "10/60")
+LOGIN_ADDRESS_RATE_LIMIT = os.environ.get("LOGIN_ADDRESS_RATE_LIMIT", "20/60")
 SUBMIT_RATE_LIMIT = os.environ.get("SUBMIT_RATE_LIMIT", "120/60")
 
 # Amazon Mechanical Turk backend (hits.mturk).  AWS credentials come only from the standard AWS chain
@@ -317,6 +333,13 @@ MAX_BONUS = os.environ.get("MAX_BONUS", "5.00")
 # Limits on what an upload or import may contain.
 IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 200 * 1024 * 1024)
 IMPORT_MAX_LINES = env_int("IMPORT_MAX_LINES", 1_000_000)
+# Characters per text: a reference or summary is a few sentences (CNN/DM references: about 300), and
+# each reference goes through predicate detection; a source document is only stored and shown.
+IMPORT_MAX_REFERENCE_CHARS = env_int("IMPORT_MAX_REFERENCE_CHARS", 20_000)
+IMPORT_MAX_SUMMARY_CHARS = env_int("IMPORT_MAX_SUMMARY_CHARS", 20_000)
+IMPORT_MAX_SOURCE_CHARS = env_int("IMPORT_MAX_SOURCE_CHARS", 200_000)
+# An API upload larger than this (all files together) is imported as a background job (202 + the job).
+API_IMPORT_INLINE_MAX_BYTES = env_int("API_IMPORT_INLINE_MAX_BYTES", 256 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 20 * 1024 * 1024)
 
 # Production hardening: everything below applies when DEBUG is off.

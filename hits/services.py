@@ -38,6 +38,10 @@ class AssignmentClosed(Exception):
         self.task_type = task_type
 
 
+class WorkCancelled(AssignmentClosed):
+    """The HIT's batch (its campaign) was cancelled: the submission is refused and nothing is stored."""
+
+
 def worker_for_user(user) -> Worker:
     """The platform worker of a logged-in user, created on first use."""
     try:
@@ -268,6 +272,13 @@ def submit_assignment(worker: Worker, assignment_id: int, data, *, confirm_later
             assignment.state = Assignment.State.EXPIRED
         if assignment.state in (Assignment.State.RETURNED, Assignment.State.EXPIRED):
             closed = f"this HIT was {assignment.get_state_display().lower()} and can no longer be submitted"
+        elif assignment.hit.batch.state == Batch.State.CANCELLED:
+            # Nothing is stored or handed over: a cancelled campaign gets no completed HITs and no next stage.
+            raise WorkCancelled(
+                "the study this HIT belongs to was cancelled by its researchers, so this work can no longer be "
+                "submitted; nothing was saved and nothing is owed for it",
+                task_type=assignment.hit.task_type,
+            )
         else:
             _store_submission(assignment, data, now, confirm_later)
     if closed:
@@ -293,6 +304,10 @@ def _store_submission(assignment: Assignment, data, now, confirm_later: bool = F
 def _hand_over(assignment: Assignment, handler, now) -> None:
     """A submission now counts: its HIT's tally (and completion), grading or the handler's reaction."""
     hit = assignment.hit
+    if hit.batch.state == Batch.State.CANCELLED:
+        # Work MTurk confirms after its campaign was cancelled: kept on its assignment, but its HIT is not
+        # completed and the campaign's stages go no further (no verification or presence HITs from it).
+        return
     hit.n_submitted += 1
     if hit.n_submitted >= hit.max_assignments:
         hit.state = HIT.State.COMPLETED
@@ -454,6 +469,7 @@ __all__ = [
     "AnswerErrors",
     "AssignmentClosed",
     "NotEligible",
+    "WorkCancelled",
     "SubmitOutcome",
     "accept_next",
     "available_hits",

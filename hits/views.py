@@ -13,10 +13,11 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.db.models import Count, Q, Sum
-from django.http import Http404, HttpResponseNotAllowed
+from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from config.ratelimit import rate_limited
@@ -25,6 +26,7 @@ from hits.models import Assignment, Invitation, TaskType
 from hits.services import (
     AssignmentClosed,
     NotEligible,
+    WorkCancelled,
     accept_next,
     available_hits,
     current_assignment,
@@ -73,8 +75,9 @@ def _start(request, task_type, hit_id=None):
 @require_POST
 def start_working(request, slug):
     task_type = get_object_or_404(TaskType, slug=slug)
-    hit_id = request.POST.get("hit")
-    return _start(request, task_type, int(hit_id) if hit_id and hit_id.isdigit() else None)
+    hit_id = request.POST.get("hit") or ""
+    # isascii: "²" and other digits of other scripts pass isdigit() but not int().
+    return _start(request, task_type, int(hit_id) if hit_id.isascii() and hit_id.isdigit() else None)
 
 
 @login_required
@@ -153,6 +156,13 @@ def _submit(request, worker, pk):
         context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
         context["errors"] = exc.errors
         return render(request, "hits/assignment.html", context, status=400)
+    except WorkCancelled as exc:
+        # The worker's text stays on the page (to keep a copy); the form cannot be sent again.
+        assignment = worker_assignment(worker, pk)
+        handler = task_handler(assignment.hit.task_type.slug)
+        context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
+        context["refused"] = str(exc)[:1].upper() + str(exc)[1:] + "."
+        return render(request, "hits/assignment.html", context, status=409)
     except AssignmentClosed as exc:
         messages.error(request, str(exc).capitalize() + ". Here is the next one.")
         return _start(request, exc.task_type)
@@ -177,7 +187,11 @@ def worker_settings(request):
     worker.auto_accept_next = request.POST.get("auto_accept_next") == "on"
     worker.save(update_fields=["auto_accept_next"])
     messages.info(request, "Auto-accept is " + ("on." if worker.auto_accept_next else "off."))
-    return redirect(request.POST.get("next") or "worker-home")
+    target = request.POST.get("next") or ""
+    # Only a page of this site, as the login view checks its own "next"; taken as an address, never a view name.
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        target = reverse("worker-home")
+    return HttpResponseRedirect(target)
 
 
 @login_required

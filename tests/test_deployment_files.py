@@ -62,3 +62,32 @@ def test_dockerfile_installs_requirements_and_serves_the_wsgi_app():
     assert "pip install --no-cache-dir -r requirements.txt" in text
     assert "config.wsgi:application" in text
     assert (REPO / "requirements.txt").exists() and (REPO / "manage.py").exists()
+
+
+def test_compose_is_https_ready_and_counts_rate_limits_in_redis(tmp_path):
+    """Secure cookies and the HTTPS redirect are on unless .env turns them off, and the cache (the rate
+    limits' counts) is Redis, shared by every gunicorn process."""
+    import json
+    import subprocess
+    import sys
+
+    for name in ("web", "worker", "beat"):
+        env = _compose()["services"][name]["environment"]
+        for flag in ("SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE"):
+            assert env[flag] == "${%s:-1}" % flag, (name, flag)
+        assert env["CACHE_URL"].startswith("redis://redis:")
+    web = _compose()["services"]["web"]["environment"]
+    # What the settings make of the compose file's environment (its defaults filled in).
+    resolved = {k: str(v) for k, v in web.items() if "${" not in str(v)}
+    resolved |= {k: str(v).split(":-", 1)[1].rstrip("}") for k, v in web.items() if ":-" in str(v)}
+    resolved |= {"SECRET_KEY": "s" * 60, "DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    probe = (
+        "import json, django; from django.conf import settings; django.setup(); print(json.dumps(["
+        "settings.CACHES['default']['BACKEND'], settings.CACHES['default']['LOCATION'], settings.SECURE_SSL_REDIRECT,"
+        " settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE, settings.SECURE_HSTS_SECONDS]))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=resolved | {"DJANGO_SETTINGS_MODULE": "config.settings"}, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    backend, location, *secure = json.loads(result.stdout)
+    assert backend.endswith("RedisCache") and location == "redis://redis:6379/1"
+    assert secure == [True, True, True, 31536000]

@@ -78,3 +78,11 @@ def test_check_deploy_is_clean_under_production_settings(tmp_path):
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_debug_off_refuses_a_short_secret_key(tmp_path):
+    result = _settings(tmp_path, SECRET_KEY="changeme")
+    assert result.returncode != 0
+    assert "SECRET_KEY is 8 characters long; with DEBUG off it needs at least 50" in result.stderr
+    # With DEBUG on (a developer's machine), a short key is the developer's business.
+    assert _settings(tmp_path, SECRET_KEY="changeme", DEBUG="1").returncode == 0

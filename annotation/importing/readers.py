@@ -178,6 +178,9 @@ def _json_objects(name: str, lines: list[str], problems: ProblemList):
         except json.JSONDecodeError as exc:
             problems.add(name, number, None, f"bad JSON: {exc.msg} at column {exc.colno}")
             continue
+        except RecursionError:  # Python's decoder recurses per level: thousands of brackets exhaust the stack
+            problems.add(name, number, None, "bad JSON: nested too deeply")
+            continue
         if not isinstance(obj, dict):
             problems.add(name, number, None, f"expected a JSON object, found {type(obj).__name__}")
             continue
@@ -201,10 +204,34 @@ def _text_field(obj, key, name, number, problems, *, required=True, allow_empty=
     if not allow_empty and not value.strip():
         problems.add(name, number, key, "is empty")
         return None
-    if key == "id" and len(value) > 200:
-        problems.add(name, number, key, "is longer than 200 characters")
+    if _has_lone_surrogate(value):
+        problems.add(name, number, key, "contains a lone surrogate (e.g. \\ud800), which is not a character")
+        return None
+    limit = text_limit(key)
+    if limit is not None and len(value) > limit:
+        problems.add(name, number, key, f"is {len(value):,} characters long; the limit is {limit:,}")
         return None
     return value
+
+
+def text_limit(key: str) -> int | None:
+    """The most characters a field of an imported line may hold (ids and system names: their columns;
+    texts: what a HIT page and predicate detection can carry, ``IMPORT_MAX_*_CHARS``)."""
+    return {
+        "id": 200,
+        "system": 200,
+        "reference": settings.IMPORT_MAX_REFERENCE_CHARS,
+        "summary": settings.IMPORT_MAX_SUMMARY_CHARS,
+        "source": settings.IMPORT_MAX_SOURCE_CHARS,
+    }.get(key)
+
+
+def _has_lone_surrogate(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def read_references(path: Path, problems: ProblemList) -> list[ReferenceRecord]:
@@ -341,6 +368,9 @@ def read_summary_directory(directory: Path, ids_path: Path, problems: ProblemLis
             if not text:
                 problems.add(file.name, number, "summary", f"is empty (id '{ex_id}')")
                 continue
+            if len(text) > settings.IMPORT_MAX_SUMMARY_CHARS:
+                problems.add(file.name, number, "summary", f"is {len(text):,} characters long; the limit is {settings.IMPORT_MAX_SUMMARY_CHARS:,}")
+                continue
             records.append(SummaryRecord(ex_id, system, text, file.name, number))
     return records
 
@@ -397,6 +427,9 @@ def read_folder(folder: Path, problems: ProblemList) -> FolderContents:
             text, bounds = strip_sentence_tags(line)
             if not text:
                 problems.add("references.txt", number, "reference", f"is empty (id '{ex_id}')")
+                continue
+            if len(text) > settings.IMPORT_MAX_REFERENCE_CHARS:
+                problems.add("references.txt", number, "reference", f"is {len(text):,} characters long; the limit is {settings.IMPORT_MAX_REFERENCE_CHARS:,}")
                 continue
             source = strip_sentence_tags(document_lines[number - 1])[0] if document_lines else ""
             references.append(ReferenceRecord(ex_id, text, source, number, bounds))

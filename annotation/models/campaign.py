@@ -10,6 +10,31 @@ from django.db import models
 from django.db.models import Q
 
 
+# Bounds of the settings: what the protocol and one HIT page can carry.  The protocol's writer enters up
+# to 5 questions with up to 3 answers each (the paper's page); a generation page of 300 x 300 inputs
+# took 51 s to render.  More than 10 workers per HIT doubles MTurk's fee and buys no agreement the
+# protocol asks for (1 writer, 2 verifiers, 3 judges).
+PROTOCOL_MAX_QUESTIONS = 5
+PROTOCOL_MAX_ANSWERS = 3
+MAX_WORKERS_PER_HIT = 10
+REWARD_BOUNDS = [MinValueValidator(Decimal("0.01")), MaxValueValidator(Decimal("100.00"))]
+
+
+def settings_problems(values) -> dict[str, str]:
+    """Problems of a combination of settings (each field's own bounds are its validators); ``values``
+    maps field names to values, e.g. a campaign's ``__dict__``.  The settings page and the API both
+    check through this."""
+    problems = {}
+    most = values.get("max_questions_per_predicate")
+    if isinstance(most, int):
+        if isinstance(values.get("min_kept_qas_per_predicate"), int) and values["min_kept_qas_per_predicate"] > most:
+            problems["min_kept_qas_per_predicate"] = f"cannot be more than the questions a writer may enter ({most})"
+        wanted = values.get("writer_min_questions_per_predicate")
+        if isinstance(wanted, (int, float)) and wanted > most:
+            problems["writer_min_questions_per_predicate"] = f"cannot be more than the questions a writer may enter ({most})"
+    return problems
+
+
 class Campaign(models.Model):
     """An evaluation study; its settings default to the paper's values."""
 
@@ -51,37 +76,43 @@ class Campaign(models.Model):
     launched_at = models.DateTimeField(null=True, blank=True)
 
     # Redundancy per task type (protocol: 1 writer, 2 verifiers, 3 judges).
-    assignments_generation = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
-    assignments_verification = models.PositiveSmallIntegerField(default=2, validators=[MinValueValidator(1)])
-    assignments_presence = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
+    assignments_generation = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_WORKERS_PER_HIT)])
+    assignments_verification = models.PositiveSmallIntegerField(default=2, validators=[MinValueValidator(1), MaxValueValidator(MAX_WORKERS_PER_HIT)])
+    assignments_presence = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1), MaxValueValidator(MAX_WORKERS_PER_HIT)])
     # Rewards in USD per HIT (paper: $0.32, $0.17, $0.20).
-    reward_generation = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.32"))
-    reward_verification = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.17"))
-    reward_presence = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.20"))
+    reward_generation = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.32"), validators=REWARD_BOUNDS)
+    reward_verification = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.17"), validators=REWARD_BOUNDS)
+    reward_presence = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.20"), validators=REWARD_BOUNDS)
     # Generation rules.
-    max_questions_per_predicate = models.PositiveSmallIntegerField(default=5, validators=[MinValueValidator(1)])
-    max_answers_per_question = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
-    min_kept_qas_per_predicate = models.PositiveSmallIntegerField(default=2)
-    max_redo_rounds = models.PositiveSmallIntegerField(default=2)
+    max_questions_per_predicate = models.PositiveSmallIntegerField(
+        default=5, validators=[MinValueValidator(1), MaxValueValidator(PROTOCOL_MAX_QUESTIONS)]
+    )
+    max_answers_per_question = models.PositiveSmallIntegerField(
+        default=3, validators=[MinValueValidator(1), MaxValueValidator(PROTOCOL_MAX_ANSWERS)]
+    )
+    min_kept_qas_per_predicate = models.PositiveSmallIntegerField(default=2, validators=[MaxValueValidator(PROTOCOL_MAX_QUESTIONS)])
+    max_redo_rounds = models.PositiveSmallIntegerField(default=2, validators=[MaxValueValidator(10)])
     # Quality control thresholds (strict: a worker must be *above* them).
-    qualification_hits = models.PositiveSmallIntegerField(default=4, validators=[MinValueValidator(1)])
+    qualification_hits = models.PositiveSmallIntegerField(default=4, validators=[MinValueValidator(1), MaxValueValidator(20)])
     writer_valid_threshold = models.FloatField(
         default=0.85, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
-    writer_min_questions_per_predicate = models.FloatField(default=2.0, validators=[MinValueValidator(0.0)])
+    writer_min_questions_per_predicate = models.FloatField(
+        default=2.0, validators=[MinValueValidator(0.0), MaxValueValidator(PROTOCOL_MAX_QUESTIONS)]
+    )
     verifier_agreement_threshold = models.FloatField(
         default=0.85, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
     presence_accuracy_threshold = models.FloatField(
         default=0.90, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
     )
-    grace_period_items = models.PositiveIntegerField(default=20)
-    qualification_cooldown_hours = models.FloatField(default=24.0, validators=[MinValueValidator(0.0)])
-    qualification_max_attempts = models.PositiveSmallIntegerField(default=2, validators=[MinValueValidator(1)])
+    grace_period_items = models.PositiveIntegerField(default=20, validators=[MaxValueValidator(10_000)])
+    qualification_cooldown_hours = models.FloatField(default=24.0, validators=[MinValueValidator(0.0), MaxValueValidator(24 * 365)])
+    qualification_max_attempts = models.PositiveSmallIntegerField(default=2, validators=[MinValueValidator(1), MaxValueValidator(10)])
     gold_share = models.FloatField(default=0.1, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     # Aggregation and scoring.
     tie_rule = models.CharField(max_length=8, choices=TieRule.choices, default=TieRule.ABSENT)
-    length_penalty_alpha = models.FloatField(default=6.0, validators=[MinValueValidator(0.01)])
+    length_penalty_alpha = models.FloatField(default=6.0, validators=[MinValueValidator(0.01), MaxValueValidator(100.0)])
 
     class Meta:
         ordering = ["-created_at", "slug"]
@@ -104,3 +135,10 @@ class Campaign(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self):
+        from django.core.exceptions import ValidationError
+
+        problems = settings_problems(self.__dict__)
+        if problems:
+            raise ValidationError(problems)

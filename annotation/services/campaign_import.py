@@ -82,6 +82,12 @@ class ImportReport:
         )
 
 
+# Paths under /campaigns/ that are pages, not campaigns: refused as slugs by every way of creating one.
+RESERVED_SLUGS = frozenset({"new", "jobs"})
+NAME_MAX_CHARS = 200
+DESCRIPTION_MAX_CHARS = 5000
+
+
 def campaign_slug(name: str, slug: str | None = None) -> str:
     """The campaign's slug: the given one, or the slugified name."""
     return slugify(slug if slug else name)
@@ -115,10 +121,16 @@ def import_campaign(
     final_slug = campaign_slug(name, slug)
     if not name:
         problems.add("--name", None, "name", "a campaign needs a name")
-    elif len(name) > 200:
-        problems.add("--name", None, "name", "is longer than 200 characters")
+    elif len(name) > NAME_MAX_CHARS:
+        problems.add("--name", None, "name", f"is longer than {NAME_MAX_CHARS} characters")
+    if len(description or "") > DESCRIPTION_MAX_CHARS:
+        problems.add("--description", None, "description", f"is longer than {DESCRIPTION_MAX_CHARS:,} characters")
     if name and not final_slug:
         problems.add("--slug", None, "slug", f"cannot make a slug from '{slug or name}': give --slug with letters or digits")
+    elif final_slug in RESERVED_SLUGS:
+        problems.add("--slug", None, "slug", f"'{final_slug}' is reserved: choose another slug")
+    elif len(final_slug) > 200:
+        problems.add("--slug", None, "slug", "is longer than 200 characters")
     elif final_slug and Campaign.objects.filter(slug=final_slug).exists():
         problems.add("--name", None, "slug", f"a campaign with slug '{final_slug}' already exists")
 

@@ -23,6 +23,7 @@ are graded by these rules:
 
 from __future__ import annotations
 
+import json
 import re
 
 from django.db import transaction
@@ -148,6 +149,28 @@ def _text(obj, key, where) -> str:
     return value
 
 
+def _check_shape(definition: dict) -> None:
+    """Sections are lists of objects, and so are an item's questions and pairs (the checks of each
+    item below may then read them as such), and every text can be stored."""
+    try:
+        json.dumps(definition, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise QualificationDefinitionError("a text holds a lone surrogate (e.g. \\ud800), which is not a character") from None
+
+    def objects(value, where: str) -> list:
+        if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
+            raise QualificationDefinitionError(f"{where} must be a list of objects")
+        return value
+
+    for section in ("generation", "verification", "presence", "presence_gold"):
+        for i, item in enumerate(objects(definition.get(section, []), f"'{section}'"), start=1):
+            for key in ("questions", "pairs"):
+                if item.get(key) is not None:
+                    objects(item[key], f"{section} item {i}: '{key}'")
+            if not isinstance(item.get("reference", ""), str):
+                raise QualificationDefinitionError(f"{section} item {i}: 'reference' must be a string")
+
+
 def build_qualification_hits(campaign: Campaign, definition: dict) -> list[HIT]:
     """Turn a qualification definition (see README) into unsaved HITs; raises on any invalid item."""
     if not isinstance(definition, dict):
@@ -155,6 +178,7 @@ def build_qualification_hits(campaign: Campaign, definition: dict) -> list[HIT]:
     unknown = set(definition) - {"generation", "verification", "presence", "presence_gold"}
     if unknown:
         raise QualificationDefinitionError(f"unknown section(s): {', '.join(sorted(unknown))}")
+    _check_shape(definition)
     hits: list[HIT] = []
     common = dict(max_assignments=32767, reward=0)
     for i, item in enumerate(definition.get("generation", []), start=1):

@@ -68,6 +68,16 @@ def can_manage_campaign(user, campaign: Campaign) -> bool:
     return campaign.shared_with.filter(pk=user.pk).exists()
 
 
+def can_view_job(user, job) -> bool:
+    """A job of a campaign follows the campaign's current permissions (an unshared researcher loses its
+    exports with it); a job without a campaign (an import still running or failed) is its starter's."""
+    if is_admin(user):
+        return True
+    if job.campaign_id:
+        return can_manage_campaign(user, job.campaign)
+    return job.created_by_id is not None and job.created_by_id == user.pk
+
+
 def researchers_group() -> Group:
     """The ``researchers`` group, created on first use."""
     group, _ = Group.objects.get_or_create(name=RESEARCHERS_GROUP)

@@ -13,6 +13,7 @@ A verb's particle that directly follows it joins its span ("given up").
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 import threading
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -65,15 +66,15 @@ def is_predicate(token) -> bool:
     return token.pos_ == "AUX" and token.dep_ not in _AUXILIARY_DEPS
 
 
-def _predicate_span(token, sentence_start_char: int) -> FoundPredicate:
+def _predicate_span(token, sentence_start_char: int, text: str) -> FoundPredicate:
     start, end = token.idx, token.idx + len(token.text)
     lemma = token.lemma_
     following = token.nbor(1) if token.i + 1 < len(token.doc) else None
     if following is not None and following.dep_ == "prt" and following.head.i == token.i:
         end = following.idx + len(following.text)
         lemma = f"{lemma} {following.lemma_}"
-    text = token.doc.text[start:end]
-    return FoundPredicate(start - sentence_start_char, end - sentence_start_char, text, lemma)
+    # The reference's own text: Doc.text joins every token anew on each call (quadratic over a long reference).
+    return FoundPredicate(start - sentence_start_char, end - sentence_start_char, text[start:end], lemma)
 
 
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
@@ -111,16 +112,20 @@ def analyse_references(
         else:
             spans = list(given)
         sentences = []
+        # Tokens come in text order: each sentence reads only its own (a scan of the whole doc per
+        # sentence made a long reference quadratic: 9 minutes for 300,000 characters).
+        token_starts = [token.idx for token in doc]
         for raw_start, raw_end in spans:
             start, end = _trimmed(reference, raw_start, raw_end)
             if start >= end:
                 continue
             predicates = []
             seen = set()
-            for token in doc:
-                if token.idx < start or token.idx + len(token.text) > end or not is_predicate(token):
+            for i in range(bisect_left(token_starts, start), bisect_left(token_starts, end)):
+                token = doc[i]
+                if token.idx + len(token.text) > end or not is_predicate(token):
                     continue
-                found = _predicate_span(token, start)
+                found = _predicate_span(token, start, reference)
                 if found.end > end - start:
                     # A particle past the sentence boundary: keep the verb alone.
                     found = FoundPredicate(token.idx - start, token.idx - start + len(token.text), token.text, token.lemma_)

@@ -5,13 +5,11 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django import forms
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.text import slugify
 
 from annotation.models import Campaign
-
-# Paths under /campaigns/ that are pages, not campaigns.
-RESERVED_SLUGS = {"new", "jobs"}
+from annotation.services.campaign_import import DESCRIPTION_MAX_CHARS, RESERVED_SLUGS  # noqa: F401 - the import's own rules
 
 
 class CampaignUploadForm(forms.Form):
@@ -27,7 +25,7 @@ class CampaignUploadForm(forms.Form):
     slug = forms.CharField(
         max_length=200, required=False, help_text="Used in the campaign's addresses; the slugified name by default."
     )
-    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, max_length=DESCRIPTION_MAX_CHARS)
     references = forms.FileField(
         required=False, help_text='JSONL lines {"id", "reference", "source"?}, or CSV with the columns id,reference[,source].'
     )
@@ -103,9 +101,11 @@ class CampaignSettingsForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("reward_generation", "reward_verification", "reward_presence"):
-            self.fields[name].validators.append(MinValueValidator(Decimal("0.01")))
-            self.fields[name].widget.attrs["min"] = "0.01"
+        # The bounds are the model's validators (the API checks the same); the browser is told them too.
+        for name, field in self.fields.items():
+            for validator in Campaign._meta.get_field(name).validators:
+                if isinstance(validator, (MinValueValidator, MaxValueValidator)):
+                    field.widget.attrs["min" if isinstance(validator, MinValueValidator) else "max"] = str(validator.limit_value)
 
     def groups(self):
         """(title, [bound field, paper value]) for the template."""

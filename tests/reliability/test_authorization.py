@@ -66,6 +66,9 @@ MATRIX = {
     # pause or cancel succeeds, so the staff user's then meets a 409. Every endpoint x role with real rows
     # and request bodies: tests/api/test_permissions.py.
     "api-token": ("GET", {}, [405, 405, 405, 405, 405, 405]),  # POST only (username/password)
+    "api-job": ("GET", {"pk": "JOB"}, [401, 403, 403, 404, 200, 200]),  # the campaign's job: its researchers
+    # The admin's login (under the login limits): staff already signed in go on to the admin.
+    "admin-login": ("GET", {}, [200, 200, 200, 200, 200, 302]),
     "api-schema": ("GET", {}, [200, 200, 200, 200, 200, 200]),  # the API's description is public
     "api-docs": ("GET", {}, [200, 200, 200, 200, 200, 200]),
     "api-redoc": ("GET", {}, [200, 200, 200, 200, 200, 200]),

@@ -24,6 +24,8 @@ from annotation.models import (
     Verification,
 )
 from annotation.models import QAPairCorrection
+from annotation.models.campaign import settings_problems
+from annotation.services.campaign_import import DESCRIPTION_MAX_CHARS
 from hits.models import Assignment, LedgerEntry
 
 # Campaign settings a researcher may change before launch (the paper's values are the defaults).
@@ -78,24 +80,17 @@ class CampaignSerializer(serializers.ModelSerializer):
             *SETTINGS_FIELDS,
         ]
         read_only_fields = ["slug", "unit_type", "state", "created_at", "launched_at"]
-        extra_kwargs = {
-            # Bounds the model leaves to the database (a small integer column, a reward that is money paid).
-            **{f"reward_{t}": {"min_value": Decimal("0")} for t in ("generation", "verification", "presence")},
-            **{
-                name: {"max_value": 32767}
-                for name in (
-                    "assignments_generation", "assignments_verification", "assignments_presence",
-                    "max_questions_per_predicate", "max_answers_per_question", "min_kept_qas_per_predicate",
-                    "max_redo_rounds", "qualification_hits", "qualification_max_attempts",
-                )
-            },
-            "grace_period_items": {"max_value": 2**31 - 1},
-        }
+        # Every setting's bounds are the model's validators, as on the settings page.
+        extra_kwargs = {"description": {"max_length": DESCRIPTION_MAX_CHARS}}
 
     def validate(self, attrs):
         errors = {name: ["must be a finite number"] for name, value in attrs.items() if isinstance(value, float) and not math.isfinite(value)}
         if errors:
             raise serializers.ValidationError(errors)
+        current = {name: getattr(self.instance, name) for name in SETTINGS_FIELDS} if self.instance is not None else {}
+        problems = settings_problems({**current, **attrs})
+        if problems:
+            raise serializers.ValidationError({name: [message] for name, message in problems.items()})
         return attrs
 
     def get_n_examples(self, campaign) -> int:
@@ -112,7 +107,7 @@ class CampaignCreateSerializer(serializers.Serializer):
 
     name = serializers.CharField(max_length=200)
     slug = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=DESCRIPTION_MAX_CHARS)
     references = serializers.FileField(help_text="References: JSONL ({id, reference, source?}) or CSV/TSV.")
     summaries = serializers.FileField(help_text="System summaries: JSONL ({id, system, summary}) or CSV/TSV.")
     predicates = serializers.FileField(
@@ -133,6 +128,23 @@ class ImportReportSerializer(serializers.Serializer):
     n_gold = serializers.IntegerField()
     seconds = serializers.FloatField()
     summary = serializers.CharField(source="summary_line")
+
+
+class JobSerializer(serializers.Serializer):
+    """A background job: its state, progress, and the problems of a failed import (one line each)."""
+
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    state = serializers.CharField()
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    percent = serializers.IntegerField()
+    message = serializers.CharField(allow_blank=True)
+    problems = serializers.ListField(child=serializers.CharField())
+    finished = serializers.BooleanField()
+    result_url = serializers.CharField(allow_blank=True)
+    url = serializers.CharField()
+    campaign = serializers.CharField(required=False, allow_null=True, help_text="The campaign's slug, once there is one.")
 
 
 class ProblemSerializer(serializers.Serializer):

@@ -7,7 +7,6 @@ researcher's campaign is a 404.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import tempfile
 import zipfile
@@ -28,7 +27,7 @@ from rest_framework import mixins, serializers as drf_serializers, status, views
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, ParseError, PermissionDenied, ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -54,7 +53,7 @@ from annotation.selectors.campaigns import campaign_overview, campaign_progress,
 from annotation.selectors.scores import campaign_scores
 from annotation.services import pipeline, predicates as predicate_service, quality, scores
 from annotation.services.campaign_import import PREDICATES_AUTO, PREDICATES_NONE, import_campaign
-from config.ratelimit import client_ip, hit_limit
+from config.ratelimit import login_failed, login_refused
 from hits.models import Assignment, Worker
 
 
@@ -80,14 +79,27 @@ IMPORT_ERROR = inline_serializer(
 )
 
 
+def redoc_csp(view):
+    """Redoc's page starts the viewer from an inline script and renders in a blob worker."""
+    from functools import wraps
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        response["Content-Security-Policy"] = "script-src 'self' 'unsafe-inline' blob:; worker-src 'self' blob:"
+        return response
+
+    return wrapped
+
+
 # --- tokens ----------------------------------------------------------------------------------
 
 
 class TokenView(APIView):
     """``POST /api/token/`` with username and password: the caller's API token (created on first request).
 
-    Rate limited like the login page (``LOGIN_RATE_LIMIT`` per client address
-    and user name), so it cannot be used to guess passwords faster.
+    Under the login page's limits (``config.ratelimit``: attempts per account,
+    failures per client address), so it cannot be used to guess passwords faster.
     """
 
     authentication_classes: list = []
@@ -105,13 +117,17 @@ class TokenView(APIView):
         tags=["auth"],
     )
     def post(self, request):
-        username = str(request.data.get("username", ""))[:150] if hasattr(request.data, "get") else ""
-        # Hashed so any user name makes a valid cache key.
-        who = hashlib.sha256(f"{client_ip(request)}:{username}".encode()).hexdigest()[:32]
-        if hit_limit(f"LOGIN_RATE_LIMIT:api:{who}", settings.LOGIN_RATE_LIMIT):
+        try:
+            username = request.data.get("username", "") if hasattr(request.data, "get") else ""
+        except ParseError:
+            login_failed(request)
+            raise
+        if login_refused(request, username):
             return Response({"detail": "Too many attempts; wait a minute and try again."}, status=429)
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
-        serializer.is_valid(raise_exception=True)
+        if not serializer.is_valid():
+            login_failed(request)
+            raise ValidationError(serializer.errors)
         token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
         return Response({"token": token.key})
 
@@ -183,6 +199,10 @@ class CampaignViewSet(
                 "CampaignCreated",
                 fields={"campaign": serializers.CampaignSerializer(), "report": serializers.ImportReportSerializer()},
             ),
+            202: inline_serializer(
+                "CampaignImportQueued",
+                fields={"detail": drf_serializers.CharField(), "job": serializers.JobSerializer()},
+            ),
             400: IMPORT_ERROR,
         },
     )
@@ -191,6 +211,9 @@ class CampaignViewSet(
         form = serializers.CampaignCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
+        uploaded = [data[role] for role in ("references", "summaries", "predicates") if data.get(role)]
+        if sum(upload.size or 0 for upload in uploaded) > settings.API_IMPORT_INLINE_MAX_BYTES:
+            return self._import_as_job(request, data)
         with tempfile.TemporaryDirectory(prefix="api-import-") as tmp:
             folder = Path(tmp)
             refs = _save_upload(data["references"], folder, "references")
@@ -221,6 +244,36 @@ class CampaignViewSet(
             },
             status=status.HTTP_201_CREATED,
         )
+
+    def _import_as_job(self, request, data):
+        """A large upload: staged as the web upload stages its files, imported by a job the client polls
+        (``GET /api/jobs/ID/``), so no request waits for predicate detection over thousands of references."""
+        from annotation.models import Job
+        from annotation.services import uploads
+        from annotation.services.jobs import job_status, start_job
+
+        uploads.clean_stale_uploads()
+        token = uploads.new_upload()
+        uploads.stage_file(token, "references", data["references"])
+        uploads.stage_file(token, "summaries", data["summaries"])
+        predicates = "auto" if data["detect_predicates"] else "none"
+        if data.get("predicates"):
+            uploads.stage_file(token, "predicates", data["predicates"])
+            predicates = "file"
+        params = {
+            "upload": token,
+            "name": data["name"],
+            "slug": data.get("slug") or "",
+            "description": data.get("description", ""),
+            "predicates": predicates,
+            "owner": request.user.pk,
+        }
+        job = start_job(Job.Kind.IMPORT, params=params, user=request.user)
+        body = {
+            "detail": "The files are large: they are imported by a background job; poll the job for its state and problems.",
+            "job": {**job_status(job), "url": f"/api/jobs/{job.pk}/"},
+        }
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/jobs/{job.pk}/"})
 
     @extend_schema(responses={200: serializers.CampaignSerializer, 400: DETAIL, 409: DETAIL})
     def partial_update(self, request, *args, **kwargs):
@@ -402,6 +455,29 @@ def _int_param(request, name: str, default: int, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ValidationError({name: [f"must be between {low} and {high}"]})
     return value
+
+
+# --- jobs ------------------------------------------------------------------------------------
+
+
+class JobView(APIView):
+    """``GET /api/jobs/ID/``: a background job (e.g. a large import) with its progress and problems."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: serializers.JobSerializer, 404: DETAIL})
+    def get(self, request, pk: int):
+        from annotation.models import Job
+        from annotation.services.jobs import job_status
+
+        job = Job.objects.select_related("campaign").filter(pk=pk).first() if pk <= filters.MAX_ID else None
+        if job is None or not roles.can_view_job(request.user, job):
+            from rest_framework.exceptions import NotFound
+
+            raise NotFound("No such job.")
+        return Response(
+            {**job_status(job), "url": f"/api/jobs/{job.pk}/", "campaign": job.campaign.slug if job.campaign_id else None}
+        )
 
 
 # --- campaign-scoped resources ---------------------------------------------------------------

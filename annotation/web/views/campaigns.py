@@ -233,6 +233,8 @@ def campaign_qualifications(request, slug):
                 counts = define_qualifications(campaign, json.loads(text))
             except json.JSONDecodeError as exc:
                 error = f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+            except RecursionError:
+                error = "Not valid JSON: nested too deeply."
             except QualificationDefinitionError as exc:
                 error = f"{str(exc)[:1].upper()}{str(exc)[1:]}. Nothing was changed."
             else:

@@ -17,14 +17,11 @@ from annotation.services.jobs import job_status, start_job
 
 
 def _visible_job(request, pk: int) -> Job:
-    """A job its starter, the campaign's researchers or an admin may see; 404 for anyone else."""
+    """A job the user may see now (``roles.can_view_job``); 404 for anyone else."""
     job = get_object_or_404(Job.objects.select_related("campaign"), pk=pk)
-    user = request.user
-    if roles.is_admin(user) or job.created_by_id == user.pk:
-        return job
-    if job.campaign_id and roles.can_manage_campaign(user, job.campaign):
-        return job
-    raise Http404
+    if not roles.can_view_job(request.user, job):
+        raise Http404
+    return job
 
 
 @login_required

@@ -193,10 +193,16 @@ def paginate(request, queryset, per_page: int) -> dict:
     return {"items": page.object_list, "page": page.number, "pages": page.paginator.num_pages}
 
 
+def _posted_id(request, name: str) -> int:
+    """A row id from the form; anything else (``abc``, ``1e5``, ``²``, 30 digits) is 0, which no row has (a 404)."""
+    raw = (request.POST.get(name) or "").strip()
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else 0
+
+
 def _back_to_predicates(slug, request):
     response = redirect("campaign-predicates", slug=slug)
     page = request.POST.get("page")
-    if page and page.isdigit():
+    if page and page.isascii() and page.isdigit():
         response["Location"] += f"?page={page}"
     return response
 
@@ -208,13 +214,13 @@ def campaign_predicate_add(request, slug):
     from annotation.services.predicates import add_predicate
 
     campaign = managed_campaign(request, slug)
-    sentence = get_object_or_404(ReferenceSentence, pk=request.POST.get("sentence") or 0, example__campaign=campaign)
+    sentence = get_object_or_404(ReferenceSentence, pk=_posted_id(request, "sentence"), example__campaign=campaign)
     span = (request.POST.get("span") or "").strip()
     start = request.POST.get("start", "")
     if not span:
         messages.error(request, "Select the predicate's words in the sentence (or type them) first.")
         return _back_to_predicates(slug, request)
-    if start.isdigit() and sentence.text[int(start) : int(start) + len(span)] == span:
+    if start.isascii() and start.isdigit() and sentence.text[int(start) : int(start) + len(span)] == span:
         begin = int(start)
     else:
         begin = sentence.text.find(span)
@@ -236,7 +242,7 @@ def campaign_predicate_remove(request, slug):
     from annotation.services.predicates import remove_predicate
 
     campaign = managed_campaign(request, slug)
-    predicate = get_object_or_404(Predicate, pk=request.POST.get("predicate") or 0, example__campaign=campaign)
+    predicate = get_object_or_404(Predicate, pk=_posted_id(request, "predicate"), example__campaign=campaign)
     try:
         remove_predicate(predicate)
     except ValidationError as exc:
