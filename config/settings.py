@@ -226,6 +226,9 @@ CELERY_BEAT_SCHEDULE: dict = {
     "expire-assignments": {"task": "hits.expire_assignments", "schedule": 60.0},
     "flush-followups": {"task": "hits.flush_followups", "schedule": 60.0},
 }
+# A HIT accepted for a worker (auto-accept, "Start working") is held this long until the page is opened,
+# then for the task type's full duration: one nobody opened is back in the pool within a minute or two.
+HIT_UNOPENED_HOLD_SECONDS = env_int("HIT_UNOPENED_HOLD_SECONDS", 90)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -37,8 +37,9 @@ class Worker(models.Model):
     )
     blocked = models.BooleanField(default=False)
     blocked_reason = models.CharField(max_length=500, blank=True)
+    # Off by default: a HIT accepted for a worker who has stopped would sit reserved for them.
     auto_accept_next = models.BooleanField(
-        default=True, help_text="After a submission, accept the next HIT of the same type straight away."
+        default=False, help_text="After a submission, accept the next HIT of the same type straight away."
     )
     # Worked examples on HIT pages start collapsed once the worker has seen them.
     seen_instructions = models.JSONField(default=list, blank=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -28,6 +29,8 @@ from hits.services import (
     accept_next,
     available_hits,
     current_assignment,
+    expire_due,
+    mark_opened,
     return_assignment,
     submit_assignment,
     worker_assignment,
@@ -42,6 +45,7 @@ def _worker(request):
 @login_required
 def worker_home(request):
     worker = _worker(request)
+    expire_due()
     rows = []
     for task_type in TaskType.objects.all():
         kinds = eligible_kinds(worker, task_type)
@@ -58,8 +62,9 @@ def worker_home(request):
 
 def _start(request, task_type, hit_id=None):
     worker = _worker(request)
+    expire_due()
     try:
-        assignment = accept_next(worker, task_type, hit_id=hit_id)
+        assignment = accept_next(worker, task_type, hit_id=hit_id, unopened_hold=settings.HIT_UNOPENED_HOLD_SECONDS)
     except NotEligible as exc:
         messages.error(request, str(exc).capitalize() + ".")
         return redirect("worker-home")
@@ -124,6 +129,7 @@ def assignment_page(request, pk):
         if assignment.state != Assignment.State.ASSIGNED:
             messages.info(request, f"This HIT is {assignment.get_state_display().lower()}.")
             return redirect("worker-home")
+        mark_opened(assignment)
         return render(request, "hits/assignment.html", _page_context(handler, assignment.hit, assignment, None, worker))
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
