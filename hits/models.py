@@ -215,6 +215,8 @@ class Assignment(models.Model):
     review_message = models.CharField(max_length=1000, blank=True)
     bonus = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.00"))
     paid = models.BooleanField(default=False)
+    # Given back with "Skip" (to get another HIT) rather than "Return": the worker's history says which.
+    skipped = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-accepted_at"]

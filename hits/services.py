@@ -434,13 +434,15 @@ def _release(assignment: Assignment, state: str) -> None:
         HIT.objects.filter(pk=assignment.hit_id).update(n_taken=F("n_taken") - 1)
 
 
-def return_assignment(worker: Worker, assignment_id: int) -> Assignment:
-    """The worker gives a HIT back; it returns to the pool for others."""
+def return_assignment(worker: Worker, assignment_id: int, *, skipped: bool = False) -> Assignment:
+    """The worker gives a HIT back (``skipped``: to get another one); it returns to the pool for others."""
     with transaction.atomic():
         assignment = Assignment.objects.select_for_update().get(pk=assignment_id, worker=worker)
         if assignment.state != Assignment.State.ASSIGNED:
             raise AssignmentClosed(f"this HIT is already {assignment.get_state_display().lower()}")
         _release(assignment, Assignment.State.RETURNED)
+        if skipped:
+            Assignment.objects.filter(pk=assignment.pk).update(skipped=True)
         assignment.refresh_from_db()
     return assignment
 

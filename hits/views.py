@@ -6,14 +6,13 @@ type renders the HIT's part of the page and validates its answers.
 
 from __future__ import annotations
 
-from decimal import Decimal
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Sum
 from django.http import Http404, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -21,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from config.ratelimit import rate_limited
+from hits import payouts
 from hits.handlers import AnswerErrors, eligible_kinds, task_handler
 from hits.models import Assignment, Invitation, TaskType
 from hits.services import (
@@ -136,7 +136,7 @@ def assignment_page(request, pk):
     action = request.POST["action"]
     task_type = assignment.hit.task_type
     try:
-        return_assignment(worker, assignment.pk)
+        return_assignment(worker, assignment.pk, skipped=action == "skip")
     except AssignmentClosed as exc:
         messages.info(request, str(exc).capitalize() + ".")
         return redirect("worker-home")
@@ -188,23 +188,25 @@ def worker_settings(request):
 
 @login_required
 def history(request):
+    """The worker's HITs and earnings; "owed" comes from the ledger, as on the researcher's payout report."""
     worker = _worker(request)
     assignments = (
-        Assignment.objects.filter(worker=worker).select_related("hit__task_type").order_by("-accepted_at")[:200]
+        Assignment.objects.filter(worker=worker).select_related("hit__task_type", "hit__batch").order_by("-accepted_at")[:200]
     )
     done = Assignment.objects.filter(worker=worker, state__in=Assignment.DONE_STATES)
-    totals = done.aggregate(
-        n=Count("pk"),
-        seconds=Sum("work_seconds"),
-        owed=Sum("hit__reward", filter=Q(paid=False) & ~Q(state=Assignment.State.REJECTED)),
-        bonus=Sum("bonus", filter=Q(paid=False)),
-    )
-    # SQLite sums decimals with float-like precision: round to cents.
-    owed = (Decimal(totals["owed"] or 0) + Decimal(totals["bonus"] or 0)).quantize(Decimal("0.01"))
+    figures = done.aggregate(n=Count("pk"), seconds=Sum("work_seconds"))
+    rows = payouts.payouts(worker=worker)
     return render(
         request,
         "hits/history.html",
-        {"assignments": assignments, "n_done": totals["n"], "seconds": totals["seconds"] or 0, "owed": owed},
+        {
+            "assignments": assignments,
+            "n_done": figures["n"],
+            "seconds": figures["seconds"] or 0,
+            "payouts": rows,
+            "totals": payouts.totals(rows),
+            "owed": payouts.totals(rows).owed,
+        },
     )
 
 

@@ -63,7 +63,9 @@ def test_preview_then_accept_and_history_shows_earnings(launched, django_user_mo
     client.post("/work/settings/", {})  # auto-accept off
     client.post(accepted["Location"], {"action": "submit", "q1": "Who blamed someone?", "q1_a1": "Police"})
     history = client.get("/work/history/")
-    assert b'<span id="n-done">1</span>' in history.content and b'<strong id="owed">$0.32</strong>' in history.content
+    # Submitted work is awaiting review, not owed yet: only approval (the ledger) makes it owed.
+    assert b'<span id="n-done">1</span>' in history.content and b'<strong id="owed">$0.00</strong>' in history.content
+    assert b'<span id="awaiting">$0.32</span>' in history.content
 
 
 def test_another_workers_assignment_is_not_found(launched, django_user_model):
