@@ -31,6 +31,7 @@ urlpatterns = [
     path("<slug:slug>/review/", review_views.campaign_review, name="campaign-review"),
     path("<slug:slug>/payouts/", payout_views.campaign_payouts, name="campaign-payouts"),
     path("<slug:slug>/review/<int:pk>/", review_views.campaign_review_example, name="campaign-review-example"),
+    path("<slug:slug>/review/bulk/", review_views.review_bulk, name="campaign-review-bulk"),
     path(
         "<slug:slug>/review/assignments/<int:pk>/", review_views.review_assignment, name="campaign-review-assignment"
     ),
