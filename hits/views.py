@@ -12,7 +12,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
-from django.db.models import Count, Sum
+from django.db.models import Count, Max, Min, Sum
 from django.http import Http404, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 from config.ratelimit import rate_limited
 from hits import payouts
 from hits.handlers import AnswerErrors, eligible_kinds, task_handler
-from hits.models import Assignment, Invitation, TaskType
+from hits.models import Assignment, Invitation, Qualification, TaskType
 from hits.services import (
     AssignmentClosed,
     NotEligible,
@@ -49,15 +49,55 @@ def worker_home(request):
     rows = []
     for task_type in TaskType.objects.all():
         kinds = eligible_kinds(worker, task_type)
+        available = available_hits(worker, task_type, kinds) if kinds else None
+        offer = (
+            available.aggregate(n=Count("pk"), low=Min("reward"), high=Max("reward")) if available is not None else {"n": 0}
+        )
         rows.append(
             {
                 "task_type": task_type,
                 "eligible": bool(kinds),
-                "available": available_hits(worker, task_type, kinds).count() if kinds else 0,
+                "available": offer["n"],
+                "reward_low": offer.get("low"),
+                "reward_high": offer.get("high"),
+                "campaigns": list(
+                    available.order_by().values_list("batch__name", flat=True).distinct()[:4]
+                ) if offer["n"] else [],
+                "minutes": _typical_minutes(task_type),
+                "why_not": "" if kinds else _why_not(worker, task_type),
                 "current": current_assignment(worker, task_type),
             }
         )
     return render(request, "hits/home.html", {"worker": worker, "rows": rows})
+
+
+def _typical_minutes(task_type) -> float | None:
+    """The median work time of this task type's last 100 submissions, in minutes (None before any)."""
+    seconds = list(
+        Assignment.objects.filter(hit__task_type=task_type, work_seconds__isnull=False)
+        .order_by("-submitted_at").values_list("work_seconds", flat=True)[:100]
+    )
+    if not seconds:
+        return None
+    seconds.sort()
+    return max(1, round(seconds[len(seconds) // 2] / 60))
+
+
+def _why_not(worker, task_type) -> str:
+    """Why this worker may not do this task type now, in words they can act on."""
+    if worker.blocked:
+        return "your account is blocked" + (f": {worker.blocked_reason}" if worker.blocked_reason else "")
+    qualification = Qualification.objects.filter(worker=worker, task_type=task_type).first()
+    if qualification is None:
+        return "not open to you in any campaign"
+    reasons = {
+        Qualification.State.FAILED: "you did not pass its qualification test",
+        Qualification.State.REVIEW: "your qualification test is waiting for a researcher's review",
+        Qualification.State.REVOKED: "your qualification was withdrawn",
+        Qualification.State.PENDING: "its qualification test is not available to you now",
+    }
+    why = reasons.get(qualification.state, qualification.get_state_display().lower())
+    return why + (f" ({qualification.reason})" if qualification.reason and qualification.state != Qualification.State.PENDING else "")
 
 
 def _start(request, task_type, hit_id=None):
@@ -223,4 +263,20 @@ def join(request, token):
         login(request, user, backend="config.auth.WorkerModelBackend")
         messages.success(request, "Welcome! Pick a task to start.")
         return redirect(reverse("worker-home"))
-    return render(request, "hits/join.html", {"form": form, "invitation": invitation})
+    return render(request, "hits/join.html", {"form": form, "invitation": invitation, "work": _work_on_offer()})
+
+
+def _work_on_offer() -> list[dict]:
+    """What the work is, what it pays and how long it takes, per task type (for people deciding to join)."""
+    from hits.models import HIT, Batch
+
+    offer = []
+    for task_type in TaskType.objects.all():
+        open_hits = HIT.objects.filter(
+            task_type=task_type, state=HIT.State.OPEN, kind=HIT.Kind.REGULAR,
+            batch__state=Batch.State.ACTIVE, batch__backend=Batch.Backend.LOCAL,
+        )
+        figures = open_hits.aggregate(n=Count("pk"), low=Min("reward"), high=Max("reward"))
+        offer.append({"task_type": task_type, "open": figures["n"], "reward_low": figures["low"],
+                      "reward_high": figures["high"], "minutes": _typical_minutes(task_type)})
+    return offer
