@@ -167,3 +167,16 @@ def test_a_draft_survives_a_reload_until_submit(page, campaign):  # noqa: F811
     page.click("#submit")
     page.wait_for_selector("text=Submitted. Thank you!")
     assert page.evaluate(f"window.localStorage.getItem({key!r})") is None
+
+
+def test_generation_page_fits_a_390px_screen_with_a_grammatical_example(page, campaign):  # noqa: F811
+    page.set_viewport_size({"width": 390, "height": 844})
+    _start(page, "generation")
+    assert page.get_attribute("#id_q1", "placeholder") == "e.g. Who blames something?"
+    box = page.locator("table.slots").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    # Each slot's name stays beside its hint.
+    name = page.locator("table.slots th").nth(0).bounding_box()
+    hint = page.locator("table.slots td").nth(0).bounding_box()
+    assert abs(name["y"] - hint["y"]) < 2 and hint["x"] > name["x"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
