@@ -203,7 +203,25 @@ def campaign_leaderboard(request, slug):
         recompute_summary_scores(campaign)
     else:
         refresh_stale_intervals(campaign)
-    return render(request, "annotation/leaderboard.html", {"campaign": campaign, "board": leaderboard(campaign)})
+    board = leaderboard(campaign)
+    return render(request, "annotation/leaderboard.html", {"campaign": campaign, "board": board, "notes": _agreement_notes(campaign, board)})
+
+
+def _agreement_notes(campaign, board) -> list[str]:
+    """The agreement panel's explanation when alpha is low beside high raw agreement (skewed labels)."""
+    from django.db.models import Count, Q
+
+    from annotation.models import PresenceJudgment
+    from annotation.web.views.agreement import skew_note
+
+    counts = PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=False).aggregate(
+        n=Count("pk"), present=Count("pk", filter=Q(present=True))
+    )
+    presence = {
+        "alpha": board["agreement"]["pooled"], "percent": board["agreement"]["percent_agreement"],
+        "positive_share": counts["present"] / counts["n"] if counts["n"] else None,
+    }
+    return [line for line in (skew_note(presence, "Presence", "present"), skew_note(board["verification"], "Verification", "valid")) if line]
 
 
 @login_required
