@@ -32,7 +32,34 @@ def _visible_campaign(request, slug):
 @login_required
 def campaign_progress(request, slug):
     campaign = _visible_campaign(request, slug)
-    return render(request, "annotation/campaign_progress.html", {"campaign": campaign, "progress": progress_of(campaign)})
+    progress = progress_of(campaign)
+    return render(
+        request, "annotation/campaign_progress.html",
+        {"campaign": campaign, "progress": progress, "estimate": _estimate(campaign, progress)},
+    )
+
+
+#: The share of predicates the settings page's cost preview assumes go round again.
+ASSUMED_REDO_SHARE = 0.10
+
+
+def _estimate(campaign, progress) -> dict | None:
+    """The cost estimate beside the cost so far: at the preview's assumed redo share, and again at the redo
+    share observed so far (redo generation HITs per predicate that has finished its rounds)."""
+    from annotation.services.costs import campaign_cost_preview
+
+    if campaign.unit_type != "qa" or not progress["n_predicates"]:
+        return None
+    generation = progress["stages"].get("generation") or {}
+    redo, settled = generation.get("redo") or 0, progress["settled"]
+    assumed = campaign_cost_preview(campaign, redo_share=ASSUMED_REDO_SHARE).total
+    if not settled and not redo:
+        return {"assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": None, "updated": None}
+    observed = min(float(campaign.max_redo_rounds), redo / max(settled, 1))
+    return {
+        "assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": observed,
+        "updated": campaign_cost_preview(campaign, redo_share=observed).total,
+    }
 
 
 CONTROLS = {
