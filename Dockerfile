@@ -4,8 +4,10 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
 
-COPY requirements.txt ./
+COPY requirements.txt requirements-judges.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
+# The automatic judges' extras; the CPU build of torch first, so nothing can pull another one.
+RUN pip install --no-cache-dir torch==2.13.0 && pip install --no-cache-dir -r requirements-judges.txt
 
 COPY . .
 RUN SECRET_KEY=collectstatic-only-placeholder-never-used-to-sign-anything-000 DEBUG=0 python manage.py collectstatic --noinput

@@ -1,24 +1,37 @@
-# The commands the README gives: `make demo`, `make test`, `make bench`.
+# The commands the README gives: `make demo`, `make test`, `make bench` (and `make judges`).
 # Everything they need is installed from here (a virtual environment from PyPI,
 # and Debian's Chromium for the browser tests when it is missing).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+# Two stamps: the platform itself (what `make demo` needs), and everything (automatic judges' torch and
+# transformers, test tools) for `make test` and `make bench`.
+CORE := $(VENV)/.installed-core
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: demo test bench install browser migrate clean
+.PHONY: demo test bench install core judges browser migrate clean
 
 install: $(STAMP)
+core: $(CORE)
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(CORE): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# The CPU build of torch first: with it in place no other requirement can pull a CUDA build.
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	@touch $(CORE)
+
+# The automatic judges' extras (about 4 minutes on a fresh machine): the CPU build of torch first, so
+# nothing else can pull a CUDA build.
+judges: $(CORE)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -r requirements-judges.txt
+
+$(STAMP): $(CORE) requirements-judges.txt requirements-dev.txt
+	$(MAKE) judges
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	@touch $(STAMP)
 
 # Browser tests drive Debian's Chromium with Playwright (never `playwright install`).
@@ -32,10 +45,11 @@ browser:
 	  fi; \
 	fi
 
-migrate: install
+migrate: core
 	DEBUG=1 $(BIN)/python manage.py migrate --noinput
 
-demo: install migrate
+# Starts without the automatic judges' torch and transformers (`make judges` adds them; the judges page says so).
+demo: core migrate
 	DEBUG=1 $(BIN)/python manage.py load_demo
 	@echo "Serving on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
 	DEBUG=1 $(BIN)/python manage.py runserver $(HOST):$(PORT)

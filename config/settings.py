@@ -6,7 +6,9 @@ under ``DATA_DIR`` and Celery tasks executed in-process (eager).  Setting
 ``CELERY_BROKER_URL`` (or ``REDIS_URL``) switches to a real Celery broker.
 
 ``DEBUG`` is off unless ``DEBUG=1``.  With ``DEBUG`` off, ``SECRET_KEY`` must
-come from the environment and cookies, HSTS and HTTPS redirects are hardened.
+come from the environment (on the embedded default, without ``DATABASE_URL``,
+one is generated once and kept under ``DATA_DIR``) and cookies, HSTS and
+HTTPS redirects are hardened.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ def env_int(name: str, default: int) -> int:
 DEBUG = env_bool("DEBUG", False)
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY and not DEBUG and not os.environ.get("DATABASE_URL", "").strip():
+    # The embedded default (no DATABASE_URL): a key generated once and kept under DATA_DIR (config/secret.py).
+    from config.secret import embedded_secret_key
+
+    SECRET_KEY = embedded_secret_key(Path(os.environ.get("DATA_DIR", BASE_DIR / "var")).resolve())
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
@@ -234,6 +241,9 @@ CELERY_BEAT_SCHEDULE: dict = {
     "expire-assignments": {"task": "hits.expire_assignments", "schedule": 60.0},
     "flush-followups": {"task": "hits.flush_followups", "schedule": 60.0},
 }
+# A HIT accepted for a worker (auto-accept, "Start working") is held this long until the page is opened,
+# then for the task type's full duration: one nobody opened is back in the pool within a minute or two.
+HIT_UNOPENED_HOLD_SECONDS = env_int("HIT_UNOPENED_HOLD_SECONDS", 90)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -37,8 +37,9 @@ class Worker(models.Model):
     )
     blocked = models.BooleanField(default=False)
     blocked_reason = models.CharField(max_length=500, blank=True)
+    # Off by default: a HIT accepted for a worker who has stopped would sit reserved for them.
     auto_accept_next = models.BooleanField(
-        default=True, help_text="After a submission, accept the next HIT of the same type straight away."
+        default=False, help_text="After a submission, accept the next HIT of the same type straight away."
     )
     # Worked examples on HIT pages start collapsed once the worker has seen them.
     seen_instructions = models.JSONField(default=list, blank=True)
@@ -214,6 +215,8 @@ class Assignment(models.Model):
     review_message = models.CharField(max_length=1000, blank=True)
     bonus = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.00"))
     paid = models.BooleanField(default=False)
+    # Given back with "Skip" (to get another HIT) rather than "Return": the worker's history says which.
+    skipped = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-accepted_at"]

@@ -10,6 +10,7 @@ assignment impossible even if that logic were wrong.
 from __future__ import annotations
 
 import logging
+import time
 import random
 from dataclasses import dataclass
 from datetime import timedelta
@@ -176,11 +177,16 @@ def _next_hit_sql(n_kinds: int, via_mturk: bool, one_hit: bool, gold: str | None
     return sql.statement(("next", n_kinds, via_mturk, one_hit, gold, same_batch), build)
 
 
-def accept_next(worker: Worker, task_type: TaskType, hit_id: int | None = None, via_mturk: bool = False) -> Assignment | None:
+def accept_next(
+    worker: Worker, task_type: TaskType, hit_id: int | None = None, via_mturk: bool = False, *, unopened_hold: int | None = None
+) -> Assignment | None:
     """Give the worker the next HIT of this type (or the HIT ``hit_id``); None when nothing is left.
 
     A worker who already holds a live assignment of this type gets it back
-    rather than a second one.
+    rather than a second one.  With ``unopened_hold`` (seconds) the place is
+    held only that long until the worker opens the HIT (``mark_opened`` then
+    gives it the task type's full duration): a HIT reserved for a worker who
+    has walked away goes back to the pool at the next expiry run.
     """
     kinds = eligible_kinds(worker, task_type)
     if not kinds:
@@ -201,10 +207,36 @@ def accept_next(worker: Worker, task_type: TaskType, hit_id: int | None = None, 
             worker=worker,
             attempt=attempt,
             accepted_at=now,
-            expires_at=now + timedelta(seconds=task_type.assignment_duration),
+            expires_at=now + timedelta(seconds=min(task_type.assignment_duration, unopened_hold or task_type.assignment_duration)),
         )
         sql.insert(assignment)
         return assignment
+
+
+def mark_opened(assignment: Assignment) -> None:
+    """The worker has the HIT on screen: its place is theirs for the task type's full duration."""
+    full = assignment.accepted_at + timedelta(seconds=assignment.hit.task_type.assignment_duration)
+    if assignment.state == Assignment.State.ASSIGNED and assignment.expires_at < full:
+        # Only a live place: one the expiry run has just taken back stays taken back.
+        updated = Assignment.objects.filter(
+            pk=assignment.pk, state=Assignment.State.ASSIGNED, expires_at__gt=timezone.now()
+        ).update(expires_at=full)
+        if updated:
+            assignment.expires_at = full
+
+
+def expire_due(min_interval: float = 20.0) -> int:
+    """Run ``expire_assignments`` from a request when no scheduler does (the embedded default has no Celery
+    beat), at most once per ``min_interval`` seconds per process."""
+    global _last_expiry
+    now = time.monotonic()
+    if now - _last_expiry < min_interval:
+        return 0
+    _last_expiry = now
+    return expire_assignments()
+
+
+_last_expiry = float("-inf")
 
 
 def _next_hit(worker, task_type, kinds, attempt, hit_id, via_mturk):
@@ -417,13 +449,15 @@ def _release(assignment: Assignment, state: str) -> None:
         HIT.objects.filter(pk=assignment.hit_id).update(n_taken=F("n_taken") - 1)
 
 
-def return_assignment(worker: Worker, assignment_id: int) -> Assignment:
-    """The worker gives a HIT back; it returns to the pool for others."""
+def return_assignment(worker: Worker, assignment_id: int, *, skipped: bool = False) -> Assignment:
+    """The worker gives a HIT back (``skipped``: to get another one); it returns to the pool for others."""
     with transaction.atomic():
         assignment = Assignment.objects.select_for_update().get(pk=assignment_id, worker=worker)
         if assignment.state != Assignment.State.ASSIGNED:
             raise AssignmentClosed(f"this HIT is already {assignment.get_state_display().lower()}")
         _release(assignment, Assignment.State.RETURNED)
+        if skipped:
+            Assignment.objects.filter(pk=assignment.pk).update(skipped=True)
         assignment.refresh_from_db()
     return assignment
 
@@ -476,6 +510,8 @@ __all__ = [
     "current_assignment",
     "worker_assignment",
     "expire_assignments",
+    "expire_due",
+    "mark_opened",
     "return_assignment",
     "set_batch_state",
     "submit_assignment",

@@ -6,13 +6,13 @@ type renders the HIT's part of the page and validates its answers.
 
 from __future__ import annotations
 
-from decimal import Decimal
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Max, Min, Q, Sum
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -21,8 +21,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from config.ratelimit import rate_limited
+from hits import payouts
 from hits.handlers import AnswerErrors, eligible_kinds, task_handler
-from hits.models import Assignment, Invitation, TaskType
+from hits.models import Assignment, Invitation, Qualification, TaskType
 from hits.services import (
     AssignmentClosed,
     NotEligible,
@@ -30,6 +31,8 @@ from hits.services import (
     accept_next,
     available_hits,
     current_assignment,
+    expire_due,
+    mark_opened,
     return_assignment,
     submit_assignment,
     worker_assignment,
@@ -44,24 +47,66 @@ def _worker(request):
 @login_required
 def worker_home(request):
     worker = _worker(request)
+    expire_due()
     rows = []
     for task_type in TaskType.objects.all():
         kinds = eligible_kinds(worker, task_type)
+        available = available_hits(worker, task_type, kinds) if kinds else None
+        offer = (
+            available.aggregate(n=Count("pk"), low=Min("reward"), high=Max("reward")) if available is not None else {"n": 0}
+        )
         rows.append(
             {
                 "task_type": task_type,
                 "eligible": bool(kinds),
-                "available": available_hits(worker, task_type, kinds).count() if kinds else 0,
+                "available": offer["n"],
+                "reward_low": offer.get("low"),
+                "reward_high": offer.get("high"),
+                "campaigns": list(
+                    available.order_by().values_list("batch__name", flat=True).distinct()[:4]
+                ) if offer["n"] else [],
+                "minutes": _typical_minutes(task_type),
+                "why_not": "" if kinds else _why_not(worker, task_type),
                 "current": current_assignment(worker, task_type),
             }
         )
     return render(request, "hits/home.html", {"worker": worker, "rows": rows})
 
 
+def _typical_minutes(task_type) -> float | None:
+    """The median work time of this task type's last 100 submissions, in minutes (None before any)."""
+    seconds = list(
+        Assignment.objects.filter(hit__task_type=task_type, work_seconds__isnull=False)
+        .order_by("-submitted_at").values_list("work_seconds", flat=True)[:100]
+    )
+    if not seconds:
+        return None
+    seconds.sort()
+    return max(1, round(seconds[len(seconds) // 2] / 60))
+
+
+def _why_not(worker, task_type) -> str:
+    """Why this worker may not do this task type now, in words they can act on."""
+    if worker.blocked:
+        return "your account is blocked" + (f": {worker.blocked_reason}" if worker.blocked_reason else "")
+    qualification = Qualification.objects.filter(worker=worker, task_type=task_type).first()
+    if qualification is None:
+        return "not open to you in any campaign"
+    reasons = {
+        Qualification.State.FAILED: "you did not pass its qualification test",
+        Qualification.State.REVIEW: "your qualification test is waiting for a researcher's review",
+        Qualification.State.REVOKED: "your qualification was withdrawn",
+        Qualification.State.PENDING: "its qualification test is not available to you now",
+    }
+    why = reasons.get(qualification.state, qualification.get_state_display().lower())
+    return why + (f" ({qualification.reason})" if qualification.reason and qualification.state != Qualification.State.PENDING else "")
+
+
 def _start(request, task_type, hit_id=None):
     worker = _worker(request)
+    expire_due()
     try:
-        assignment = accept_next(worker, task_type, hit_id=hit_id)
+        assignment = accept_next(worker, task_type, hit_id=hit_id, unopened_hold=settings.HIT_UNOPENED_HOLD_SECONDS)
     except NotEligible as exc:
         messages.error(request, str(exc).capitalize() + ".")
         return redirect("worker-home")
@@ -127,13 +172,14 @@ def assignment_page(request, pk):
         if assignment.state != Assignment.State.ASSIGNED:
             messages.info(request, f"This HIT is {assignment.get_state_display().lower()}.")
             return redirect("worker-home")
+        mark_opened(assignment)
         return render(request, "hits/assignment.html", _page_context(handler, assignment.hit, assignment, None, worker))
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
     action = request.POST["action"]
     task_type = assignment.hit.task_type
     try:
-        return_assignment(worker, assignment.pk)
+        return_assignment(worker, assignment.pk, skipped=action == "skip")
     except AssignmentClosed as exc:
         messages.info(request, str(exc).capitalize() + ".")
         return redirect("worker-home")
@@ -196,23 +242,25 @@ def worker_settings(request):
 
 @login_required
 def history(request):
+    """The worker's HITs and earnings; "owed" comes from the ledger, as on the researcher's payout report."""
     worker = _worker(request)
     assignments = (
-        Assignment.objects.filter(worker=worker).select_related("hit__task_type").order_by("-accepted_at")[:200]
+        Assignment.objects.filter(worker=worker).select_related("hit__task_type", "hit__batch").order_by("-accepted_at")[:200]
     )
     done = Assignment.objects.filter(worker=worker, state__in=Assignment.DONE_STATES)
-    totals = done.aggregate(
-        n=Count("pk"),
-        seconds=Sum("work_seconds"),
-        owed=Sum("hit__reward", filter=Q(paid=False) & ~Q(state=Assignment.State.REJECTED)),
-        bonus=Sum("bonus", filter=Q(paid=False)),
-    )
-    # SQLite sums decimals with float-like precision: round to cents.
-    owed = (Decimal(totals["owed"] or 0) + Decimal(totals["bonus"] or 0)).quantize(Decimal("0.01"))
+    figures = done.aggregate(n=Count("pk"), seconds=Sum("work_seconds"))
+    rows = payouts.payouts(worker=worker)
     return render(
         request,
         "hits/history.html",
-        {"assignments": assignments, "n_done": totals["n"], "seconds": totals["seconds"] or 0, "owed": owed},
+        {
+            "assignments": assignments,
+            "n_done": figures["n"],
+            "seconds": figures["seconds"] or 0,
+            "payouts": rows,
+            "totals": payouts.totals(rows),
+            "owed": payouts.totals(rows).owed,
+        },
     )
 
 
@@ -229,4 +277,20 @@ def join(request, token):
         login(request, user, backend="config.auth.WorkerModelBackend")
         messages.success(request, "Welcome! Pick a task to start.")
         return redirect(reverse("worker-home"))
-    return render(request, "hits/join.html", {"form": form, "invitation": invitation})
+    return render(request, "hits/join.html", {"form": form, "invitation": invitation, "work": _work_on_offer()})
+
+
+def _work_on_offer() -> list[dict]:
+    """What the work is, what it pays and how long it takes, per task type (for people deciding to join)."""
+    from hits.models import HIT, Batch
+
+    offer = []
+    for task_type in TaskType.objects.all():
+        open_hits = HIT.objects.filter(
+            task_type=task_type, state=HIT.State.OPEN, kind=HIT.Kind.REGULAR,
+            batch__state=Batch.State.ACTIVE, batch__backend=Batch.Backend.LOCAL,
+        )
+        figures = open_hits.aggregate(n=Count("pk"), low=Min("reward"), high=Max("reward"))
+        offer.append({"task_type": task_type, "open": figures["n"], "reward_low": figures["low"],
+                      "reward_high": figures["high"], "minutes": _typical_minutes(task_type)})
+    return offer

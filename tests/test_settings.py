@@ -51,10 +51,27 @@ def test_database_and_broker_urls_switch_to_postgres_and_redis(tmp_path):
     assert values["public"] == "https://qa.example.org"
 
 
-def test_debug_off_without_secret_key_refuses_to_start(tmp_path):
-    result = _settings(tmp_path)
+def test_production_without_secret_key_refuses_to_start(tmp_path):
+    result = _settings(tmp_path, DATABASE_URL="postgres://u:p@db.example:5432/qa")
     assert result.returncode != 0
     assert "SECRET_KEY is not set" in result.stderr
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_embedded_default_keeps_a_generated_secret_key_under_data_dir(tmp_path):
+    """The README's manage.py commands work as written (no DEBUG=1): one key, generated once, owner-only."""
+    first = _settings(tmp_path)
+    assert first.returncode == 0, first.stderr
+    key_file = tmp_path / "secret_key"
+    key = key_file.read_text().strip()
+    assert len(key) >= 50 and oct(key_file.stat().st_mode & 0o777) == "0o600"
+    probe = "import django; from django.conf import settings; django.setup(); print(settings.SECRET_KEY)"
+    again = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
+                           env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings", "DATA_DIR": str(tmp_path)})
+    assert again.stdout.strip() == key
+    command = subprocess.run([sys.executable, "manage.py", "import_campaign", "--help"], cwd=REPO, capture_output=True,
+                             text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "DATA_DIR": str(tmp_path)})
+    assert command.returncode == 0 and "--references" in command.stdout, command.stderr
 
 
 def test_bad_boolean_is_a_clear_error(tmp_path):

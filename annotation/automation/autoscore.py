@@ -82,6 +82,9 @@ def check_judge_name(judge: str) -> None:
     backend, argument = parse_name(judge)
     if backend not in backends():
         raise JudgeError(f"unknown judge {judge!r}; known backends: {', '.join(backends())}")
+    from annotation.automation.judges.extras import require_extras
+
+    require_extras(backend)
     if backend == "trained":
         from annotation.automation.judges.trained import model_directory
 

@@ -45,12 +45,13 @@ def verification_agreement(campaign: Campaign) -> dict:
         list(Verification.objects.filter(unit__example__campaign=campaign).values_list("unit_id", "valid")), dtype=np.int64
     ).reshape(-1, 2)
     if rows.size == 0:
-        return {"percent": None, "alpha": None, "n_questions": 0}
+        return {"percent": None, "alpha": None, "n_questions": 0, "positive_share": None}
     _, units = np.unique(rows[:, 0], return_inverse=True)
     percent = scoring.percent_agreement(units.ravel(), rows[:, 1])
     alpha = scoring.krippendorff_alpha_nominal(units.ravel(), rows[:, 1])
     clean = lambda x: None if np.isnan(x) else float(x)  # noqa: E731
-    return {"percent": clean(percent), "alpha": clean(alpha), "n_questions": int(units.max()) + 1}
+    return {"percent": clean(percent), "alpha": clean(alpha), "n_questions": int(units.max()) + 1,
+            "positive_share": float(rows[:, 1].mean())}
 
 
 def presence_judgments(campaign: Campaign):
@@ -160,6 +161,7 @@ def agreement_dashboard(campaign: Campaign, n_boot: int = 500) -> dict:
         else {"alpha": None, "lo": None, "hi": None, "n_judgments": 0}
     )
     pooled["percent"] = _clean(scoring.percent_agreement(pairs, data[:, 2])) if data.size else None
+    pooled["positive_share"] = float(data[:, 2].mean()) if data.size else None
     names = dict(System.objects.filter(campaign=campaign).values_list("pk", "name"))
     systems = []
     for system_id, name in sorted(names.items(), key=lambda item: item[1]):

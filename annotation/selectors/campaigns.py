@@ -125,7 +125,9 @@ def leaderboard(campaign: Campaign) -> dict:
         "summary__system_id", "qapyramid"
     ):
         distributions.setdefault(system_id, []).append(value)
-    width, row_height, left = 520, 26, 200
+    # Each row: the bar with its whiskers, and below it a lane of single summaries' dots (drawn under the
+    # whiskers they could not be seen).
+    width, row_height, left = 640, 44, 220
     chart_rows = []
     for i, system in enumerate(ranked):
         score = getattr(system, "score", None)
@@ -141,12 +143,13 @@ def leaderboard(campaign: Campaign) -> dict:
                 "bar": q * width,
                 "lo": left + lo * width,
                 "hi": left + hi * width,
-                "dots": [left + v * width for v in values],
+                # Equal scores stack a little (three levels) rather than hide one another.
+                "dots": [{"x": left + v * width, "y": 30 + 3 * (k % 3 - 1)} for k, v in enumerate(values)],
             }
         )
     return {
         "rows": chart_rows,
-        "chart": {"width": left + width + 20, "height": len(ranked) * row_height + 30, "left": left, "plot": width, "axis_y": len(ranked) * row_height + 4,
+        "chart": {"width": left + width + 24, "height": len(ranked) * row_height + 34, "left": left, "plot": width, "axis_y": len(ranked) * row_height + 4,
                   "ticks": [{"x": left + t / 10 * width, "label": f"{t / 10:.1f}"} for t in range(0, 11, 2)]},
         "agreement": agreement(campaign, n_boot=500),
         "verification": verification_agreement(campaign),

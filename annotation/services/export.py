@@ -6,6 +6,10 @@
 - ``judgments.csv``: every presence judgment (worker ids pseudonymised on
   request, excluded judgments marked); cells that a spreadsheet would read
   as a formula are prefixed with a quote;
+- ``verifications.csv``: every verifier's verdict on every QA pair (valid or
+  not, the answers they selected);
+- ``systems.csv``: the system-level score table (QAPyramid with its 95%
+  interval, nQAPyramid, predicate-level score, alpha, summaries);
 - ``campaign.json``: the campaign's settings and the export's counts.
 """
 
@@ -18,7 +22,17 @@ from pathlib import Path
 
 from django.forms.models import model_to_dict
 
-from annotation.models import Campaign, ContentUnit, Example, GoldPresence, PresenceJudgment, SummaryScore, SystemSummary
+from annotation.models import (
+    Campaign,
+    ContentUnit,
+    Example,
+    GoldPresence,
+    PresenceJudgment,
+    SummaryScore,
+    System,
+    SystemSummary,
+    Verification,
+)
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -36,7 +50,7 @@ def pseudonym(worker_id: str, salt: str) -> str:
 def export_campaign(
     campaign: Campaign, out_dir: Path | str, *, pseudonymise: bool = False, salt: str = "", progress=None
 ) -> dict:
-    """Write the three export files into ``out_dir``; returns what was written.
+    """Write the export files (see the module docstring) into ``out_dir``; returns what was written.
 
     ``progress(done, total, message)``, when given, counts examples written
     (every 50), then one step for the judgments and one for the settings.
@@ -101,10 +115,33 @@ def export_campaign(
                 int(present), int(excluded), assignment or "",
             ])
             n_judgments += 1
+    worker_name = (lambda w: pseudonym(w, salt)) if pseudonymise else (lambda w: w)
+    n_verifications = 0
+    with (out / "verifications.csv").open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["example", "unit", "question", "worker", "valid", "answers", "assignment"])
+        rows = Verification.objects.filter(unit__example__campaign=campaign).values_list(
+            "unit__example__external_id", "unit_id", "unit__question", "worker__external_id", "valid", "answers", "assignment_id",
+        ).order_by("unit__example__position", "unit_id", "pk")
+        for example_id, unit_id, question, worker, valid, answers, assignment in rows.iterator(chunk_size=5000):
+            writer.writerow([
+                spreadsheet_safe(example_id), unit_id, spreadsheet_safe(question), spreadsheet_safe(worker_name(worker)),
+                int(valid), spreadsheet_safe(" / ".join(answers or [])), assignment or "",
+            ])
+            n_verifications += 1
+    with (out / "systems.csv").open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["system", "qapyramid", "ci95_low", "ci95_high", "nqapyramid", "predicate_level", "alpha", "summaries"])
+        for system in System.objects.filter(campaign=campaign).select_related("score").order_by("name"):
+            score = getattr(system, "score", None)
+            figures = [score.qapyramid, score.qapyramid_low, score.qapyramid_high, score.nqapyramid, score.predicate_level,
+                       score.alpha, score.n_summaries] if score else [None] * 6 + [0]
+            writer.writerow([spreadsheet_safe(system.name), *("" if v is None else v for v in figures)])
     settings = model_to_dict(campaign, exclude=["owner", "shared_with", "batch"])
     settings = {k: (str(v) if not isinstance(v, (int, float, str, bool, type(None))) else v) for k, v in settings.items()}
     (out / "campaign.json").write_text(
-        json.dumps({"campaign": settings, "counts": {"examples": n_examples, "judgments": n_judgments}, "pseudonymised": pseudonymise}, indent=2),
+        json.dumps({"campaign": settings, "counts": {"examples": n_examples, "judgments": n_judgments, "verifications": n_verifications},
+                    "pseudonymised": pseudonymise}, indent=2),
         encoding="utf-8",
     )
     progress(n_total, n_total, "exported")

@@ -13,6 +13,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 INK, MUTED, ACCENT, WARN = "#1d2330", "#5b6475", "#2456c9", "#c0392b"
+# Labels readable at the chart's full width (they were 11 px).
+FONT = 14
 
 
 def _num(x: float) -> str:
@@ -24,8 +26,8 @@ def interval_chart(
     *,
     y_min: float = 0.0,
     y_max: float = 1.0,
-    width: int = 640,
-    height: int = 240,
+    width: int = 880,
+    height: int = 320,
     chart_id: str = "",
     label: str = "",
     reference: float | None = None,
@@ -34,7 +36,7 @@ def interval_chart(
 
     ``reference`` draws a dashed horizontal line (e.g. the pooled value).
     """
-    left, right, top, bottom = 48, 12, 12, 80
+    left, right, top, bottom = 56, 16, 14, 96
     plot_w, plot_h = width - left - right, height - top - bottom
     span = (y_max - y_min) or 1.0
 
@@ -42,13 +44,13 @@ def interval_chart(
         return top + plot_h * (1 - (min(max(v, y_min), y_max) - y_min) / span)
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img"'
         f' aria-label="{escape(label)}"{_id(chart_id)}>'
     ]
     for tick in _ticks(y_min, y_max):
         parts.append(
             f'<line x1="{left}" x2="{width - right}" y1="{_num(y(tick))}" y2="{_num(y(tick))}" stroke="#e7eaf2"/>'
-            f'<text x="{left - 6}" y="{_num(y(tick) + 4)}" font-size="11" text-anchor="end" fill="{MUTED}">{tick:.1f}</text>'
+            f'<text x="{left - 8}" y="{_num(y(tick) + 5)}" font-size="{FONT}" text-anchor="end" fill="{MUTED}">{tick:.1f}</text>'
         )
     if reference is not None:
         parts.append(
@@ -62,7 +64,13 @@ def interval_chart(
         x = left + step * (i + 0.5)
         value, lo, hi = point.get("value"), point.get("lo"), point.get("hi")
         title = escape(point.get("title") or point["label"])
-        if lo is not None and hi is not None:
+        if lo is not None and hi is not None and abs(hi - lo) < 1e-9:
+            # A zero-width interval (every resample gave the same value): a hollow ring says so on the chart.
+            parts.append(
+                f'<circle cx="{_num(x)}" cy="{_num(y(lo))}" r="8" fill="none" stroke="{INK}" stroke-dasharray="2 2"'
+                f' class="zero-width"><title>{title}: interval of zero width [{lo:.3f}, {hi:.3f}]</title></circle>'
+            )
+        elif lo is not None and hi is not None:
             parts.append(
                 f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{_num(y(lo))}" y2="{_num(y(hi))}" stroke="{INK}" stroke-width="1.5"/>'
                 f'<line x1="{_num(x - 5)}" x2="{_num(x + 5)}" y1="{_num(y(lo))}" y2="{_num(y(lo))}" stroke="{INK}"/>'
@@ -75,14 +83,14 @@ def interval_chart(
                     f' stroke="{ACCENT}" opacity="0.5"/>'
                 )
             parts.append(
-                f'<circle cx="{_num(x)}" cy="{_num(y(value))}" r="4" fill="{ACCENT}" class="point">'
+                f'<circle cx="{_num(x)}" cy="{_num(y(value))}" r="5" fill="{ACCENT}" class="point">'
                 f"<title>{title}: {value:.3f}</title></circle>"
             )
             previous = (x, y(value))
         text = escape(point["label"] if len(point["label"]) <= 20 else point["label"][:19] + "…")
         parts.append(
-            f'<text x="{_num(x)}" y="{height - bottom + 16}" font-size="11" text-anchor="end" fill="{INK}"'
-            f' transform="rotate(-30 {_num(x)} {height - bottom + 16})">{text}</text>'
+            f'<text x="{_num(x)}" y="{height - bottom + 18}" font-size="{FONT}" text-anchor="end" fill="{INK}"'
+            f' transform="rotate(-30 {_num(x)} {height - bottom + 18})">{text}</text>'
         )
     parts.append(
         f'<line x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}" stroke="{MUTED}"/>'
@@ -93,22 +101,23 @@ def interval_chart(
 
 
 def histogram_chart(
-    counts: list[int], edges: list[float], *, width: int = 640, height: int = 220, chart_id: str = "", label: str = ""
+    counts: list[int], edges: list[float], *, width: int = 880, height: int = 280, chart_id: str = "", label: str = ""
 ) -> SafeString:
-    """Bars of ``counts`` over the bins ``[edges[i], edges[i+1])`` (the last bin closed)."""
-    left, right, top, bottom = 40, 12, 12, 36
+    """Bars of ``counts`` over the bins ``[edges[i], edges[i+1])`` (the last bin closed); whole-number ticks."""
+    left, right, top, bottom = 48, 16, 14, 40
     plot_w, plot_h = width - left - right, height - top - bottom
     highest = max(counts) if counts else 0
-    y_max = max(1, highest)
+    step = count_step(highest)
+    y_max = max(step, step * math.ceil(highest / step))
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img"'
         f' aria-label="{escape(label)}"{_id(chart_id)}>'
     ]
-    for tick in sorted({0, y_max // 2, y_max}):
+    for tick in range(0, y_max + 1, step):
         ty = top + plot_h * (1 - tick / y_max)
         parts.append(
             f'<line x1="{left}" x2="{width - right}" y1="{_num(ty)}" y2="{_num(ty)}" stroke="#e7eaf2"/>'
-            f'<text x="{left - 6}" y="{_num(ty + 4)}" font-size="11" text-anchor="end" fill="{MUTED}">{tick}</text>'
+            f'<text x="{left - 8}" y="{_num(ty + 5)}" font-size="{FONT}" text-anchor="end" fill="{MUTED}" class="y-tick">{tick}</text>'
         )
     bar_w = plot_w / max(len(counts), 1)
     for i, count in enumerate(counts):
@@ -122,9 +131,21 @@ def histogram_chart(
     for i, edge in enumerate(edges):
         if i % 2 == 0 or len(edges) <= 6:
             x = left + i * bar_w
-            parts.append(f'<text x="{_num(x)}" y="{height - bottom + 16}" font-size="11" text-anchor="middle" fill="{INK}">{edge:.1f}</text>')
+            parts.append(f'<text x="{_num(x)}" y="{height - bottom + 20}" font-size="{FONT}" text-anchor="middle" fill="{INK}">{edge:.1f}</text>')
     parts.append(f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="{MUTED}"/></svg>')
     return mark_safe("".join(parts))
+
+
+def count_step(highest: int) -> int:
+    """A whole-number tick step for counts up to ``highest``: 1, 2 or 5 times a power of ten, about 4 ticks."""
+    if highest <= 5:
+        return 1
+    raw = highest / 4
+    power = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 5, 10):
+        if factor * power >= raw:
+            return int(factor * power)
+    return int(10 * power)
 
 
 def _id(chart_id: str) -> str:

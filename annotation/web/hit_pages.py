@@ -62,6 +62,32 @@ def _is_tracked(hit) -> bool:
     return hit.kind == HIT.Kind.REGULAR
 
 
+_IRREGULAR_THIRD_PERSON = {"be": "is", "have": "has", "do": "does", "go": "goes"}
+
+
+def third_person(lemma: str) -> str:
+    """'see' -> 'sees', 'watch' -> 'watches', 'carry' -> 'carries', 'give up' -> 'gives up'."""
+    verb, _, rest = lemma.strip().partition(" ")
+    verb = verb.lower()
+    if verb in _IRREGULAR_THIRD_PERSON:
+        inflected = _IRREGULAR_THIRD_PERSON[verb]
+    elif verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        inflected = verb + "es"
+    elif len(verb) > 1 and verb.endswith("y") and verb[-2] not in "aeiou":
+        inflected = verb[:-1] + "ies"
+    else:
+        inflected = verb + "s"
+    return f"{inflected} {rest}".strip()
+
+
+def example_question(predicate) -> str:
+    """A grammatical example question for the generation page's first box, whatever the verb's form."""
+    lemma = (getattr(predicate, "lemma", "") or "").strip()
+    if not lemma or not lemma.replace(" ", "").replace("-", "").isalpha():
+        return "e.g. Who did something?"
+    return f"e.g. Who {third_person(lemma)} something?"
+
+
 class GenerationHandler:
     template_name = "annotation/hits/generation.html"
     instructions_key = "generation"
@@ -85,6 +111,7 @@ class GenerationHandler:
             "sentence": item.sentence,
             "tokens": sentence_tokens(item.sentence, (item.start, item.end)),
             "predicate_text": item.predicate_text,
+            "example_question": example_question(item.predicate),
             "rows": rows,
             "kept": kept_pairs(item.predicate),
             "slots": QUESTION_SLOTS,

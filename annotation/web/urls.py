@@ -4,6 +4,7 @@ from annotation.web.views import agreement as agreement_views
 from annotation.web.views import campaigns as views
 from annotation.web.views import jobs as job_views
 from annotation.web.views import judges as judge_views
+from annotation.web.views import payouts as payout_views
 from annotation.web.views import review as review_views
 from annotation.web.views import setup as campaign_views
 
@@ -28,7 +29,9 @@ urlpatterns = [
     path("<slug:slug>/export/", job_views.campaign_export, name="campaign-export"),
     path("<slug:slug>/agreement/", agreement_views.campaign_agreement, name="campaign-agreement"),
     path("<slug:slug>/review/", review_views.campaign_review, name="campaign-review"),
+    path("<slug:slug>/payouts/", payout_views.campaign_payouts, name="campaign-payouts"),
     path("<slug:slug>/review/<int:pk>/", review_views.campaign_review_example, name="campaign-review-example"),
+    path("<slug:slug>/review/bulk/", review_views.review_bulk, name="campaign-review-bulk"),
     path(
         "<slug:slug>/review/assignments/<int:pk>/", review_views.review_assignment, name="campaign-review-assignment"
     ),

@@ -1,75 +1,241 @@
-/* HIT pages: fill answer boxes by selecting words of the sentence, check typed answers, avoid double submits. */
+/* HIT pages: fill the focused answer box from words of the sentence (click, shift-click, drag or keyboard),
+   check typed answers, keyboard shortcuts for verdicts, submit only on purpose (never on a stray Enter),
+   a draft kept in the browser until the HIT is submitted, focus on the first error of a refused page. */
 (function () {
   "use strict";
   var sentence = document.getElementById("sentence");
   var form = document.getElementById("hit-form");
-  var active = null;      // the answer box that receives selections
-  var anchor = null;      // first token of a shift-click range
+  var hint = document.getElementById("selection-hint");
+  var active = null;      // the answer box that receives selections: the one the worker last focused
+  var anchor = null;      // first token of a shift-click / shift-space range
+  var dragged = false;    // a drag just filled the box: the click that ends it must not refill one word
 
   function normalise(text) { return text.replace(/\s+/g, " ").trim(); }
+  function isTyping(el) {
+    return el && (el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && (el.type === "text" || el.type === "search")));
+  }
+  function say(message) { if (hint) { hint.textContent = message; } }
+
+  var answers = Array.prototype.slice.call(document.querySelectorAll("input.answer"));
+  var check = function () {};
 
   if (sentence) {
     var text = sentence.getAttribute("data-text");
     var plain = normalise(text);
-    var answers = Array.prototype.slice.call(document.querySelectorAll("input.answer"));
+    var toks = Array.prototype.slice.call(sentence.querySelectorAll(".tok"));
 
-    var check = function (input) {
+    check = function (input) {
       var value = normalise(input.value);
       input.classList.toggle("mismatch", value !== "" && plain.indexOf(value) === -1);
       input.title = input.classList.contains("mismatch") ? "Not a piece of the sentence" : "";
     };
+    var setActive = function (input) {
+      answers.forEach(function (other) { other.classList.remove("receiving"); });
+      if (active !== input) { anchor = null; }
+      active = input;
+      if (input) {
+        input.classList.add("receiving");
+        say("Words you pick go into " + input.getAttribute("aria-label").toLowerCase() + ".");
+      }
+    };
     answers.forEach(function (input) {
-      input.addEventListener("focus", function () {
-        answers.forEach(function (other) { other.classList.remove("receiving"); });
-        active = input; anchor = null; input.classList.add("receiving");
-      });
+      input.addEventListener("focus", function () { setActive(input); });
       input.addEventListener("input", function () { check(input); });
       check(input);
     });
-
     var fill = function (start, end) {
-      if (!active) {
-        active = answers.filter(function (i) { return !i.disabled && i.value === ""; })[0] || null;
-        if (!active) { return; }
+      if (!active || active.disabled) {
+        say("Click in an answer box first, then pick words of the sentence.");
+        return false;
       }
       active.value = text.slice(start, end);
       check(active);
       active.dispatchEvent(new Event("input", { bubbles: true }));
+      return true;
+    };
+    var pick = function (tok, extend) {
+      var start = +tok.getAttribute("data-start"), end = +tok.getAttribute("data-end");
+      if (extend && anchor) {
+        fill(Math.min(anchor.start, start), Math.max(anchor.end, end));
+      } else if (fill(start, end)) {
+        anchor = { start: start, end: end };
+      }
     };
 
     sentence.addEventListener("click", function (event) {
       var tok = event.target.closest(".tok");
-      if (!tok || (window.getSelection && String(window.getSelection()).length > 1)) { return; }
-      var start = +tok.getAttribute("data-start"), end = +tok.getAttribute("data-end");
-      if (event.shiftKey && anchor) {
-        fill(Math.min(anchor.start, start), Math.max(anchor.end, end));
-      } else {
-        anchor = { start: start, end: end };
-        fill(start, end);
-      }
+      if (dragged) { dragged = false; return; }
+      if (!tok) { return; }
+      pick(tok, event.shiftKey);
+      if (active) { active.focus({ preventScroll: true }); }
     });
 
-    sentence.addEventListener("mouseup", function () {
+    // On the document: a drag that starts in the sentence may end beyond it.
+    document.addEventListener("mouseup", function () {
       var selection = window.getSelection ? window.getSelection() : null;
-      if (!selection || selection.isCollapsed) { return; }
-      var toks = Array.prototype.filter.call(sentence.querySelectorAll(".tok"), function (tok) {
-        return selection.containsNode(tok, true);
-      });
-      if (toks.length) {
-        fill(+toks[0].getAttribute("data-start"), +toks[toks.length - 1].getAttribute("data-end"));
-        selection.removeAllRanges();
+      dragged = false;
+      if (!selection || selection.isCollapsed || !String(selection).trim()) { return; }
+      if (!sentence.contains(selection.anchorNode)) { return; }
+      var covered = toks.filter(function (tok) { return selection.containsNode(tok, true); });
+      if (!covered.length) { return; }
+      dragged = true;
+      if (fill(+covered[0].getAttribute("data-start"), +covered[covered.length - 1].getAttribute("data-end"))) {
+        anchor = { start: +covered[0].getAttribute("data-start"), end: +covered[0].getAttribute("data-end") };
       }
+      selection.removeAllRanges();
+      if (active) { active.focus({ preventScroll: true }); }
+    });
+    // A shift-click must extend the answer, not the browser's text selection.
+    sentence.addEventListener("mousedown", function (event) {
+      if (event.shiftKey && event.target.closest(".tok")) { event.preventDefault(); }
     });
 
-    // Keep the receiving box when the mouse goes down on the sentence (it would blur the input).
-    sentence.addEventListener("mousedown", function (event) { if (active) { event.preventDefault(); } });
+    // Keyboard: the sentence is one tab stop (a tabindex on each word would stop the mouse from selecting
+    // across words); a cursor word moves with the arrows, Space/Enter picks it, Shift extends, Escape goes back.
+    var current = 0;
+    sentence.setAttribute("tabindex", "0");
+    sentence.setAttribute("role", "group");
+    toks.forEach(function (tok, i) { tok.id = tok.id || "tok-" + i; });
+    var showCursor = function () {
+      toks.forEach(function (tok, i) { tok.classList.toggle("cursor", i === current); });
+      if (toks[current]) { sentence.setAttribute("aria-activedescendant", toks[current].id); }
+    };
+    sentence.setAttribute("aria-label", "Sentence: arrow keys move between words, Space picks a word, Shift+Space extends");
+    sentence.addEventListener("focus", showCursor);
+    sentence.addEventListener("blur", function () { toks.forEach(function (tok) { tok.classList.remove("cursor"); }); });
+    var moveTo = function (i) {
+      current = Math.max(0, Math.min(toks.length - 1, i));
+      showCursor();
+    };
+    sentence.addEventListener("keydown", function (event) {
+      if (event.target !== sentence || !toks.length) { return; }
+      if (event.key === "ArrowRight" || event.key === "ArrowDown") { event.preventDefault(); moveTo(current + 1); }
+      else if (event.key === "ArrowLeft" || event.key === "ArrowUp") { event.preventDefault(); moveTo(current - 1); }
+      else if (event.key === "Home") { event.preventDefault(); moveTo(0); }
+      else if (event.key === "End") { event.preventDefault(); moveTo(toks.length - 1); }
+      else if ((event.key === " " || event.key === "Enter") && !event.ctrlKey && !event.metaKey) {
+        event.preventDefault();
+        pick(toks[current], event.shiftKey);
+      } else if (event.key === "Escape" && active) { event.preventDefault(); active.focus(); }
+    });
+  }
+
+  // Verdict shortcuts: the row holding the focus (else the first unanswered one) gets the verdict.
+  var rows = Array.prototype.slice.call(document.querySelectorAll(".presence-row, .verify-row"));
+  var keys = { p: "1", n: "0", v: "valid", i: "invalid" };
+  var rowOf = function (el) { return el && el.closest ? el.closest(".presence-row, .verify-row") : null; };
+  var setVerdict = function (row, value) {
+    var radio = row.querySelector(".verdict input[type=radio][value='" + value + "']");
+    if (!radio || radio.disabled) { return false; }
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+    var next;
+    if (value === "valid") {
+      next = row.querySelector("input.answer");           // a valid question needs its answer next
+    } else {
+      var after = rows[rows.indexOf(row) + 1];
+      next = after ? (after.querySelector(".verdict input:checked") || after.querySelector(".verdict input")) : document.getElementById("submit");
+    }
+    if (next) { next.focus(); }
+    return true;
+  };
+  if (rows.length) {
+    document.addEventListener("keydown", function (event) {
+      if (event.ctrlKey || event.metaKey || event.altKey || isTyping(document.activeElement)) { return; }
+      var value = keys[(event.key || "").toLowerCase()];
+      if (value === undefined) { return; }
+      var row = rowOf(document.activeElement) || rows.filter(function (r) { return !r.querySelector(".verdict input:checked"); })[0];
+      if (row && row.querySelector(".verdict input[value='" + value + "']") && setVerdict(row, value)) { event.preventDefault(); }
+    });
   }
 
   if (form) {
+    var submitButton = document.getElementById("submit");
+    var draftKey = form.getAttribute("data-draft") ? "hit-draft:" + form.getAttribute("data-draft") : null;
+    var storage = null;
+    try { storage = window.localStorage; } catch (e) { storage = null; }
+
+    // Enter in a field never submits (a half-written HIT went out that way); Ctrl/Cmd+Enter submits through
+    // the Submit button, so it passes the same checks as a click.
+    form.addEventListener("keydown", function (event) {
+      if (event.key !== "Enter") { return; }
+      var el = event.target;
+      if (event.ctrlKey || event.metaKey) {
+        event.preventDefault();
+        if (submitButton && !submitButton.disabled) {
+          if (form.requestSubmit) { form.requestSubmit(submitButton); } else { submitButton.click(); }
+        }
+        return;
+      }
+      if (el.tagName === "INPUT" && el.type !== "submit" && el.type !== "button") { event.preventDefault(); }
+    });
+
+    var fields = function () {
+      return Array.prototype.slice.call(form.querySelectorAll("input[name], textarea[name]")).filter(function (el) {
+        return el.type !== "hidden" && el.type !== "submit" && !el.disabled && el.name !== "csrfmiddlewaretoken";
+      });
+    };
+    var saveDraft = function () {
+      if (!storage || !draftKey) { return; }
+      var values = {};
+      fields().forEach(function (el) {
+        if (el.type === "radio") { if (el.checked) { values[el.name] = el.value; } }
+        else if (el.value !== "") { values[el.name] = el.value; }
+      });
+      try { storage.setItem(draftKey, JSON.stringify({ saved: Date.now(), values: values })); } catch (e) { /* full or denied */ }
+    };
+    var restoreDraft = function () {
+      if (!storage || !draftKey) { return; }
+      var draft;
+      try { draft = JSON.parse(storage.getItem(draftKey) || "null"); } catch (e) { draft = null; }
+      if (!draft || !draft.values) { return; }
+      var restored = false;
+      fields().forEach(function (el) {
+        var value = draft.values[el.name];
+        if (value === undefined) { return; }
+        if (el.type === "radio") {
+          var group = form.querySelectorAll("input[type=radio][name='" + el.name + "']");
+          var any = Array.prototype.some.call(group, function (r) { return r.checked; });
+          if (!any && el.value === value) { el.checked = true; restored = true; }
+        } else if (el.value === "") {
+          el.value = value; restored = true;
+          if (el.classList.contains("answer")) { check(el); }
+        }
+      });
+      if (restored) { say("Your unsent answers were restored from this browser."); }
+    };
+    var dropDraft = function () { if (storage && draftKey) { try { storage.removeItem(draftKey); } catch (e) { /* denied */ } } };
+    // Drafts of HITs left behind long ago are of no use to anyone.
+    if (storage) {
+      try {
+        for (var k = storage.length - 1; k >= 0; k--) {
+          var key = storage.key(k);
+          if (key && key.indexOf("hit-draft:") === 0 && key !== draftKey) {
+            var old = JSON.parse(storage.getItem(key) || "{}");
+            if (!old.saved || Date.now() - old.saved > 2 * 86400000) { storage.removeItem(key); }
+          }
+        }
+      } catch (e) { /* ignore */ }
+    }
+    restoreDraft();
+    form.addEventListener("input", saveDraft);
+    form.addEventListener("change", saveDraft);
+
     form.addEventListener("submit", function (event) {
       if (form.dataset.sent === "1") { event.preventDefault(); return; }
       form.dataset.sent = "1";
+      // The server keeps a refused submission's answers on the page it sends back, so the draft can go now.
+      dropDraft();
       window.setTimeout(function () { form.dataset.sent = ""; }, 4000);
     });
+
+    // A refused submission: go to the first field that needs fixing, without scrolling the layout around.
+    if (document.getElementById("errors-summary")) {
+      var first = form.querySelector("input.invalid, textarea.invalid, .verdict.invalid input");
+      if (first) {
+        first.focus({ preventScroll: true });
+        first.scrollIntoView({ block: "center" });
+      }
+    }
   }
 })();

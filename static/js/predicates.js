@@ -1,6 +1,16 @@
-/* Predicate editing: selecting words in a sentence fills that sentence's "add" form with the span and its offset. */
+/* Predicate editing: selecting words in a sentence fills that sentence's "add" form with the span and its offset;
+   after removing, adding or undoing, the page comes back where the researcher was (not at the top). */
 (function () {
   "use strict";
+  var key = "predicates-scroll:" + window.location.pathname;
+  var store = null;
+  try { store = window.sessionStorage; } catch (e) { store = null; }
+  if (store && store.getItem(key) !== null) {
+    var y = +store.getItem(key);
+    store.removeItem(key);
+    window.scrollTo(0, y);
+  }
+  document.addEventListener("submit", function () { if (store) { store.setItem(key, String(window.scrollY)); } });
   document.addEventListener("mouseup", function () {
     var selection = window.getSelection();
     if (!selection || selection.isCollapsed || !selection.rangeCount) { return; }

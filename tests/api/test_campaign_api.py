@@ -244,7 +244,7 @@ def test_export_is_a_zip_of_the_study(api_world):
     response = client_for(api_world, "owner").get("/api/campaigns/parks/export/")
     assert response["Content-Disposition"] == 'attachment; filename="parks.zip"'
     names = sorted(zipfile.ZipFile(io.BytesIO(response.content)).namelist())
-    assert names == ["parks/campaign.json", "parks/examples.jsonl", "parks/judgments.csv"]
+    assert names == ["parks/campaign.json", "parks/examples.jsonl", "parks/judgments.csv", "parks/systems.csv", "parks/verifications.csv"]
 
 
 def test_schema_and_offline_docs(client):

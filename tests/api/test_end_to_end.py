@@ -81,7 +81,7 @@ def test_demo_study_through_the_api(django_user_model, eager_celery):
     assert export.status_code == 200 and export["Content-Type"] == "application/zip"
     archive = zipfile.ZipFile(io.BytesIO(export.content))
     names = sorted(n.split("/", 1)[1] for n in archive.namelist())
-    assert names == ["campaign.json", "examples.jsonl", "judgments.csv"]
+    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "systems.csv", "verifications.csv"]
     examples = [json.loads(line) for line in archive.read(f"{slug}/examples.jsonl").decode().splitlines()]
     assert len(examples) == 6
     judgments_csv = archive.read(f"{slug}/judgments.csv").decode().strip().splitlines()

@@ -54,3 +54,29 @@ def test_select_a_span_to_add_a_predicate_then_remove_it(page, tmp_path, django_
     page.wait_for_load_state()
     assert "Predicate 'day' removed." in page.inner_text(".messages")
     assert not Predicate.objects.filter(pk=added.pk).exists()
+    # One click removed it: the page offers it back, and stays where it was.
+    page.click("#undo-remove button")
+    page.wait_for_selector("text=Predicate 'day' added")
+    back = Predicate.objects.get(sentence=sentence, text="day")
+    assert back.start == second_day
+
+
+def test_removing_a_chip_keeps_the_page_where_it_was(page, tmp_path, django_user_model):
+    user = django_user_model.objects.create_user(username="pia", password=PASSWORD)
+    make_researcher(user)
+    refs = write_jsonl(tmp_path / "r.jsonl", [
+        {"id": f"e{i}", "reference": f"The council approved plan {i}. Residents welcomed it and builders started work."}
+        for i in range(12)
+    ])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": f"e{i}", "system": "s", "summary": "Plans."} for i in range(12)])
+    campaign = import_campaign(name="Many", owner=user, references=refs, summaries=sums).campaign
+    log_in(page, "pia", PASSWORD)
+    page.set_viewport_size({"width": 1000, "height": 500})
+    page.goto(f"/campaigns/{campaign.slug}/predicates/")
+    chip = page.locator("section[data-example=e9] button.chip").first
+    chip.scroll_into_view_if_needed()
+    before = page.evaluate("window.scrollY")
+    assert before > 300
+    chip.click()
+    page.wait_for_selector("#undo-remove")
+    assert abs(page.evaluate("window.scrollY") - before) < 80

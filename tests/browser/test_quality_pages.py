@@ -26,6 +26,10 @@ def test_presence_qualification_test_then_standing_page(page, tmp_path, django_u
     django_user_model.objects.create_user(username="quinn", password=PASSWORD)
     log_in(page, "quinn", PASSWORD)
     page.goto("/work/")
+    # Auto-accept is off for a new worker; this one turns it on.
+    with page.expect_navigation():
+        page.check("input[name=auto_accept_next]")
+    assert "Auto-accept is on." in page.inner_text(".messages")
     page.click("tr[data-task=presence] button:has-text('Start working')")
     for n in range(4):
         # Auto-accept is on: each submission leads straight to the next HIT of the test.

@@ -63,7 +63,9 @@ def test_preview_then_accept_and_history_shows_earnings(launched, django_user_mo
     client.post("/work/settings/", {})  # auto-accept off
     client.post(accepted["Location"], {"action": "submit", "q1": "Who blamed someone?", "q1_a1": "Police"})
     history = client.get("/work/history/")
-    assert b'<span id="n-done">1</span>' in history.content and b'<strong id="owed">$0.32</strong>' in history.content
+    # Submitted work is awaiting review, not owed yet: only approval (the ledger) makes it owed.
+    assert b'<span id="n-done">1</span>' in history.content and b'<strong id="owed">$0.00</strong>' in history.content
+    assert b'<span id="awaiting">$0.32</span>' in history.content
 
 
 def test_another_workers_assignment_is_not_found(launched, django_user_model):
@@ -138,3 +140,45 @@ def test_invitation_link_signs_up_a_worker(client):
     assert Worker.objects.filter(user__username="newbie").exists()
     assert Client().get(f"/join/{invitation.token}/").status_code == 404  # used up
     assert Client().get("/join/not-a-token/").status_code == 404
+
+
+def test_home_shows_reward_time_campaign_and_why_a_task_is_not_available(launched, django_user_model):
+    from hits.models import Qualification, TaskType
+
+    client = _client(django_user_model, "hana")
+    html = client.get("/work/").content.decode()
+    row = html.split('data-task="generation"')[1].split("</tr>")[0]
+    assert "$0.32" in row and launched.name in row and "no estimate yet" in row
+    # After some work, the typical time is the median of the submissions.
+    started = client.post("/work/generation/start/")
+    client.post(started["Location"], {"action": "submit", "q1": "Who blamed someone?", "q1_a1": "Police"})
+    Assignment.objects.update(work_seconds=150)
+    row = client.get("/work/").content.decode().split('data-task="generation"')[1].split("</tr>")[0]
+    assert "about 2 min" in row or "about 3 min" in row
+    # A worker who may not do a task type is told why.
+    worker = Worker.objects.get(user__username="hana")
+    Worker.objects.filter(pk=worker.pk).update(blocked=True, blocked_reason="copied answers")
+    html = client.get("/work/").content.decode()
+    assert "Not available to you: your account is blocked: copied answers" in html
+    Worker.objects.filter(pk=worker.pk).update(blocked=False)
+    task = TaskType.objects.get(slug="presence")
+    TaskType.objects.filter(pk=task.pk).update(requires_qualification=True)
+    Qualification.objects.update_or_create(worker=worker, task_type=task, defaults={"state": "failed", "reason": "score 0.50"})
+    row = client.get("/work/").content.decode().split('data-task="presence"')[1].split("</tr>")[0]
+    assert "you did not pass its qualification test (score 0.50)" in row
+
+
+def test_history_tells_skipped_from_returned(launched, django_user_model):
+    client = _client(django_user_model, "sid")
+    page = client.post("/work/generation/start/")["Location"]
+    client.post(page, {"action": "skip"})
+    history = client.get("/work/history/").content.decode()
+    assert "<td>Skipped</td>" in history and "<td>Returned</td>" not in history
+
+
+def test_join_page_says_what_the_work_is_pays_and_takes(launched, client):
+    invitation = Invitation.objects.create(note="Summaries study")
+    html = client.get(f"/join/{invitation.token}/").content.decode()
+    assert 'id="the-work"' in html and "qualification test" in html
+    row = html.split('data-task="generation"')[1].split("</tr>")[0]
+    assert "$0.32" in row and "a few minutes" in row

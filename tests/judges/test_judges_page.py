@@ -49,3 +49,27 @@ def test_other_researchers_cannot_see_or_start_runs(gold_campaign, other_researc
     assert client.get(url).status_code == 404
     assert client.post(url, {"judge": "lexical"}).status_code == 404
     assert not AutoscoreRun.objects.exists()
+
+
+def test_without_the_neural_extras_the_page_says_how_to_install_them(gold_campaign, researcher, monkeypatch):
+    """`make demo` installs no torch/transformers: the page names `make judges`, a neural run is refused with
+    it, and the other judges still run."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("torch", "transformers") else real(name, *a))
+    client = _client(researcher)
+    url = f"/campaigns/{gold_campaign.slug}/judges/"
+    html = client.get(url).content.decode()
+    assert 'id="judges-extras"' in html and "make judges" in html and "requirements-judges.txt" in html
+    page = client.post(url, {"judge": "trained"}, follow=True).content.decode()
+    assert "needs torch and transformers" in page and "make judges" in page
+    assert not AutoscoreRun.objects.exists()
+    client.post(url, {"judge": "lexical"})
+    assert AutoscoreRun.objects.filter(judge_name="lexical").exists()
+
+
+def test_with_the_extras_installed_the_page_asks_for_nothing(gold_campaign, researcher):
+    pytest.importorskip("torch")
+    html = _client(researcher).get(f"/campaigns/{gold_campaign.slug}/judges/").content.decode()
+    assert 'id="judges-extras"' not in html

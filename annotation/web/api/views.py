@@ -427,7 +427,7 @@ class CampaignViewSet(
     )
     @action(detail=True, methods=["get"])
     def export(self, request, slug=None):
-        """The study as a zip: examples.jsonl, judgments.csv and campaign.json (as ``manage.py export_campaign``)."""
+        """The study as a zip: examples.jsonl, judgments.csv, verifications.csv, systems.csv and campaign.json (as ``manage.py export_campaign``)."""
         from annotation.services.export import export_campaign
 
         campaign = self.get_object()

@@ -32,7 +32,34 @@ def _visible_campaign(request, slug):
 @login_required
 def campaign_progress(request, slug):
     campaign = _visible_campaign(request, slug)
-    return render(request, "annotation/campaign_progress.html", {"campaign": campaign, "progress": progress_of(campaign)})
+    progress = progress_of(campaign)
+    return render(
+        request, "annotation/campaign_progress.html",
+        {"campaign": campaign, "progress": progress, "estimate": _estimate(campaign, progress)},
+    )
+
+
+#: The share of predicates the settings page's cost preview assumes go round again.
+ASSUMED_REDO_SHARE = 0.10
+
+
+def _estimate(campaign, progress) -> dict | None:
+    """The cost estimate beside the cost so far: at the preview's assumed redo share, and again at the redo
+    share observed so far (redo generation HITs per predicate that has finished its rounds)."""
+    from annotation.services.costs import campaign_cost_preview
+
+    if campaign.unit_type != "qa" or not progress["n_predicates"]:
+        return None
+    generation = progress["stages"].get("generation") or {}
+    redo, settled = generation.get("redo") or 0, progress["settled"]
+    assumed = campaign_cost_preview(campaign, redo_share=ASSUMED_REDO_SHARE).total
+    if not settled and not redo:
+        return {"assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": None, "updated": None}
+    observed = min(float(campaign.max_redo_rounds), redo / max(settled, 1))
+    return {
+        "assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": observed,
+        "updated": campaign_cost_preview(campaign, redo_share=observed).total,
+    }
 
 
 CONTROLS = {
@@ -203,7 +230,25 @@ def campaign_leaderboard(request, slug):
         recompute_summary_scores(campaign)
     else:
         refresh_stale_intervals(campaign)
-    return render(request, "annotation/leaderboard.html", {"campaign": campaign, "board": leaderboard(campaign)})
+    board = leaderboard(campaign)
+    return render(request, "annotation/leaderboard.html", {"campaign": campaign, "board": board, "notes": _agreement_notes(campaign, board)})
+
+
+def _agreement_notes(campaign, board) -> list[str]:
+    """The agreement panel's explanation when alpha is low beside high raw agreement (skewed labels)."""
+    from django.db.models import Count, Q
+
+    from annotation.models import PresenceJudgment
+    from annotation.web.views.agreement import skew_note
+
+    counts = PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=False).aggregate(
+        n=Count("pk"), present=Count("pk", filter=Q(present=True))
+    )
+    presence = {
+        "alpha": board["agreement"]["pooled"], "percent": board["agreement"]["percent_agreement"],
+        "positive_share": counts["present"] / counts["n"] if counts["n"] else None,
+    }
+    return [line for line in (skew_note(presence, "Presence", "present"), skew_note(board["verification"], "Verification", "valid")) if line]
 
 
 @login_required

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotation.automation.judges.base import JudgeError
+from annotation.automation.judges.extras import INSTALL_COMMAND, PIP_COMMANDS, missing_extras
 from annotation.selectors.campaigns import campaigns_visible_to
 
 #: Judges offered on the page (any registered name can be run from the command line).
@@ -68,5 +69,8 @@ def campaign_judges(request, slug):
             "runs": runs,
             "busy": any(r.state in ("pending", "running") for r in runs),
             "judges": PAGE_JUDGES,
+            "missing_extras": missing_extras(),
+            "install_command": INSTALL_COMMAND,
+            "pip_commands": PIP_COMMANDS,
         },
     )

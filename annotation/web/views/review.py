@@ -3,6 +3,8 @@ with the assignments behind them to approve, reject or reward, and QA pairs to c
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -32,10 +34,102 @@ def campaign_review(request, slug):
         .order_by("position")
     )
     listing = paginate(request, examples, PER_PAGE)
+    waiting = _submitted(campaign)
     return render(
         request,
         "annotation/campaign_review.html",
-        {"campaign": campaign, "examples": listing["items"], "page": listing["page"], "pages": listing["pages"]},
+        {
+            "campaign": campaign, "examples": listing["items"], "page": listing["page"], "pages": listing["pages"],
+            "waiting_workers": list(
+                waiting.values("worker__external_id").annotate(n=Count("pk")).order_by("worker__external_id")
+            ),
+            "waiting_tasks": list(
+                waiting.values("hit__task_type__slug", "hit__task_type__name").annotate(n=Count("pk")).order_by("hit__task_type__position")
+            ),
+            "n_waiting": waiting.count(),
+        },
+    )
+
+
+def _submitted(campaign):
+    """The campaign's work waiting for a decision."""
+    return Assignment.objects.filter(hit__batch_id=campaign.batch_id or -1, state=Assignment.State.SUBMITTED)
+
+
+def _money_of(assignments) -> dict:
+    """Rewards (and MTurk's commission on them) of these assignments, as approving them would book."""
+    from hits.mturk import fees
+
+    rewards, commission = Decimal("0.00"), Decimal("0.00")
+    for a in assignments:
+        published = getattr(a.hit, "mturk", None)
+        reward = published.reward if published is not None else a.hit.reward
+        rewards += reward
+        if a.hit.batch.on_mturk:
+            commission += fees.mturk_fee(reward, published.max_assignments if published is not None else a.hit.max_assignments)
+    return {"rewards": rewards, "fees": commission, "total": rewards + commission}
+
+
+@login_required
+@require_POST
+def review_bulk(request, slug):
+    """Approve or reject many submitted assignments at once, by worker and/or task type.
+
+    First a confirmation page stating how many assignments and how much money; the confirmed POST carries
+    the assignment ids shown, so work arriving in between is not decided unseen."""
+    from hits import payments
+
+    campaign = managed_campaign(request, slug)
+    action = request.POST.get("action")
+    message = (request.POST.get("message") or "").strip()[:1000]
+    worker = (request.POST.get("worker") or "").strip()
+    task = (request.POST.get("task") or "").strip()
+    if action not in ("approve", "reject"):
+        messages.error(request, "Choose to approve or to reject.")
+        return redirect("campaign-review", slug=slug)
+    if action == "reject" and not message:
+        messages.error(request, "Say why the work is rejected: every worker concerned sees this message.")
+        return redirect("campaign-review", slug=slug)
+    chosen = _submitted(campaign).select_related("hit__batch", "hit__task_type", "hit__mturk", "worker")
+    if request.POST.get("confirmed") == "1":
+        ids = [int(i) for i in request.POST.getlist("ids") if i.isdigit()]
+        chosen = chosen.filter(pk__in=ids)
+        done, refused = 0, []
+        for assignment in chosen:
+            try:
+                if action == "approve":
+                    payments.approve_assignment(assignment, message=message, by=request.user)
+                else:
+                    payments.reject_assignment(assignment, message, by=request.user)
+                done += 1
+            except payments.PaymentError as exc:
+                refused.append(f"{assignment.pk}: {exc}")
+        verb = "approved" if action == "approve" else "rejected"
+        messages.success(request, f"{done} assignment{'s' if done != 1 else ''} {verb}.")
+        if len(ids) > done:
+            messages.info(request, f"{len(ids) - done} were no longer waiting for a decision and were left as they are.")
+        for line in refused[:10]:
+            messages.error(request, line)
+        return redirect("campaign-review", slug=slug)
+    if worker:
+        chosen = chosen.filter(worker__external_id=worker)
+    if task:
+        chosen = chosen.filter(hit__task_type__slug=task)
+    chosen = list(chosen.order_by("worker__external_id", "pk"))
+    if not chosen:
+        messages.info(request, "No submitted work matches: nothing to decide.")
+        return redirect("campaign-review", slug=slug)
+    by_worker: dict[str, int] = {}
+    for a in chosen:
+        by_worker[a.worker.external_id] = by_worker.get(a.worker.external_id, 0) + 1
+    return render(
+        request,
+        "annotation/campaign_review_bulk.html",
+        {
+            "campaign": campaign, "action": action, "message": message, "worker": worker, "task": task,
+            "assignments": chosen, "money": _money_of(chosen), "by_worker": sorted(by_worker.items()),
+            "on_mturk": chosen[0].hit.batch.on_mturk,
+        },
     )
 
 
@@ -133,6 +227,14 @@ def review_assignment(request, slug, pk):
             messages.success(request, f"Assignment {assignment.pk} of {assignment.worker} rejected; the worker sees your message.")
         else:
             amount = form.cleaned_data["amount"]
+            if assignment.bonus > 0 and request.POST.get("confirm_second_bonus") != "1":
+                # A second bonus is rarely meant (a double click, a stale page): it needs saying so.
+                messages.error(
+                    request,
+                    f"Assignment {assignment.pk} already has a bonus of ${assignment.bonus}: "
+                    f"confirm to pay {assignment.worker} a second one of ${amount}.",
+                )
+                return _back(back, slug)
             payments.pay_bonus(assignment, amount, message, by=request.user)
             messages.success(request, f"Bonus of ${amount} for {assignment.worker} recorded.")
     except payments.PaymentError as exc:

@@ -183,8 +183,13 @@ def campaign_predicates(request, slug):
             "page": listing["page"],
             "pages": listing["pages"],
             "n_predicates": Predicate.objects.filter(example__campaign=campaign).count(),
+            # The predicate just removed, offered back once (a chip is removed with one click).
+            "undo": request.session.pop(UNDO_KEY, None) if request.session.get(UNDO_KEY, {}).get("campaign") == campaign.pk else None,
         },
     )
+
+
+UNDO_KEY = "predicate_undo"
 
 
 def paginate(request, queryset, per_page: int) -> dict:
@@ -243,11 +248,14 @@ def campaign_predicate_remove(request, slug):
 
     campaign = managed_campaign(request, slug)
     predicate = get_object_or_404(Predicate, pk=_posted_id(request, "predicate"), example__campaign=campaign)
+    removed = {"campaign": campaign.pk, "sentence": predicate.sentence_id, "start": predicate.start, "text": predicate.text,
+               "lemma": predicate.lemma, "example": predicate.sentence.example.external_id}
     try:
         remove_predicate(predicate)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages).capitalize() + ".")
     else:
+        request.session[UNDO_KEY] = removed
         messages.success(request, f"Predicate '{predicate.text}' removed.")
     return _back_to_predicates(slug, request)
 

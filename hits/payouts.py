@@ -1,0 +1,129 @@
+"""What each worker has earned, from the ledger: one source for the researcher's payout report and the
+worker's own earnings page, so the two always show the same "owed".
+
+Money is counted only once it is in the ledger (``LedgerEntry``): a reward when the work is approved, a
+bonus when it is given.  Work submitted but not reviewed yet is shown apart ("awaiting review", at the
+HIT's reward): it may still be rejected, so it is not owed.  (The worker page used to add that work, and
+bonuses by the assignment's ``paid`` flag, to its "owed": it said $3.32 where the ledger said $1.32.)
+
+``owed``: rewards and bonuses not paid yet (recorded ``owed`` for local workers, who are paid outside the
+platform, or ``pending`` until MTurk confirms the call); ``paid``: confirmed paid; ``fees``: MTurk's
+commission (the researcher's cost, never the worker's money).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.db.models import Count, Q, Sum
+
+from hits.models import Assignment, Batch, LedgerEntry, Worker
+
+CENT = Decimal("0.01")
+ZERO = Decimal("0.00")
+
+
+def _money(value) -> Decimal:
+    # SQLite sums decimals as floats: back to cents.
+    return Decimal(str(value or 0)).quantize(CENT)
+
+
+@dataclass
+class Payout:
+    """One worker's money in one batch (campaign)."""
+
+    worker: Worker
+    batch: Batch
+    approved: int = 0
+    awaiting_review: int = 0
+    rejected: int = 0
+    rewards: Decimal = ZERO
+    bonuses: Decimal = ZERO
+    owed: Decimal = ZERO
+    paid: Decimal = ZERO
+    fees: Decimal = ZERO
+    awaiting_amount: Decimal = ZERO
+    bonus_items: list = field(default_factory=list)
+
+    @property
+    def earned(self) -> Decimal:
+        return self.rewards + self.bonuses
+
+
+def payouts(batch: Batch | None = None, worker: Worker | None = None) -> list[Payout]:
+    """Per (worker, batch): counts of reviewed and unreviewed work and the ledger's money, ordered by batch then
+    worker.  Restrict to one ``batch`` (a campaign's payout report) or one ``worker`` (their earnings page)."""
+    entries = LedgerEntry.objects.all()
+    assignments = Assignment.objects.filter(state__in=Assignment.DONE_STATES)
+    if batch is not None:
+        entries, assignments = entries.filter(batch=batch), assignments.filter(hit__batch=batch)
+    if worker is not None:
+        entries, assignments = entries.filter(worker=worker), assignments.filter(worker=worker)
+    rows: dict[tuple[int, int], Payout] = {}
+    workers: dict[int, Worker] = {}
+    batches: dict[int, Batch] = {}
+
+    def row(worker_id: int, batch_id: int) -> Payout:
+        key = (batch_id, worker_id)
+        if key not in rows:
+            rows[key] = Payout(worker=workers[worker_id], batch=batches[batch_id])
+        return rows[key]
+
+    counted = (
+        assignments.values("worker_id", "hit__batch_id")
+        .annotate(
+            approved=Count("pk", filter=Q(state=Assignment.State.APPROVED)),
+            awaiting=Count("pk", filter=Q(state=Assignment.State.SUBMITTED)),
+            rejected=Count("pk", filter=Q(state=Assignment.State.REJECTED)),
+            awaiting_amount=Sum("hit__reward", filter=Q(state=Assignment.State.SUBMITTED)),
+        )
+    )
+    money = entries.values("worker_id", "batch_id").annotate(
+        rewards=Sum("amount", filter=Q(kind=LedgerEntry.Kind.REWARD)),
+        bonuses=Sum("amount", filter=Q(kind=LedgerEntry.Kind.BONUS)),
+        owed=Sum("amount", filter=~Q(kind=LedgerEntry.Kind.FEE) & ~Q(state=LedgerEntry.State.PAID)),
+        paid=Sum("amount", filter=~Q(kind=LedgerEntry.Kind.FEE) & Q(state=LedgerEntry.State.PAID)),
+        fees=Sum("amount", filter=Q(kind=LedgerEntry.Kind.FEE)),
+    )
+    counted, money = list(counted), list(money)
+    worker_ids = {c["worker_id"] for c in counted} | {m["worker_id"] for m in money}
+    batch_ids = {c["hit__batch_id"] for c in counted} | {m["batch_id"] for m in money}
+    workers.update(Worker.objects.in_bulk(worker_ids))
+    batches.update(Batch.objects.in_bulk(batch_ids))
+    for c in counted:
+        r = row(c["worker_id"], c["hit__batch_id"])
+        r.approved, r.awaiting_review, r.rejected = c["approved"], c["awaiting"], c["rejected"]
+        r.awaiting_amount = _money(c["awaiting_amount"])
+    for m in money:
+        r = row(m["worker_id"], m["batch_id"])
+        r.rewards, r.bonuses = _money(m["rewards"]), _money(m["bonuses"])
+        r.owed, r.paid, r.fees = _money(m["owed"]), _money(m["paid"]), _money(m["fees"])
+    for entry in entries.filter(kind=LedgerEntry.Kind.BONUS).order_by("pk"):
+        rows[(entry.batch_id, entry.worker_id)].bonus_items.append(entry)
+    return sorted(rows.values(), key=lambda r: (r.batch.name, r.batch.pk, r.worker.external_id))
+
+
+@dataclass
+class Totals:
+    approved: int = 0
+    awaiting_review: int = 0
+    rejected: int = 0
+    rewards: Decimal = ZERO
+    bonuses: Decimal = ZERO
+    owed: Decimal = ZERO
+    paid: Decimal = ZERO
+    fees: Decimal = ZERO
+    awaiting_amount: Decimal = ZERO
+
+
+def totals(rows: list[Payout]) -> Totals:
+    """The sums of a list of payouts (a campaign's, or a worker's over every campaign)."""
+    t = Totals()
+    for r in rows:
+        for name in Totals.__dataclass_fields__:
+            setattr(t, name, getattr(t, name) + getattr(r, name))
+    return t
+
+
+__all__ = ["Payout", "Totals", "payouts", "totals"]

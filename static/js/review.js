@@ -1,0 +1,34 @@
+/* Review page: a second bonus to the same assignment asks first; after an action the page comes back where
+   the researcher was (the server redirects to the same page, which would otherwise open at the top). */
+(function () {
+  "use strict";
+  var key = "review-scroll:" + window.location.pathname;
+  var store = null;
+  try { store = window.sessionStorage; } catch (e) { store = null; }
+
+  if (store) {
+    var saved = store.getItem(key);
+    if (saved !== null) {
+      store.removeItem(key);
+      window.scrollTo(0, +saved);
+    }
+  }
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form.classList.contains("review-form")) {
+      var select = form.querySelector("select[name=action]");
+      var already = parseFloat(select ? select.getAttribute("data-bonus") : "0") || 0;
+      if (select && select.value === "bonus" && already > 0) {
+        var amount = form.querySelector("input[name=amount]").value || "?";
+        var worker = form.closest("tr").children[2].textContent.trim();
+        if (!window.confirm("This assignment already has a $" + already.toFixed(2) + " bonus. Pay " + worker + " a second bonus of $" + amount + "?")) {
+          event.preventDefault();
+          return;
+        }
+        form.querySelector("input[name=confirm_second_bonus]").value = "1";
+      }
+    }
+    if (store) { store.setItem(key, String(window.scrollY)); }
+  });
+})();
