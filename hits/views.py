@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from config.ratelimit import rate_limited
-from hits.handlers import AnswerErrors, eligible_kinds, task_handler
+from hits.handlers import AnswerErrors, eligibility, task_handler
 from hits.models import Assignment, Invitation, TaskType
 from hits.services import (
     AssignmentClosed,
@@ -28,6 +28,7 @@ from hits.services import (
     accept_next,
     available_hits,
     current_assignment,
+    preview_next,
     return_assignment,
     submit_assignment,
     worker_assignment,
@@ -44,12 +45,12 @@ def worker_home(request):
     worker = _worker(request)
     rows = []
     for task_type in TaskType.objects.all():
-        kinds = eligible_kinds(worker, task_type)
+        allowed = eligibility(worker, task_type)
         rows.append(
             {
                 "task_type": task_type,
-                "eligible": bool(kinds),
-                "available": available_hits(worker, task_type, kinds).count() if kinds else 0,
+                "eligible": bool(allowed),
+                "available": available_hits(worker, task_type, allowed).count() if allowed else 0,
                 "current": current_assignment(worker, task_type),
             }
         )
@@ -74,7 +75,11 @@ def _start(request, task_type, hit_id=None):
 def start_working(request, slug):
     task_type = get_object_or_404(TaskType, slug=slug)
     hit_id = request.POST.get("hit")
-    return _start(request, task_type, int(hit_id) if hit_id and hit_id.isdigit() else None)
+    hit_id = int(hit_id) if hit_id and hit_id.isdigit() else None
+    # The server chooses the HIT: a posted id counts only when it is the one this worker's preview showed
+    # (chosen as the hand-out chooses, gold mixed in), so no one can pick their HITs and step around gold checks.
+    previewed = request.session.pop(f"previewed-{task_type.slug}", None)
+    return _start(request, task_type, hit_id if hit_id is not None and hit_id == previewed else None)
 
 
 @login_required
@@ -82,8 +87,9 @@ def preview(request, slug):
     """A read-only look at the next HIT the worker would get, before accepting it."""
     task_type = get_object_or_404(TaskType, slug=slug)
     worker = _worker(request)
-    kinds = eligible_kinds(worker, task_type)
-    hit = available_hits(worker, task_type, kinds).order_by("priority", "id").first() if kinds else None
+    hit = preview_next(worker, task_type)
+    if hit is not None:
+        request.session[f"previewed-{task_type.slug}"] = hit.pk
     if hit is None:
         messages.info(request, f"No {task_type.name} HITs are available right now.")
         return redirect("worker-home")

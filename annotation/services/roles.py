@@ -83,15 +83,22 @@ def make_researcher(user) -> None:
 def share_campaign(campaign: Campaign, user, by) -> bool:
     """Share ``campaign`` with ``user`` on behalf of ``by``; returns False if it was already shared.
 
-    Only someone who may manage the campaign can share it.  The user it is
-    shared with becomes a researcher (they now own-or-share a campaign) and
-    is also added to the ``researchers`` group, so unsharing later does not
-    silently turn them into a crowd worker.
+    Only someone who may manage the campaign can share it, and only with a
+    researcher (an admin, a member of the ``researchers`` group, or an owner
+    or sharer of a campaign): sharing never turns a crowd worker's account
+    into a researcher's, which would show them the answer keys of the tests
+    and gold items they are checked with.  An admin makes a worker a
+    researcher first, deliberately (the ``researchers`` group).
     """
     if not can_manage_campaign(by, campaign):
         raise PermissionDenied("You may not share this campaign.")
     if not user.is_active:
         raise SharingError(f"User '{user.get_username()}' is inactive.")
+    if not is_researcher(user):
+        raise SharingError(
+            f"User '{user.get_username()}' is not a researcher: an admin must add them to the "
+            f"'{RESEARCHERS_GROUP}' group before a campaign can be shared with them."
+        )
     if campaign.owner_id == user.pk:
         raise SharingError(f"User '{user.get_username()}' owns this campaign already.")
     if campaign.shared_with.filter(pk=user.pk).exists():
