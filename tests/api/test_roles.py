@@ -46,11 +46,11 @@ def test_share_and_unshare(campaign, researcher, other_researcher, django_user_m
     with pytest.raises(roles.SharingError, match="owns"):
         roles.share_campaign(campaign, researcher, by=researcher)
     # Sharing never turns a crowd worker into a researcher (who would see the answer keys of their tests).
+    Worker.objects.create(external_id="crowd", user=crowd)
     with pytest.raises(roles.SharingError, match="not a researcher"):
         roles.share_campaign(campaign, crowd, by=researcher)
     assert roles.is_worker_only(crowd) and not campaign.shared_with.filter(pk=crowd.pk).exists()
 
-    roles.make_researcher(other_researcher)
     assert roles.share_campaign(campaign, other_researcher, by=researcher) is True
     assert roles.share_campaign(campaign, other_researcher, by=researcher) is False
     assert roles.can_manage_campaign(other_researcher, campaign)

@@ -237,10 +237,24 @@ def campaign_qualifications(request, slug):
 
     from hits.models import HIT
 
-    from annotation.services.qualification_tests import QualificationDefinitionError, define_qualifications
+    from annotation.services.qualification_tests import (
+        QualificationDefinitionError,
+        accept_sibling_qualifications,
+        define_qualifications,
+    )
 
     campaign = _visible_campaign(request, slug)
     text, error = "", ""
+    if request.method == "POST" and request.POST.get("action") == "accept_siblings":
+        accept = request.POST.get("accept_siblings") == "on"
+        accept_sibling_qualifications(campaign, accept)
+        messages.success(
+            request,
+            "Workers qualified in your other campaigns of this kind skip this campaign's tests."
+            if accept
+            else "Every worker takes this campaign's own tests.",
+        )
+        return redirect("campaign-qualifications", slug=slug)
     if request.method == "POST":
         upload = request.FILES.get("file")
         if upload is not None:
@@ -272,6 +286,9 @@ def campaign_qualifications(request, slug):
     return render(
         request,
         "annotation/campaign_qualifications.html",
-        {"campaign": campaign, "current": current, "text": text, "error": error},
+        {
+            "campaign": campaign, "current": current, "text": text, "error": error,
+            "accepts_siblings": bool(campaign.batch_id and campaign.batch.accepts_group_qualifications),
+        },
         status=400 if error else 200,
     )
