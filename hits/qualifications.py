@@ -99,9 +99,11 @@ def _rule_sql() -> str:
         return (
             f"SELECT 'q', q.batch_id, b.qualification_group, {sql.columns(Qualification, 'q')} FROM {sql.table(Qualification)} q "
             f"JOIN {b} b ON b.id = q.batch_id WHERE q.worker_id = %s AND q.task_type_id = %s "
-            "UNION ALL SELECT DISTINCT 't', h.batch_id, "
-            f"CASE WHEN b.accepts_group_qualifications THEN b.qualification_group ELSE '' END, {nulls} FROM {sql.table(HIT)} h "
-            f"JOIN {b} b ON b.id = h.batch_id WHERE h.task_type_id = %s AND h.kind = %s AND h.state = %s AND b.state = %s "
+            # DISTINCT inside a subquery: PostgreSQL would type a DISTINCT branch's NULLs as text.
+            f"UNION ALL SELECT 't', t.batch_id, t.grp, {nulls} FROM (SELECT DISTINCT h.batch_id AS batch_id, "
+            "CASE WHEN b.accepts_group_qualifications THEN b.qualification_group ELSE '' END AS grp "
+            f"FROM {sql.table(HIT)} h JOIN {b} b ON b.id = h.batch_id "
+            "WHERE h.task_type_id = %s AND h.kind = %s AND h.state = %s AND b.state = %s) t "
             f"UNION ALL SELECT 'x', x.batch_id, '', {nulls} FROM {sql.table(BatchBlock)} x WHERE x.worker_id = %s"
         )
 
@@ -146,6 +148,20 @@ def qualification_rule(worker: Worker, task_type: TaskType) -> Eligibility:
     for batch_id in blocked:
         batches[batch_id] = (frozenset(), 1)
     return Eligibility(regular, batches)
+
+
+def test_progress(worker: Worker, hit: HIT, attempt: int) -> tuple[int, int]:
+    """(k, n) for a test item's page: this is item k of the n the worker's test of that batch has."""
+    tests = HIT.objects.filter(batch_id=hit.batch_id, task_type_id=hit.task_type_id, kind=HIT.Kind.QUALIFICATION).exclude(
+        exclusions__worker=worker
+    )
+    done = Assignment.objects.filter(
+        hit__in=tests, worker=worker, attempt=attempt, state__in=Assignment.DONE_STATES
+    ).exclude(hit_id=hit.pk)
+    n_done = done.count()
+    # Items already answered count even if withdrawn since; items still to come only while open.
+    n = n_done + tests.filter(state__in=HIT.UNFINISHED_STATES).exclude(pk__in=done.values("hit_id")).count()
+    return n_done + 1, max(n, n_done + 1)
 
 
 def grade_if_complete(assignment: Assignment, handler) -> Qualification | None:

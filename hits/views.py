@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.http import Http404, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
@@ -21,7 +22,9 @@ from django.views.decorators.http import require_POST
 
 from config.ratelimit import rate_limited
 from hits.handlers import AnswerErrors, eligibility, task_handler
-from hits.models import Assignment, Invitation, TaskType
+from hits.models import HIT, Assignment, Invitation, Qualification, TaskType
+from hits.invitations import InvitationClosed, take_use
+from hits.qualifications import test_progress
 from hits.services import (
     AssignmentClosed,
     NotEligible,
@@ -102,7 +105,11 @@ def preview(request, slug):
 def _page_context(handler, hit, assignment, data, worker):
     context = handler.page_context(hit, assignment, data)
     key = getattr(handler, "instructions_key", hit.task_type.slug)
+    test_item = None
+    if hit.kind == HIT.Kind.QUALIFICATION:
+        test_item = test_progress(worker, hit, assignment.attempt if assignment else 1)
     return {
+        "test_item": test_item,
         "hit": hit,
         "assignment": assignment,
         "task": context,
@@ -171,9 +178,30 @@ def _submit(request, worker, pk):
             worker.seen_instructions = [*(worker.seen_instructions or []), key]
             worker.save(update_fields=["seen_instructions"])
         messages.success(request, "Submitted. Thank you!")
+        if outcome.assignment.hit.kind == HIT.Kind.QUALIFICATION:
+            _tell_test_result(request, worker, outcome.assignment)
     if worker.auto_accept_next:
         return _start(request, task_type)
     return redirect("worker-home")
+
+
+def _tell_test_result(request, worker, assignment) -> None:
+    """After the last item of a test: its result, in words (the standing page keeps it)."""
+    qualification = Qualification.objects.filter(
+        worker=worker, task_type_id=assignment.hit.task_type_id, batch_id=assignment.hit.batch_id, attempts=assignment.attempt
+    ).exclude(state=Qualification.State.PENDING).first()
+    if qualification is None:
+        return
+    name = assignment.hit.task_type.name
+    if qualification.state == Qualification.State.QUALIFIED:
+        messages.success(request, f"Test finished: you passed the {name} test (score {qualification.score:.2f}). Real HITs follow.")
+    elif qualification.state == Qualification.State.REVIEW:
+        messages.info(request, f"Test finished: a researcher will review your {name} test; you will see the decision on your standing page.")
+    else:
+        messages.warning(
+            request,
+            f"Test finished: you did not pass the {name} test (score {qualification.score:.2f}). Your standing page says when you may try again.",
+        )
 
 
 @login_required
@@ -215,9 +243,14 @@ def join(request, token):
         return render(request, "hits/join_closed.html", status=404)
     form = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        user = form.save()
-        Invitation.objects.filter(pk=invitation.pk).update(uses=invitation.uses + 1)
-        worker_for_user(user)
+        try:
+            with transaction.atomic():
+                # The use and the account together: concurrent sign-ups never pass the link's limit.
+                take_use(invitation)
+                user = form.save()
+                worker_for_user(user)
+        except InvitationClosed:
+            return render(request, "hits/join_closed.html", status=404)
         login(request, user, backend="config.auth.WorkerModelBackend")
         messages.success(request, "Welcome! Pick a task to start.")
         return redirect(reverse("worker-home"))

@@ -79,7 +79,7 @@ def test_failed_worker_retries_after_the_cooldown_a_limited_number_of_times(smal
             assignment = accept_next(worker, presence)
             assert assignment.hit.kind == "qualification"
             pairs = assignment.hit.payload["inline"]["pairs"]
-            submit_assignment(worker, assignment.pk, {f"p_{p['id']}": "1" for p in pairs})
+            submit_assignment(worker, assignment.pk, {f"p_{k}": "1" for k, _ in enumerate(pairs, start=1)})
 
     take_test_wrongly()
     qualification = Qualification.objects.get(worker=worker, task_type=presence)
