@@ -107,6 +107,9 @@ class Batch(models.Model):
     # researcher's campaigns of one protocol); they count only when ``accepts_group_qualifications``.
     qualification_group = models.CharField(max_length=100, blank=True)
     accepts_group_qualifications = models.BooleanField(default=False)
+    # Retakes of this batch's qualification tests: after a cool-down, a limited number of times.
+    qualification_cooldown_hours = models.FloatField(default=24.0)
+    qualification_max_attempts = models.PositiveSmallIntegerField(default=2)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
+from types import SimpleNamespace
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -73,16 +74,19 @@ def current_attempt(qualification: Qualification | None) -> int:
     return (qualification.attempts if qualification else 0) + 1
 
 
-def can_attempt(qualification: Qualification | None, task_type: TaskType, now=None) -> tuple[bool, str]:
-    """Whether the worker may (re)take the test now, and if not, why."""
+def can_attempt(qualification: Qualification | None, limits, now=None) -> tuple[bool, str]:
+    """Whether the worker may (re)take the test now, and if not, why.
+
+    ``limits``: the batch whose test it is (its ``qualification_cooldown_hours`` and
+    ``qualification_max_attempts``)."""
     if qualification is None or qualification.state == Qualification.State.PENDING:
         return True, ""
     if qualification.state != Qualification.State.FAILED:
         return False, qualification.get_state_display()
-    if qualification.attempts >= task_type.qualification_max_attempts:
-        return False, f"no attempts left ({qualification.attempts} of {task_type.qualification_max_attempts} used)"
+    if qualification.attempts >= limits.qualification_max_attempts:
+        return False, f"no attempts left ({qualification.attempts} of {limits.qualification_max_attempts} used)"
     now = now or timezone.now()
-    ready = (qualification.last_attempt_at or now) + timedelta(hours=task_type.qualification_cooldown_hours)
+    ready = (qualification.last_attempt_at or now) + timedelta(hours=limits.qualification_cooldown_hours)
     if now < ready:
         return False, f"you may try again after {ready:%Y-%m-%d %H:%M} UTC"
     return True, ""
@@ -97,14 +101,16 @@ def _rule_sql() -> str:
         nulls = ", ".join(["NULL"] * len(Qualification._meta.concrete_fields))
         b = sql.table(Batch)
         return (
-            f"SELECT 'q', q.batch_id, b.qualification_group, {sql.columns(Qualification, 'q')} FROM {sql.table(Qualification)} q "
+            "SELECT 'q', q.batch_id, b.qualification_group, b.qualification_cooldown_hours, b.qualification_max_attempts, "
+            f"{sql.columns(Qualification, 'q')} FROM {sql.table(Qualification)} q "
             f"JOIN {b} b ON b.id = q.batch_id WHERE q.worker_id = %s AND q.task_type_id = %s "
             # DISTINCT inside a subquery: PostgreSQL would type a DISTINCT branch's NULLs as text.
-            f"UNION ALL SELECT 't', t.batch_id, t.grp, {nulls} FROM (SELECT DISTINCT h.batch_id AS batch_id, "
-            "CASE WHEN b.accepts_group_qualifications THEN b.qualification_group ELSE '' END AS grp "
+            f"UNION ALL SELECT 't', t.batch_id, t.grp, t.cooldown, t.max_attempts, {nulls} FROM (SELECT DISTINCT h.batch_id AS batch_id, "
+            "CASE WHEN b.accepts_group_qualifications THEN b.qualification_group ELSE '' END AS grp, "
+            "b.qualification_cooldown_hours AS cooldown, b.qualification_max_attempts AS max_attempts "
             f"FROM {sql.table(HIT)} h JOIN {b} b ON b.id = h.batch_id "
             "WHERE h.task_type_id = %s AND h.kind = %s AND h.state = %s AND b.state = %s) t "
-            f"UNION ALL SELECT 'x', x.batch_id, '', {nulls} FROM {sql.table(BatchBlock)} x WHERE x.worker_id = %s"
+            f"UNION ALL SELECT 'x', x.batch_id, '', NULL, NULL, {nulls} FROM {sql.table(BatchBlock)} x WHERE x.worker_id = %s"
         )
 
     return sql.statement("qualification-rule", build)
@@ -120,8 +126,11 @@ def qualification_rule(worker: Worker, task_type: TaskType) -> Eligibility:
     own: dict[int, Qualification] = {}
     qualified_groups: dict[str, set[int]] = {}
     tested: dict[int, str] = {}
+    limits: dict[int, SimpleNamespace] = {}
     blocked: set[int] = set()
-    for source, batch_id, group, *columns in rows:
+    for source, batch_id, group, cooldown, max_attempts, *columns in rows:
+        if source == "t":
+            limits[batch_id] = SimpleNamespace(qualification_cooldown_hours=cooldown, qualification_max_attempts=max_attempts)
         if source == "q":
             own[batch_id] = qualification = sql.instance(Qualification, columns)
             if qualification.state == Qualification.State.QUALIFIED and group:
@@ -140,7 +149,7 @@ def qualification_rule(worker: Worker, task_type: TaskType) -> Eligibility:
         elif group and qualified_groups.get(group, set()) - {batch_id}:
             batches[batch_id] = (regular, 1)  # qualified in another campaign this one accepts
         else:
-            allowed, _ = can_attempt(qualification, task_type)
+            allowed, _ = can_attempt(qualification, limits[batch_id])
             batches[batch_id] = (frozenset({HIT.Kind.QUALIFICATION}) if allowed else frozenset(), current_attempt(qualification))
     for batch_id, qualification in own.items():
         if qualification.state in (Qualification.State.REVOKED, Qualification.State.REVIEW):

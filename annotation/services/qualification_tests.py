@@ -233,6 +233,10 @@ def define_qualifications(campaign: Campaign, definition: dict) -> dict[str, int
         key = f"{hit.task_type.slug}{'_gold' if hit.kind == HIT.Kind.GOLD else ''}"
         counts[key] = counts.get(key, 0) + 1
     tested = {h.task_type_id for h in hits if h.kind == HIT.Kind.QUALIFICATION}
+    batch.qualification_cooldown_hours = campaign.qualification_cooldown_hours
+    batch.qualification_max_attempts = campaign.qualification_max_attempts
+    batch.save(update_fields=["qualification_cooldown_hours", "qualification_max_attempts"])
+    # MTurk checks one qualification type per task type before our page is shown (hits.mturk.publishing).
     TaskType.objects.filter(pk__in=tested).update(
         requires_qualification=True,
         qualification_cooldown_hours=campaign.qualification_cooldown_hours,

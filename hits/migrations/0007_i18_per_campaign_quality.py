@@ -63,6 +63,16 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='batch',
+            name='qualification_cooldown_hours',
+            field=models.FloatField(default=24.0),
+        ),
+        migrations.AddField(
+            model_name='batch',
+            name='qualification_max_attempts',
+            field=models.PositiveSmallIntegerField(default=2),
+        ),
+        migrations.AddField(
+            model_name='batch',
             name='qualification_group',
             field=models.CharField(blank=True, max_length=100),
         ),

@@ -157,6 +157,26 @@ def test_a_returned_or_expired_test_item_can_be_taken_again(tmp_path, people, dj
     assert _state(worker, campaign) == "qualified"
 
 
+def test_each_campaign_keeps_its_own_retake_rules(tmp_path, people, django_user_model):
+    strict = _campaign(tmp_path, "rita-strict", people["rita"], launch=False)
+    Campaign.objects.filter(pk=strict.pk).update(qualification_max_attempts=1, qualification_cooldown_hours=0)
+    strict = Campaign.objects.get(pk=strict.pk)
+    qualification_tests.define_qualifications(strict, _definition(n_generation=1))
+    launch_campaign(strict)
+    lenient = _campaign(tmp_path, "oscar-lenient", people["oscar"], launch=False)
+    Campaign.objects.filter(pk=lenient.pk).update(qualification_max_attempts=5, qualification_cooldown_hours=0)
+    lenient = Campaign.objects.get(pk=lenient.pk)
+    qualification_tests.define_qualifications(lenient, _definition(n_generation=1))  # defined last: must not loosen rita's
+    launch_campaign(lenient)
+    worker = _worker(django_user_model, "fails-once")
+    assert _take_test(worker, strict, right=False) == 1
+    assert _state(worker, strict) == "failed"
+    kinds = set(available_hits(worker, _generation()).filter(batch_id=strict.batch_id).values_list("kind", flat=True))
+    assert kinds == set()  # one attempt in rita's campaign, whatever oscar's allows
+    assert _take_test(worker, lenient, right=False) == 1
+    assert set(available_hits(worker, _generation()).filter(batch_id=lenient.batch_id).values_list("kind", flat=True)) == {"qualification"}
+
+
 def test_revocation_and_reinstatement_stay_in_their_campaign(tmp_path, people, django_user_model):
     rita_campaign = _campaign(tmp_path, "rita-a", people["rita"], tests=_definition())
     oscar_campaign = _campaign(tmp_path, "oscar-b", people["oscar"])

@@ -16,7 +16,7 @@ from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
 from annotation.management.simulation import simulate_crowd
 from hits import qualifications
-from hits.models import HIT, Qualification, QualificationEvent, TaskType, Worker
+from hits.models import HIT, Batch, Qualification, QualificationEvent, TaskType, Worker
 from hits.services import NotEligible, accept_next, submit_assignment
 from tests.conftest import DEMO_DIR, write_jsonl
 
@@ -85,7 +85,7 @@ def test_failed_worker_retries_after_the_cooldown_a_limited_number_of_times(smal
     qualification = Qualification.objects.get(worker=worker, task_type=presence)
     assert qualification.state == "failed" and qualification.attempts == 1
     assert accept_next(worker, presence) is None  # cool-down
-    allowed, why = qualifications.can_attempt(qualification, presence)
+    allowed, why = qualifications.can_attempt(qualification, small_campaign.batch)
     assert not allowed and "try again after" in why
     Qualification.objects.filter(pk=qualification.pk).update(last_attempt_at=timezone.now() - timedelta(hours=13))
     take_test_wrongly()  # the same four HITs again, as attempt 2
@@ -93,7 +93,7 @@ def test_failed_worker_retries_after_the_cooldown_a_limited_number_of_times(smal
     assert qualification.attempts == 2 and qualification.state == "failed"
     Qualification.objects.filter(pk=qualification.pk).update(last_attempt_at=timezone.now() - timedelta(days=3))
     assert accept_next(worker, presence) is None
-    assert "no attempts left" in qualifications.can_attempt(Qualification.objects.get(pk=qualification.pk), presence)[1]
+    assert "no attempts left" in qualifications.can_attempt(Qualification.objects.get(pk=qualification.pk), Batch.objects.get(pk=small_campaign.batch_id))[1]
 
 
 @pytest.mark.django_db

@@ -114,7 +114,7 @@ def worker_quality(request):
         rows = []
         for task_type in task_types:
             qualification = quals.get((campaign.batch_id, task_type.pk))
-            allowed, why_not = can_attempt(qualification, task_type)
+            allowed, why_not = can_attempt(qualification, campaign.batch)
             status = status_label(
                 worker, task_type, campaign.batch, qualification, tested=campaign.batch_id in tested[task_type.pk], fetched=True
             )
