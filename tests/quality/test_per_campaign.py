@@ -287,6 +287,7 @@ def test_a_researchers_block_keeps_the_worker_out_of_that_campaign_only(tmp_path
     client.force_login(worker.user)
     standing = client.get("/work/quality/").content.decode()
     assert standing.count("status-blocked") == 3  # the three task types of oscar's campaign
+    assert standing.count("rude feedback") == 1 and standing.index("rude feedback") > standing.index(oscar_campaign.name)
 
 
 def test_sharing_a_campaign_never_turns_a_worker_into_a_researcher(tmp_path, people, django_user_model):

@@ -92,7 +92,7 @@ def worker_quality(request):
     """A worker's own standing: status per task type, figures against thresholds, and reasons."""
     from django.db.models import Q
 
-    from hits.models import Assignment, Qualification, TaskType
+    from hits.models import Assignment, BatchBlock, Qualification, TaskType
     from hits.qualifications import can_attempt, status_label, tested_batches
     from hits.services import worker_for_user
 
@@ -105,6 +105,7 @@ def worker_quality(request):
     worked = set(Assignment.objects.filter(worker=worker).values_list("hit__batch_id", flat=True))
     open_tests = {b for batches in tested.values() for b in batches}
     quals = {(q.batch_id, q.task_type_id): q for q in Qualification.objects.filter(worker=worker)}
+    blocks = {b.batch_id: b.reason for b in BatchBlock.objects.filter(worker=worker)}
     campaigns = []
     # Every campaign the worker worked on, and every running one whose tests they could take.
     shown = Campaign.objects.filter(batch_id__in=worked | {b for b in open_tests}).filter(
@@ -127,7 +128,9 @@ def worker_quality(request):
                 }
             )
         figures = worker_figures(campaign, worker) if campaign.batch_id in worked else None
-        campaigns.append({"campaign": campaign, "rows": rows, "figures": figures})
+        campaigns.append(
+            {"campaign": campaign, "rows": rows, "figures": figures, "blocked": campaign.batch_id in blocks, "block_reason": blocks.get(campaign.batch_id, "")}
+        )
     return render(request, "annotation/worker_quality.html", {"worker": worker, "campaigns": campaigns})
 
 
