@@ -15,7 +15,7 @@ from annotation.selectors.quality import workers_figures
 from annotation.selectors.scores import agreement
 from hits.models import HIT, Assignment, BatchBlock, Qualification, TaskType, Worker
 from hits.mturk.status import batch_status
-from hits.qualifications import status_label, tested_batches
+from hits.qualifications import status_label
 
 
 def campaigns_visible_to(user) -> QuerySet[Campaign]:
@@ -94,7 +94,12 @@ def campaign_workers(campaign: Campaign) -> list[dict]:
         (q.worker_id, q.task_type.slug): q
         for q in Qualification.objects.filter(worker__in=workers, batch_id=campaign.batch_id).select_related("task_type")
     }
-    tested = {slug: campaign.batch_id in tested_batches(t, active_only=False) for slug, t in task_types.items()}
+    tested_slugs = set(
+        HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.QUALIFICATION, state__in=HIT.UNFINISHED_STATES)
+        .values_list("task_type__slug", flat=True)
+        .distinct()
+    )
+    tested = {slug: slug in tested_slugs for slug in task_types}
     blocked_here = set(BatchBlock.objects.filter(batch_id=campaign.batch_id).values_list("worker_id", flat=True))
     excluded = set(
         PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=True, worker_id__in=stats)
