@@ -3,6 +3,24 @@ from django.contrib import admin
 from .models import Campaign, ContentUnit, Example, GoldPresence, Predicate, ReferenceSentence, System, SystemSummary
 
 
+def researcher_users():
+    """Users who may own or share a campaign: admins and researchers, never a crowd worker's account."""
+    from django.contrib.auth import get_user_model
+    from django.db.models import Q
+
+    from annotation.services.roles import RESEARCHERS_GROUP
+
+    return (
+        get_user_model()
+        .objects.filter(
+            Q(is_staff=True) | Q(is_superuser=True) | Q(groups__name=RESEARCHERS_GROUP)
+            | Q(campaigns__isnull=False) | Q(shared_campaigns__isnull=False)
+        )
+        .distinct()
+        .order_by("username")
+    )
+
+
 @admin.register(Campaign)
 class CampaignAdmin(admin.ModelAdmin):
     list_display = ("name", "slug", "unit_type", "state", "backend", "owner", "created_at")
@@ -10,6 +28,18 @@ class CampaignAdmin(admin.ModelAdmin):
     search_fields = ("name", "slug", "description")
     prepopulated_fields = {"slug": ("name",)}
     filter_horizontal = ("shared_with",)
+    # The state changes through launch, pause, resume and cancel (progress page), which move the HITs with it.
+    readonly_fields = ("state", "batch", "launched_at")
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "owner":
+            kwargs["queryset"] = researcher_users()
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "shared_with":
+            kwargs["queryset"] = researcher_users()
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
 
 
 @admin.register(Example)

@@ -1,12 +1,45 @@
 from django.contrib import admin
 
-from .models import LedgerEntry, MTurkAssignment, MTurkHIT, MTurkQualificationType, Worker
+from . import qualifications
+from .invitations import invitation_url, revoke_invitation
+from .models import (
+    HIT,
+    Assignment,
+    BatchBlock,
+    Invitation,
+    LedgerEntry,
+    MTurkAssignment,
+    MTurkHIT,
+    MTurkQualificationType,
+    Qualification,
+    QualificationEvent,
+    TaskType,
+    Worker,
+)
 
 
 @admin.register(Worker)
 class WorkerAdmin(admin.ModelAdmin):
-    list_display = ("external_id", "mturk_worker_id", "user", "created_at")
+    list_display = ("external_id", "mturk_worker_id", "user", "blocked", "created_at")
+    list_filter = ("blocked",)
     search_fields = ("external_id", "mturk_worker_id", "user__username")
+    fields = ("external_id", "mturk_worker_id", "user", "blocked", "blocked_reason", "auto_accept_next", "created_at")
+    readonly_fields = ("created_at",)
+
+    def save_model(self, request, obj, form, change):
+        # "Blocked" is a platform-wide block: it goes through the logged action (the worker sees the reason,
+        # MTurk is told), never a bare column change.
+        blocked, reason = obj.blocked, obj.blocked_reason
+        if change and "blocked" in form.changed_data:
+            obj.blocked = form.initial.get("blocked", False)
+            obj.blocked_reason = form.initial.get("blocked_reason", "")
+            super().save_model(request, obj, form, change)
+            qualifications.set_blocked(obj, blocked, reason or ("blocked by an admin" if blocked else "unblocked by an admin"), by=request.user)
+            obj.refresh_from_db()
+            return
+        super().save_model(request, obj, form, change)
+        if not change and blocked:
+            qualifications.set_blocked(obj, True, reason or "blocked by an admin", by=request.user)
 
 
 # The ledger and the MTurk records are read-only here: they change only through hits.payments and hits.mturk.
@@ -45,3 +78,77 @@ class MTurkAssignmentAdmin(ReadOnlyAdmin):
 @admin.register(MTurkQualificationType)
 class MTurkQualificationTypeAdmin(ReadOnlyAdmin):
     list_display = ("name", "task_type", "sandbox", "qualification_type_id")
+
+
+@admin.register(TaskType)
+class TaskTypeAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "position", "assignment_duration")
+    # The slug names the handler, and whether a type is tested follows from the campaigns' tests.
+    readonly_fields = ("slug", "requires_qualification")
+
+    def has_add_permission(self, request):
+        return False  # task types come from the apps' handlers
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(HIT)
+class HITAdmin(ReadOnlyAdmin):
+    """HITs change only through the hand-out, the pipeline and the campaign controls."""
+
+    list_display = ("pk", "task_type", "kind", "batch", "state", "n_taken", "n_submitted", "max_assignments", "reward")
+    list_filter = ("kind", "state", "task_type", "batch")
+    exclude = ("answer_key",)
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(ReadOnlyAdmin):
+    list_display = ("pk", "hit", "worker", "attempt", "state", "accepted_at", "submitted_at")
+    list_filter = ("state", "hit__task_type", "hit__batch")
+    search_fields = ("worker__external_id",)
+    raw_id_fields = ("hit", "worker")
+
+
+@admin.register(Qualification)
+class QualificationAdmin(ReadOnlyAdmin):
+    """Read-only: tests, revocations and reinstatements are decided on each campaign's workers page (logged)."""
+
+    list_display = ("worker", "task_type", "batch", "state", "attempts", "score", "updated_at")
+    list_filter = ("state", "task_type", "batch")
+    search_fields = ("worker__external_id",)
+
+
+@admin.register(QualificationEvent)
+class QualificationEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "worker", "task_type", "batch", "action", "decided_by", "automatic", "reason")
+    list_filter = ("action", "automatic", "task_type")
+    search_fields = ("worker__external_id", "reason")
+
+
+@admin.register(BatchBlock)
+class BatchBlockAdmin(ReadOnlyAdmin):
+    list_display = ("worker", "batch", "decided_by", "created_at", "reason")
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "batch", "uses", "max_uses", "expires_at", "revoked_at", "link")
+    list_filter = ("batch",)
+    fields = ("note", "batch", "max_uses", "expires_at", "uses", "revoked_at", "token", "created_by", "link")
+    readonly_fields = ("uses", "revoked_at", "token", "created_by", "link")
+    actions = ["revoke"]
+
+    @admin.display(description="Link")
+    def link(self, obj):
+        return invitation_url(obj) if obj.pk else ""
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Revoke the selected links")
+    def revoke(self, request, queryset):
+        for invitation in queryset:
+            revoke_invitation(invitation)

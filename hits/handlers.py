@@ -9,7 +9,8 @@ a worker may be given.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
 
 if TYPE_CHECKING:
     from django.http import QueryDict
@@ -42,9 +43,54 @@ class TaskHandler(Protocol):
         """React to a stored submission, inside the same transaction."""
 
 
+@dataclass(frozen=True)
+class Eligibility:
+    """Which HITs of one task type a worker may be given, batch by batch.
+
+    ``default``: the kinds allowed in every batch not named in ``batches``;
+    ``batches``: batch id -> (kinds, attempt) where that batch decides for itself
+    (an empty set: nothing there).  ``attempt`` numbers the worker's attempts at
+    that batch's qualification test (1 for other kinds).
+    """
+
+    default: frozenset = frozenset()
+    batches: Mapping[int, tuple[frozenset, int]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.default) or any(kinds for kinds, _ in self.batches.values())
+
+    def kinds(self) -> set[str]:
+        """Every kind the worker may get somewhere."""
+        result = set(self.default)
+        for kinds, _ in self.batches.values():
+            result |= kinds
+        return result
+
+    def allows(self, batch_id: int, kind: str) -> bool:
+        if batch_id in self.batches:
+            return kind in self.batches[batch_id][0]
+        return kind in self.default
+
+    def attempt(self, batch_id: int, kind: str) -> int:
+        from hits.models import HIT
+
+        if kind == HIT.Kind.QUALIFICATION and batch_id in self.batches:
+            return self.batches[batch_id][1]
+        return 1
+
+    def groups(self) -> list[tuple[tuple[str, ...], int, tuple[int, ...]]]:
+        """The batches named here grouped by what they allow: [(kinds, attempt, batch ids)], empty groups left out."""
+        grouped: dict[tuple, list[int]] = {}
+        for batch_id, (kinds, attempt) in self.batches.items():
+            if kinds:
+                grouped.setdefault((tuple(sorted(kinds)), attempt), []).append(batch_id)
+        return [(kinds, attempt, tuple(sorted(ids))) for (kinds, attempt), ids in sorted(grouped.items())]
+
+
 _handlers: dict[str, TaskHandler] = {}
-# Each rule returns the HIT kinds a worker may get for a task type, or None to leave the decision to others.
-EligibilityRule = Callable[["Worker", "TaskType"], "Iterable[str] | None"]
+# Each rule returns the HIT kinds a worker may get for a task type (an ``Eligibility`` when it depends on the
+# batch), or None to leave the decision to others.
+EligibilityRule = Callable[["Worker", "TaskType"], "Eligibility | Iterable[str] | None"]
 _eligibility_rules: list[EligibilityRule] = []
 
 
@@ -64,19 +110,24 @@ def register_eligibility_rule(rule: EligibilityRule) -> None:
         _eligibility_rules.append(rule)
 
 
-def eligible_kinds(worker: "Worker", task_type: "TaskType") -> set[str]:
-    """The kinds of HIT of this type the worker may be given (empty: none).
+def eligibility(worker: "Worker", task_type: "TaskType") -> Eligibility:
+    """Which HITs of this type the worker may be given, batch by batch (falsy: none at all).
 
     Blocked workers get nothing.  Without rules, a worker may do regular and
-    gold HITs.  Rules (e.g. qualifications) narrow this down: the first rule
-    with an opinion decides.
+    gold HITs everywhere.  Rules (e.g. qualifications) narrow this down: the
+    first rule with an opinion decides.
     """
     from hits.models import HIT
 
     if worker.blocked:
-        return set()
+        return Eligibility()
     for rule in _eligibility_rules:
-        kinds = rule(worker, task_type)
-        if kinds is not None:
-            return set(kinds)
-    return {HIT.Kind.REGULAR, HIT.Kind.GOLD}
+        decision = rule(worker, task_type)
+        if decision is not None:
+            return decision if isinstance(decision, Eligibility) else Eligibility(frozenset(decision))
+    return Eligibility(frozenset({HIT.Kind.REGULAR, HIT.Kind.GOLD}))
+
+
+def eligible_kinds(worker: "Worker", task_type: "TaskType") -> set[str]:
+    """The kinds of HIT of this type the worker may be given somewhere (empty: none)."""
+    return eligibility(worker, task_type).kinds()

@@ -104,6 +104,13 @@ class Batch(models.Model):
     # Random, part of the MTurk request tokens of the batch's HITs: after a database reset (ids start at 1
     # again), or on another installation sharing the account, a token can never name an older HIT.
     key = models.CharField(max_length=12, default=new_batch_key, editable=False)
+    # The family of batches whose qualifications may count here (the owning app names it: e.g. one
+    # researcher's campaigns of one protocol); they count only when ``accepts_group_qualifications``.
+    qualification_group = models.CharField(max_length=100, blank=True)
+    accepts_group_qualifications = models.BooleanField(default=False)
+    # Retakes of this batch's qualification tests: after a cool-down, a limited number of times.
+    qualification_cooldown_hours = models.FloatField(default=24.0)
+    qualification_max_attempts = models.PositiveSmallIntegerField(default=2)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -159,7 +166,11 @@ class HIT(models.Model):
 
     class Meta:
         verbose_name = "HIT"
-        indexes = [models.Index(fields=["task_type", "state", "priority", "id"], name="hit_queue")]
+        indexes = [
+            models.Index(fields=["task_type", "state", "priority", "id"], name="hit_queue"),
+            # Which batches test a task type (asked on every hand-out): few rows, never the whole queue.
+            models.Index(fields=["task_type", "kind", "state", "batch"], name="hit_kind_batch"),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(n_taken__lte=F("max_assignments")), name="hit_not_overfilled"),
             models.CheckConstraint(condition=Q(n_submitted__lte=F("n_taken")), name="hit_submitted_le_taken"),
@@ -225,7 +236,12 @@ class Assignment(models.Model):
             models.Index(fields=["worker", "state"], name="assignment_worker_state"),
         ]
         constraints = [
-            models.UniqueConstraint(fields=["hit", "worker", "attempt"], name="assignment_one_per_worker_and_hit"),
+            # Only places held count: a test item returned or expired may be taken again in the same attempt.
+            models.UniqueConstraint(
+                fields=["hit", "worker", "attempt"],
+                condition=Q(state__in=["assigned", "pending", "submitted", "approved", "rejected"]),
+                name="assignment_one_per_worker_and_hit",
+            ),
             models.CheckConstraint(
                 condition=Q(submitted_at__isnull=True) | Q(state__in=["submitted", "approved", "rejected", "pending", "discarded"]),
                 name="assignment_submitted_state",
@@ -237,25 +253,33 @@ class Assignment(models.Model):
 
 
 class Invitation(models.Model):
-    """A sign-up link for new workers; limited in uses and time."""
+    """A sign-up link for new workers; limited in uses and time, optionally for one batch (a campaign)."""
 
     token = models.CharField(max_length=64, unique=True, default=_new_token)
     note = models.CharField(max_length=200, blank=True)
+    batch = models.ForeignKey(Batch, null=True, blank=True, on_delete=models.CASCADE, related_name="invitations")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     max_uses = models.PositiveIntegerField(default=100)
     uses = models.PositiveIntegerField(default=0)
     expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.CheckConstraint(condition=Q(uses__lte=F("max_uses")), name="invitation_uses_within_limit")]
+
     def usable(self, now) -> bool:
-        return self.uses < self.max_uses and (self.expires_at is None or self.expires_at > now)
+        return (
+            self.revoked_at is None and self.uses < self.max_uses and (self.expires_at is None or self.expires_at > now)
+        )
 
     def __str__(self) -> str:
         return self.note or self.token[:8]
 
 
 class Qualification(models.Model):
-    """A worker's standing for one task type."""
+    """A worker's standing for one task type in one batch (a campaign): its test, grading and revocation."""
 
     class State(models.TextChoices):
         PENDING = "pending", "Pending (test not finished)"
@@ -266,6 +290,7 @@ class Qualification(models.Model):
 
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="qualifications")
     task_type = models.ForeignKey(TaskType, on_delete=models.CASCADE, related_name="qualifications")
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="qualifications")
     state = models.CharField(max_length=12, choices=State.choices, default=State.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Tests finished so far.")
     score = models.FloatField(null=True, blank=True)
@@ -274,10 +299,26 @@ class Qualification(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["worker", "task_type"], name="qualification_unique")]
+        constraints = [models.UniqueConstraint(fields=["worker", "task_type", "batch"], name="qualification_unique")]
 
     def __str__(self) -> str:
-        return f"{self.worker} / {self.task_type.slug}: {self.state}"
+        return f"{self.worker} / {self.task_type.slug} / {self.batch}: {self.state}"
+
+
+class BatchBlock(models.Model):
+    """A worker kept out of one batch (a campaign) by its researcher; platform-wide blocks are ``Worker.blocked``."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="blocks")
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="batch_blocks")
+    reason = models.CharField(max_length=500, blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="batch_block_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.worker} blocked from {self.batch}"
 
 
 class QualificationEvent(models.Model):
@@ -296,6 +337,8 @@ class QualificationEvent(models.Model):
 
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="qualification_events")
     task_type = models.ForeignKey(TaskType, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # The batch (campaign) the decision is about; none for a platform-wide block by an admin.
+    batch = models.ForeignKey(Batch, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     action = models.CharField(max_length=12, choices=Action.choices)
     reason = models.CharField(max_length=500, blank=True)
     figures = models.JSONField(default=dict, blank=True)

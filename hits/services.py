@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from hits.handlers import AnswerErrors, eligible_kinds, task_handler
+from hits.handlers import AnswerErrors, Eligibility, eligibility, task_handler
 from hits import qualifications, sql
 from hits.models import HIT, Assignment, Batch, HITExclusion, TaskType, Worker
 from hits.mturk.publishing import publish_soon
@@ -61,27 +61,34 @@ def worker_for_user(user) -> Worker:
         return Worker.objects.get(user=user)
 
 
-def available_hits(worker: Worker, task_type: TaskType, kinds=None, attempt: int | None = None, via_mturk: bool = False):
+def available_hits(worker: Worker, task_type: TaskType, allowed: Eligibility | None = None, via_mturk: bool = False):
     """HITs of a type that this worker could accept now (unlocked query).
 
     HITs of an MTurk batch are taken only through MTurk (``via_mturk``, the
     framed HIT page), those of a local batch only on the platform's pages.
     """
-    kinds = eligible_kinds(worker, task_type) if kinds is None else kinds
-    if attempt is None:
-        attempt = qualifications.attempt_for_kinds(worker, task_type, kinds)
-    taken = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker, attempt=attempt)
+    allowed = eligibility(worker, task_type) if allowed is None else allowed
     local = Q(batch__backend=Batch.Backend.LOCAL)
+    eligible = Q(pk__in=[])
+    named = list(allowed.batches)
+    if allowed.default:
+        taken = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker)
+        eligible |= Q(kind__in=allowed.default) & ~Q(batch_id__in=named) & ~Exists(taken)
+    for kinds, attempt, batch_ids in allowed.groups():
+        # A test item counts as taken at this attempt only while a place is held (returned or expired: again).
+        taken = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker).filter(
+            ~Q(hit__kind=HIT.Kind.QUALIFICATION) | Q(attempt=attempt, state__in=Assignment.TAKING_STATES)
+        )
+        eligible |= Q(batch_id__in=batch_ids, kind__in=kinds) & ~Exists(taken)
     return (
         HIT.objects.filter(
             ~local if via_mturk else local,
+            eligible,
             task_type=task_type,
-            kind__in=kinds,
             state=HIT.State.OPEN,
             batch__state=Batch.State.ACTIVE,
             n_taken__lt=F("max_assignments"),
         )
-        .filter(~Exists(taken))
         .exclude(exclusions__worker=worker)
     )
 
@@ -146,18 +153,46 @@ def _assignment_sql(lock: bool) -> str:
     )
 
 
-def _next_hit_sql(n_kinds: int, via_mturk: bool, one_hit: bool, gold: str | None, same_batch: bool) -> str:
+def _eligibility_sql(allowed: Eligibility, worker_id: int) -> tuple[tuple, str, list]:
+    """The hand-out's condition for what ``allowed`` lets the worker take: (shape, SQL, parameters)."""
+    taken = (
+        f"NOT EXISTS (SELECT 1 FROM {sql.table(Assignment)} a WHERE a.hit_id = h.id AND a.worker_id = %s "
+        f"AND (h.kind <> %s OR (a.attempt = %s AND a.state IN ({', '.join(['%s'] * len(Assignment.TAKING_STATES))}))))"
+    )
+    parts, params, shape = [], [], []
+    named = sorted(allowed.batches)
+
+    def taken_params(attempt):
+        return [worker_id, HIT.Kind.QUALIFICATION, attempt, *Assignment.TAKING_STATES]
+
+    if allowed.default:
+        kinds = sorted(allowed.default)
+        part = f"(h.kind IN ({', '.join(['%s'] * len(kinds))})"
+        if named:
+            part += f" AND h.batch_id NOT IN ({', '.join(['%s'] * len(named))})"
+        parts.append(part + " AND " + taken + ")")
+        params += [*kinds, *named, *taken_params(1)]
+        shape.append(("default", len(kinds), len(named)))
+    for kinds, attempt, batch_ids in allowed.groups():
+        parts.append(
+            f"(h.batch_id IN ({', '.join(['%s'] * len(batch_ids))}) AND h.kind IN ({', '.join(['%s'] * len(kinds))}) AND {taken})"
+        )
+        params += [*batch_ids, *kinds, *taken_params(attempt)]
+        shape.append((len(batch_ids), len(kinds)))
+    return tuple(shape), "(" + " OR ".join(parts) + ")", params
+
+
+def _next_hit_sql(eligible_shape: tuple, eligible_sql: str, via_mturk: bool, one_hit: bool, gold: str | None, same_batch: bool) -> str:
     """The hand-out's query; ``gold`` is None (any kind), "without" or "only"."""
 
     def build():
         where = [
             "h.task_type_id = %s",
             "h.state = %s",
-            f"h.kind IN ({', '.join(['%s'] * n_kinds)})",
             "h.n_taken < h.max_assignments",
             "b.state = %s",
             "b.backend <> %s" if via_mturk else "b.backend = %s",
-            f"NOT EXISTS (SELECT 1 FROM {sql.table(Assignment)} a WHERE a.hit_id = h.id AND a.worker_id = %s AND a.attempt = %s)",
+            eligible_sql,
             f"NOT EXISTS (SELECT 1 FROM {sql.table(HITExclusion)} x WHERE x.hit_id = h.id AND x.worker_id = %s)",
         ]
         if one_hit:
@@ -174,7 +209,7 @@ def _next_hit_sql(n_kinds: int, via_mturk: bool, one_hit: bool, gold: str | None
             + " ORDER BY h.priority, h.id LIMIT 1" + sql.lock_clause("h", skip_locked=True)
         )
 
-    return sql.statement(("next", n_kinds, via_mturk, one_hit, gold, same_batch), build)
+    return sql.statement(("next", eligible_shape, via_mturk, one_hit, gold, same_batch), build)
 
 
 def accept_next(
@@ -188,18 +223,18 @@ def accept_next(
     gives it the task type's full duration): a HIT reserved for a worker who
     has walked away goes back to the pool at the next expiry run.
     """
-    kinds = eligible_kinds(worker, task_type)
-    if not kinds:
+    allowed = eligibility(worker, task_type)
+    if not allowed:
         raise NotEligible(f"you may not do {task_type.name} HITs at the moment")
     existing = current_assignment(worker, task_type)
     if existing is not None and (hit_id is None or existing.hit_id == hit_id):
         return existing
-    attempt = qualifications.attempt_for_kinds(worker, task_type, kinds)
     now = timezone.now()
     with transaction.atomic():
-        hit = _next_hit(worker, task_type, sorted(kinds), attempt, hit_id, via_mturk)
+        hit = _next_hit(worker, task_type, allowed, hit_id, via_mturk)
         if hit is None:
             return None
+        attempt = allowed.attempt(hit.batch_id, hit.kind)
         sql.execute(f"UPDATE {sql.table(HIT)} SET n_taken = n_taken + 1 WHERE id = %s", [hit.pk])
         hit.n_taken += 1
         assignment = Assignment(
@@ -239,11 +274,22 @@ def expire_due(min_interval: float = 20.0) -> int:
 _last_expiry = float("-inf")
 
 
-def _next_hit(worker, task_type, kinds, attempt, hit_id, via_mturk):
+def preview_next(worker: Worker, task_type: TaskType) -> HIT | None:
+    """The HIT ``accept_next`` would hand the worker now (gold mixed in the same way), without taking it."""
+    allowed = eligibility(worker, task_type)
+    if not allowed:
+        return None
+    with transaction.atomic():
+        return _next_hit(worker, task_type, allowed, None, False)
+
+
+def _next_hit(worker, task_type, allowed: Eligibility, hit_id, via_mturk):
     """Lock and return the next HIT (its batch loaded); gold HITs are mixed in at their batch's ``gold_share``."""
+    eligible_shape, eligible_sql, eligible_params = _eligibility_sql(allowed, worker.pk)
+    kinds = allowed.kinds()
 
     def first(gold=None, batch_id=None):
-        params = [task_type.pk, HIT.State.OPEN, *kinds, Batch.State.ACTIVE, Batch.Backend.LOCAL, worker.pk, attempt, worker.pk]
+        params = [task_type.pk, HIT.State.OPEN, Batch.State.ACTIVE, Batch.Backend.LOCAL, *eligible_params, worker.pk]
         if hit_id is not None:
             params.append(hit_id)
         if gold is not None:
@@ -251,14 +297,15 @@ def _next_hit(worker, task_type, kinds, attempt, hit_id, via_mturk):
         if batch_id is not None:
             params.append(batch_id)
         # Planned on every call, never prepared: its best plan depends on the worker and the queue.
-        row = sql.fetchone(_next_hit_sql(len(kinds), via_mturk, hit_id is not None, gold, batch_id is not None), params, prepare=False)
+        statement = _next_hit_sql(eligible_shape, eligible_sql, via_mturk, hit_id is not None, gold, batch_id is not None)
+        row = sql.fetchone(statement, params, prepare=False)
         if row is None:
             return None
         hit, batch = sql.instances(row, HIT, Batch)
         sql.attach(hit, batch=batch, task_type=task_type)
         return hit
 
-    if hit_id is not None and not sql.is_storable_id(hit_id):
+    if not allowed or (hit_id is not None and not sql.is_storable_id(hit_id)):
         return None
     if hit_id is not None or HIT.Kind.GOLD not in kinds:
         return first()

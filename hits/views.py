@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.db import transaction
 from django.db.models import Count, Max, Min, Q, Sum
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
@@ -22,8 +23,10 @@ from django.views.decorators.http import require_POST
 
 from config.ratelimit import rate_limited
 from hits import payouts
-from hits.handlers import AnswerErrors, eligible_kinds, task_handler
-from hits.models import Assignment, Invitation, Qualification, TaskType
+from hits.handlers import AnswerErrors, eligibility, task_handler
+from hits.invitations import InvitationClosed, take_use
+from hits.models import HIT, Assignment, Invitation, Qualification, TaskType
+from hits.qualifications import test_progress
 from hits.services import (
     AssignmentClosed,
     NotEligible,
@@ -33,6 +36,7 @@ from hits.services import (
     current_assignment,
     expire_due,
     mark_opened,
+    preview_next,
     return_assignment,
     submit_assignment,
     worker_assignment,
@@ -50,15 +54,15 @@ def worker_home(request):
     expire_due()
     rows = []
     for task_type in TaskType.objects.all():
-        kinds = eligible_kinds(worker, task_type)
-        available = available_hits(worker, task_type, kinds) if kinds else None
+        allowed = eligibility(worker, task_type)
+        available = available_hits(worker, task_type, allowed) if allowed else None
         offer = (
             available.aggregate(n=Count("pk"), low=Min("reward"), high=Max("reward")) if available is not None else {"n": 0}
         )
         rows.append(
             {
                 "task_type": task_type,
-                "eligible": bool(kinds),
+                "eligible": bool(allowed),
                 "available": offer["n"],
                 "reward_low": offer.get("low"),
                 "reward_high": offer.get("high"),
@@ -66,7 +70,7 @@ def worker_home(request):
                     available.order_by().values_list("batch__name", flat=True).distinct()[:4]
                 ) if offer["n"] else [],
                 "minutes": _typical_minutes(task_type),
-                "why_not": "" if kinds else _why_not(worker, task_type),
+                "why_not": "" if allowed else _why_not(worker, task_type),
                 "current": current_assignment(worker, task_type),
             }
         )
@@ -120,9 +124,13 @@ def _start(request, task_type, hit_id=None):
 @require_POST
 def start_working(request, slug):
     task_type = get_object_or_404(TaskType, slug=slug)
-    hit_id = request.POST.get("hit") or ""
+    hit_id = request.POST.get("hit")
     # isascii: "²" and other digits of other scripts pass isdigit() but not int().
-    return _start(request, task_type, int(hit_id) if hit_id.isascii() and hit_id.isdigit() else None)
+    hit_id = int(hit_id) if hit_id and hit_id.isascii() and hit_id.isdigit() else None
+    # The server chooses the HIT: a posted id counts only when it is the one this worker's preview showed
+    # (chosen as the hand-out chooses, gold mixed in), so no one can pick their HITs and step around gold checks.
+    previewed = request.session.pop(f"previewed-{task_type.slug}", None)
+    return _start(request, task_type, hit_id if hit_id is not None and hit_id == previewed else None)
 
 
 @login_required
@@ -130,8 +138,9 @@ def preview(request, slug):
     """A read-only look at the next HIT the worker would get, before accepting it."""
     task_type = get_object_or_404(TaskType, slug=slug)
     worker = _worker(request)
-    kinds = eligible_kinds(worker, task_type)
-    hit = available_hits(worker, task_type, kinds).order_by("priority", "id").first() if kinds else None
+    hit = preview_next(worker, task_type)
+    if hit is not None:
+        request.session[f"previewed-{task_type.slug}"] = hit.pk
     if hit is None:
         messages.info(request, f"No {task_type.name} HITs are available right now.")
         return redirect("worker-home")
@@ -144,7 +153,11 @@ def preview(request, slug):
 def _page_context(handler, hit, assignment, data, worker):
     context = handler.page_context(hit, assignment, data)
     key = getattr(handler, "instructions_key", hit.task_type.slug)
+    test_item = None
+    if hit.kind == HIT.Kind.QUALIFICATION:
+        test_item = test_progress(worker, hit, assignment.attempt if assignment else 1)
     return {
+        "test_item": test_item,
         "hit": hit,
         "assignment": assignment,
         "task": context,
@@ -221,9 +234,30 @@ def _submit(request, worker, pk):
             worker.seen_instructions = [*(worker.seen_instructions or []), key]
             worker.save(update_fields=["seen_instructions"])
         messages.success(request, "Submitted. Thank you!")
+        if outcome.assignment.hit.kind == HIT.Kind.QUALIFICATION:
+            _tell_test_result(request, worker, outcome.assignment)
     if worker.auto_accept_next:
         return _start(request, task_type)
     return redirect("worker-home")
+
+
+def _tell_test_result(request, worker, assignment) -> None:
+    """After the last item of a test: its result, in words (the standing page keeps it)."""
+    qualification = Qualification.objects.filter(
+        worker=worker, task_type_id=assignment.hit.task_type_id, batch_id=assignment.hit.batch_id, attempts=assignment.attempt
+    ).exclude(state=Qualification.State.PENDING).first()
+    if qualification is None:
+        return
+    name = assignment.hit.task_type.name
+    if qualification.state == Qualification.State.QUALIFIED:
+        messages.success(request, f"Test finished: you passed the {name} test (score {qualification.score:.2f}). Real HITs follow.")
+    elif qualification.state == Qualification.State.REVIEW:
+        messages.info(request, f"Test finished: a researcher will review your {name} test; you will see the decision on your standing page.")
+    else:
+        messages.warning(
+            request,
+            f"Test finished: you did not pass the {name} test (score {qualification.score:.2f}). Your standing page says when you may try again.",
+        )
 
 
 @login_required
@@ -271,9 +305,14 @@ def join(request, token):
         return render(request, "hits/join_closed.html", status=404)
     form = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        user = form.save()
-        Invitation.objects.filter(pk=invitation.pk).update(uses=invitation.uses + 1)
-        worker_for_user(user)
+        try:
+            with transaction.atomic():
+                # The use and the account together: concurrent sign-ups never pass the link's limit.
+                take_use(invitation)
+                user = form.save()
+                worker_for_user(user)
+        except InvitationClosed:
+            return render(request, "hits/join_closed.html", status=404)
         login(request, user, backend="config.auth.WorkerModelBackend")
         messages.success(request, "Welcome! Pick a task to start.")
         return redirect(reverse("worker-home"))

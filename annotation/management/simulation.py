@@ -283,9 +283,11 @@ class Answerer:
                     content = [w for w in re.findall(r"\w+", " ".join(unit.answers or [unit.text]).lower()) if w not in _STOPWORDS]
                     truth = bool(content) and all(w in words for w in content)
                 items.append((unit.pk, truth))
+        # The page names the units by position, in the HIT's order.
+        order = [str(p["id"]) for p in hit.payload["inline"]["pairs"]] if hit.payload.get("inline") else [str(u) for u in hit.payload["units"]]
         for pk, truth in items:
             label = self.rng.random() < 0.5 if careless else (truth if self.right(worker, hit.kind) else not truth)
-            data[f"p_{pk}"] = "1" if label else "0"
+            data[f"p_{order.index(str(pk)) + 1}"] = "1" if label else "0"
         return data
 
 

@@ -13,7 +13,7 @@ from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.selectors.agreement import verification_agreement
 from annotation.selectors.quality import workers_figures
 from annotation.selectors.scores import agreement
-from hits.models import HIT, Assignment, Qualification, TaskType, Worker
+from hits.models import HIT, Assignment, BatchBlock, Qualification, TaskType, Worker
 from hits.mturk.status import batch_status
 from hits.qualifications import status_label
 
@@ -89,7 +89,18 @@ def campaign_workers(campaign: Campaign) -> list[dict]:
     }
     workers = Worker.objects.filter(pk__in=stats).order_by("external_id")
     task_types = {t.slug: t for t in TaskType.objects.filter(slug__in=TASK_SLUGS)}
-    quals = {(q.worker_id, q.task_type.slug): q for q in Qualification.objects.filter(worker__in=workers).select_related("task_type")}
+    # This campaign's decisions only: another campaign's test, revocation or block is not shown (nor counted) here.
+    quals = {
+        (q.worker_id, q.task_type.slug): q
+        for q in Qualification.objects.filter(worker__in=workers, batch_id=campaign.batch_id).select_related("task_type")
+    }
+    tested_slugs = set(
+        HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.QUALIFICATION, state__in=HIT.UNFINISHED_STATES)
+        .values_list("task_type__slug", flat=True)
+        .distinct()
+    )
+    tested = {slug: slug in tested_slugs for slug in task_types}
+    blocked_here = set(BatchBlock.objects.filter(batch_id=campaign.batch_id).values_list("worker_id", flat=True))
     excluded = set(
         PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=True, worker_id__in=stats)
         .values_list("worker_id", flat=True)
@@ -99,7 +110,12 @@ def campaign_workers(campaign: Campaign) -> list[dict]:
     rows = []
     for worker in workers:
         status = {
-            slug: status_label(worker, task_types[slug], quals.get((worker.pk, slug))) for slug in TASK_SLUGS if slug in task_types
+            slug: status_label(
+                worker, task_types[slug], campaign.batch, quals.get((worker.pk, slug)), tested=tested[slug],
+                blocked_here=worker.pk in blocked_here, fetched=True,
+            )
+            for slug in TASK_SLUGS
+            if slug in task_types
         }
         reasons = {slug: quals[(worker.pk, slug)].reason for slug in TASK_SLUGS if (worker.pk, slug) in quals}
         rows.append(

@@ -90,12 +90,22 @@ def launch_campaign(campaign: Campaign) -> int:
     return created
 
 
+def qualification_group(campaign: Campaign) -> str:
+    """The family of campaigns whose qualifications a campaign may accept: one owner's campaigns of one unit type."""
+    return f"owner-{campaign.owner_id}/{campaign.unit_type}" if campaign.owner_id else ""
+
+
 def ensure_batch(campaign: Campaign) -> Batch:
     """The campaign's batch of HITs (created before launch when qualification tests are defined)."""
     for slug in TASK_TYPES:
         task_type(slug)
     if campaign.batch_id is None:
-        batch = Batch.objects.create(name=campaign.name[:200], reference=campaign_batch_reference(campaign))
+        # Before launch nothing of the campaign is handed out (its test items and gold items wait too).
+        state = Batch.State.PAUSED if campaign.state == Campaign.State.DRAFT else Batch.State.ACTIVE
+        batch = Batch.objects.create(
+            name=campaign.name[:200], reference=campaign_batch_reference(campaign), state=state,
+            qualification_group=qualification_group(campaign),
+        )
         Campaign.objects.filter(pk=campaign.pk).update(batch=batch)
         campaign.batch = batch
     return campaign.batch

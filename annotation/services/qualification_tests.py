@@ -30,10 +30,10 @@ from django.db import transaction
 
 from annotation.models import Campaign
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
-from annotation.services.pipeline import ensure_batch, task_type
+from annotation.services.pipeline import ensure_batch, qualification_group, task_type
 from annotation.text.questions import WH_WORDS, best_overlap, content_word_violations, words
 from annotation.text.spans import is_substring, normalise
-from hits.models import HIT, Assignment, TaskType
+from hits.models import HIT, Assignment, Batch, TaskType
 from hits.qualifications import TestGrade
 
 COVERED = 0.5
@@ -232,7 +232,9 @@ def build_qualification_hits(campaign: Campaign, definition: dict) -> list[HIT]:
             payload = {"inline": inline}
             if kind == HIT.Kind.QUALIFICATION:
                 payload["pass_above"] = campaign.presence_accuracy_threshold
-            hits.append(HIT(task_type=task_type(PRESENCE), kind=kind, payload=payload, answer_key={"labels": labels}, **common))
+            # Gold items pay what the presence HITs they hide among pay: a $0.00 reward would give them away.
+            fields = {**common, "reward": campaign.reward_presence} if kind == HIT.Kind.GOLD else common
+            hits.append(HIT(task_type=task_type(PRESENCE), kind=kind, payload=payload, answer_key={"labels": labels}, **fields))
     return hits
 
 
@@ -255,9 +257,22 @@ def define_qualifications(campaign: Campaign, definition: dict) -> dict[str, int
         key = f"{hit.task_type.slug}{'_gold' if hit.kind == HIT.Kind.GOLD else ''}"
         counts[key] = counts.get(key, 0) + 1
     tested = {h.task_type_id for h in hits if h.kind == HIT.Kind.QUALIFICATION}
+    batch.qualification_cooldown_hours = campaign.qualification_cooldown_hours
+    batch.qualification_max_attempts = campaign.qualification_max_attempts
+    batch.save(update_fields=["qualification_cooldown_hours", "qualification_max_attempts"])
+    # MTurk checks one qualification type per task type before our page is shown (hits.mturk.publishing).
     TaskType.objects.filter(pk__in=tested).update(
         requires_qualification=True,
         qualification_cooldown_hours=campaign.qualification_cooldown_hours,
         qualification_max_attempts=campaign.qualification_max_attempts,
     )
     return counts
+
+
+@transaction.atomic
+def accept_sibling_qualifications(campaign: Campaign, accept: bool) -> None:
+    """Opt the campaign in (or out) of accepting workers qualified in its owner's other campaigns of the same
+    unit type: such a worker skips this campaign's test for that task type.  Revocations stay per campaign."""
+    batch = ensure_batch(campaign)
+    Batch.objects.filter(pk=batch.pk).update(qualification_group=qualification_group(campaign), accepts_group_qualifications=accept)
+    batch.qualification_group, batch.accepts_group_qualifications = qualification_group(campaign), accept

@@ -29,7 +29,7 @@ from annotation.models import Campaign, PresenceJudgment
 from annotation.selectors.quality import worker_figures, workers_figures
 from annotation.services.followups import schedule_cross_checks, schedule_score_update
 from annotation.services.gold import refresh_gold
-from annotation.services.pipeline import finish_campaign_if_done
+from annotation.services.pipeline import ensure_batch, finish_campaign_if_done
 from hits import qualifications
 from hits.models import HIT, Assignment, Batch, QualificationEvent, TaskType, Worker
 from hits.services import add_places
@@ -67,12 +67,12 @@ def apply_cross_checks(campaign: Campaign, worker: Worker, figures: dict | None 
         failing = [n for n in names if figures[slug][n]["status"] == "failing"]
         if not failing:
             continue
-        qualification = qualifications.qualification_for(worker, task_type)
+        qualification = qualifications.qualification_for(worker, task_type, campaign.batch)
         if qualification is not None and qualification.state == qualification.State.REVOKED:
             continue
         n_items = figures[slug][names[0]]["n"]
         last_manual = QualificationEvent.objects.filter(
-            worker=worker, task_type=task_type, automatic=False, action=QualificationEvent.Action.REINSTATE
+            worker=worker, task_type=task_type, batch_id=campaign.batch_id, automatic=False, action=QualificationEvent.Action.REINSTATE
         ).first()
         if last_manual is not None and n_items < last_manual.figures.get("n_items", 0) + campaign.grace_period_items:
             continue  # a researcher's reinstatement holds for another grace period
@@ -82,18 +82,19 @@ def apply_cross_checks(campaign: Campaign, worker: Worker, figures: dict | None 
             comparison = "at least" if name == "questions_per_predicate" else "above"
             parts.append(f"{CHECK_NAMES[name]} is {f['value']:.2f} (needs to be {comparison} {f['threshold']:.2f}, over {f['n']} items)")
         qualifications.revoke(
-            worker, task_type, f"{campaign.name}: " + "; ".join(parts), automatic=True, figures={"n_items": n_items, **figures[slug]}
+            worker, task_type, campaign.batch, f"{campaign.name}: " + "; ".join(parts), automatic=True, figures={"n_items": n_items, **figures[slug]}
         )
         revoked.append(slug)
     return revoked
 
 
 def reinstate_worker(campaign: Campaign, worker: Worker, task_type: TaskType, reason: str, *, by=None) -> None:
-    """A researcher's reinstatement (or acceptance of a reviewed test): the worker is qualified again, and the
-    decision holds until the checks have seen another grace period's worth of items (``apply_cross_checks``)."""
+    """A researcher's reinstatement (or acceptance of a reviewed test): the worker is qualified again in this
+    campaign, and the decision holds until the checks have seen another grace period's worth of items
+    (``apply_cross_checks``)."""
     check = FAILING_CHECKS[task_type.slug][0]
     n_items = worker_figures(campaign, worker)[task_type.slug][check]["n"]
-    qualifications.reinstate(worker, task_type, reason, by=by, figures={"n_items": n_items})
+    qualifications.reinstate(worker, task_type, ensure_batch(campaign), reason, by=by, figures={"n_items": n_items})
 
 
 def apply_cross_checks_many(campaign: Campaign, workers) -> dict[int, list[str]]:

@@ -25,6 +25,7 @@ from django.db import transaction
 
 from annotation.models import Campaign
 from annotation.selectors.campaigns import campaigns_visible_to
+from hits.models import Worker
 
 RESEARCHERS_GROUP = "researchers"
 
@@ -96,12 +97,21 @@ def share_campaign(campaign: Campaign, user, by) -> bool:
     Only someone who may manage the campaign can share it.  The user it is
     shared with becomes a researcher (they now own-or-share a campaign) and
     is also added to the ``researchers`` group, so unsharing later does not
-    silently turn them into a crowd worker.
+    silently turn them into a crowd worker.  Sharing never turns a crowd
+    worker's account (one with a worker identity that is not a researcher
+    yet) into a researcher's, which would show them the answer keys of the
+    tests and gold items they are checked with: an admin does that first,
+    deliberately (the ``researchers`` group).
     """
     if not can_manage_campaign(by, campaign):
         raise PermissionDenied("You may not share this campaign.")
     if not user.is_active:
         raise SharingError(f"User '{user.get_username()}' is inactive.")
+    if not is_researcher(user) and Worker.objects.filter(user=user).exists():
+        raise SharingError(
+            f"User '{user.get_username()}' is a crowd worker, not a researcher: an admin must add them to the "
+            f"'{RESEARCHERS_GROUP}' group before a campaign can be shared with them."
+        )
     if campaign.owner_id == user.pk:
         raise SharingError(f"User '{user.get_username()}' owns this campaign already.")
     if campaign.shared_with.filter(pk=user.pk).exists():

@@ -12,7 +12,9 @@ Form fields (the same on local pages and inside MTurk's frame):
   ``feedback`` (optional);
 - verification: ``v_<unit>`` = ``valid`` | ``invalid`` per question, and
   ``v_<unit>_a1``..``a3`` the answers of a valid question;
-- presence: ``p_<unit>`` = ``1`` (present) | ``0`` (not present) per unit.
+- presence: ``p_<k>`` = ``1`` (present) | ``0`` (not present) for the k-th unit shown (1, 2, ...):
+  the same opaque names for a regular HIT's units and a gold item's pairs, so a page's
+  fields never tell a gold check from real work.
 
 Qualification and gold HITs carry their whole item in ``payload["inline"]``
 (a sentence, its predicate span, questions or pairs with string ids), so
@@ -236,6 +238,11 @@ class VerificationHandler:
         return qualification_tests.grade_verification_test(assignments)
 
 
+def presence_field(k: int) -> str:
+    """The form field of the k-th unit (from 1) of a presence HIT, regular or gold alike."""
+    return f"p_{k}"
+
+
 class PresenceHandler:
     template_name = "annotation/hits/presence.html"
     instructions_key = "presence"
@@ -243,7 +250,9 @@ class PresenceHandler:
     def page_context(self, hit, assignment, data):
         item = presence_item(hit)
         data = data or {}
-        items = [{"unit": u, "name": f"p_{u.pk}", "value": data.get(f"p_{u.pk}", "")} for u in item.units]
+        items = [
+            {"unit": u, "name": presence_field(k), "value": data.get(presence_field(k), "")} for k, u in enumerate(item.units, start=1)
+        ]
         reference_html = [
             highlighted(line.text, *line.highlight) if line.highlight else escape(line.text) for line in item.reference
         ]
@@ -262,10 +271,10 @@ class PresenceHandler:
         unit_ids = [str(p["id"]) for p in inline["pairs"]] if inline else hit.payload["units"]
         errors: dict[str, list[str]] = {}
         labels = []
-        for pk in unit_ids:
-            value = data.get(f"p_{pk}", "")
+        for k, pk in enumerate(unit_ids, start=1):
+            value = data.get(presence_field(k), "")
             if value not in ("1", "0"):
-                errors.setdefault(f"p_{pk}", []).append("Choose Present or Not present.")
+                errors.setdefault(presence_field(k), []).append("Choose Present or Not present.")
                 continue
             labels.append({"unit": pk, "present": value == "1"})
         feedback = clean_text(data.get("feedback"))[:MAX_FEEDBACK_CHARS]

@@ -3,6 +3,7 @@ from django.urls import path
 from annotation.web.views import agreement as agreement_views
 from annotation.web.views import campaigns as views
 from annotation.web.views import jobs as job_views
+from annotation.web.views import invitations as invitation_views
 from annotation.web.views import judges as judge_views
 from annotation.web.views import payouts as payout_views
 from annotation.web.views import review as review_views
@@ -44,4 +45,5 @@ urlpatterns = [
     path("<slug:slug>/judges/", judge_views.campaign_judges, name="campaign-judges"),
     path("<slug:slug>/qualifications/", views.campaign_qualifications, name="campaign-qualifications"),
     path("<slug:slug>/workers/action/", views.campaign_worker_action, name="campaign-worker-action"),
+    path("<slug:slug>/invitations/", invitation_views.campaign_invitations, name="campaign-invitations"),
 ]

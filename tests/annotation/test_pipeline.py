@@ -131,7 +131,7 @@ def test_full_pipeline_to_gold_labels(one_predicate_campaign, eager_celery):
         for _ in range(2):
             assignment = accept_next(W(judge), T("presence"))
             summary_good = assignment.hit.payload["summary"] == one_predicate_campaign.systems.get(name="good").summaries.get().pk
-            data = {f"p_{pk}": (says if summary_good else "0") for pk in assignment.hit.payload["units"]}
+            data = {f"p_{k}": (says if summary_good else "0") for k, _ in enumerate(assignment.hit.payload["units"], start=1)}
             submit_assignment(W(judge), assignment.pk, data)
     assert PresenceJudgment.objects.count() == 3 * 2 * 2
     gold = {(g.summary.system.name, g.unit.question): (g.present, g.n_present, g.n_judgments) for g in GoldPresence.objects.select_related("summary__system", "unit")}
@@ -199,7 +199,7 @@ def test_a_paused_campaign_sets_its_hits_aside_and_work_in_progress_still_counts
     got = [accept_next(W(f"w{i}"), T("presence")) for i in range(3)]
     assert [a.hit.batch_id for a in got] == [second.batch_id] * 3
     # The worker who held a HIT of the paused campaign can still submit it; the campaign does not finish.
-    submit_assignment(busy, in_progress.pk, {f"p_{pk}": "1" for pk in in_progress.hit.payload["units"]})
+    submit_assignment(busy, in_progress.pk, {f"p_{k}": "1" for k, _ in enumerate(in_progress.hit.payload["units"], start=1)})
     assert Campaign.objects.get(pk=first.pk).state == "paused"
     resume_campaign(first)
     assert set(HIT.objects.filter(batch_id=first.batch_id).values_list("state", flat=True)) == {"open"}

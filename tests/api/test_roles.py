@@ -45,6 +45,11 @@ def test_share_and_unshare(campaign, researcher, other_researcher, django_user_m
         roles.share_campaign(campaign, crowd, by=other_researcher)
     with pytest.raises(roles.SharingError, match="owns"):
         roles.share_campaign(campaign, researcher, by=researcher)
+    # Sharing never turns a crowd worker into a researcher (who would see the answer keys of their tests).
+    Worker.objects.create(external_id="crowd", user=crowd)
+    with pytest.raises(roles.SharingError, match="not a researcher"):
+        roles.share_campaign(campaign, crowd, by=researcher)
+    assert roles.is_worker_only(crowd) and not campaign.shared_with.filter(pk=crowd.pk).exists()
 
     assert roles.share_campaign(campaign, other_researcher, by=researcher) is True
     assert roles.share_campaign(campaign, other_researcher, by=researcher) is False

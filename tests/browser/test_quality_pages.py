@@ -35,17 +35,22 @@ def test_presence_qualification_test_then_standing_page(page, tmp_path, django_u
         # Auto-accept is on: each submission leads straight to the next HIT of the test.
         page.wait_for_selector(".presence-row")
         hit = HIT.objects.get(pk=HIT.objects.filter(assignments__worker__user__username="quinn", assignments__state="assigned").values("pk")[:1])
-        assert hit.kind == "qualification"  # not told to the worker: the page looks like any other
+        assert hit.kind == "qualification"
+        # A test says it is one, and how far the worker is.
+        assert page.inner_text("#test-item").startswith(f"Qualification test: item {n + 1} of 4")
         assert "Preview" not in page.inner_text("main")
         labels = hit.answer_key["labels"]
-        for pair in hit.payload["inline"]["pairs"]:
-            row = page.locator(f".presence-row[data-unit='{pair['id']}']")
+        for k, pair in enumerate(hit.payload["inline"]["pairs"], start=1):
+            row = page.locator(f".presence-row[data-unit='{k}']")
             row.get_by_label("Present" if labels[pair["id"]] else "Not present", exact=True).check()
         page.click("#submit")
         page.wait_for_load_state()
     qualification = Qualification.objects.get(worker__user__username="quinn", task_type__slug="presence")
     assert qualification.state == "qualified"
+    assert "you passed the" in page.inner_text(".messages")
     page.goto("/work/quality/")
     row = page.locator("tr[data-task=presence]")
     assert "Qualified" in row.inner_text() and "passed the test" in row.inner_text()
-    assert "Pending" in page.locator("tr[data-task=generation]").inner_text()
+    # A test not taken yet is called that, never "pending".
+    generation = page.locator("tr[data-task=generation]").inner_text()
+    assert "Test not taken yet" in generation and "ending" not in generation

@@ -151,15 +151,22 @@ def test_ids_too_large_for_the_database_are_simply_not_found(campaign, django_us
     client = Client()
     client.force_login(user)
     assert client.get(f"/work/assignments/{10**20}/").status_code == 404
-    # Asking for a HIT id no column can hold: nothing is handed out, and the worker is told so.
-    response = client.post("/work/presence/start/", {"hit": str(10**20)}, follow=True)
-    name = TaskType.objects.get(slug="presence").name
-    assert response.status_code == 200 and f"No {name} HITs are available right now" in response.content.decode()
+    # Asking for a HIT id no column can hold: the page posts only a previewed id, so the server ignores it
+    # and chooses; the hand-out itself finds nothing under such an id.
+    from hits.services import accept_next, worker_for_user
+
+    presence = TaskType.objects.get(slug="presence")
+    assert accept_next(worker_for_user(user), presence, hit_id=10**20) is None
     assert not Assignment.objects.filter(worker__user=user).exists()
+    response = client.post("/work/presence/start/", {"hit": str(10**20)}, follow=True)
+    assert response.status_code == 200
 
 
-@pytest.mark.parametrize("kinds, attempt, via_mturk", [(["regular"], 1, False), (["regular"], 1, True), (["qualification"], 2, False)])
-def test_the_hand_out_query_offers_exactly_what_available_hits_lists_in_queue_order(kinds, attempt, via_mturk):
+@pytest.mark.parametrize(
+    "kinds, attempt, via_mturk, per_batch",
+    [(["regular"], 1, False, False), (["regular"], 1, True, False), (["qualification"], 2, False, True), (["regular"], 1, False, True)],
+)
+def test_the_hand_out_query_offers_exactly_what_available_hits_lists_in_queue_order(kinds, attempt, via_mturk, per_batch):
     """The worker's page counts and previews with ``available_hits`` (ORM); the hand-out has its own SQL.
     The two must agree on every rule, or a worker would be shown HITs they cannot get (or the reverse)."""
     from hits.models import HITExclusion
@@ -187,14 +194,27 @@ def test_the_hand_out_query_offers_exactly_what_available_hits_lists_in_queue_or
     # Taken before by this worker (at this attempt, or at another), excluded, or taken by someone else.
     for hit, who, at in [(made[7], worker, attempt), (made[6], worker, 1), (made[16], rival, attempt)]:
         Assignment.objects.create(hit=hit, worker=who, attempt=at, accepted_at=now, expires_at=now, state="submitted")
+    # Given back: a test item may be taken again, a regular HIT not.
+    given_back = [HIT.objects.create(batch=local, task_type=presence, kind=kind, max_assignments=9, payload={}) for kind in ("qualification", "regular")]
+    for hit in given_back:
+        Assignment.objects.create(hit=hit, worker=worker, attempt=attempt, accepted_at=now, expires_at=now, state="returned")
     HITExclusion.objects.create(hit=made[1], worker=worker)
     HITExclusion.objects.create(hit=made[10], worker=rival)
+    from hits.handlers import Eligibility
 
+    if per_batch:
+        # The local batch decides for itself (its test at this attempt, or its regular work); the MTurk batch is closed.
+        allowed = Eligibility(frozenset({"regular", "gold"}), {local.pk: (frozenset(kinds), attempt), mturk.pk: (frozenset(), 1)})
+    else:
+        allowed = Eligibility(frozenset(kinds))
     listed = list(
-        available_hits(worker, presence, set(kinds), attempt, via_mturk=via_mturk).order_by("priority", "id").values_list("pk", flat=True)
+        available_hits(worker, presence, allowed, via_mturk=via_mturk).order_by("priority", "id").values_list("pk", flat=True)
     )
+    if per_batch and kinds == ["qualification"]:
+        assert given_back[0].pk in listed  # returned at this attempt: offered again
+    assert given_back[1].pk not in listed
     handed = []
-    while (hit := _next_hit(worker, presence, kinds, attempt, None, via_mturk)) is not None and len(handed) < 50:
+    while (hit := _next_hit(worker, presence, allowed, None, via_mturk)) is not None and len(handed) < 50:
         handed.append(hit.pk)
         HITExclusion.objects.create(hit=hit, worker=worker)  # take it off the worker's list, ask again
     assert listed and handed == listed

@@ -172,20 +172,20 @@ def test_qualification_grant_revoke_and_block_are_mirrored(stubbed, published, t
     stubbed.add_response("create_worker_block", {}, {"WorkerId": "W1", "Reason": "spam answers"})
     stubbed.add_response("delete_worker_block", {}, {"WorkerId": "W1", "Reason": "appeal accepted"})
     with django_capture_on_commit_callbacks(execute=True):
-        qualifications.revoke(worker, task_type, "agreement 0.61 under 0.85")
+        qualifications.revoke(worker, task_type, published.hit.batch, "agreement 0.61 under 0.85")
     with django_capture_on_commit_callbacks(execute=True):
-        qualifications.reinstate(worker, task_type, "reviewed")
+        qualifications.reinstate(worker, task_type, published.hit.batch, "reviewed")
     with django_capture_on_commit_callbacks(execute=True):
         qualifications.set_blocked(worker, True, "spam answers")
     with django_capture_on_commit_callbacks(execute=True):
         qualifications.set_blocked(worker, False, "appeal accepted")
 
 
-def test_local_workers_qualifications_make_no_mturk_call(stubbed, task_type, django_capture_on_commit_callbacks):
+def test_local_workers_qualifications_make_no_mturk_call(stubbed, task_type, local_batch, django_capture_on_commit_callbacks):
     MTurkQualificationType.objects.create(task_type=task_type, sandbox=True, qualification_type_id="QUAL1", name="q")
     worker = Worker.objects.create(external_id="local")
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        qualifications.revoke(worker, task_type, "x")
+        qualifications.revoke(worker, task_type, local_batch, "x")
         qualifications.set_blocked(worker, True, "y")
     assert callbacks == []  # and the Stubber saw no call
 

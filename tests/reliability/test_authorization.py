@@ -31,6 +31,7 @@ MATRIX = {
     "campaign-leaderboard": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-judges": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-qualifications": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-invitations": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "worker-home": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
     "worker-history": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
     "worker-quality": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),

@@ -83,7 +83,7 @@ def test_a_completed_hit_with_the_broker_down_stores_its_follow_up_and_loses_not
     client = _judge(django_user_model)
     private_redis["stop"]()
     location = client.post("/work/presence/start/")["Location"]
-    data = {f"p_{u}": "1" for u in Assignment.objects.get().hit.payload["units"]}
+    data = {f"p_{k}": "1" for k, _ in enumerate(Assignment.objects.get().hit.payload["units"], start=1)}
     with django_capture_on_commit_callbacks(execute=True):
         assert client.post(location, {"action": "submit", **data}).status_code == 302
     assert PresenceJudgment.objects.count() == 2
@@ -166,7 +166,7 @@ def test_a_real_worker_turns_a_completed_hit_into_gold_labels_scores_and_the_cam
         client = _judge(django_user_model)
         location = client.post("/work/presence/start/")["Location"]
         hit = Assignment.objects.get().hit
-        data = {f"p_{u}": "1" for u in hit.payload["units"]}
+        data = {f"p_{k}": "1" for k, _ in enumerate(hit.payload["units"], start=1)}
         assert client.post(location, {"action": "submit", **data}).status_code == 302
         # The request stored the judgments; what follows is the worker's.
         assert PresenceJudgment.objects.count() == 2

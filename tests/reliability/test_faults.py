@@ -107,7 +107,7 @@ def test_broker_down_submission_still_succeeds_and_follow_ups_run_when_it_return
     private_redis["stop"]()
     location = client.post("/work/presence/start/")["Location"]
     assignment = Assignment.objects.get()
-    data = {f"p_{u}": "1" for u in assignment.hit.payload["units"]}
+    data = {f"p_{k}": "1" for k, _ in enumerate(assignment.hit.payload["units"], start=1)}
     started = time.perf_counter()
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(location, {"action": "submit", **data})
@@ -139,7 +139,7 @@ def test_lost_database_connection_gives_a_clean_error_and_no_partial_write(scu_c
         raise OperationalError("server closed the connection unexpectedly")  # ...then the connection is lost
 
     monkeypatch.setattr(hit_pages.PresenceHandler, "on_submitted", drop_connection)
-    data = {f"p_{u}": "0" for u in assignment.hit.payload["units"]}
+    data = {f"p_{k}": "0" for k, _ in enumerate(assignment.hit.payload["units"], start=1)}
     response = client.post(location, {"action": "submit", **data})
     assert response.status_code == 503
     assert b"Nothing was saved from it" in response.content

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Prefetch
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -116,31 +117,48 @@ def campaign_detail(request, slug):
 @login_required
 def worker_quality(request):
     """A worker's own standing: status per task type, figures against thresholds, and reasons."""
-    from hits.models import HIT, Assignment, Qualification, TaskType
-    from hits.qualifications import can_attempt, status_label
+    from django.db.models import Q
+
+    from hits.models import Assignment, BatchBlock, Qualification, TaskType
+    from hits.qualifications import can_attempt, status_label, tested_batches
     from hits.services import worker_for_user
 
     from annotation.models import Campaign
     from annotation.selectors.quality import worker_figures
 
     worker = worker_for_user(request.user)
-    rows = []
-    for task_type in TaskType.objects.all():
-        qualification = Qualification.objects.filter(worker=worker, task_type=task_type).first()
-        allowed, why_not = can_attempt(qualification, task_type)
-        rows.append(
-            {
-                "task_type": task_type,
-                "status": status_label(worker, task_type, qualification),
-                "qualification": qualification,
-                "retry": why_not if qualification and qualification.state == Qualification.State.FAILED else "",
-            }
+    task_types = list(TaskType.objects.all())
+    tested = {t.pk: tested_batches(t, active_only=False) for t in task_types}
+    worked = set(Assignment.objects.filter(worker=worker).values_list("hit__batch_id", flat=True))
+    open_tests = {b for batches in tested.values() for b in batches}
+    quals = {(q.batch_id, q.task_type_id): q for q in Qualification.objects.filter(worker=worker)}
+    blocks = {b.batch_id: b.reason for b in BatchBlock.objects.filter(worker=worker)}
+    campaigns = []
+    # Every campaign the worker worked on, and every running one whose tests they could take.
+    shown = Campaign.objects.filter(batch_id__in=worked | {b for b in open_tests}).filter(
+        Q(batch_id__in=worked) | Q(state=Campaign.State.RUNNING)
+    ).select_related("batch").order_by("name")
+    for campaign in shown:
+        rows = []
+        for task_type in task_types:
+            qualification = quals.get((campaign.batch_id, task_type.pk))
+            allowed, why_not = can_attempt(qualification, campaign.batch)
+            status = status_label(
+                worker, task_type, campaign.batch, qualification, tested=campaign.batch_id in tested[task_type.pk], fetched=True
+            )
+            rows.append(
+                {
+                    "task_type": task_type,
+                    "status": status,
+                    "qualification": qualification,
+                    "retry": why_not if qualification and qualification.state == Qualification.State.FAILED else "",
+                }
+            )
+        figures = worker_figures(campaign, worker) if campaign.batch_id in worked else None
+        campaigns.append(
+            {"campaign": campaign, "rows": rows, "figures": figures, "blocked": campaign.batch_id in blocks, "block_reason": blocks.get(campaign.batch_id, "")}
         )
-    batch_ids = Assignment.objects.filter(worker=worker, hit__kind=HIT.Kind.REGULAR).values("hit__batch_id")
-    campaigns = [
-        {"campaign": c, "figures": worker_figures(c, worker)} for c in Campaign.objects.filter(batch_id__in=batch_ids)
-    ]
-    return render(request, "annotation/worker_quality.html", {"worker": worker, "rows": rows, "campaigns": campaigns})
+    return render(request, "annotation/worker_quality.html", {"worker": worker, "campaigns": campaigns})
 
 
 @login_required
@@ -182,8 +200,15 @@ def campaign_worker_action(request, slug):
     from annotation.services import quality
     from hits.services import PlacesRefused
 
+    from hits.models import Assignment
+
     campaign = _visible_campaign(request, slug)
+    # Only workers who worked on this campaign, and only within it: another campaign's workers and decisions
+    # are not this researcher's to change (platform-wide blocks are an admin's, in the Django admin).
     worker = get_object_or_404(Worker, external_id=request.POST.get("worker", ""))
+    if campaign.batch_id is None or not Assignment.objects.filter(worker=worker, hit__batch_id=campaign.batch_id).exists():
+        raise Http404("No such worker in this campaign")
+    batch = campaign.batch
     action = request.POST.get("action", "")
     task_type = TaskType.objects.filter(slug=request.POST.get("task_type", "")).first()
     reason = (request.POST.get("reason") or "").strip()[:400]
@@ -194,16 +219,16 @@ def campaign_worker_action(request, slug):
         messages.error(request, "Choose the task type this decision is about.")
     elif action == "reinstate" or action == "accept_test":
         quality.reinstate_worker(campaign, worker, task_type, reason or f"reinstated by {who}", by=request.user)
-        messages.success(request, f"{worker} is qualified for {task_type.name} again.")
+        messages.success(request, f"{worker} is qualified for {task_type.name} in this campaign again.")
     elif action == "revoke":
-        qualifications.revoke(worker, task_type, reason or f"revoked by {who}", by=request.user)
-        messages.success(request, f"{worker} may no longer do {task_type.name} HITs.")
+        qualifications.revoke(worker, task_type, batch, reason or f"revoked by {who}", by=request.user)
+        messages.success(request, f"{worker} may no longer do {task_type.name} HITs of this campaign.")
     elif action == "reject_test":
-        qualifications.fail_review(worker, task_type, reason or f"test not accepted by {who}", by=request.user)
+        qualifications.fail_review(worker, task_type, batch, reason or f"test not accepted by {who}", by=request.user)
         messages.success(request, f"{worker}'s test was not accepted.")
     elif action in ("block", "unblock"):
-        qualifications.set_blocked(worker, action == "block", reason or f"{action}ed by {who}", by=request.user)
-        messages.success(request, f"{worker} is {'blocked' if action == 'block' else 'unblocked'}.")
+        qualifications.set_batch_blocked(worker, batch, action == "block", reason or f"{action}ed by {who}", by=request.user)
+        messages.success(request, f"{worker} is {'blocked from' if action == 'block' else 'allowed back into'} this campaign.")
     elif action == "exclude":
         try:
             result = quality.exclude_worker(campaign, worker, by=request.user, replace=request.POST.get("replace", "1") == "1")
@@ -260,10 +285,24 @@ def campaign_qualifications(request, slug):
 
     from hits.models import HIT
 
-    from annotation.services.qualification_tests import QualificationDefinitionError, define_qualifications
+    from annotation.services.qualification_tests import (
+        QualificationDefinitionError,
+        accept_sibling_qualifications,
+        define_qualifications,
+    )
 
     campaign = _visible_campaign(request, slug)
     text, error = "", ""
+    if request.method == "POST" and request.POST.get("action") == "accept_siblings":
+        accept = request.POST.get("accept_siblings") == "on"
+        accept_sibling_qualifications(campaign, accept)
+        messages.success(
+            request,
+            "Workers qualified in your other campaigns of this kind skip this campaign's tests."
+            if accept
+            else "Every worker takes this campaign's own tests.",
+        )
+        return redirect("campaign-qualifications", slug=slug)
     if request.method == "POST":
         upload = request.FILES.get("file")
         if upload is not None:
@@ -297,6 +336,9 @@ def campaign_qualifications(request, slug):
     return render(
         request,
         "annotation/campaign_qualifications.html",
-        {"campaign": campaign, "current": current, "text": text, "error": error},
+        {
+            "campaign": campaign, "current": current, "text": text, "error": error,
+            "accepts_siblings": bool(campaign.batch_id and campaign.batch.accepts_group_qualifications),
+        },
         status=400 if error else 200,
     )

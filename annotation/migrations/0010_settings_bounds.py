@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0008_jobs'),
+        ('annotation', '0009_draft_batches_and_gold_rewards'),
     ]
 
     operations = [

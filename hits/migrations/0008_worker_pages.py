@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('hits', '0006_mturk_money_paths'),
+        ('hits', '0007_per_campaign_quality'),
     ]
 
     operations = [

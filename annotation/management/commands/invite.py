@@ -1,0 +1,33 @@
+"""``manage.py invite``: an invitation link for a campaign's workers, printed for the researcher to send."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.management.campaigns import campaign_from_slug
+from annotation.services.pipeline import ensure_batch
+from hits.invitations import create_invitation, invitation_url
+
+
+class Command(BaseCommand):
+    help = "Create a sign-up link for new workers of a campaign and print it."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--campaign", required=True, help="Campaign slug.")
+        parser.add_argument("--uses", type=int, default=100, help="How many accounts the link may create (default 100).")
+        parser.add_argument("--expires", type=float, default=14, help="Days until the link expires (default 14; 0: never).")
+        parser.add_argument("--note", default="", help="A line shown on the sign-up page.")
+
+    def handle(self, *args, **options):
+        campaign = campaign_from_slug(options["campaign"])
+        if options["uses"] < 1:
+            raise CommandError("--uses must be at least 1")
+        if options["expires"] < 0:
+            raise CommandError("--expires must be a number of days (0: never)")
+        invitation = create_invitation(
+            batch=ensure_batch(campaign), max_uses=options["uses"],
+            expires_in_days=options["expires"] or None, note=options["note"] or f"Invitation to {campaign.name}",
+        )
+        expiry = f"until {invitation.expires_at:%Y-%m-%d %H:%M} UTC" if invitation.expires_at else "without expiry"
+        self.stderr.write(f"{invitation.max_uses} use{'s' if invitation.max_uses != 1 else ''}, {expiry}:")
+        self.stdout.write(invitation_url(invitation))

@@ -1,0 +1,55 @@
+"""Invitation links: who may sign up as a worker, how many times, until when.
+
+A link is used up in the same transaction that creates the account: one
+conditional UPDATE takes a use only while uses are left, the link is not
+revoked and not expired, so concurrent sign-ups on a 1-use link create one
+account (PostgreSQL re-checks the condition on the row it waited for; SQLite
+serialises writers), and the CHECK constraint ``uses <= max_uses`` refuses
+anything else.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.urls import reverse
+from django.utils import timezone
+
+from hits.models import Batch, Invitation
+
+
+class InvitationClosed(Exception):
+    """The link is used up, expired or revoked."""
+
+
+def create_invitation(*, batch: Batch | None = None, max_uses: int = 100, expires_in_days: float | None = 14, note: str = "", by=None) -> Invitation:
+    """A new sign-up link; ``expires_in_days`` None for one that never expires."""
+    if max_uses < 1:
+        raise ValueError("an invitation needs at least one use")
+    expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days is not None else None
+    return Invitation.objects.create(batch=batch, max_uses=max_uses, expires_at=expires_at, note=note[:200], created_by=by)
+
+
+def invitation_url(invitation: Invitation) -> str:
+    return settings.PUBLIC_BASE_URL + reverse("join", args=[invitation.token])
+
+
+def revoke_invitation(invitation: Invitation) -> None:
+    """Close the link at once (accounts made with it stay)."""
+    Invitation.objects.filter(pk=invitation.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def take_use(invitation: Invitation) -> None:
+    """Use the link once, inside the caller's transaction (the account it creates); ``InvitationClosed`` when
+    no use is left for this request."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("take_use must run inside the transaction that creates the account")
+    now = timezone.now()
+    taken = Invitation.objects.filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now), pk=invitation.pk, revoked_at__isnull=True, uses__lt=F("max_uses")
+    ).update(uses=F("uses") + 1)
+    if not taken:
+        raise InvitationClosed("this invitation link is used up, expired or revoked")

@@ -1,0 +1,82 @@
+"""The Django admin: every quality-control model is there, and no form steps around a logged service."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from annotation.services.campaign_import import import_campaign
+from annotation.services.pipeline import launch_campaign
+from annotation.services.roles import make_researcher
+from hits.models import HIT, Assignment, QualificationEvent, Worker
+from hits.services import accept_next, worker_for_user
+from tests.conftest import write_jsonl
+
+pytestmark = pytest.mark.django_db
+PASSWORD = "a-long-test-password"
+
+
+@pytest.fixture
+def world(tmp_path, django_user_model):
+    admin = django_user_model.objects.create_superuser("ada", password=PASSWORD)
+    rita = django_user_model.objects.create_user("rita", password=PASSWORD)
+    make_researcher(rita)
+    crowd = django_user_model.objects.create_user("crowd-member", password=PASSWORD)
+    worker = worker_for_user(crowd)
+    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
+    campaign = import_campaign(name="Admin view", references=refs, summaries=sums, owner=rita).campaign
+    launch_campaign(campaign)
+    accept_next(worker, HIT.objects.first().task_type)
+    client = Client()
+    client.force_login(admin)
+    return {"admin": admin, "client": client, "worker": worker, "campaign": campaign, "rita": rita, "crowd": crowd}
+
+
+def test_every_quality_control_model_is_listed(world):
+    client = world["client"]
+    for model in ("invitation", "hit", "assignment", "qualification", "qualificationevent", "tasktype", "batchblock"):
+        assert client.get(f"/admin/hits/{model}/").status_code == 200, model
+
+
+def test_hits_and_assignments_are_read_only_and_answer_keys_hidden(world):
+    client = world["client"]
+    hit = HIT.objects.first()
+    page = client.get(f"/admin/hits/hit/{hit.pk}/change/")
+    assert page.status_code == 200 and "answer_key" not in page.content.decode()
+    assert client.post(f"/admin/hits/hit/{hit.pk}/change/", {"state": "cancelled"}).status_code == 403
+    assignment = Assignment.objects.first()
+    assert client.post(f"/admin/hits/assignment/{assignment.pk}/change/", {"state": "approved"}).status_code == 403
+    assert client.get("/admin/hits/hit/add/").status_code == 403
+
+
+def test_blocking_in_the_worker_form_is_the_logged_block(world):
+    client, worker = world["client"], world["worker"]
+    page = client.get(f"/admin/hits/worker/{worker.pk}/change/")
+    assert page.status_code == 200
+    response = client.post(
+        f"/admin/hits/worker/{worker.pk}/change/",
+        {"external_id": worker.external_id, "mturk_worker_id": "", "user": worker.user_id, "blocked": "on",
+         "blocked_reason": "spam answers", "auto_accept_next": "on"},
+    )
+    assert response.status_code == 302
+    worker.refresh_from_db()
+    assert worker.blocked and worker.blocked_reason == "spam answers"
+    event = QualificationEvent.objects.get(worker=worker, action="block")
+    assert event.decided_by == world["admin"] and event.reason == "spam answers" and event.batch is None
+    client.post(
+        f"/admin/hits/worker/{worker.pk}/change/",
+        {"external_id": worker.external_id, "mturk_worker_id": "", "user": worker.user_id, "blocked_reason": "", "auto_accept_next": "on"},
+    )
+    worker.refresh_from_db()
+    assert not worker.blocked and QualificationEvent.objects.filter(worker=worker, action="unblock", decided_by=world["admin"]).exists()
+
+
+def test_the_campaign_form_has_no_state_select_and_no_workers_as_owners(world):
+    client, campaign = world["client"], world["campaign"]
+    page = client.get(f"/admin/annotation/campaign/{campaign.pk}/change/").content.decode()
+    assert 'name="state"' not in page
+    owner_select = page.split('name="owner"')[1].split("</select>")[0]
+    sharers = page.split('name="shared_with"')[1].split("</select>")[0]
+    assert ">rita<" in owner_select and ">ada<" in owner_select
+    assert "crowd-member" not in owner_select and "crowd-member" not in sharers
