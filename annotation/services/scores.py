@@ -52,6 +52,7 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
         n_units = np.bincount(index[labelled], minlength=len(summary_ids))
         n_present = np.bincount(index[labelled], weights=present[labelled], minlength=len(summary_ids)).astype(int)
         texts = _texts(campaign, summary_ids)
+        reference_lengths: dict[str, int] = {}
         for pk, i in position.items():
             if n_units[i] == 0:
                 continue
@@ -59,9 +60,10 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
             entry.update(n_units=int(n_units[i]), n_present=int(n_present[i]), qapyramid=float(q[i]), predicate_level=float(p[i]))
             text, reference = texts[pk]
             if text.strip() and reference.strip():
-                rp = scoring.repetition_rate(text)
+                tokens = scoring.word_tokens(text)
+                rp = scoring.repetition_rate(tokens)
                 p_r = float(scoring.repetition_penalty(rp))
-                p_l = float(scoring.length_penalty(len(text.split()), len(reference.split()), p_r, campaign.length_penalty_alpha))
+                p_l = float(scoring.length_penalty(len(tokens), _cached_length(reference_lengths, reference), p_r, campaign.length_penalty_alpha))
                 entry.update(repetition_rate=rp, length_penalty=p_l, nqapyramid=p_r * p_l * float(q[i]))
     SummaryScore.objects.bulk_create(
         [SummaryScore(summary_id=pk, **values) for pk, values in scores.items()],
@@ -117,6 +119,13 @@ def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha
         + (["qapyramid_low", "qapyramid_high"] if n_boot else [])
         + (["alpha"] if with_alpha else []),
     )
+
+
+def _cached_length(cache: dict, text: str) -> int:
+    # Every system's summary of an example shares its reference: tokenise it once.
+    if text not in cache:
+        cache[text] = scoring.token_length(text)
+    return cache[text]
 
 
 def _nan(x):
