@@ -323,6 +323,13 @@ def latest_runs(campaign: Campaign) -> list[AutoscoreRun]:
     return runs
 
 
+def _stale_figures(results: dict) -> bool:
+    # Runs stored before the summary-level tau counted undefined examples as 0 (and before the
+    # present-class F1 had its own name) are recomputed rather than shown under the old rules.
+    tau = ((results.get("correlation") or {}).get("all") or {}).get("kendall")
+    return bool(tau and "n_undefined" not in tau) or "f1" in (results.get("presence") or {})
+
+
 def compare_judges(campaign: Campaign, subgroups: dict | None = None) -> dict:
     """Judge-vs-gold comparison of the campaign's latest runs (see ``annotation.automation.judges.comparison``).
 
@@ -339,7 +346,9 @@ def compare_judges(campaign: Campaign, subgroups: dict | None = None) -> dict:
     entries = []
     rouge = None
     for run in latest_runs(campaign):
-        results = compare_run_with_gold(run, subgroups) if subgroups else run.results
+        results = run.results
+        if subgroups or _stale_figures(results):
+            results = compare_run_with_gold(run, subgroups)
         rouge = rouge or results.get("rouge")
         entries.append(
             {
