@@ -38,6 +38,7 @@ urlpatterns = [
     path("<slug:slug>/control/", views.campaign_control, name="campaign-control"),
     path("<slug:slug>/workers/", views.campaign_workers_page, name="campaign-workers"),
     path("<slug:slug>/leaderboard/", views.campaign_leaderboard, name="campaign-leaderboard"),
+    path("<slug:slug>/leaderboard/summaries/", views.campaign_leaderboard_summaries, name="campaign-leaderboard-summaries"),
     path("<slug:slug>/judges/", judge_views.campaign_judges, name="campaign-judges"),
     path("<slug:slug>/qualifications/", views.campaign_qualifications, name="campaign-qualifications"),
     path("<slug:slug>/workers/action/", views.campaign_worker_action, name="campaign-worker-action"),

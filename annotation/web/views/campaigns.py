@@ -192,18 +192,33 @@ def campaign_worker_action(request, slug):
 
 @login_required
 def campaign_leaderboard(request, slug):
-    from annotation.models import SummaryScore
     from annotation.selectors.campaigns import leaderboard
-    from annotation.services.scores import recompute_summary_scores
-
-    from annotation.services.scores import refresh_stale_intervals
+    from annotation.services.scores import ensure_summary_scores, refresh_stale_intervals
 
     campaign = _visible_campaign(request, slug)
-    if not SummaryScore.objects.filter(summary__system__campaign=campaign).exists():
-        recompute_summary_scores(campaign)
-    else:
+    if not ensure_summary_scores(campaign):
         refresh_stale_intervals(campaign)
     return render(request, "annotation/leaderboard.html", {"campaign": campaign, "board": leaderboard(campaign)})
+
+
+@login_required
+def campaign_leaderboard_summaries(request, slug):
+    """Every system summary's figures, as ``campaign_scores --per-summary`` prints them (optionally one system)."""
+    from annotation.models import System
+    from annotation.selectors.scores import summary_scores
+    from annotation.services.scores import ensure_summary_scores
+
+    campaign = _visible_campaign(request, slug)
+    ensure_summary_scores(campaign)
+    systems = list(System.objects.filter(campaign=campaign).order_by("name").values_list("name", flat=True))
+    chosen = request.GET.get("system") or None
+    if chosen not in systems:
+        chosen = None
+    return render(
+        request,
+        "annotation/leaderboard_summaries.html",
+        {"campaign": campaign, "rows": summary_scores(campaign, system=chosen), "systems": systems, "chosen": chosen},
+    )
 
 
 @login_required
