@@ -233,8 +233,11 @@ class Answerer:
                 (f"What did someone {predicate.lemma}?", predicate.text)
             ]
         if careless:
+            # Random words around the verb: past the server's checks (a question word, the verb, words of
+            # the sentence confirmed as an exception), so only the verifiers can catch it.
             tokens = [t["text"] for t in sentence_tokens(sentence) if t["text"].isalnum()] or [sentence.split()[0]]
-            return {"q1": f"What {self.rng.choice(tokens)} something?", "q1_a1": self.rng.choice(tokens)}
+            verb = lemma if inline else predicate.text
+            return {"q1": f"What {verb} {self.rng.choice(tokens)}?", "q1_keep": "1", "q1_a1": self.rng.choice(tokens)}
         data = {}
         for i, (question, answer) in enumerate(pairs[:5], start=1):
             data[f"q{i}"] = question

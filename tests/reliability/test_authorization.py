@@ -29,6 +29,7 @@ MATRIX = {
     "campaign-workers": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-worker-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),
     "campaign-leaderboard": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-leaderboard-summaries": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-judges": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-qualifications": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "worker-home": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
