@@ -128,6 +128,11 @@ _IRREGULAR = {
     "can": "could", "will": "would", "shall": "should", "may": "might",
 }
 _VOWELS = set("aeiou")
+# "gave" -> {"give"}: a predicate known only by its form in the sentence (a test item) finds its base.
+_BASES: dict[str, set[str]] = {}
+for _base, _forms in _IRREGULAR.items():
+    for _form in _forms.split():
+        _BASES.setdefault(_form, set()).add(_base)
 
 
 def verb_forms(lemma: str) -> set[str]:
@@ -169,6 +174,7 @@ def mentions_verb(question: str, predicate_text: str, lemma: str = "") -> bool:
     heads = [w for w in (words(lemma)[:1] + words(predicate_text)[:1]) if w]
     if not heads:
         return True
+    heads += [base for h in heads for base in _BASES.get(h, ())]
     forms = set()
     for head in heads:
         forms |= verb_forms(head)
