@@ -63,6 +63,11 @@ class Campaign(models.Model):
     max_answers_per_question = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
     min_kept_qas_per_predicate = models.PositiveSmallIntegerField(default=2)
     max_redo_rounds = models.PositiveSmallIntegerField(default=2)
+    review_duplicates = models.BooleanField(
+        default=True,
+        help_text="Hold an example whose kept QA pairs include near-duplicates until a researcher has reviewed them "
+        "(merge or keep), before its presence HITs are created.",
+    )
     # Quality control thresholds (strict: a worker must be *above* them).
     qualification_hits = models.PositiveSmallIntegerField(default=4, validators=[MinValueValidator(1)])
     writer_valid_threshold = models.FloatField(

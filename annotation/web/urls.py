@@ -2,6 +2,7 @@ from django.urls import path
 
 from annotation.web.views import agreement as agreement_views
 from annotation.web.views import campaigns as views
+from annotation.web.views import duplicates as duplicate_views
 from annotation.web.views import jobs as job_views
 from annotation.web.views import judges as judge_views
 from annotation.web.views import review as review_views
@@ -22,6 +23,9 @@ urlpatterns = [
     path(
         "<slug:slug>/predicates/redetect/", campaign_views.campaign_predicates_redetect, name="campaign-predicates-redetect"
     ),
+    path("<slug:slug>/duplicates/", duplicate_views.campaign_duplicates, name="campaign-duplicates"),
+    path("<slug:slug>/handwritten/", duplicate_views.campaign_handwritten, name="campaign-handwritten"),
+    path("<slug:slug>/handwritten/add/", duplicate_views.campaign_handwritten_pair, name="campaign-handwritten-add"),
     path("<slug:slug>/systems/add/", campaign_views.campaign_add_system, name="campaign-add-system"),
     path("<slug:slug>/progress/status/", campaign_views.campaign_progress_status, name="campaign-progress-status"),
     path("<slug:slug>/recompute/", job_views.campaign_recompute, name="campaign-recompute"),

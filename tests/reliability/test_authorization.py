@@ -30,6 +30,9 @@ MATRIX = {
     "campaign-worker-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),
     "campaign-leaderboard": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-leaderboard-summaries": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-duplicates": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-handwritten": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-handwritten-add": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),  # no sentence given
     "campaign-judges": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-qualifications": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "worker-home": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),

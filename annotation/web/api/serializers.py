@@ -38,6 +38,7 @@ SETTINGS_FIELDS = [
     "max_answers_per_question",
     "min_kept_qas_per_predicate",
     "max_redo_rounds",
+    "review_duplicates",
     "qualification_hits",
     "writer_valid_threshold",
     "writer_min_questions_per_predicate",

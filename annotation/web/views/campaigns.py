@@ -31,8 +31,14 @@ def _visible_campaign(request, slug):
 
 @login_required
 def campaign_progress(request, slug):
+    from annotation.services.duplicates import held_examples
+
     campaign = _visible_campaign(request, slug)
-    return render(request, "annotation/campaign_progress.html", {"campaign": campaign, "progress": progress_of(campaign)})
+    return render(
+        request,
+        "annotation/campaign_progress.html",
+        {"campaign": campaign, "progress": progress_of(campaign), "n_held": len(held_examples(campaign))},
+    )
 
 
 CONTROLS = {
