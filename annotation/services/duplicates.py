@@ -59,6 +59,7 @@ def merge_pair(campaign: Campaign, keep: ContentUnit, drop: ContentUnit) -> Cont
 @transaction.atomic
 def release_example(campaign: Campaign, example: Example) -> int:
     """The researcher is done with this example's duplicates: its presence HITs are created; returns how many."""
+    campaign = Campaign.objects.select_related("batch").get(pk=campaign.pk)  # its batch as of now (set at launch)
     Example.objects.filter(pk=example.pk, campaign=campaign).update(duplicates_reviewed=True)
     created = pipeline.start_presence_if_settled(campaign, example.pk)
     if created:
