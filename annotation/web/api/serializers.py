@@ -202,6 +202,7 @@ class SummaryScoreSerializer(serializers.ModelSerializer):
             "predicate_level",
             "repetition_rate",
             "length_penalty",
+            "length",
             "nqapyramid",
             "updated_at",
         ]
