@@ -98,7 +98,7 @@ def main() -> int:
         test = dataset_from_folder(DATA / "pyrxsum") if (DATA / "pyrxsum").is_dir() else None
         started = time.perf_counter()
         result = cross_validate(dataset_from_folder(DATA / "realsumm"), folds=5, test_data=test)
-        keys = ("accuracy", "f1", "summary_pearson", "summary_pearson_probability", "system_pearson", "summary_kendall",
+        keys = ("accuracy", "f1_present", "summary_pearson", "summary_pearson_probability", "system_pearson", "summary_kendall",
                 "system_kendall", "train_seconds", "pairs_per_second")
         print("judges eval=realsumm-5fold " + " ".join(f"{k}={result[k]}" for k in keys)
               + f" wall_s={time.perf_counter() - started:.0f}", flush=True)

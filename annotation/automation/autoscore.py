@@ -242,7 +242,10 @@ def run_chunk(chunk_id: int) -> dict:
     if hasattr(judge, "prepare"):
         judge.prepare(run.campaign)  # e.g. the LLM judge's in-context examples from this campaign's gold
     if not run.judge_version:
-        AutoscoreRun.objects.filter(pk=run.pk, judge_version="").update(judge_version=judge.version)
+        # The first chunk records how the judge was set up (e.g. how many shots the LLM judge really got).
+        AutoscoreRun.objects.filter(pk=run.pk, judge_version="").update(
+            judge_version=judge.version, results={"judge": judge.describe()}
+        )
     summaries = list(SystemSummary.objects.filter(pk__in=chunk.summary_ids).order_by("pk"))
     rows = _chunk_pairs(run, summaries)
     probabilities, n_cached = cached_predict(judge, [r[3] for r in rows])
@@ -308,6 +311,7 @@ def finish_run(run_id: int) -> AutoscoreRun:
     except Exception as exc:  # the scores stand even when the comparison cannot be computed
         log.exception("comparison of autoscore run %s failed", run.pk)
         results = {"error": str(exc)}
+    results["judge"] = (run.results or {}).get("judge") or {}
     AutoscoreRun.objects.filter(pk=run.pk).exclude(state=AutoscoreRun.State.FINISHED).update(
         state=AutoscoreRun.State.FINISHED, finished_at=now, timings=timings, results=results, n_done=len(chunks)
     )
@@ -326,6 +330,13 @@ def latest_runs(campaign: Campaign) -> list[AutoscoreRun]:
     return runs
 
 
+def _stale_figures(results: dict) -> bool:
+    # Runs stored before the summary-level tau counted undefined examples as 0 (and before the
+    # present-class F1 had its own name) are recomputed rather than shown under the old rules.
+    tau = ((results.get("correlation") or {}).get("all") or {}).get("kendall")
+    return bool(tau and "n_undefined" not in tau) or "f1" in (results.get("presence") or {})
+
+
 def compare_judges(campaign: Campaign, subgroups: dict | None = None) -> dict:
     """Judge-vs-gold comparison of the campaign's latest runs (see ``annotation.automation.judges.comparison``).
 
@@ -342,7 +353,9 @@ def compare_judges(campaign: Campaign, subgroups: dict | None = None) -> dict:
     entries = []
     rouge = None
     for run in latest_runs(campaign):
-        results = compare_run_with_gold(run, subgroups) if subgroups else run.results
+        results = run.results
+        if subgroups or _stale_figures(results):
+            results = {**compare_run_with_gold(run, subgroups), "judge": results.get("judge") or {}}
         rouge = rouge or results.get("rouge")
         entries.append(
             {
@@ -350,6 +363,7 @@ def compare_judges(campaign: Campaign, subgroups: dict | None = None) -> dict:
                 "judge": run.judge_name,
                 "version": run.judge_version,
                 "mode": "AutoQAPyramid" if run.generate_qas else "SemiAutoQAPyramid",
+                "judge_setup": results.get("judge") or {},
                 "finished_at": run.finished_at.isoformat() if run.finished_at else None,
                 "presence": results.get("presence"),
                 "correlation": results.get("correlation"),

@@ -17,7 +17,9 @@ Formats (see README "Importing a campaign"):
   offsets into the reference text;
 - a folder in the REALSumm/PyrXSum layout: ``ids.txt``, ``references.txt``,
   optional ``documents.txt``, ``summaries/*.summary``, and optionally
-  ``SCUs.txt`` with ``labels/*.label`` (gold presence of each SCU).
+  ``SCUs.txt`` with ``labels/*.label`` (gold presence of each SCU);
+- the released QAPyramid data set: JSONL lines ``{"example_id", "reference",
+  "source"?, "QAs", "QA_labels", "system_outputs"}`` (other keys ignored).
 """
 
 from __future__ import annotations
@@ -474,3 +476,103 @@ def _read_units_and_labels(folder: Path, ids: list[str], problems: ProblemList) 
             per_example[ex_id] = [int(v) for v in values]
         result.labels[system] = per_example
     return result
+
+
+def split_qa(text: str) -> tuple[str, str]:
+    """'Who gave something? Police' -> ('Who gave something?', 'Police'): the question ends at its first "?"."""
+    question, mark, answer = text.partition("?")
+    if not mark:
+        return text.strip(), ""
+    return (question + "?").strip(), answer.strip()
+
+
+def read_qapyramid_dataset(path: Path, problems: ProblemList) -> FolderContents:
+    """The released QAPyramid data set's JSONL shape, one example per line.
+
+    ``example_id`` and ``reference`` are required, ``source`` optional; ``QAs`` is a list of
+    "question answer" strings (the question ends at its "?"); ``QA_labels`` maps a system name to
+    its 0/1 gold labels aligned with ``QAs``; ``system_outputs`` maps a system name to its summary.
+    Other keys are ignored.  The QA pairs come back as the units of each example (their text as
+    given) and the labels per system and example, as for an SCU folder.
+    """
+    name = _display(path)
+    lines = read_lines(path, problems)
+    if lines is None:
+        return FolderContents([], [], None)
+    references: list[ReferenceRecord] = []
+    summaries: list[SummaryRecord] = []
+    units = UnitLabels()
+    for number, obj in _json_objects(name, lines, problems):
+        before = len(problems)
+        ex_id = obj.get("example_id")
+        if isinstance(ex_id, int) and not isinstance(ex_id, bool):
+            obj = {**obj, "example_id": str(ex_id)}
+        ex_id = _text_field(obj, "example_id", name, number, problems)
+        if ex_id is not None and len(ex_id) > 200:
+            problems.add(name, number, "example_id", "is longer than 200 characters")
+        reference = _text_field(obj, "reference", name, number, problems)
+        source = _text_field(obj, "source", name, number, problems, required=False, allow_empty=True)
+        qas = obj.get("QAs")
+        pairs: list[str] = []
+        if qas is None:
+            problems.add(name, number, "QAs", "missing (a list of \"question answer\" strings; [] for none)")
+        elif not isinstance(qas, list):
+            problems.add(name, number, "QAs", f"must be a list, found {type(qas).__name__}")
+        else:
+            for i, qa in enumerate(qas):
+                if not isinstance(qa, str) or "\x00" in qa:
+                    problems.add(name, number, f"QAs[{i}]", "must be a string")
+                    continue
+                question, answer = split_qa(qa)
+                if not question or question == "?" or not answer:
+                    problems.add(name, number, f"QAs[{i}]", f"{qa[:60]!r} is not a question ending with '?' followed by its answer")
+                    continue
+                if len(question) > 300:
+                    problems.add(name, number, f"QAs[{i}]", "the question is longer than 300 characters")
+                    continue
+                pairs.append(" ".join(qa.split()))
+        outputs = obj.get("system_outputs", {})
+        if not isinstance(outputs, dict):
+            problems.add(name, number, "system_outputs", f"must be an object of system name -> summary, found {type(outputs).__name__}")
+            outputs = {}
+        texts = {}
+        for system, text in outputs.items():
+            field_name = f"system_outputs.{system}"
+            if not system.strip() or len(system) > 100:
+                problems.add(name, number, field_name, "a system name must be 1 to 100 characters")
+            elif not isinstance(text, str) or not text.strip() or "\x00" in text:
+                problems.add(name, number, field_name, "must be a non-empty string (the system's summary)")
+            else:
+                texts[system.strip()] = text
+        labels = obj.get("QA_labels", {})
+        if not isinstance(labels, dict):
+            problems.add(name, number, "QA_labels", f"must be an object of system name -> list of 0/1, found {type(labels).__name__}")
+            labels = {}
+        checked: dict[str, list[int]] = {}
+        for system, values in labels.items():
+            field_name = f"QA_labels.{system}"
+            if system.strip() not in texts and system not in outputs:
+                problems.add(name, number, field_name, f"labels for system '{system}' which has no summary in system_outputs")
+            elif not isinstance(values, list) or any(isinstance(v, bool) or v not in (0, 1) for v in values):
+                problems.add(name, number, field_name, "must be a list of 0/1 labels")
+            elif isinstance(qas, list) and len(values) != len(qas):
+                problems.add(name, number, field_name, f"has {len(values)} labels but QAs has {len(qas)} QA pairs")
+            else:
+                checked[system.strip()] = [int(v) for v in values]
+        if len(problems) > before or ex_id is None or reference is None:
+            continue
+        text, bounds = strip_sentence_tags(reference)
+        references.append(ReferenceRecord(ex_id.strip(), text, source or "", number, bounds))
+        units.units[ex_id.strip()] = pairs
+        for system, summary in texts.items():
+            summaries.append(SummaryRecord(ex_id.strip(), system, strip_sentence_tags(summary)[0], name, number))
+        for system, values in checked.items():
+            units.labels.setdefault(system, {})[ex_id.strip()] = values
+    if not references and not problems:
+        problems.add(name, None, None, "contains no examples")
+    first_line: dict[str, int] = {}
+    for record in references:
+        if record.id in first_line:
+            problems.add(name, record.line, "example_id", f"duplicate id '{record.id}' (first on line {first_line[record.id]})")
+        first_line.setdefault(record.id, record.line)
+    return FolderContents(references, summaries, units)

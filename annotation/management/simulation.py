@@ -126,6 +126,8 @@ class SimulationReport:
     seconds: float = 0.0
     stuck: bool = False
     mturk: MTurkWorkerFigures | None = None
+    # Examples the simulated researcher released from the duplicate review (keeping every pair).
+    released_for_review: int = 0
 
     def lines(self) -> list[str]:
         out = []
@@ -139,6 +141,8 @@ class SimulationReport:
                 f"on the MTurk stand-in: {m.accepted} HITs accepted, {m.submitted} submitted, {m.returned} given back;"
                 f" {m.forged} forged submissions"
             )
+        if self.released_for_review:
+            out.append(f"duplicate review: {self.released_for_review} examples released with all their pairs kept")
         out.append(
             f"campaign {self.campaign_state}{' (stuck: no worker can take the remaining HITs)' if self.stuck else ''}"
             f" after {self.seconds:.1f} s"
@@ -233,8 +237,11 @@ class Answerer:
                 (f"What did someone {predicate.lemma}?", predicate.text)
             ]
         if careless:
+            # Random words around the verb: past the server's checks (a question word, the verb, words of
+            # the sentence confirmed as an exception), so only the verifiers can catch it.
             tokens = [t["text"] for t in sentence_tokens(sentence) if t["text"].isalnum()] or [sentence.split()[0]]
-            return {"q1": f"What {self.rng.choice(tokens)} something?", "q1_a1": self.rng.choice(tokens)}
+            verb = lemma if inline else predicate.text
+            return {"q1": f"What {verb} {self.rng.choice(tokens)}?", "q1_keep": "1", "q1_a1": self.rng.choice(tokens)}
         data = {}
         for i, (question, answer) in enumerate(pairs[:5], start=1):
             data[f"q{i}"] = question
@@ -424,6 +431,9 @@ def _run_rounds(campaign, rng, report, base_url, one_round, *, max_seconds, max_
                 break
             idle_rounds = 0 if did_work else idle_rounds + 1
             if idle_rounds >= max_rounds_idle:
+                if _release_held_examples(campaign, report):
+                    idle_rounds = 0  # the researcher's duplicate review let presence HITs out
+                    continue
                 if when_idle is not None and when_idle(started + max_seconds):
                     idle_rounds = 0  # e.g. a Celery worker ran follow-ups meanwhile: HITs may have opened
                     continue
@@ -437,6 +447,17 @@ def _run_rounds(campaign, rng, report, base_url, one_round, *, max_seconds, max_
     report.campaign_state = campaign.state
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _release_held_examples(campaign: Campaign, report) -> bool:
+    """Play the researcher of the duplicate review once the crowd has nothing left: keep every pair."""
+    from annotation.services.duplicates import held_examples, release_example
+
+    held = held_examples(campaign)
+    for example, _ in held:
+        release_example(campaign, example)
+    report.released_for_review += len(held)
+    return bool(held)
 
 
 def _follow_ups_may_change(campaign: Campaign, deadline: float) -> bool:

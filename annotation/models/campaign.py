@@ -92,6 +92,11 @@ class Campaign(models.Model):
     )
     min_kept_qas_per_predicate = models.PositiveSmallIntegerField(default=2, validators=[MaxValueValidator(PROTOCOL_MAX_QUESTIONS)])
     max_redo_rounds = models.PositiveSmallIntegerField(default=2, validators=[MaxValueValidator(10)])
+    review_duplicates = models.BooleanField(
+        default=True,
+        help_text="Hold an example whose kept QA pairs include near-duplicates until a researcher has reviewed them "
+        "(merge or keep), before its presence HITs are created.",
+    )
     # Quality control thresholds (strict: a worker must be *above* them).
     qualification_hits = models.PositiveSmallIntegerField(default=4, validators=[MinValueValidator(1), MaxValueValidator(20)])
     writer_valid_threshold = models.FloatField(

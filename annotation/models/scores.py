@@ -17,6 +17,7 @@ class SummaryScore(models.Model):
     predicate_level = models.FloatField(null=True)
     repetition_rate = models.FloatField(null=True)
     length_penalty = models.FloatField(null=True)
+    length = models.PositiveIntegerField(null=True, help_text="The summary's length in NLTK word tokens.")
     nqapyramid = models.FloatField(null=True, help_text="Empty where the summary or reference text is missing.")
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -19,6 +19,9 @@ class Example(models.Model):
     source = models.TextField(blank=True)
     # Set once the example's presence HITs exist (all its predicates settled).
     presence_started = models.BooleanField(default=False)
+    duplicates_reviewed = models.BooleanField(
+        default=False, help_text="A researcher reviewed the near-duplicate QA pairs of this example (or skipped the review)."
+    )
 
     class Meta:
         ordering = ["campaign", "position"]

@@ -27,6 +27,7 @@ class ContentUnit(models.Model):
         KEPT = "kept", "Kept (valid for both verifiers)"
         REJECTED = "rejected", "Rejected by verification"
         SUPERSEDED = "superseded", "Replaced by a later round"
+        MERGED = "merged", "Merged into a near-duplicate by a researcher"
 
     example = models.ForeignKey(Example, on_delete=models.CASCADE, related_name="units")
     predicate = models.ForeignKey(Predicate, null=True, blank=True, on_delete=models.CASCADE, related_name="units")

@@ -21,6 +21,7 @@ from annotation.scoring.penalties import (
     repetition_rate,
 )
 from annotation.scoring.qapyramid import predicate_level_scores, qapyramid_scores, system_scores
+from annotation.scoring.tokens import sentences, token_length, word_tokens
 
 __all__ = [
     "bootstrap_alpha_ci",
@@ -38,7 +39,10 @@ __all__ = [
     "qapyramid_scores",
     "repetition_penalty",
     "repetition_rate",
+    "sentences",
     "summary_level_correlation",
     "system_level_correlation",
     "system_scores",
+    "token_length",
+    "word_tokens",
 ]

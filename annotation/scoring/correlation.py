@@ -2,7 +2,10 @@
 
 - system level: the correlation between the systems' mean scores;
 - summary level: for each example, the correlation across systems of the
-  summaries' scores, then the mean over examples where it is defined.
+  summaries' scores, then the mean over all examples, an example where it
+  is undefined (all systems tied on one side, or a single system scored)
+  counting as 0, as the QAPyramid authors' code does; how many were
+  undefined is reported with it.
 Kendall's tau is scipy's tau-b; Pearson and Spearman as in scipy.
 """
 
@@ -51,20 +54,31 @@ def system_level_correlation(metric, gold, system_index, method: str = "kendall"
     return correlation(_means(metric, system_index), _means(gold, system_index), method)
 
 
-def summary_level_correlation(metric, gold, example_index, system_index, method: str = "kendall") -> tuple[float, int]:
-    """Mean over examples of the across-system correlation; returns (mean, number of examples used)."""
+def summary_level_correlation(metric, gold, example_index, system_index, method: str = "kendall") -> tuple[float, int, int]:
+    """Mean over examples of the across-system correlation: (mean, examples, undefined examples).
+
+    Every example with at least one summary scored on both sides counts; an example whose
+    correlation is undefined (systems all tied on the metric or on the gold, or fewer than two
+    summaries) contributes 0 to the mean.  Averaging over defined examples only would reward a
+    metric for tying systems.
+    """
     metric = np.asarray(metric, dtype=float)
     gold = np.asarray(gold, dtype=float)
     example_index = np.asarray(example_index, dtype=np.int64)
+    scored = ~(np.isnan(metric) | np.isnan(gold))
     order = np.argsort(example_index, kind="stable")
     bounds = np.flatnonzero(np.diff(example_index[order])) + 1
     values = []
+    undefined = 0
     for rows in np.split(order, bounds):
-        if rows.size:
-            r = correlation(metric[rows], gold[rows], method)
-            if not np.isnan(r):
-                values.append(r)
-    return (float(np.mean(values)) if values else float("nan")), len(values)
+        if not rows.size or not scored[rows].any():
+            continue
+        r = correlation(metric[rows], gold[rows], method)
+        if np.isnan(r):
+            undefined += 1
+            r = 0.0
+        values.append(r)
+    return (float(np.mean(values)) if values else float("nan")), len(values), undefined
 
 
 def correlations_by_subgroup(metric, gold, example_index, system_index, subgroups=None, methods=METHODS) -> dict:
@@ -76,13 +90,14 @@ def correlations_by_subgroup(metric, gold, example_index, system_index, subgroup
         rows = np.ones(system_index.shape, bool) if members is None else np.isin(system_index, list(members))
         entry = {}
         for method in methods:
-            summary, n_examples = summary_level_correlation(
+            summary, n_examples, n_undefined = summary_level_correlation(
                 np.asarray(metric)[rows], np.asarray(gold)[rows], np.asarray(example_index)[rows], system_index[rows], method
             )
             entry[method] = {
                 "system": system_level_correlation(np.asarray(metric)[rows], np.asarray(gold)[rows], system_index[rows], method),
                 "summary": summary,
                 "n_examples": n_examples,
+                "n_undefined": n_undefined,
             }
         result[name] = entry
     return result

@@ -3,15 +3,20 @@
 nQAPyramid_i = p_r · p_l · QAPyramid_i, with
 
 - repetition penalty p_r = 1 − rp_i, where rp_i is the share of the
-  summary's words taken by degenerate repetition;
+  summary's tokens taken by degenerate repetition;
 - length penalty p_l = exp(min(0, (1 − |s_i|·p_r / |r_i|) / alpha)),
-  lengths in words, |s_i|·p_r being the effective length.
+  |s_i|·p_r being the effective length.
+
+Lengths and repetition are counted in NLTK word tokens, sentence by sentence
+(``annotation.scoring.tokens``), as the authors count them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import stats
+
+from annotation.scoring.tokens import word_tokens
 
 MIN_REPEATS = 4  # "repeated consecutively more than 3 times"
 MAX_SPAN_WORDS = 64
@@ -27,16 +32,17 @@ def _run_length(tokens: list[str], i: int, span: int) -> int:
 
 
 def repetition_rate(text_or_tokens, min_repeats: int = MIN_REPEATS) -> float:
-    """Share of a summary's words that are degenerate repetition.
+    """Share of a summary's tokens that are degenerate repetition.
 
-    Words are whitespace-separated tokens.  A degenerate run is a span of
-    1 to 64 words repeated back to back at least ``min_repeats`` (4) times,
-    i.e. more than 3 times.  The first copy is ordinary content; the words
-    of the copies after it are the repeated text.  Runs are found left to
-    right (at each position the span covering most words wins) and do not
-    overlap; rp = repeated words / all words, in [0, 1).
+    A text is split into NLTK word tokens sentence by sentence (a list is
+    taken as the tokens already).  A degenerate run is a span of 1 to 64
+    tokens repeated back to back at least ``min_repeats`` (4) times, i.e.
+    more than 3 times.  The first copy is ordinary content; the tokens of
+    the copies after it are the repeated text.  Runs are found left to right
+    (at each position the span covering most tokens wins) and do not
+    overlap; rp = repeated tokens / all tokens, in [0, 1).
     """
-    tokens = text_or_tokens.split() if isinstance(text_or_tokens, str) else list(text_or_tokens)
+    tokens = word_tokens(text_or_tokens) if isinstance(text_or_tokens, str) else list(text_or_tokens)
     n = len(tokens)
     repeated = 0
     i = 0

@@ -8,7 +8,7 @@ from decimal import Decimal
 from django.db.models import Avg, Count, Q, QuerySet, Sum
 from django.utils import timezone
 
-from annotation.models import Campaign, Predicate, PresenceJudgment, SummaryScore, System
+from annotation.models import Campaign, ContentUnit, Example, Predicate, PresenceJudgment, SummaryScore, System
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.selectors.agreement import verification_agreement
 from annotation.selectors.quality import workers_figures
@@ -63,7 +63,14 @@ def campaign_progress(campaign: Campaign) -> dict:
     )
     recent = timezone.now() - timedelta(hours=1)
     predicates = Predicate.objects.filter(sentence__example__campaign=campaign)
+    examples = Example.objects.filter(campaign=campaign)
+    # Examples without a unit drop out of every system's mean: the page says how many.
+    unit_states = [ContentUnit.State.KEPT] if campaign.unit_type == Campaign.UnitType.QA else list(ContentUnit.State.values)
     return {
+        "n_examples": examples.count(),
+        "examples_without_unit": examples.exclude(units__state__in=unit_states).count(),
+        "examples_without_predicate": examples.exclude(predicates__isnull=False).exclude(units__isnull=False).count()
+        if campaign.unit_type == Campaign.UnitType.QA else 0,
         "stages": stages,
         "n_predicates": predicates.count(),
         "settled": predicates.filter(settled=True).count(),

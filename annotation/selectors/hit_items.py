@@ -33,6 +33,7 @@ class SentenceItem:
     max_questions: int
     max_answers: int
     predicate: Predicate | None = None
+    lemma: str = ""
 
 
 def sentence_item(hit) -> SentenceItem:
@@ -40,7 +41,10 @@ def sentence_item(hit) -> SentenceItem:
     inline = hit.payload.get("inline")
     if inline:
         sentence, start, end = inline["sentence"], inline["start"], inline["end"]
-        return SentenceItem(sentence, start, end, sentence[start:end], inline.get("max_questions", 5), inline.get("max_answers", 3))
+        return SentenceItem(
+            sentence, start, end, sentence[start:end], inline.get("max_questions", 5), inline.get("max_answers", 3),
+            lemma=inline.get("lemma", ""),
+        )
     predicate = Predicate.objects.select_related("sentence__example__campaign").get(pk=hit.payload["predicate"])
     campaign: Campaign = predicate.sentence.example.campaign
     return SentenceItem(
@@ -51,6 +55,7 @@ def sentence_item(hit) -> SentenceItem:
         campaign.max_questions_per_predicate,
         campaign.max_answers_per_question,
         predicate,
+        predicate.lemma,
     )
 
 

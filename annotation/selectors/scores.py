@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from annotation import scoring
-from annotation.models import Campaign, GoldPresence, PresenceJudgment, System
+from annotation.models import Campaign, GoldPresence, PresenceJudgment, SummaryScore, System
 
 N_BOOT = 1000
 
@@ -71,8 +71,43 @@ def none_if_nan(x):
     return None if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
 
 
-def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
-    """The campaign's scores in the shape ``manage.py campaign_scores --format json`` prints."""
+def summary_scores(campaign: Campaign, system: str | None = None) -> list[dict]:
+    """One entry per system summary: example (external id), system, qapyramid, p_r, p_l, nqapyramid, length (tokens).
+
+    p_r and p_l depend on the texts only and are there even where no unit has a gold label
+    (qapyramid and nqapyramid are then None).  Ordered by example position, then system name.
+    """
+    rows = SummaryScore.objects.filter(summary__system__campaign=campaign)
+    if system is not None:
+        rows = rows.filter(summary__system__name=system)
+    result = []
+    for example, name, q, rp, p_l, n, length, n_units, n_present in rows.order_by(
+        "summary__example__position", "summary__system__name"
+    ).values_list(
+        "summary__example__external_id", "summary__system__name", "qapyramid", "repetition_rate", "length_penalty",
+        "nqapyramid", "length", "n_units", "n_present",
+    ):
+        result.append(
+            {
+                "example": example,
+                "system": name,
+                "qapyramid": q,
+                "p_r": None if rp is None else 1.0 - rp,
+                "p_l": p_l,
+                "nqapyramid": n,
+                "length": length,
+                "n_units": n_units,
+                "n_present": n_present,
+            }
+        )
+    return result
+
+
+def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool = False) -> dict:
+    """The campaign's scores in the shape ``manage.py campaign_scores --format json`` prints.
+
+    With ``per_summary``, a ``summaries`` list of ``summary_scores`` is added.
+    """
     alpha = agreement(campaign, n_boot=n_boot)
     systems = {}
     for system in System.objects.filter(campaign=campaign).select_related("score").order_by("name"):
@@ -85,11 +120,15 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
             "predicate_level": score.predicate_level if score else None,
         }
     n_units = len(gold_rows(campaign))
-    return {
+    result = {
         "campaign": campaign.slug,
         "n_units": n_units,
         "n_judgments": alpha["n_judgments"],
         "alpha": {"pooled": alpha["pooled"], "ci95": alpha["ci95"], "per_system": alpha["per_system"]},
         "percent_agreement": alpha["percent_agreement"],
+        "length_penalty_alpha": campaign.length_penalty_alpha,
         "systems": systems,
     }
+    if per_summary:
+        result["summaries"] = summary_scores(campaign)
+    return result

@@ -2,7 +2,15 @@
 
 ``import_campaign`` reads and checks every input first (collecting every
 problem with its file, line and field), finds sentences and predicates with
-spaCy, and only then writes everything in one transaction.  The command
+spaCy, and only then writes everything in one transaction.
+
+A released QAPyramid data set (``qapyramid``: JSONL with ``QAs``,
+``QA_labels`` and ``system_outputs``) becomes a finished "qa" campaign: its
+QA pairs are kept units with their imported gold labels, each attached to
+the reference predicate whose verb its question contains (preferring a
+predicate whose sentence holds the answer, and a content verb over "be",
+"have" or "do"); a pair whose question names no found predicate goes under
+its example's "unplaced" predicate, so no pair is lost.  The command
 line (``manage.py import_campaign``) and the web upload both call it.
 """
 
@@ -26,6 +34,8 @@ from annotation.importing.readers import (
     UnitLabels,
     read_folder,
     read_predicates,
+    read_qapyramid_dataset,
+    split_qa,
     read_references,
     read_summaries,
 )
@@ -40,6 +50,8 @@ from annotation.models import (
     SystemSummary,
 )
 from annotation.text.predicates import FoundPredicate, FoundSentence, analyse_references
+from annotation.text.questions import mentions_verb
+from annotation.text.spans import is_substring
 
 BATCH = 2000
 PREDICATES_AUTO = "auto"
@@ -60,6 +72,7 @@ class ImportReport:
     n_gold: int = 0
     seconds: float = 0.0
     systems_without_labels: list[str] = field(default_factory=list)
+    n_unplaced: int = 0
 
     @property
     def predicates_per_reference(self) -> float:
@@ -77,6 +90,8 @@ class ImportReport:
             parts.append(f"{self.n_units:,} content units")
         if self.n_gold:
             parts.append(f"{self.n_gold:,} gold labels")
+        if self.n_unplaced:
+            parts.append(f"{self.n_unplaced:,} QA pairs whose verb matched no predicate (kept under 'unplaced')")
         return f"Imported campaign '{self.campaign.name}' (slug {self.campaign.slug}): " + ", ".join(parts) + (
             f" in {self.seconds:.1f} s"
         )
@@ -103,11 +118,13 @@ def import_campaign(
     summaries: Path | str | None = None,
     predicates: Path | str | None = PREDICATES_AUTO,
     folder: Path | str | None = None,
+    qapyramid: Path | str | None = None,
     progress=None,
 ) -> ImportReport:
     """Import a campaign from files; raise ``CampaignImportError`` and write nothing on any problem.
 
-    Either ``folder`` (REALSumm/PyrXSum layout) or ``references`` and
+    Either ``folder`` (REALSumm/PyrXSum layout), ``qapyramid`` (the released
+    QAPyramid JSONL, see the module docstring) or ``references`` and
     ``summaries`` must be given.  ``predicates`` is ``"auto"`` (spaCy),
     ``"none"`` (sentences only) or the path of a predicates JSONL file.
     ``progress(done, total, message)``, when given, hears of the steps:
@@ -134,7 +151,7 @@ def import_campaign(
     elif final_slug and Campaign.objects.filter(slug=final_slug).exists():
         problems.add("--name", None, "slug", f"a campaign with slug '{final_slug}' already exists")
 
-    contents = read_inputs(references, summaries, folder, problems)
+    contents = read_inputs(references, summaries, folder, problems, qapyramid=qapyramid)
     predicate_records: list[PredicateRecord] | None = None
     if predicates not in (None, PREDICATES_AUTO, PREDICATES_NONE):
         predicate_records = read_predicates(Path(predicates), problems)
@@ -154,11 +171,12 @@ def import_campaign(
     problems.raise_if_any()
 
     origin = Predicate.Origin.FILE if predicate_records is not None else Predicate.Origin.AUTO
-    unit_type = Campaign.UnitType.SCU if contents.units is not None else Campaign.UnitType.QA
+    unit_type = Campaign.UnitType.SCU if contents.units is not None and qapyramid is None else Campaign.UnitType.QA
     progress(n_refs + 2, n_refs + 3, "writing the campaign")
     try:
         with transaction.atomic():
-            report = _write(name, final_slug, owner, description, unit_type, contents, analysed, origin)
+            report = _write(name, final_slug, owner, description, unit_type, contents, analysed, origin,
+                            qa_units=qapyramid is not None)
             if report.n_gold:
                 from annotation.services.scores import recompute_summary_scores
 
@@ -177,8 +195,12 @@ def _problem_from_integrity_error(exc: IntegrityError, slug: str) -> Problem:
     return Problem("import", None, None, f"the database refused the data: {exc}")
 
 
-def read_inputs(references, summaries, folder, problems: ProblemList) -> FolderContents:
-    """Read an import's files (a folder, or a references file and summaries), every problem into ``problems``."""
+def read_inputs(references, summaries, folder, problems: ProblemList, qapyramid=None) -> FolderContents:
+    """Read an import's files (a folder, a QAPyramid JSONL, or a references file and summaries), every problem into ``problems``."""
+    if qapyramid is not None:
+        if references is not None or summaries is not None or folder is not None:
+            problems.add("--qapyramid", None, None, "give --qapyramid alone, without --folder, --references or --summaries")
+        return read_qapyramid_dataset(Path(qapyramid), problems)
     if folder is not None:
         if references is not None or summaries is not None:
             problems.add("--folder", None, None, "give either --folder or --references/--summaries, not both")
@@ -254,9 +276,12 @@ def place_predicates(
     ]
 
 
-def _write(name, slug, owner, description, unit_type, contents: FolderContents, analysed, origin) -> ImportReport:
+def _write(name, slug, owner, description, unit_type, contents: FolderContents, analysed, origin, qa_units=False) -> ImportReport:
     campaign = Campaign.objects.create(
-        name=name, slug=slug, owner=owner, description=description, unit_type=unit_type
+        name=name, slug=slug, owner=owner, unit_type=unit_type,
+        # A released data set is a finished study: launching it would ask the crowd to write its QA pairs again.
+        state=Campaign.State.FINISHED if qa_units else Campaign.State.DRAFT,
+        description=description or ("Imported from a released QAPyramid data set (QA pairs and gold labels)." if qa_units else ""),
     )
     report = ImportReport(campaign=campaign)
     examples = Example.objects.bulk_create(
@@ -284,7 +309,9 @@ def _write(name, slug, owner, description, unit_type, contents: FolderContents, 
         for row, found in zip(sentence_rows, sentence_found)
         for p in found.predicates
     ]
-    Predicate.objects.bulk_create(predicate_rows, batch_size=BATCH)
+    predicate_rows = Predicate.objects.bulk_create(predicate_rows, batch_size=BATCH)
+    if qa_units:
+        Predicate.objects.filter(pk__in=[p.pk for p in predicate_rows]).update(settled=True)
     report.n_predicates = len(predicate_rows)
 
     system_names = sorted({s.system for s in contents.summaries})
@@ -302,17 +329,71 @@ def _write(name, slug, owner, description, unit_type, contents: FolderContents, 
     )
     report.n_summaries = len(summary_rows)
     if contents.units is not None:
-        _write_units(contents.units, example_by_id, systems, summary_rows, report)
+        written = _write_qa_units(contents.units, example_by_id, sentence_rows, predicate_rows, report) if qa_units else None
+        _write_units(contents.units, example_by_id, systems, summary_rows, report, written=written)
     return report
 
 
-def _write_units(units: UnitLabels, example_by_id, systems, summary_rows, report: ImportReport) -> None:
-    unit_rows = []
+def _write_qa_units(units: UnitLabels, example_by_id, sentence_rows, predicate_rows, report: ImportReport) -> list[ContentUnit]:
+    """Kept QA units of a released data set, each under the predicate its question is about."""
+    sentence_text = {row.pk: row.text for row in sentence_rows}
+    predicates_of: dict[int, list[Predicate]] = defaultdict(list)
+    for predicate in predicate_rows:
+        predicates_of[predicate.example_id].append(predicate)
+    unit_rows, unplaced = [], {}
     for ex_id, texts in units.units.items():
         example = example_by_id[ex_id]
         for index, text in enumerate(texts):
-            unit_rows.append(ContentUnit(example=example, kind=ContentUnit.Kind.SCU, index=index, text=text))
-    unit_rows = ContentUnit.objects.bulk_create(unit_rows, batch_size=BATCH)
+            question, answer = split_qa(text)
+            predicate = _predicate_of_question(question, answer, predicates_of[example.pk], sentence_text)
+            if predicate is None:
+                if example.pk not in unplaced:
+                    unplaced[example.pk] = Predicate.objects.create(
+                        example=example, sentence=None, start=0, end=0, text="", external_id="unplaced",
+                        origin=Predicate.Origin.FILE, settled=True,
+                    )
+                predicate = unplaced[example.pk]
+                report.n_unplaced += 1
+            unit_rows.append(
+                ContentUnit(
+                    example=example, predicate=predicate, kind=ContentUnit.Kind.QA, index=index, question=question,
+                    answers=[answer], text=text, state=ContentUnit.State.KEPT, external_id=text[:500],
+                )
+            )
+    report.n_predicates += len(unplaced)
+    return ContentUnit.objects.bulk_create(unit_rows, batch_size=BATCH)
+
+
+_LIGHT_VERBS = {"be", "have", "do"}
+
+
+def _predicate_of_question(question: str, answer: str, predicates: list[Predicate], sentence_text: dict) -> Predicate | None:
+    # Among the predicates whose verb the question contains, one whose sentence holds the answer wins,
+    # then a content verb over be/have/do (their forms are also auxiliaries of other verbs), then the first.
+    candidates = [p for p in predicates if mentions_verb(question, p.text, p.lemma)]
+    if not candidates:
+        return None
+    return max(
+        candidates,
+        key=lambda p: (
+            is_substring(answer, sentence_text.get(p.sentence_id, "")),
+            ((p.lemma or p.text).lower().split() or [""])[0] not in _LIGHT_VERBS,
+            -predicates.index(p),
+        ),
+    )
+
+
+def _write_units(units: UnitLabels, example_by_id, systems, summary_rows, report: ImportReport, written=None) -> None:
+    """The units (SCUs, unless the QA units were ``written`` already) and their imported gold labels."""
+    if written is not None:
+        unit_rows = written
+    else:
+        unit_rows = []
+        for ex_id, texts in units.units.items():
+            example = example_by_id[ex_id]
+            for index, text in enumerate(texts):
+                unit_rows.append(ContentUnit(example=example, kind=ContentUnit.Kind.SCU, index=index, text=text))
+        unit_rows = ContentUnit.objects.bulk_create(unit_rows, batch_size=BATCH)
     report.n_units = len(unit_rows)
     units_of: dict[int, list[ContentUnit]] = defaultdict(list)
     for row in unit_rows:

@@ -39,6 +39,7 @@ from annotation.models.stages import GENERATION, PRESENCE, SCU_UNITS_PER_HIT, TA
 from annotation.services import coalesce
 from annotation.services.followups import schedule_completed_presence, schedule_cross_checks, schedule_score_update
 from annotation.services.gold import refresh_gold
+from annotation.text.duplicates import PairText, near_duplicates
 from hits import sql
 from hits.models import HIT, Assignment, Batch, TaskType
 from hits.mturk.publishing import publish_soon
@@ -79,14 +80,22 @@ def launch_campaign(campaign: Campaign) -> int:
     if campaign.unit_type == Campaign.UnitType.SCU:
         created = _create_scu_presence_hits(campaign)
     else:
-        predicates = list(Predicate.objects.filter(sentence__example__campaign=campaign).order_by("pk"))
-        if not predicates:
+        all_predicates = Predicate.objects.filter(sentence__example__campaign=campaign)
+        if not all_predicates.exists():
             raise LaunchError("the campaign has no predicates: add some or re-run predicate detection")
+        # A predicate settled before launch carries the researcher's hand-written pairs: no writer for it.
+        predicates = list(all_predicates.filter(settled=False).order_by("pk"))
         created = len(_create_generation_hits(campaign, predicates, round_number=1))
         # Examples without any predicate have nothing to write about.
         Example.objects.filter(campaign=campaign).exclude(sentences__predicates__isnull=False).update(
             presence_started=True
         )
+        for example_id in (
+            Example.objects.filter(campaign=campaign, presence_started=False)
+            .exclude(sentences__predicates__settled=False)
+            .values_list("pk", flat=True)
+        ):
+            created += start_presence_if_settled(campaign, example_id)
     return created
 
 
@@ -299,12 +308,24 @@ def start_presence_if_settled(campaign: Campaign, example_id: int) -> int:
         return 0
     if Predicate.objects.filter(sentence__example=example, settled=False).exists():
         return 0
+    if campaign.review_duplicates and not example.duplicates_reviewed and example_near_duplicates(example):
+        return 0  # held for the researcher's duplicate review (annotation.services.duplicates releases it)
     example.presence_started = True
     example.save(update_fields=["presence_started"])
     summary_ids = SystemSummary.objects.filter(example=example).order_by("pk").values_list("pk", flat=True)
     rows = presence_hit_rows(campaign, example, summary_ids)
     HIT.objects.bulk_create(rows)
     return len(rows)
+
+
+def example_near_duplicates(example: Example) -> list:
+    """Near-duplicate kept QA pairs of the example (``annotation.text.duplicates``)."""
+    rows = ContentUnit.objects.filter(example=example, state=ContentUnit.State.KEPT, kind=ContentUnit.Kind.QA).order_by("index")
+    return near_duplicates(
+        PairText(pk, predicate_id, question, tuple(answers or ())) for pk, predicate_id, question, answers in rows.values_list(
+            "pk", "predicate_id", "question", "answers"
+        )
+    )
 
 
 def presence_hit_rows(campaign: Campaign, example: Example, summary_ids) -> list[HIT]:

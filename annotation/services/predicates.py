@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotation.models import Campaign, Predicate, ReferenceSentence
+from annotation.models import Campaign, ContentUnit, Example, Predicate, ReferenceSentence
+from annotation.text.questions import check_answer, check_question, starts_with_question_word
 
 
 def _require_draft(campaign: Campaign) -> None:
@@ -101,3 +102,45 @@ def redetect_predicates(campaign: Campaign) -> int:
                     )
     Predicate.objects.bulk_create(new_rows, batch_size=2000)
     return Predicate.objects.filter(sentence__example__campaign=campaign).count()
+
+
+def examples_without_predicates(campaign: Campaign):
+    """Examples none of whose sentences has a predicate (verbless references): no crowd QA pair can come for them."""
+    return Example.objects.filter(campaign=campaign).exclude(predicates__isnull=False).order_by("position")
+
+
+@transaction.atomic
+def add_handwritten_pair(sentence: ReferenceSentence, predicate_text: str, question: str, answer: str) -> ContentUnit:
+    """A researcher's own QA pair for a sentence the crowd gets nothing for (e.g. without a verb), before launch.
+
+    ``predicate_text`` is the word(s) of the sentence the pair is about (a noun of a verbless
+    sentence, "deal" in "A new deal for the city"); it becomes a predicate of the researcher, settled
+    from the start: no generation HIT is made for it, and its pairs are kept without verification.
+    """
+    sentence = ReferenceSentence.objects.select_related("example__campaign").get(pk=sentence.pk)
+    campaign = sentence.example.campaign
+    _require_draft(campaign)
+    predicate_text, question, answer = (" ".join((x or "").split()) for x in (predicate_text, question, answer))
+    start = sentence.text.find(predicate_text) if predicate_text else -1
+    if start < 0:
+        raise ValidationError(f"'{predicate_text}' is not in the sentence “{sentence.text}”: give the word(s) the pair is about")
+    problems = check_question(question) + check_answer(answer, sentence.text)
+    if question and not starts_with_question_word(question):
+        problems.append("start the question with a question word")
+    if problems:
+        raise ValidationError("; ".join(p.rstrip(".") for p in problems))
+    end = start + len(predicate_text)
+    predicate = Predicate.objects.filter(sentence=sentence, start=start, end=end).first()
+    if predicate is None:
+        predicate = Predicate.objects.create(
+            sentence=sentence, example_id=sentence.example_id, start=start, end=end, text=predicate_text[:200],
+            lemma=predicate_text.lower()[:200], origin=Predicate.Origin.RESEARCHER, edited_by_researcher=True, settled=True,
+        )
+    elif not predicate.settled:
+        raise ValidationError(f"'{predicate_text}' is a predicate the crowd will write pairs for: choose a sentence without one")
+    last = ContentUnit.objects.filter(example_id=sentence.example_id).order_by("-index").values_list("index", flat=True).first()
+    index = 0 if last is None else last + 1
+    return ContentUnit.objects.create(
+        example_id=sentence.example_id, predicate=predicate, kind=ContentUnit.Kind.QA, index=index, question=question[:300],
+        answers=[answer], text=f"{question} {answer}", state=ContentUnit.State.KEPT,
+    )

@@ -41,7 +41,21 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
     summary_ids = list(summary_ids)
     rows = gold_rows(campaign, summary_ids)
     position = {pk: i for i, pk in enumerate(summary_ids)}
-    scores = {pk: dict(n_units=0, n_present=0, qapyramid=None, predicate_level=None, repetition_rate=None, length_penalty=None, nqapyramid=None) for pk in summary_ids}
+    scores = {
+        pk: dict(n_units=0, n_present=0, qapyramid=None, predicate_level=None, repetition_rate=None, length_penalty=None,
+                 length=None, nqapyramid=None)
+        for pk in summary_ids
+    }
+    # The penalties depend on the texts only: every summary gets them, labelled or not (a researcher
+    # compares lengths before the presence stage is over).
+    reference_lengths: dict[str, int] = {}
+    for pk, (text, reference) in _texts(campaign, summary_ids).items():
+        if text.strip() and reference.strip():
+            tokens = scoring.word_tokens(text)
+            rp = scoring.repetition_rate(tokens)
+            p_l = scoring.length_penalty(len(tokens), _cached_length(reference_lengths, reference), scoring.repetition_penalty(rp),
+                                         campaign.length_penalty_alpha)
+            scores[pk].update(repetition_rate=rp, length_penalty=float(p_l), length=len(tokens))
     if rows:
         array = np.array(rows, dtype=np.int64)
         index = np.array([position[s] for s in array[:, 1]])
@@ -51,29 +65,34 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
         labelled = present >= 0
         n_units = np.bincount(index[labelled], minlength=len(summary_ids))
         n_present = np.bincount(index[labelled], weights=present[labelled], minlength=len(summary_ids)).astype(int)
-        texts = _texts(campaign, summary_ids)
         for pk, i in position.items():
             if n_units[i] == 0:
                 continue
             entry = scores[pk]
             entry.update(n_units=int(n_units[i]), n_present=int(n_present[i]), qapyramid=float(q[i]), predicate_level=float(p[i]))
-            text, reference = texts[pk]
-            if text.strip() and reference.strip():
-                rp = scoring.repetition_rate(text)
-                p_r = float(scoring.repetition_penalty(rp))
-                p_l = float(scoring.length_penalty(len(text.split()), len(reference.split()), p_r, campaign.length_penalty_alpha))
-                entry.update(repetition_rate=rp, length_penalty=p_l, nqapyramid=p_r * p_l * float(q[i]))
+            if entry["length_penalty"] is not None:
+                entry["nqapyramid"] = (1.0 - entry["repetition_rate"]) * entry["length_penalty"] * float(q[i])
     SummaryScore.objects.bulk_create(
         [SummaryScore(summary_id=pk, **values) for pk, values in scores.items()],
         update_conflicts=True,
         unique_fields=["summary"],
-        update_fields=["n_units", "n_present", "qapyramid", "predicate_level", "repetition_rate", "length_penalty", "nqapyramid"],
+        update_fields=["n_units", "n_present", "qapyramid", "predicate_level", "repetition_rate", "length_penalty", "length", "nqapyramid"],
         batch_size=2000,
     )
     # Bootstrap intervals and per-system alpha read every row of the campaign: the full recomputation
     # refreshes them; after a single HIT only the means move (the leaderboard refreshes stale intervals).
     recompute_system_scores(campaign, with_alpha=full, n_boot=N_BOOT if full else 0)
     return len(summary_ids)
+
+
+def ensure_summary_scores(campaign: Campaign) -> bool:
+    """Compute the campaign's summary scores when there are none yet, or when some lack their token length
+    (stored before lengths were counted in tokens); True when it recomputed."""
+    rows = SummaryScore.objects.filter(summary__system__campaign=campaign)
+    if rows.exists() and not rows.filter(length__isnull=True).exclude(summary__text="").exists():
+        return False
+    recompute_summary_scores(campaign)
+    return True
 
 
 def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha: bool = True) -> None:
@@ -117,6 +136,13 @@ def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha
         + (["qapyramid_low", "qapyramid_high"] if n_boot else [])
         + (["alpha"] if with_alpha else []),
     )
+
+
+def _cached_length(cache: dict, text: str) -> int:
+    # Every system's summary of an example shares its reference: tokenise it once.
+    if text not in cache:
+        cache[text] = scoring.token_length(text)
+    return cache[text]
 
 
 def _nan(x):

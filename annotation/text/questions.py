@@ -92,3 +92,91 @@ def check_answer(answer: str, sentence: str) -> list[str]:
     if not is_substring(answer, sentence):
         return ["An answer must be words copied from the sentence: select them in the sentence above."]
     return []
+
+
+# Irregular past and participle forms of common English verbs (regular ones are derived by rule).
+_IRREGULAR = {
+    "be": "am is are was were been being 's 're 'm",
+    "have": "has had having 's 've 'd",
+    "do": "does did done doing",
+    "go": "goes went gone going",
+    "arise": "arose arisen", "awake": "awoke awoken", "bear": "bore born borne", "beat": "beaten",
+    "become": "became", "begin": "began begun", "bend": "bent", "bet": "bet", "bind": "bound", "bite": "bit bitten",
+    "bleed": "bled", "blow": "blew blown", "break": "broke broken", "breed": "bred", "bring": "brought",
+    "build": "built", "burn": "burnt", "burst": "burst", "buy": "bought", "catch": "caught", "choose": "chose chosen",
+    "cling": "clung", "come": "came", "cost": "cost", "creep": "crept", "cut": "cut", "deal": "dealt", "dig": "dug",
+    "draw": "drew drawn", "dream": "dreamt", "drink": "drank drunk", "drive": "drove driven", "eat": "ate eaten",
+    "fall": "fell fallen", "feed": "fed", "feel": "felt", "fight": "fought", "find": "found", "flee": "fled",
+    "fly": "flew flown flies", "forbid": "forbade forbidden", "forget": "forgot forgotten", "forgive": "forgave forgiven",
+    "freeze": "froze frozen", "get": "got gotten", "give": "gave given", "grind": "ground", "grow": "grew grown",
+    "hang": "hung", "hear": "heard", "hide": "hid hidden", "hit": "hit", "hold": "held", "hurt": "hurt",
+    "keep": "kept", "kneel": "knelt", "know": "knew known", "lay": "laid", "lead": "led", "lean": "leant",
+    "leap": "leapt", "learn": "learnt", "leave": "left", "lend": "lent", "let": "let", "lie": "lay lain lying",
+    "light": "lit", "lose": "lost", "make": "made", "mean": "meant", "meet": "met", "mislead": "misled",
+    "overcome": "overcame", "pay": "paid", "prove": "proven", "put": "put", "quit": "quit", "read": "read",
+    "ride": "rode ridden", "ring": "rang rung", "rise": "rose risen", "run": "ran", "say": "said", "see": "saw seen",
+    "seek": "sought", "sell": "sold", "send": "sent", "set": "set", "shake": "shook shaken", "shed": "shed",
+    "shine": "shone", "shoot": "shot", "show": "shown", "shrink": "shrank shrunk", "shut": "shut", "sing": "sang sung",
+    "sink": "sank sunk", "sit": "sat", "sleep": "slept", "slide": "slid", "speak": "spoke spoken", "speed": "sped",
+    "spend": "spent", "spin": "spun", "split": "split", "spread": "spread", "spring": "sprang sprung",
+    "stand": "stood", "steal": "stole stolen", "stick": "stuck", "sting": "stung", "strike": "struck stricken",
+    "swear": "swore sworn", "sweep": "swept", "swim": "swam swum", "swing": "swung", "take": "took taken",
+    "teach": "taught", "tear": "tore torn", "tell": "told", "think": "thought", "throw": "threw thrown",
+    "undergo": "underwent undergone", "understand": "understood", "undertake": "undertook undertaken",
+    "upset": "upset", "wake": "woke woken", "wear": "wore worn", "weave": "wove woven", "weep": "wept",
+    "win": "won", "wind": "wound", "withdraw": "withdrew withdrawn", "withhold": "withheld", "write": "wrote written",
+    "can": "could", "will": "would", "shall": "should", "may": "might",
+}
+_VOWELS = set("aeiou")
+# "gave" -> {"give"}: a predicate known only by its form in the sentence (a test item) finds its base.
+_BASES: dict[str, set[str]] = {}
+for _base, _forms in _IRREGULAR.items():
+    for _form in _forms.split():
+        _BASES.setdefault(_form, set()).add(_base)
+
+
+def verb_forms(lemma: str) -> set[str]:
+    """Every inflection of a verb's head word (lower case): base, -s, -ed, -ing and irregular forms.
+
+    Regular forms follow English spelling rules loosely ("stop" -> "stopped", "try" -> "tried", "make"
+    -> "making"); a few impossible forms are harmless since they are only matched against questions.
+    """
+    parts = (lemma or "").lower().split()
+    if not parts:
+        return set()
+    base = parts[0]
+    forms = {base, base + "s", base + "es", base + "ed", base + "d", base + "ing"}
+    if base.endswith("e"):
+        forms.add(base[:-1] + "ing")
+    if base.endswith("y") and len(base) > 2 and base[-2] not in _VOWELS:
+        forms |= {base[:-1] + "ies", base[:-1] + "ied"}
+    if len(base) >= 3 and base[-1] not in _VOWELS | {"w", "x", "y"} and base[-2] in _VOWELS and base[-3] not in _VOWELS:
+        forms |= {base + base[-1] + "ed", base + base[-1] + "ing"}
+    if base.endswith("ie"):
+        forms.add(base[:-2] + "ying")
+    forms |= set(_IRREGULAR.get(base, "").split())
+    return forms
+
+
+def starts_with_question_word(question: str) -> bool:
+    """Whether the question's first word is a question word (who, what, when, where, why, how, which, whose, whom)."""
+    found = words(question)
+    return bool(found) and found[0] in WH_WORDS
+
+
+def mentions_verb(question: str, predicate_text: str, lemma: str = "") -> bool:
+    """Whether a question contains the predicate's verb in any inflection.
+
+    The verb is the predicate's lemma (its first word: "give" of "give up") or, without a lemma, the
+    predicate as it stands in the sentence; a question word matches an inflection of it, the form
+    in the sentence itself, or a word with the same crude stem ("blames" / "blamed").
+    """
+    heads = [w for w in (words(lemma)[:1] + words(predicate_text)[:1]) if w]
+    if not heads:
+        return True
+    heads += [base for h in heads for base in _BASES.get(h, ())]
+    forms = set()
+    for head in heads:
+        forms |= verb_forms(head)
+    stems = {stem(h) for h in heads}
+    return any(w in forms or stem(w) in stems for w in words(question))

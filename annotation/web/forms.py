@@ -53,7 +53,8 @@ SETTINGS_GROUPS = [
     ("Rewards per HIT (USD)", ["reward_generation", "reward_verification", "reward_presence"]),
     (
         "QA generation rules",
-        ["max_questions_per_predicate", "max_answers_per_question", "min_kept_qas_per_predicate", "max_redo_rounds"],
+        ["max_questions_per_predicate", "max_answers_per_question", "min_kept_qas_per_predicate", "max_redo_rounds",
+         "review_duplicates"],
     ),
     (
         "Quality control",
@@ -88,6 +89,7 @@ class CampaignSettingsForm(forms.ModelForm):
             "reward_presence": "QA presence",
             "min_kept_qas_per_predicate": "Kept QA pairs wanted per predicate",
             "max_redo_rounds": "Redo rounds before a predicate is flagged",
+            "review_duplicates": "Review near-duplicate QA pairs before presence",
             "qualification_hits": "Qualification HITs per task type",
             "writer_valid_threshold": "Writers: share of pairs kept must be above",
             "writer_min_questions_per_predicate": "Writers: questions per predicate, on average, at least",

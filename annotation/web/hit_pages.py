@@ -22,9 +22,12 @@ they need no rows of a campaign; the page looks the same either way.
 
 Validation is strict on what a rule can check and lenient on what it cannot:
 answers must be substrings of the sentence (ignoring extra spaces), questions
-must end with "?", every written question needs an answer, and lengths are
-bounded.  Every error is attached to its field, and the page is shown again
-with everything the worker typed.
+must start with a question word, contain the verb (any inflection) and end
+with "?", every written question needs an answer, and lengths are bounded.
+A question repeating content words of the sentence is only flagged: the
+rule cannot tell its exceptions (phrasal verbs, "be" + noun) apart, so the
+writer confirms it with ``q{i}_keep``.  Every error is attached to its field,
+and the page is shown again with everything the worker typed.
 """
 
 from __future__ import annotations
@@ -35,7 +38,14 @@ from django.utils.safestring import mark_safe
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.selectors.hit_items import kept_pairs, presence_item, sentence_item, shown_units
 from annotation.services import pipeline, qualification_tests, quality
-from annotation.text.questions import MAX_FEEDBACK_CHARS, check_answer, check_question
+from annotation.text.questions import (
+    MAX_FEEDBACK_CHARS,
+    check_answer,
+    check_question,
+    content_word_violations,
+    mentions_verb,
+    starts_with_question_word,
+)
 from annotation.text.spans import clean_text, normalise, sentence_tokens
 from hits.handlers import AnswerErrors
 from hits.models import HIT
@@ -56,6 +66,42 @@ def highlighted(text: str, start: int, end: int) -> str:
     """The sentence as HTML with the predicate's span marked (everything else escaped)."""
     return mark_safe(
         f'{escape(text[:start])}<mark class="predicate">{escape(text[start:end])}</mark>{escape(text[end:])}'
+    )
+
+
+def task_rules(hit) -> dict:
+    """The campaign's numbers the generation and verification pages tell workers (defaults outside a campaign)."""
+    from annotation.models import Campaign
+
+    campaign = Campaign.objects.filter(batch_id=hit.batch_id).first() if hit.batch_id else None
+    source = campaign or Campaign()
+    return {
+        "max_questions": source.max_questions_per_predicate,
+        "writer_valid_percent": f"{source.writer_valid_threshold * 100:g}",
+        "writer_min_questions": source.writer_min_questions_per_predicate,
+        "verifier_agreement_percent": f"{source.verifier_agreement_threshold * 100:g}",
+        "grace_period": source.grace_period_items,
+    }
+
+
+def question_problems(question: str, item) -> list[str]:
+    """The refusals of the generation rules a server can check: a question word first, the verb in the question."""
+    problems = []
+    if not starts_with_question_word(question):
+        problems.append(
+            "Start the question with a question word (Who, What, When, Where, Why, How, Which, Whose, Whom), "
+            "e.g. “Who blamed someone?”."
+        )
+    if not mentions_verb(question, item.predicate_text, item.lemma):
+        problems.append(f"Use the highlighted verb “{item.predicate_text}” in the question (in any form).")
+    return problems
+
+
+def content_word_warning(words: list[str]) -> str:
+    quoted = ", ".join(f"“{w}”" for w in words)
+    return (
+        f"This question repeats {quoted} from the sentence. Replace {'it' if len(words) == 1 else 'them'} with someone/something, "
+        "or, if this is an exception (part of a phrasal verb, the noun after “be”), tick “Keep as written” and submit again."
     )
 
 
@@ -99,11 +145,15 @@ class GenerationHandler:
         data = data or {}
         rows = []
         for i in range(1, item.max_questions + 1):
+            value = data.get(f"q{i}", "")
             rows.append(
                 {
                     "n": i,
                     "name": f"q{i}",
-                    "value": data.get(f"q{i}", ""),
+                    "value": value,
+                    # Shown with the "Keep as written" box once a submission flagged the question.
+                    "content_words": content_word_violations(value, item.sentence, item.predicate_text) if value else [],
+                    "keep": data.get(f"q{i}_keep") == "1",
                     "answers": [
                         {"name": f"q{i}_a{j}", "value": data.get(f"q{i}_a{j}", "")} for j in range(1, item.max_answers + 1)
                     ],
@@ -117,6 +167,7 @@ class GenerationHandler:
             "rows": rows,
             "kept": kept_pairs(item.predicate),
             "slots": QUESTION_SLOTS,
+            "rules": task_rules(hit),
             "feedback": data.get("feedback", ""),
         }
 
@@ -145,7 +196,10 @@ class GenerationHandler:
                     answers.append(answer)
             if not question:
                 continue
-            problems = check_question(question)
+            problems = check_question(question) + question_problems(question, item)
+            repeated = content_word_violations(question, sentence, item.predicate_text)
+            if repeated and data.get(f"q{i}_keep") != "1":
+                problems.append(content_word_warning(repeated))
             key = normalise(question).lower()
             if key in seen:
                 problems.append(f"Same as question {seen[key]}: write each question once.")
@@ -197,6 +251,8 @@ class VerificationHandler:
             "tokens": sentence_tokens(item.sentence, (item.start, item.end)),
             "predicate_text": item.predicate_text,
             "items": items,
+            "slots": QUESTION_SLOTS,
+            "rules": task_rules(hit),
             "feedback": data.get("feedback", ""),
         }
 

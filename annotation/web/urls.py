@@ -2,6 +2,7 @@ from django.urls import path
 
 from annotation.web.views import agreement as agreement_views
 from annotation.web.views import campaigns as views
+from annotation.web.views import duplicates as duplicate_views
 from annotation.web.views import jobs as job_views
 from annotation.web.views import invitations as invitation_views
 from annotation.web.views import judges as judge_views
@@ -24,6 +25,9 @@ urlpatterns = [
     path(
         "<slug:slug>/predicates/redetect/", campaign_views.campaign_predicates_redetect, name="campaign-predicates-redetect"
     ),
+    path("<slug:slug>/duplicates/", duplicate_views.campaign_duplicates, name="campaign-duplicates"),
+    path("<slug:slug>/handwritten/", duplicate_views.campaign_handwritten, name="campaign-handwritten"),
+    path("<slug:slug>/handwritten/add/", duplicate_views.campaign_handwritten_pair, name="campaign-handwritten-add"),
     path("<slug:slug>/systems/add/", campaign_views.campaign_add_system, name="campaign-add-system"),
     path("<slug:slug>/progress/status/", campaign_views.campaign_progress_status, name="campaign-progress-status"),
     path("<slug:slug>/recompute/", job_views.campaign_recompute, name="campaign-recompute"),
@@ -42,6 +46,7 @@ urlpatterns = [
     path("<slug:slug>/control/", views.campaign_control, name="campaign-control"),
     path("<slug:slug>/workers/", views.campaign_workers_page, name="campaign-workers"),
     path("<slug:slug>/leaderboard/", views.campaign_leaderboard, name="campaign-leaderboard"),
+    path("<slug:slug>/leaderboard/summaries/", views.campaign_leaderboard_summaries, name="campaign-leaderboard-summaries"),
     path("<slug:slug>/judges/", judge_views.campaign_judges, name="campaign-judges"),
     path("<slug:slug>/qualifications/", views.campaign_qualifications, name="campaign-qualifications"),
     path("<slug:slug>/workers/action/", views.campaign_worker_action, name="campaign-worker-action"),

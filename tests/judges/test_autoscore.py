@@ -88,7 +88,7 @@ def test_a_run_scores_every_unit_of_every_summary_once_and_compares_with_gold(
     # Hand count: 13 gold-present pairs, the judge misses one: TP 12, FN 1, FP 0, TN 14.
     assert (presence["tp"], presence["fn"], presence["fp"], presence["tn"]) == (12, 1, 0, 14)
     assert presence["accuracy"] == pytest.approx(26 / 27, abs=1e-6)
-    assert presence["f1"] == pytest.approx(24 / 25, abs=1e-6)
+    assert presence["f1_present"] == pytest.approx(24 / 25, abs=1e-6)
     tau = run.results["correlation"]["all"]["kendall"]
     assert tau["system"] == pytest.approx(1.0)
     # Example 1: gold (good, fair, poor) = (1, 1/3, 1/3), judge (1, 1/3, 0): tau-b = 2/sqrt(6); others 1.
@@ -206,7 +206,7 @@ def test_presence_agreement_by_hand():
     result = presence_agreement([1, 1, 0, 0, 1], [1, 0, 0, 1, 1])
     assert (result["tp"], result["fp"], result["fn"], result["tn"]) == (2, 1, 1, 1)
     assert result["accuracy"] == pytest.approx(3 / 5)
-    assert result["f1"] == pytest.approx(4 / 6)
+    assert result["f1_present"] == pytest.approx(4 / 6)
 
 
 @pytest.mark.django_db(transaction=True)  # the command waits for the chunks queued on commit
@@ -214,7 +214,11 @@ def test_commands_run_and_compare(gold_campaign, goldlike, capsys):
     call_command("autoscore", "--campaign", gold_campaign.slug, "--judge", "goldlike")
     out = capsys.readouterr()
     assert "chunks 1/1 (100%) finished" in out.err
-    assert "accuracy 0.963, F1 0.960" in out.out
+    assert "accuracy 0.963, F1 of 'present' 0.960" in out.out
+    call_command("compare_judges", "--campaign", gold_campaign.slug)
+    table = capsys.readouterr().out
+    assert "F1 pres" in table and "micro" not in table.split("\n")[0].lower()
+    assert "0/3" in table  # no example of the goldlike run is undefined
     call_command("compare_judges", "--campaign", gold_campaign.slug, "--format", "json", "--subgroup", "top=good,fair")
     result = json.loads(capsys.readouterr().out)
     (entry,) = result["runs"]
@@ -235,3 +239,49 @@ def test_the_judge_is_loaded_once_per_process():
     assert registry.get_judge("rouge2") is registry.get_judge("rouge2")
     with pytest.raises(JudgeError, match="unknown judge"):
         registry.get_judge("nope")
+
+
+class AllPresentJudge(PresenceJudge):
+    """Finds every unit present: every system scores 1 on every example, so no example ranks them."""
+
+    name = "allpresent"
+    version = "allpresent-1"
+
+    def predict(self, pairs):
+        return np.ones(len(pairs))
+
+
+def test_a_judge_that_ties_every_system_gets_summary_tau_zero_with_every_example_undefined(
+    gold_campaign, django_capture_on_commit_callbacks
+):
+    registry.register("allpresent")(lambda argument, **options: AllPresentJudge())
+    registry.forget_judges()
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            run = start_autoscore_run(gold_campaign, "allpresent")
+    finally:
+        registry._FACTORIES.pop("allpresent", None)
+        registry.forget_judges()
+    run.refresh_from_db()
+    tau = run.results["correlation"]["all"]["kendall"]
+    # Undefined counts as 0 in the mean over all examples (skipping them would leave no mean at all).
+    assert (tau["summary"], tau["n_examples"], tau["n_undefined"]) == (0.0, 3, 3)
+    presence = run.results["presence"]
+    assert presence["accuracy"] == pytest.approx(13 / 27, abs=1e-6)
+    assert presence["f1_present"] == pytest.approx(26 / 40, abs=1e-6)
+
+
+def test_runs_stored_under_the_old_rules_are_recomputed_when_shown(
+    gold_campaign, goldlike, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        run = start_autoscore_run(gold_campaign, "goldlike")
+    run.refresh_from_db()
+    old = json.loads(json.dumps(run.results))
+    old["presence"]["f1"] = old["presence"].pop("f1_present")
+    del old["correlation"]["all"]["kendall"]["n_undefined"]
+    old["correlation"]["all"]["kendall"]["summary"] = 0.123
+    AutoscoreRun.objects.filter(pk=run.pk).update(results=old)
+    (entry,) = compare_judges(gold_campaign)["runs"]
+    assert entry["presence"]["f1_present"] == pytest.approx(24 / 25, abs=1e-6) and "f1" not in entry["presence"]
+    assert entry["correlation"]["all"]["kendall"]["summary"] == pytest.approx((2 + 2 / math.sqrt(6)) / 3, abs=1e-5)

@@ -174,18 +174,51 @@ def test_parser_refuses_odd_answers(reply):
         parse_yes_no(reply)
 
 
-def test_shots_are_balanced_and_never_from_the_same_reference():
+def test_balanced_shots_on_request_and_never_from_the_same_reference():
     pool = [Shot(f"s{i}", f"u{i}", i % 2 == 0, "ref-A" if i < 4 else "ref-B") for i in range(12)]
-    picked = choose_shots(pool, "ref-A", 4)
+    picked = choose_shots(pool, "ref-A", 4, sampling="balanced")
     assert len(picked) == 4 and all(s.reference != "ref-A" for s in picked)
     assert sum(s.present for s in picked) == 2
-    assert choose_shots(pool, "ref-A", 4) == picked  # reproducible
+    assert choose_shots(pool, "ref-A", 4, sampling="balanced") == picked  # reproducible
+    with pytest.raises(ValueError, match="random, balanced"):
+        choose_shots(pool, "ref-A", 4, sampling="stratified")
+
+
+def test_shots_are_sampled_at_random_from_other_references_by_default():
+    """The paper's sampling: uniform over the other references' examples, not forced to balance YES/NO."""
+    pool = [Shot(f"s{i}", f"u{i}", i % 10 != 0, f"ref-{i % 7}") for i in range(70)]  # 90% YES
+    picks = {ref: choose_shots(pool, ref, 5) for ref in (f"ref-{j}" for j in range(7))}
+    for ref, picked in picks.items():
+        assert len(picked) == 5 and len(set(picked)) == 5 and all(s.reference != ref for s in picked)
+        assert choose_shots(pool, ref, 5) == picked  # seeded: the same run gives the same shots
+    yes_share = sum(s.present for picked in picks.values() for s in picked) / 35
+    assert yes_share > 0.7  # balanced sampling would give 3 of 5 at most
+    assert any(choose_shots(pool, ref, 5, seed=1) != picked for ref, picked in picks.items())  # the seed matters
+
+
+def test_the_judge_says_how_many_shots_it_really_uses(settings):
+    judge = LLMJudge(model="tiny", base_url="http://127.0.0.1:9/v1", shots=5)
+    # No gold: zero-shot, and named so.
+    assert judge.shots_used == 0 and judge.version == "llm-2/tiny/0-shot"
+    assert [m["role"] for m in judge.messages(PresencePair("a summary", "Who won? x", context="ref"))] == ["system", "user"]
+    # Gold concentrated on one reference: a pair of another reference could get 4 shots, but one of
+    # ref-A only 1 — every pair gets 1, and the version says 1-shot.
+    judge.pool = [Shot("s", f"u{i}", True, "ref-A") for i in range(3)] + [Shot("s", "u9", False, "ref-B")]
+    assert judge.shots_used == 1 and judge.version == "llm-2/tiny/1-shot"
+    judge.pool = [Shot("s", f"u{i}", True, f"ref-{i}") for i in range(8)]
+    assert judge.shots_used == 5 and judge.version == "llm-2/tiny/5-shot"
+    assert judge.describe() == {"shots": 5, "shots_requested": 5, "shot_sampling": "random", "shot_seed": 0, "shot_pool": 8}
+    settings.LLM_SHOT_SAMPLING = "balanced"
+    assert LLMJudge(model="tiny", base_url="http://x/v1").version == "llm-2/tiny/0-shot-balanced"
+    settings.LLM_SHOT_SAMPLING = "stratified"
+    with pytest.raises(JudgeError, match="LLM_SHOT_SAMPLING"):
+        LLMJudge(model="tiny", base_url="http://x/v1")
 
 
 def test_llm_judge_asks_the_endpoint_with_retries_and_concurrency(chat_server):
     judge = LLMJudge(model="tiny", base_url=chat_server, api_key="k", shots=2, concurrency=3, retries=2, backoff=0.01)
     judge.pool = [Shot("the cat sat", "the cat sat", True, "other ref"), Shot("a dog", "the cat", False, "other ref"),
-                  Shot("the mat", "a mat", True, "ref 1")]
+                  Shot("a bird", "the fish", False, "third ref"), Shot("the mat", "a mat", True, "ref 1")]
     FakeChat.failures = 1  # the first request gets a 503 and is retried
     FakeChat.replies = ["perhaps"]  # an unparseable answer is asked again
     pairs = [PresencePair("the cat sat on the mat", "cat sat", context="ref 1"), PresencePair("a dog ran", "cat sat", context="ref 1")]
@@ -274,7 +307,8 @@ def test_llm_judge_in_an_autoscore_run_takes_shots_from_other_references(chat_se
         run = start_autoscore_run(gold_campaign, "llm")
     run.refresh_from_db()
     registry.forget_judges()
-    assert run.state == "finished" and run.judge_version == "llm-1/tiny/k2"
+    assert run.state == "finished" and run.judge_version == "llm-2/tiny/2-shot"
+    assert run.results["judge"]["shots"] == 2 and run.results["judge"]["shot_sampling"] == "random"
     assert len(FakeChat.requests) == 27 and run.results["presence"]["n"] == 27
     for body in FakeChat.requests:
         question = body["messages"][-1]["content"]
@@ -283,3 +317,35 @@ def test_llm_judge_in_an_autoscore_run_takes_shots_from_other_references(chat_se
         # The summary judged and its reference's units never appear among the examples.
         own_summary = question.split("Summary:\n")[1].split("\n\n")[0]
         assert own_summary not in shots
+
+
+@pytest.mark.django_db
+def test_the_judges_page_says_how_many_shots_a_run_used(chat_server, gold_campaign, researcher, settings,
+                                                         django_capture_on_commit_callbacks):
+    from django.test import Client
+
+    from annotation.automation.autoscore import start_autoscore_run
+    from annotation.automation.judges import registry
+    from annotation.models import Campaign, GoldPresence
+
+    Campaign.objects.filter(pk=gold_campaign.pk).update(owner=researcher)
+    settings.LLM_BASE_URL, settings.LLM_MODEL, settings.LLM_SHOTS = chat_server, "tiny", 5
+    client = Client()
+    client.force_login(researcher)
+    registry.forget_judges()
+    with django_capture_on_commit_callbacks(execute=True):
+        start_autoscore_run(gold_campaign, "llm")
+    html = client.get(f"/campaigns/{gold_campaign.slug}/judges/").content.decode()
+    assert 'data-figure="shots">5-shot, random from other references' in html
+    # Without gold there is nothing to draw examples from: the run is zero-shot and the page says so.
+    GoldPresence.objects.filter(summary__system__campaign=gold_campaign).delete()
+    FakeChat.requests.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        run = start_autoscore_run(gold_campaign, "llm")
+    registry.forget_judges()
+    run.refresh_from_db()
+    assert run.judge_version == "llm-2/tiny/0-shot" and run.results["judge"]["shots"] == 0
+    assert all(len(body["messages"]) == 2 for body in FakeChat.requests)
+    html = client.get(f"/campaigns/{gold_campaign.slug}/judges/").content.decode()
+    assert 'data-figure="shots">0-shot (not 5: the campaign has no gold labels to draw examples from)' in html
+    assert "5-shot" not in html

@@ -29,6 +29,12 @@ def test_owner_starts_a_run_and_reads_agreement_and_tau(gold_campaign, researche
     html = client.get(url).content.decode()
     assert 'data-judge="lexical"' in html and "SemiAutoQAPyramid" in html
     assert f'{run.results["presence"]["accuracy"]:.3f}' in html
+    # Accuracy and the present-class F1 under their own names: no "micro-F1" column.
+    assert "F1 (present)" in html and "Micro-F1" not in html
+    assert f'data-figure="f1-present">{run.results["presence"]["f1_present"]:.3f}' in html
+    tau = run.results["correlation"]["all"]["kendall"]
+    assert f'data-figure="tau-undefined">{tau["n_undefined"]} of {tau["n_examples"]}<' in html
+    assert "counting as 0" in html
     assert 'data-judge="rouge1 recall"' in html
     assert f'data-run="{run.pk}"' in html and "1/1" in html
 

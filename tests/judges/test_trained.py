@@ -182,8 +182,8 @@ def test_evaluation_command_prints_the_figures(learnable_folder, capsys, kind):
     call_command("evaluate_presence_judge", "--folder", str(learnable_folder), "--folds", "3", "--format", "json",
                  "--test-folder", str(learnable_folder), "--kind", kind, *FAST)
     result = json.loads(capsys.readouterr().out)
-    for key in ("accuracy", "f1", "summary_pearson", "system_pearson", "summary_kendall", "system_kendall",
-                "train_seconds", "pairs_per_second", "summary_pearson_probability"):
+    for key in ("accuracy", "f1_present", "summary_pearson", "system_pearson", "summary_kendall", "summary_kendall_undefined",
+                "system_kendall", "train_seconds", "pairs_per_second", "summary_pearson_probability"):
         assert key in result
     assert result["kind"] == kind and result["accuracy"] > 0.9 and result["pairs"] == 240
     assert len(result["thresholds"]) == 3

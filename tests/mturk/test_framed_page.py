@@ -141,10 +141,17 @@ def _submit(client, assignment_id="A1", worker_id="W1"):
     record = MTurkAssignment.objects.get(mturk_assignment_id=assignment_id)
     done = client.post(reverse("mturk-hit"), {
         "hitId": "HIT1", "assignmentId": assignment_id, "workerId": worker_id, "token": str(record.assignment.token),
-        "q1": "Who blamed someone?", "q1_a1": _first_word(record.assignment.hit),
+        "q1": _question(record.assignment.hit), "q1_a1": _first_word(record.assignment.hit),
     })
     assert done.status_code == 200, done.content[:400]
     return MTurkAssignment.objects.select_related("assignment__hit").get(pk=record.pk)
+
+
+def _question(hit):
+    from annotation.models import Predicate
+
+    # The server refuses a question without the HIT's verb.
+    return f"Who {Predicate.objects.get(pk=hit.payload['predicate']).text} something?"
 
 
 def _first_word(hit):

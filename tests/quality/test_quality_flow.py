@@ -15,6 +15,8 @@ from annotation.services import quality
 from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
 from annotation.management.simulation import simulate_crowd
+from annotation.text.questions import content_word_violations
+from hits.handlers import AnswerErrors
 from hits import qualifications
 from hits.models import HIT, Batch, Qualification, QualificationEvent, TaskType, Worker
 from hits.services import NotEligible, accept_next, submit_assignment
@@ -108,10 +110,14 @@ def test_borderline_generation_test_goes_to_review_and_a_researcher_decides(smal
         words = inline["sentence"].split()
         data = {}
         for i, answers in enumerate(assignment.hit.answer_key["arguments"], start=1):
-            # Repeats a content word of the sentence: a soft problem only.
+            # Repeats a content word of the sentence: a soft problem only, which the writer confirms.
             data[f"q{i}"] = f"What did {words[1]} {inline['sentence'][inline['start']:inline['end']]} {i}?"
             data[f"q{i}_a1"] = answers[0]
-        submit_assignment(worker, assignment.pk, data)
+        verb = inline["sentence"][inline["start"] : inline["end"]]
+        if any(content_word_violations(q, inline["sentence"], verb) for k, q in data.items() if "_" not in k):
+            with pytest.raises(AnswerErrors, match="Keep as written"):
+                submit_assignment(worker, assignment.pk, data)
+        submit_assignment(worker, assignment.pk, {**data, **{f"q{i}_keep": "1" for i in range(1, 6)}})
     assert Qualification.objects.get(worker=worker, task_type=generation).state == "review"
     # Nothing of this campaign's generation work until a researcher decides.
     assert accept_next(worker, generation) is None

@@ -29,6 +29,10 @@ MATRIX = {
     "campaign-workers": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-worker-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),
     "campaign-leaderboard": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-leaderboard-summaries": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-duplicates": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-handwritten": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-handwritten-add": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),  # no sentence given
     "campaign-judges": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-qualifications": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-invitations": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),

@@ -144,16 +144,24 @@ def test_correlations_by_hand():
     gold = [0.1, 0.2, 0.3, 0.1, 0.2, 0.3]
     examples = [0, 0, 0, 1, 1, 1]
     systems = [0, 1, 2, 0, 1, 2]
-    mean, n = summary_level_correlation(metric, gold, examples, systems, "kendall")
-    assert (mean, n) == (0.0, 2)  # +1 and -1
+    mean, n, undefined = summary_level_correlation(metric, gold, examples, systems, "kendall")
+    assert (mean, n, undefined) == (0.0, 2, 0)  # +1 and -1
     assert math.isnan(system_level_correlation(metric, gold, systems))  # every system mean is 0.2: constant
     assert correlation([1, 2, 3, 4], [1, 3, 2, 4], "kendall") == pytest.approx(stats.kendalltau([1, 2, 3, 4], [1, 3, 2, 4]).statistic)
     assert correlation([1, 2, 3], [2, 4, 7], "pearson") == pytest.approx(stats.pearsonr([1, 2, 3], [2, 4, 7])[0])
-    # An example where all systems tie is skipped.
-    mean, n = summary_level_correlation([0.1, 0.2, 0.5, 0.5], [0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1], [0, 1, 0, 1])
-    assert (mean, n) == (1.0, 1)
+    # The authors' rule: an example where all systems tie has an undefined tau that counts as 0 in
+    # the mean over all examples (skipping it would give 1.0 here), and it is reported.
+    mean, n, undefined = summary_level_correlation([0.1, 0.2, 0.5, 0.5], [0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1], [0, 1, 0, 1])
+    assert (mean, n, undefined) == (0.5, 2, 1)
+    # Tied on the gold side, or a single scored summary, is undefined too; an example with no score at all is not counted.
+    mean, n, undefined = summary_level_correlation(
+        [0.1, 0.9, 0.3, 0.4, 0.7, 0.2, np.nan, np.nan], [0.5, 0.5, 0.1, 0.3, 0.2, np.nan, np.nan, 0.1],
+        [0, 0, 1, 1, 2, 2, 3, 3], [0, 1, 0, 1, 0, 1, 0, 1],
+    )
+    assert (mean, n, undefined) == (pytest.approx(1 / 3), 3, 2)
     groups = correlations_by_subgroup(metric, gold, examples, systems, {"pair": [0, 1]}, methods=("kendall",))
     assert set(groups) == {"all", "pair"} and groups["pair"]["kendall"]["summary"] == 0.0
+    assert groups["all"]["kendall"]["n_undefined"] == 0 and groups["all"]["kendall"]["n_examples"] == 2
 
 
 def test_bootstrap_score_interval():

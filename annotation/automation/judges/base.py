@@ -52,6 +52,10 @@ class PresenceJudge:
         """Presence probabilities in [0, 1], one per pair, in order."""
         raise NotImplementedError
 
+    def describe(self) -> dict:
+        """What a run should record about how this judge was set up (e.g. the LLM judge's shots)."""
+        return {}
+
     def decide(self, probabilities) -> np.ndarray:
         """Binary labels from probabilities: present iff p >= threshold."""
         return np.asarray(probabilities, dtype=float) >= self.threshold

@@ -1,7 +1,9 @@
 """Comparison of an automatic judge with the gold labels and the gold QAPyramid.
 
-- presence: accuracy = (TP + TN) / N and micro-F1 = 2TP / (2TP + FP + FN)
-  over every (unit, summary) pair that has a gold label;
+- presence: accuracy = (TP + TN) / N and the F1 of the "present" class,
+  2TP / (2TP + FP + FN), over every (unit, summary) pair that has a gold
+  label (the paper's "micro-F1" on binary labels equals accuracy, so the
+  F1 is named for its class, ``f1_present``);
 - scores: Kendall's tau (and Pearson) between the automatic score and the
   gold QAPyramid, at system level and summary level, for all systems and
   each named subgroup (``annotation.scoring.correlation``);
@@ -18,7 +20,7 @@ METHODS = ("kendall", "pearson")
 
 
 def presence_agreement(predicted, gold) -> dict:
-    """Accuracy and micro-F1 (of the "present" class) of binary predictions against gold labels."""
+    """Accuracy and the F1 of the "present" class (``f1_present``) of binary predictions against gold labels."""
     predicted = np.asarray(predicted, dtype=bool)
     gold = np.asarray(gold, dtype=bool)
     n = int(gold.size)
@@ -28,7 +30,7 @@ def presence_agreement(predicted, gold) -> dict:
     tn = n - tp - fp - fn
     accuracy = (tp + tn) / n if n else float("nan")
     f1 = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else float("nan")
-    return {"n": n, "accuracy": accuracy, "f1": f1, "tp": tp, "fp": fp, "fn": fn, "tn": tn}
+    return {"n": n, "accuracy": accuracy, "f1_present": f1, "tp": tp, "fp": fp, "fn": fn, "tn": tn}
 
 
 def _clean(value):

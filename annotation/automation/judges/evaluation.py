@@ -1,7 +1,7 @@
 """Cross-validated evaluation of a trained judge kind on a labelled data set (folds split by example).
 
 Figures, pooled over the held-out folds:
-- accuracy and F1 of presence decisions against the gold labels;
+- accuracy and the present-class F1 of presence decisions against the gold labels;
 - summary scores s_i = share of units judged present (``*_probability`` keys: mean presence
   probability); summary-level Pearson / Kendall = mean over examples of the correlation across
   systems between s_i and the gold score; system-level = correlation of the systems' mean scores;
@@ -47,10 +47,12 @@ def score_figures(decisions, data: PresenceDataset, probabilities=None) -> dict:
     system_names = {s: i for i, s in enumerate(dict.fromkeys(data.systems))}
     example_index = np.array([example_names[e] for e, _ in summaries])
     system_index = np.array([system_names[s] for _, s in summaries])
-    figures = {"accuracy": agreement["accuracy"], "f1": agreement["f1"]}
+    figures = {"accuracy": agreement["accuracy"], "f1_present": agreement["f1_present"]}
     soft = None if probabilities is None else np.bincount(index, weights=np.asarray(probabilities, float), minlength=n) / counts
     for method in ("pearson", "kendall"):
-        figures[f"summary_{method}"] = summary_level_correlation(predicted, gold, example_index, system_index, method)[0]
+        figures[f"summary_{method}"], _, figures[f"summary_{method}_undefined"] = summary_level_correlation(
+            predicted, gold, example_index, system_index, method
+        )
         figures[f"system_{method}"] = system_level_correlation(predicted, gold, system_index, method)
         if soft is not None:
             figures[f"summary_{method}_probability"] = summary_level_correlation(soft, gold, example_index, system_index, method)[0]

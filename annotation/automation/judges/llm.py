@@ -2,13 +2,19 @@
 
 Settings (environment): ``LLM_BASE_URL`` (e.g. http://127.0.0.1:8080/v1), ``LLM_MODEL``,
 ``LLM_API_KEY``, ``LLM_SHOTS`` (k in-context examples, default 5),
-``LLM_MAX_CONCURRENCY`` (parallel requests, default 4), ``LLM_RETRIES`` (default 3),
-``LLM_TIMEOUT`` (seconds, default 30).
+``LLM_SHOT_SAMPLING`` ("random", the paper's, default; or "balanced" YES/NO),
+``LLM_SHOT_SEED`` (default 0), ``LLM_MAX_CONCURRENCY`` (parallel requests,
+default 4), ``LLM_RETRIES`` (default 3), ``LLM_TIMEOUT`` (seconds, default 30).
 
-The k examples come from the campaign's gold labels, balanced between YES
-and NO, and never from the reference of the pair being judged (the pair's
-``context`` is its reference text).  Answers go through a strict parser: an
-answer that is not clearly YES or NO is asked again, then reported as an error.
+As in the paper, the k examples are sampled at random from other
+references: from the campaign's gold labels, never from the reference of the
+pair being judged (the pair's ``context`` is its reference text), seeded by
+``LLM_SHOT_SEED`` and the reference so that a run is reproducible.  When the
+gold cannot give k examples from other references for every pair (a campaign
+without gold: none), the judge runs with as many as it can give, and its
+version and the run say so ("0-shot"), never "5-shot".  Answers go through a
+strict parser: an answer that is not clearly YES or NO is asked again, then
+reported as an error.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from __future__ import annotations
 import re
 import threading
 import time
+import zlib
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
@@ -69,12 +77,23 @@ def user_message(summary: str, unit: str) -> str:
     return f"Summary:\n{clean_summary(summary)}\n\nQuestion and answer:\n{unit}\n\nCan this be inferred from the summary? YES or NO."
 
 
-def choose_shots(pool: Sequence[Shot], reference: str, k: int, seed: int = 0) -> list[Shot]:
-    """k examples balanced YES/NO, none from ``reference``, chosen reproducibly (seeded by the reference)."""
+SAMPLINGS = ("random", "balanced")
+
+
+def choose_shots(pool: Sequence[Shot], reference: str, k: int, seed: int = 0, sampling: str = "random") -> list[Shot]:
+    """k examples none of which is from ``reference``, chosen reproducibly (seeded by ``seed`` and the reference).
+
+    "random" (the paper's): uniformly at random from the other references' examples; "balanced":
+    half YES, half NO where the pool allows.
+    """
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"shot sampling must be one of {', '.join(SAMPLINGS)}")
     if k <= 0:
         return []
     allowed = [s for s in pool if s.reference != reference]
-    rng = np.random.default_rng(seed + (sum(reference.encode()) % 100_003))
+    rng = np.random.default_rng([seed, zlib.crc32(reference.encode())])
+    if sampling == "random":
+        return [allowed[i] for i in rng.choice(len(allowed), size=min(k, len(allowed)), replace=False)]
     yes = [s for s in allowed if s.present]
     no = [s for s in allowed if not s.present]
     picked: list[Shot] = []
@@ -100,21 +119,49 @@ class LLMJudge(PresenceJudge):
         if not self.base_url or not self.model:
             raise JudgeError("the llm judge needs LLM_BASE_URL and LLM_MODEL (environment) or llm:MODEL")
         self.k = int(getattr(settings, "LLM_SHOTS", 5) if shots is None else shots)
+        self.sampling = getattr(settings, "LLM_SHOT_SAMPLING", "random") or "random"
+        if self.sampling not in SAMPLINGS:
+            raise JudgeError(f"LLM_SHOT_SAMPLING must be one of {', '.join(SAMPLINGS)}, not {self.sampling!r}")
+        self.seed = int(getattr(settings, "LLM_SHOT_SEED", 0))
         self.concurrency = max(1, int(getattr(settings, "LLM_MAX_CONCURRENCY", 4) if concurrency is None else concurrency))
         self.retries = max(0, int(getattr(settings, "LLM_RETRIES", 3) if retries is None else retries))
         self.timeout = float(getattr(settings, "LLM_TIMEOUT", 30) if timeout is None else timeout)
         self.backoff = backoff
-        self.pool: list[Shot] = []
-        self.version = f"llm-1/{self.model}/k{self.k}"
         self.requests_sent = 0
+        self.use_pool([])
+
+    @property
+    def pool(self) -> list[Shot]:
+        return self._pool
+
+    @pool.setter
+    def pool(self, shots) -> None:
+        self.use_pool(shots)
+
+    def use_pool(self, shots) -> None:
+        """Take ``shots`` as the example pool and fix how many every pair gets.
+
+        ``shots_used`` is what every pair is given whatever its reference: k when the pool holds k
+        examples outside the reference that has most of them, fewer otherwise (0 without gold).
+        """
+        self._pool = list(shots)
+        largest = max(Counter(s.reference for s in self._pool).values(), default=0)
+        self.shots_used = max(0, min(self.k, len(self._pool) - largest))
+        self.version = f"llm-2/{self.model}/{self.shots_used}-shot" + ("" if self.sampling == "random" else f"-{self.sampling}")
 
     def prepare(self, campaign) -> None:
         """Load the in-context example pool from the campaign's gold labels."""
-        self.pool = gold_shot_pool(campaign)
+        self.use_pool(gold_shot_pool(campaign))
+
+    def describe(self) -> dict:
+        return {
+            "shots": self.shots_used, "shots_requested": self.k, "shot_sampling": self.sampling,
+            "shot_seed": self.seed, "shot_pool": len(self._pool),
+        }
 
     def messages(self, pair: PresencePair) -> list[dict]:
         result = [{"role": "system", "content": INSTRUCTION}]
-        for shot in choose_shots(self.pool, pair.context, self.k):
+        for shot in choose_shots(self._pool, pair.context, self.shots_used, seed=self.seed, sampling=self.sampling):
             result.append({"role": "user", "content": user_message(shot.summary, shot.unit)})
             result.append({"role": "assistant", "content": "YES" if shot.present else "NO"})
         result.append({"role": "user", "content": user_message(pair.summary, pair.unit)})

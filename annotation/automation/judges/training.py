@@ -28,7 +28,7 @@ from annotation.automation.judges.trained import FORMAT_VERSION, KINDS, model_di
 
 def _metrics(probabilities, labels, threshold) -> dict:
     result = presence_agreement(np.asarray(probabilities) >= threshold, np.asarray(labels, dtype=bool))
-    return {"n": result["n"], "accuracy": round(result["accuracy"], 4), "f1": round(result["f1"], 4)}
+    return {"n": result["n"], "accuracy": round(result["accuracy"], 4), "f1_present": round(result["f1_present"], 4)}
 
 
 def _training_data_summary(data: PresenceDataset) -> dict:

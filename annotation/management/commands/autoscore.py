@@ -63,7 +63,7 @@ class Command(BaseCommand):
         tau = (run.results.get("correlation") or {}).get("all", {}).get("kendall", {})
         self.stdout.write(
             f"run {run.pk} finished: {run.timings.get('pairs')} pairs, {run.timings.get('pairs_per_second')} pairs/s"
-            + (f"; accuracy {presence['accuracy']:.3f}, F1 {presence['f1']:.3f}" if presence.get("accuracy") is not None else "")
+            + (f"; accuracy {presence['accuracy']:.3f}, F1 of 'present' {presence['f1_present']:.3f}" if presence.get("accuracy") is not None else "")
             + (f"; Kendall tau system {tau.get('system')}, summary {tau.get('summary')}" if tau else "")
         )
         sys.stdout.flush()

@@ -32,11 +32,12 @@ class Command(BaseCommand):
         ]
         if len(rows) < 3:
             raise CommandError("calibration needs scored summaries with their texts and references (at least 3)")
-        rp = [scoring.repetition_rate(text) for _, text, _ in rows]
+        tokens = [scoring.word_tokens(text) for _, text, _ in rows]
+        rp = [scoring.repetition_rate(t) for t in tokens]
         best, correlations = scoring.calibrate_length_alpha(
             [q for q, _, _ in rows],
-            [len(text.split()) for _, text, _ in rows],
-            [len(reference.split()) for _, _, reference in rows],
+            [len(t) for t in tokens],
+            [scoring.token_length(reference) for _, _, reference in rows],
             scoring.repetition_penalty(rp),
         )
         for alpha, r in correlations.items():

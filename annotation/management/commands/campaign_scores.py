@@ -7,9 +7,8 @@ import json
 from django.core.management.base import BaseCommand
 
 from annotation.management.campaigns import campaign_from_slug
-from annotation.models import SummaryScore
 from annotation.selectors.scores import campaign_scores
-from annotation.services.scores import recompute_summary_scores
+from annotation.services.scores import ensure_summary_scores
 
 
 class Command(BaseCommand):
@@ -19,12 +18,15 @@ class Command(BaseCommand):
         parser.add_argument("--campaign", required=True, help="Campaign slug.")
         parser.add_argument("--format", choices=["json", "table"], default="table")
         parser.add_argument("--bootstrap", type=int, default=1000, help="Bootstrap replicates for intervals.")
+        parser.add_argument(
+            "--per-summary", action="store_true",
+            help="Also every system summary: example, system, qapyramid, p_r, p_l, nqapyramid, length (NLTK word tokens).",
+        )
 
     def handle(self, *args, **options):
         campaign = campaign_from_slug(options["campaign"])
-        if not SummaryScore.objects.filter(summary__system__campaign=campaign).exists():
-            recompute_summary_scores(campaign)
-        result = campaign_scores(campaign, n_boot=options["bootstrap"])
+        ensure_summary_scores(campaign)
+        result = campaign_scores(campaign, n_boot=options["bootstrap"], per_summary=options["per_summary"])
         if options["format"] == "json":
             self.stdout.write(json.dumps(result, indent=2))
             return
@@ -42,6 +44,14 @@ class Command(BaseCommand):
                 f"{name:<32} {_f(s['qapyramid']):>9} {('[' + _f(ci[0]) + ', ' + _f(ci[1]) + ']'):>15} "
                 f"{_f(s['nqapyramid']):>10} {_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
             )
+        if options["per_summary"]:
+            self.stdout.write("")
+            self.stdout.write(f"{'example':<24} {'system':<24} {'QAPyramid':>9} {'p_r':>6} {'p_l':>6} {'nQAPyramid':>10} {'length':>6}")
+            for s in result["summaries"]:
+                self.stdout.write(
+                    f"{s['example'][:24]:<24} {s['system'][:24]:<24} {_f(s['qapyramid']):>9} {_f(s['p_r']):>6} {_f(s['p_l']):>6} "
+                    f"{_f(s['nqapyramid']):>10} {'—' if s['length'] is None else s['length']:>6}"
+                )
 
 
 def _f(x, digits=3):

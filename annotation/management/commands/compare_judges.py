@@ -13,8 +13,14 @@ def _f(x) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
+def _undefined(tau: dict) -> str:
+    if tau.get("n_examples") is None:
+        return "—"
+    return f"{tau.get('n_undefined', 0)}/{tau['n_examples']}"
+
+
 class Command(BaseCommand):
-    help = "Presence accuracy/F1 and Kendall's tau (system and summary level) of each judge's latest run, and of ROUGE."
+    help = "Presence accuracy and present-class F1, and Kendall's tau (system and summary level) of each judge's latest run, and of ROUGE."
 
     def add_arguments(self, parser):
         parser.add_argument("--campaign", required=True)
@@ -45,14 +51,23 @@ class Command(BaseCommand):
         if not result["runs"]:
             self.stdout.write(f"no finished autoscore run on '{campaign.slug}' yet: run `manage.py autoscore --campaign {campaign.slug}`")
             return
-        self.stdout.write(f"{'judge':<28} {'mode':<18} {'acc':>6} {'F1':>6} {'tau sys':>8} {'tau summ':>8}")
+        self.stdout.write(
+            f"{'judge':<28} {'mode':<18} {'acc':>6} {'F1 pres':>7} {'tau sys':>8} {'tau summ':>8} {'undefined':>9}"
+        )
         for run in result["runs"]:
             presence = run["presence"] or {}
             tau = ((run["correlation"] or {}).get("all") or {}).get("kendall") or {}
             self.stdout.write(
-                f"{run['judge']:<28} {run['mode']:<18} {_f(presence.get('accuracy')):>6} {_f(presence.get('f1')):>6} "
-                f"{_f(tau.get('system')):>8} {_f(tau.get('summary')):>8}"
+                f"{run['judge']:<28} {run['mode']:<18} {_f(presence.get('accuracy')):>6} {_f(presence.get('f1_present')):>7} "
+                f"{_f(tau.get('system')):>8} {_f(tau.get('summary')):>8} {_undefined(tau):>9}"
             )
         for variant, figures in (result["rouge"] or {}).items():
             tau = figures["all"]["kendall"]
-            self.stdout.write(f"{variant + ' recall':<28} {'':<18} {'':>6} {'':>6} {_f(tau['system']):>8} {_f(tau['summary']):>8}")
+            self.stdout.write(
+                f"{variant + ' recall':<28} {'':<18} {'':>6} {'':>7} {_f(tau['system']):>8} {_f(tau['summary']):>8} {_undefined(tau):>9}"
+            )
+        self.stdout.write(
+            "acc = accuracy (what the paper calls micro-F1 on these binary labels); F1 pres = F1 of the 'present' class. "
+            "Summary-level tau: mean over all examples, an undefined one (systems tied) counting as 0; "
+            "undefined = how many of the examples that was."
+        )

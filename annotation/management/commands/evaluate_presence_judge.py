@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.automation.judges.base import JudgeError
 
-KEYS = ("accuracy", "f1", "summary_pearson", "system_pearson", "summary_kendall", "system_kendall")
+KEYS = ("accuracy", "f1_present", "summary_pearson", "system_pearson", "summary_kendall", "system_kendall")
 
 
 def add_judge_options(parser) -> None:

@@ -13,7 +13,8 @@ from annotation.services.campaign_import import PREDICATES_AUTO, import_campaign
 class Command(BaseCommand):
     help = (
         "Import a campaign from a references file and system summaries (JSONL/CSV, or a directory of "
-        "<system>.summary files with ids.txt), or from a folder in the REALSumm/PyrXSum layout. "
+        "<system>.summary files with ids.txt), from a folder in the REALSumm/PyrXSum layout, or from the released "
+        "QAPyramid data set (--qapyramid). "
         "Nothing is written if any line is bad."
     )
 
@@ -25,6 +26,10 @@ class Command(BaseCommand):
             "--summaries", help="Summaries: JSONL {id, system, summary} or a directory of <system>.summary + ids.txt."
         )
         parser.add_argument("--folder", help="A folder in the REALSumm/PyrXSum layout (ids.txt, references.txt, ...).")
+        parser.add_argument(
+            "--qapyramid", metavar="FILE.jsonl",
+            help="The released QAPyramid data set: JSONL {example_id, reference, source?, QAs, QA_labels, system_outputs}.",
+        )
         parser.add_argument(
             "--predicates",
             default=PREDICATES_AUTO,
@@ -52,6 +57,7 @@ class Command(BaseCommand):
                 summaries=options["summaries"],
                 predicates=options["predicates"],
                 folder=options["folder"],
+                qapyramid=options["qapyramid"],
                 progress=bar,
             )
         except CampaignImportError as exc:

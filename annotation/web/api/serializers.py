@@ -40,6 +40,7 @@ SETTINGS_FIELDS = [
     "max_answers_per_question",
     "min_kept_qas_per_predicate",
     "max_redo_rounds",
+    "review_duplicates",
     "qualification_hits",
     "writer_valid_threshold",
     "writer_min_questions_per_predicate",
@@ -213,6 +214,7 @@ class SummaryScoreSerializer(serializers.ModelSerializer):
             "predicate_level",
             "repetition_rate",
             "length_penalty",
+            "length",
             "nqapyramid",
             "updated_at",
         ]

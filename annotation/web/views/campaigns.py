@@ -32,11 +32,14 @@ def _visible_campaign(request, slug):
 
 @login_required
 def campaign_progress(request, slug):
+    from annotation.services.duplicates import held_examples
+
     campaign = _visible_campaign(request, slug)
     progress = progress_of(campaign)
     return render(
         request, "annotation/campaign_progress.html",
-        {"campaign": campaign, "progress": progress, "estimate": _estimate(campaign, progress)},
+        {"campaign": campaign, "progress": progress, "estimate": _estimate(campaign, progress),
+         "n_held": len(held_examples(campaign))},
     )
 
 
@@ -244,16 +247,11 @@ def campaign_worker_action(request, slug):
 
 @login_required
 def campaign_leaderboard(request, slug):
-    from annotation.models import SummaryScore
     from annotation.selectors.campaigns import leaderboard
-    from annotation.services.scores import recompute_summary_scores
-
-    from annotation.services.scores import refresh_stale_intervals
+    from annotation.services.scores import ensure_summary_scores, refresh_stale_intervals
 
     campaign = _visible_campaign(request, slug)
-    if not SummaryScore.objects.filter(summary__system__campaign=campaign).exists():
-        recompute_summary_scores(campaign)
-    else:
+    if not ensure_summary_scores(campaign):
         refresh_stale_intervals(campaign)
     board = leaderboard(campaign)
     return render(request, "annotation/leaderboard.html", {"campaign": campaign, "board": board, "notes": _agreement_notes(campaign, board)})
@@ -274,6 +272,26 @@ def _agreement_notes(campaign, board) -> list[str]:
         "positive_share": counts["present"] / counts["n"] if counts["n"] else None,
     }
     return [line for line in (skew_note(presence, "Presence", "present"), skew_note(board["verification"], "Verification", "valid")) if line]
+
+
+@login_required
+def campaign_leaderboard_summaries(request, slug):
+    """Every system summary's figures, as ``campaign_scores --per-summary`` prints them (optionally one system)."""
+    from annotation.models import System
+    from annotation.selectors.scores import summary_scores
+    from annotation.services.scores import ensure_summary_scores
+
+    campaign = _visible_campaign(request, slug)
+    ensure_summary_scores(campaign)
+    systems = list(System.objects.filter(campaign=campaign).order_by("name").values_list("name", flat=True))
+    chosen = request.GET.get("system") or None
+    if chosen not in systems:
+        chosen = None
+    return render(
+        request,
+        "annotation/leaderboard_summaries.html",
+        {"campaign": campaign, "rows": summary_scores(campaign, system=chosen), "systems": systems, "chosen": chosen},
+    )
 
 
 @login_required

@@ -51,11 +51,14 @@ def campaign_judges(request, slug):
     for entry in comparison["runs"]:
         presence = entry["presence"] or {}
         tau = _kendall(entry)
-        rows.append({**entry, "accuracy": presence.get("accuracy"), "f1": presence.get("f1"),
-                     "tau_system": tau.get("system"), "tau_summary": tau.get("summary")})
+        rows.append({**entry, "accuracy": presence.get("accuracy"), "f1_present": presence.get("f1_present"),
+                     "tau_system": tau.get("system"), "tau_summary": tau.get("summary"),
+                     "tau_examples": tau.get("n_examples"), "tau_undefined": tau.get("n_undefined")})
     rouge_rows = [
         {"name": f"{variant} recall", "tau_system": _kendall({"correlation": figures}).get("system"),
-         "tau_summary": _kendall({"correlation": figures}).get("summary")}
+         "tau_summary": _kendall({"correlation": figures}).get("summary"),
+         "tau_examples": _kendall({"correlation": figures}).get("n_examples"),
+         "tau_undefined": _kendall({"correlation": figures}).get("n_undefined")}
         for variant, figures in (comparison["rouge"] or {}).items()
     ]
     runs = list(campaign.autoscore_runs.all()[:10])

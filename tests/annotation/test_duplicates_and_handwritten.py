@@ -1,0 +1,152 @@
+"""The researcher steps before presence: near-duplicate review (on by default, skippable) and hand-written
+QA pairs for examples without a predicate; the progress page's count of examples without a unit."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.test import Client
+
+from annotation.models import Campaign, ContentUnit, Example
+from annotation.services import duplicates
+from annotation.services.campaign_import import import_campaign
+from annotation.services.pipeline import launch_campaign
+from annotation.services.predicates import add_handwritten_pair
+from annotation.text.duplicates import PairText, near_duplicates, question_key
+from hits.models import HIT, TaskType, Worker
+from hits.services import accept_next, submit_assignment
+from tests.conftest import write_jsonl
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_near_duplicate_rule():
+    pairs = [
+        PairText(1, 10, "Who blamed someone?", ("Police",)),
+        PairText(2, 10, "Who has blamed someone?", ("the police chief",)),  # auxiliaries only
+        PairText(3, 10, "Who did someone blame?", ("the  driver",)),
+        PairText(4, 10, "What did someone blame someone for?", ("The driver",)),  # same answer as 3
+        PairText(5, 11, "Who blamed someone?", ("Police",)),  # another predicate: never compared with 1
+    ]
+    found = [(d.first, d.second, d.reason) for d in near_duplicates(pairs)]
+    assert found == [(1, 2, "the questions differ only in auxiliaries"), (3, 4, "same answer “the driver”")]
+    assert question_key("What was given?") == question_key("What is given?") == ("what", "given")
+
+
+@pytest.fixture
+def campaign(tmp_path):
+    refs = write_jsonl(tmp_path / "r.jsonl", [
+        {"id": "e1", "reference": "Police blamed the driver for the crash."},
+        {"id": "e2", "reference": "A new deal for the city."},
+    ])
+    sums = write_jsonl(tmp_path / "s.jsonl", [
+        {"id": "e1", "system": "s", "summary": "The driver was blamed."}, {"id": "e2", "system": "s", "summary": "A deal."},
+    ])
+    return import_campaign(name="Steps", references=refs, summaries=sums).campaign
+
+
+def _work(slug, name, data_for):
+    worker = Worker.objects.get_or_create(external_id=name)[0]
+    assignment = accept_next(worker, TaskType.objects.get(slug=slug))
+    submit_assignment(worker, assignment.pk, data_for(assignment))
+
+
+def _verify_all_valid(assignment):
+    data = {}
+    for unit in ContentUnit.objects.filter(pk__in=assignment.hit.payload["units"]):
+        data[f"v_{unit.pk}"], data[f"v_{unit.pk}_a1"] = "valid", unit.answers[0]
+    return data
+
+
+def _write_duplicates(campaign):
+    _work("generation", "writer", lambda a: {
+        "q1": "Who blamed someone?", "q1_a1": "Police", "q2": "Who has blamed someone?", "q2_a1": "Police",
+        "q3": "Who did someone blame?", "q3_a1": "the driver",
+    })
+    _work("verification", "v1", _verify_all_valid)
+    _work("verification", "v2", _verify_all_valid)
+
+
+def _presence_hits(campaign):
+    campaign.refresh_from_db()
+    return HIT.objects.filter(batch=campaign.batch, task_type__slug="presence")
+
+
+def test_near_duplicates_hold_presence_until_the_researcher_merges_and_releases(campaign, researcher):
+    Campaign.objects.filter(pk=campaign.pk).update(owner=researcher)
+    launch_campaign(campaign)
+    _write_duplicates(campaign)
+    assert not _presence_hits(campaign).exists()  # held: the step is on by default
+    client = Client()
+    client.force_login(researcher)
+    progress = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    assert 'id="held-link"' in progress and "1 example waits for the duplicate review" in progress
+    page = client.get(f"/campaigns/{campaign.slug}/duplicates/").content.decode()
+    assert 'data-example="e1"' in page and "Who has blamed someone?" in page and "same answer “police”" in page
+    keep = ContentUnit.objects.get(question="Who blamed someone?")
+    drop = ContentUnit.objects.get(question="Who has blamed someone?")
+    client.post(f"/campaigns/{campaign.slug}/duplicates/", {"action": "merge", "keep": keep.pk, "drop": drop.pk})
+    drop.refresh_from_db()
+    assert drop.state == "merged"
+    example = Example.objects.get(external_id="e1")
+    client.post(f"/campaigns/{campaign.slug}/duplicates/", {"action": "release", "example": example.pk})
+    (hit,) = _presence_hits(campaign)
+    assert sorted(hit.payload["units"]) == sorted(ContentUnit.objects.filter(state="kept").values_list("pk", flat=True))
+    assert drop.pk not in hit.payload["units"]
+    with pytest.raises(ValidationError, match="presence stage of this example has started"):
+        duplicates.merge_pair(campaign, keep, ContentUnit.objects.get(question="Who did someone blame?"))
+
+
+def test_the_review_can_be_skipped_for_the_whole_campaign(campaign, researcher):
+    Campaign.objects.filter(pk=campaign.pk).update(owner=researcher)
+    launch_campaign(campaign)
+    _write_duplicates(campaign)
+    client = Client()
+    client.force_login(researcher)
+    client.post(f"/campaigns/{campaign.slug}/duplicates/", {"action": "skip"})
+    campaign.refresh_from_db()
+    assert campaign.review_duplicates is False and _presence_hits(campaign).count() == 1
+    assert ContentUnit.objects.filter(state="kept").count() == 3
+
+
+def test_with_the_step_off_presence_starts_at_once(campaign):
+    Campaign.objects.filter(pk=campaign.pk).update(review_duplicates=False)
+    campaign.refresh_from_db()
+    launch_campaign(campaign)
+    _write_duplicates(campaign)
+    assert _presence_hits(campaign).count() == 1
+
+
+def test_handwritten_pairs_for_a_verbless_example_before_launch(campaign, researcher):
+    Campaign.objects.filter(pk=campaign.pk).update(owner=researcher)
+    client = Client()
+    client.force_login(researcher)
+    progress = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    assert 'id="examples-without-unit">2<' in progress and "1 have no predicate" in progress
+    page = client.get(f"/campaigns/{campaign.slug}/handwritten/").content.decode()
+    assert 'data-example="e2"' in page and 'data-example="e1"' not in page
+    sentence = Example.objects.get(external_id="e2").sentences.get()
+    # A bad pair is refused with the typed text kept.
+    bad = client.post(f"/campaigns/{campaign.slug}/handwritten/add/",
+                      {"sentence": sentence.pk, "predicate_text": "deal", "question": "What is new", "answer": "for the city"})
+    assert bad.status_code == 400
+    html = bad.content.decode()
+    assert 'value="What is new"' in html and "ends with" in html and 'value="deal"' in html
+    bad = client.post(f"/campaigns/{campaign.slug}/handwritten/add/",
+                      {"sentence": sentence.pk, "predicate_text": "contract", "question": "What is new?", "answer": "A new deal"})
+    assert bad.status_code == 400 and "not in the sentence" in bad.content.decode()
+    client.post(f"/campaigns/{campaign.slug}/handwritten/add/",
+                {"sentence": sentence.pk, "predicate_text": "deal", "question": "What is something for?", "answer": "the city"})
+    unit = ContentUnit.objects.get(example__external_id="e2")
+    assert (unit.state, unit.question, unit.answers, unit.predicate.settled) == ("kept", "What is something for?", ["the city"], True)
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    # No writer for the researcher's predicate; its example goes straight to presence.
+    generation = HIT.objects.filter(batch=campaign.batch, task_type__slug="generation")
+    assert [h.payload["predicate"] for h in generation] == [p.pk for p in Example.objects.get(external_id="e1").predicates.all()]
+    (presence,) = _presence_hits(campaign)
+    assert presence.payload["units"] == [unit.pk]
+    progress = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    assert 'id="examples-without-unit">1<' in progress and "have no predicate" not in progress
+    with pytest.raises(ValidationError, match="only change before launch"):
+        add_handwritten_pair(sentence, "deal", "What is new?", "A new deal")
