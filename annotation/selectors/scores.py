@@ -85,6 +85,12 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
             "predicate_level": score.predicate_level if score else None,
         }
     n_units = len(gold_rows(campaign))
+    extra = {}
+    if campaign.is_hybrid:
+        from annotation.selectors.hybrid import hybrid_scores
+
+        # Budgeted presence: the scores that mix human and judge labels, with the share people judged.
+        extra["hybrid"] = hybrid_scores(campaign, n_boot=n_boot)
     return {
         "campaign": campaign.slug,
         "n_units": n_units,
@@ -92,4 +98,5 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
         "alpha": {"pooled": alpha["pooled"], "ci95": alpha["ci95"], "per_system": alpha["per_system"]},
         "percent_agreement": alpha["percent_agreement"],
         "systems": systems,
+        **extra,
     }
