@@ -119,6 +119,15 @@ def _write_labels(campaign: Campaign, version: str, rows, probabilities, present
          for s, (n, k, t) in per_summary.items()],
         batch_size=2000,
     )
+    from annotation.automation.judges.comparison import compare_run_with_gold
+
+    try:
+        # The judges page sets the routing judge beside the others (against the gold labels there are so far).
+        results = {"hybrid": True, **compare_run_with_gold(run)}
+    except Exception:  # noqa: BLE001 - the labels stand even when the comparison cannot be computed
+        log.exception("comparison of the labelling run %s failed", run.pk)
+        results = {"hybrid": True}
+    AutoscoreRun.objects.filter(pk=run.pk).update(results=results)
     return run
 
 

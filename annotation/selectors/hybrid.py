@@ -11,8 +11,11 @@ majority was a tie left out by the tie rule take the judge's label.
 from __future__ import annotations
 
 import numpy as np
+from django.db.models import Count, Q
 
 from annotation import scoring
+from annotation.scoring.routing import hit_budget
+from hits.models import HIT
 from annotation.models import AutoPresence, Campaign, GoldPresence, PresenceCandidate, PresenceRound, System, SystemSummary
 
 N_BOOT = 1000  # as the gold scores' intervals (annotation.selectors.scores)
@@ -97,3 +100,32 @@ def hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict | None:
     result["n_units"] = int(counts[:, 0].sum())
     result["human_units"] = int(counts[:, 2].sum())
     return result
+
+
+def routing_progress(campaign: Campaign) -> dict:
+    """Rounds and the budget spent, for the progress page and the API."""
+    counts = PresenceCandidate.objects.filter(campaign=campaign).aggregate(
+        candidates=Count("pk"), routed=Count("pk", filter=Q(hit__isnull=False)),
+        done=Count("pk", filter=Q(hit__state=HIT.State.COMPLETED)),
+    )
+    budget = hit_budget(counts["candidates"], campaign.human_presence_share)
+    rounds = [
+        {
+            "number": r.number, "state": r.state, "routed": r.routed, "budget": r.budget, "judge_version": r.judge_version,
+            "training_labels": r.training_labels,
+            "completed": PresenceCandidate.objects.filter(campaign=campaign, round=r.number, hit__state=HIT.State.COMPLETED).count(),
+        }
+        for r in PresenceRound.objects.filter(campaign=campaign).order_by("number")
+    ]
+    return {
+        "human_share": campaign.human_presence_share,
+        "rounds_planned": campaign.n_presence_rounds,
+        "candidates": counts["candidates"],
+        "budget": budget,
+        "routed": counts["routed"],
+        "completed": counts["done"],
+        "spent_share": (counts["routed"] / budget) if budget else None,
+        "rounds": rounds,
+        "finished": bool(rounds) and rounds[-1]["state"] == PresenceRound.State.DONE
+        and rounds[-1]["number"] >= campaign.n_presence_rounds and counts["routed"] >= budget,
+    }

@@ -12,7 +12,6 @@ outage delays a round and loses nothing.
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.models import Campaign, Example, PresenceCandidate, PresenceRound
@@ -113,34 +112,6 @@ def routing_finished(campaign: Campaign) -> bool:
     last = PresenceRound.objects.filter(campaign=campaign).order_by("-number").first()
     return bool(last and last.state == PresenceRound.State.DONE and last.number >= campaign.n_presence_rounds
                 and not Example.objects.filter(campaign=campaign, presence_started=False).exists())
-
-
-def routing_progress(campaign: Campaign) -> dict:
-    """Rounds and the budget spent, for the progress page and the API."""
-    counts = PresenceCandidate.objects.filter(campaign=campaign).aggregate(
-        candidates=Count("pk"), routed=Count("pk", filter=Q(hit__isnull=False)),
-        done=Count("pk", filter=Q(hit__state=HIT.State.COMPLETED)),
-    )
-    budget = total_budget(campaign, counts["candidates"])
-    rounds = [
-        {
-            "number": r.number, "state": r.state, "routed": r.routed, "budget": r.budget, "judge_version": r.judge_version,
-            "training_labels": r.training_labels,
-            "completed": PresenceCandidate.objects.filter(campaign=campaign, round=r.number, hit__state=HIT.State.COMPLETED).count(),
-        }
-        for r in PresenceRound.objects.filter(campaign=campaign).order_by("number")
-    ]
-    return {
-        "human_share": campaign.human_presence_share,
-        "rounds_planned": campaign.n_presence_rounds,
-        "candidates": counts["candidates"],
-        "budget": budget,
-        "routed": counts["routed"],
-        "completed": counts["done"],
-        "spent_share": (counts["routed"] / budget) if budget else None,
-        "rounds": rounds,
-        "finished": routing_finished(campaign),
-    }
 
 
 def close_round(campaign: Campaign, number: int) -> None:

@@ -72,6 +72,7 @@ SETTINGS_GROUPS = [
         ],
     ),
     ("Aggregation and scores", ["tie_rule", "length_penalty_alpha"]),
+    ("Budgeted presence", ["human_presence_share", "presence_judge", "active_rounds", "presence_rounds"]),
 ]
 
 
@@ -99,6 +100,10 @@ class CampaignSettingsForm(forms.ModelForm):
             "gold_share": "Share of gold HITs in a judge's stream",
             "tie_rule": "Tie rule",
             "length_penalty_alpha": "Length-penalty alpha",
+            "human_presence_share": "Human presence share (1 = every presence HIT)",
+            "presence_judge": "Judge of the units people do not see",
+            "active_rounds": "Active rounds (retrain the judge between rounds)",
+            "presence_rounds": "Rounds",
         }
 
     def __init__(self, *args, **kwargs):
@@ -106,6 +111,17 @@ class CampaignSettingsForm(forms.ModelForm):
         for name in ("reward_generation", "reward_verification", "reward_presence"):
             self.fields[name].validators.append(MinValueValidator(Decimal("0.01")))
             self.fields[name].widget.attrs["min"] = "0.01"
+
+    def clean_presence_judge(self):
+        name = self.cleaned_data["presence_judge"].strip()
+        from annotation.automation.autoscore import check_judge_name
+        from annotation.automation.judges.base import JudgeError
+
+        try:
+            check_judge_name(name)
+        except JudgeError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return name
 
     def groups(self):
         """(title, [bound field, paper value]) for the template."""

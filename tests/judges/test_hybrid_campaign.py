@@ -12,7 +12,7 @@ from annotation.scoring.routing import hit_budget
 from annotation.selectors.hybrid import latest_labelling
 from annotation.selectors.scores import campaign_scores
 from annotation.services.campaign_import import import_campaign
-from annotation.services.hybrid import routing_progress
+from annotation.selectors.hybrid import routing_progress
 from annotation.services.pipeline import launch_campaign
 from annotation.management.simulation import simulate_crowd
 from hits.models import HIT, FollowUp

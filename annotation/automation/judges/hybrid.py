@@ -14,6 +14,11 @@ Figures (pooled over the held-out folds, as ``evaluation.score_figures``): accur
 hybrid labels against the gold, summary- and system-level Pearson and Kendall of the hybrid
 scores against the gold scores.  The same procedure with the HITs drawn at random (same seed,
 same rounds and refits) is the baseline under ``random``.
+
+Judges: ``features`` (the frozen-features gradient-boosted judge) is trained per fold and, between
+rounds, refitted with the fold's human labels added (weight ``HUMAN_WEIGHT``); an untrained registry
+judge (``lexical``, ``rouge1``, ...) keeps its probabilities and, between rounds, gets the adapter
+the campaigns use (a logistic regression on the human labels so far).
 """
 
 from __future__ import annotations
@@ -102,6 +107,27 @@ def _fold_router(train_features, train_labels, test_features, test_labels, seed,
     return predict, refit
 
 
+def _adapting_router(probabilities, threshold, pairs, labels):
+    """predict/refit for an untrained registry judge: a refit fits the campaign adapter
+    (``annotation.automation.judges.adapt``) on the human rows so far, as campaigns do between rounds."""
+    from annotation.automation.judges.adapt import adapter_features, fit_adapter
+
+    state = {"current": (np.asarray(probabilities, dtype=float), float(threshold))}
+    cache = {}
+
+    def predict():
+        return state["current"]
+
+    def refit(rows):
+        if "features" not in cache:
+            cache["features"] = adapter_features(pairs, probabilities)
+        adapter = fit_adapter(cache["features"][rows], labels[rows])
+        if adapter.fitted:
+            state["current"] = (adapter.predict(cache["features"]), 0.5)
+
+    return predict, refit
+
+
 def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, judge: str = "features",
                     rounds: int = 1, seed: int = 0, measure: str = "expected_errors", curve: bool = False,
                     test_data: PresenceDataset | None = None, features=None, test_features=None) -> dict:
@@ -144,8 +170,9 @@ def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, 
                     if s == 0 or rounds == 1:
                         refit = None
                 else:
-                    fold_fixed = (fixed[0][test], fixed[1])
-                    predict, refit = (lambda fold_fixed=fold_fixed: fold_fixed), None
+                    predict, refit = _adapting_router(fixed[0][test], fixed[1], [data.pairs[i] for i in test], labels[test])
+                    if s == 0 or rounds == 1:
+                        refit = None
                 hybrid, human, per_round = route_fold(labels[test], local_hits, s, rounds, m, seed + fold, predict, refit)
                 entry = runs.setdefault((s, m), (np.zeros(len(labels), bool), np.zeros(len(labels), bool), []))
                 entry[0][test], entry[1][test] = hybrid, human
@@ -197,7 +224,9 @@ def zero_shot(data, test_data, share, judge, rounds, seed, measure, features=Non
             if share == 0 or rounds == 1:
                 refit = None
         else:
-            predict, refit = (lambda: fixed), None
+            predict, refit = _adapting_router(fixed[0], fixed[1], test_data.pairs, test_labels)
+            if share == 0 or rounds == 1:
+                refit = None
         hybrid, human, _ = route_fold(test_labels, hit_index, share, rounds, m, seed, predict, refit)
         figures = {"human_share": share, **{k: v for k, v in score_figures(hybrid, test_data).items() if k in KEYS}}
         figures["human_unit_share"] = round(float(human.mean()), 4)
@@ -217,3 +246,42 @@ def _registry_probabilities(judge: str, data: PresenceDataset) -> tuple[np.ndarr
 
     built = build_judge(judge)
     return np.asarray(built.predict(data.pairs), dtype=float), float(built.threshold)
+
+
+def curves_directory():
+    from pathlib import Path
+
+    from django.conf import settings
+
+    return Path(settings.MODELS_DIR) / "hybrid-curves"
+
+
+def save_curve(result: dict, name: str) -> str:
+    """Keep an ``evaluate_hybrid --curve`` result under ``MODELS_DIR/hybrid-curves/NAME.json`` for the judges page."""
+    import json
+    import re
+
+    if "curve" not in result:
+        raise ValueError("only a result with the curve (--curve) can be saved")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip(".-") or "curve"
+    directory = curves_directory()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{safe}.json"
+    path.write_text(json.dumps({"name": safe, **result}, indent=2))
+    return str(path)
+
+
+def saved_curves() -> list[dict]:
+    """The saved curves, by name (unreadable files are skipped: the page must not fail for one)."""
+    import json
+
+    directory = curves_directory()
+    curves = []
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            data = json.loads(path.read_text())
+            data["curve"][0]["routed"]["summary_pearson"]
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            continue
+        curves.append(data)
+    return curves

@@ -35,6 +35,8 @@ class Command(BaseCommand):
         parser.add_argument("--test-folder", default=None, help="Also route this folder zero-shot (judge trained on --folder).")
         parser.add_argument("--curve", action="store_true", help="Also the whole curve, shares 0, 0.1, ..., 1.0.")
         parser.add_argument("--format", choices=["json", "table"], default="table")
+        parser.add_argument("--save", metavar="NAME", default=None,
+                            help="With --curve: keep the result for the judges page (MODELS_DIR/hybrid-curves/NAME.json).")
 
     def handle(self, *args, **options):
         from annotation.automation.judges.datasets import dataset_from_folder
@@ -42,6 +44,8 @@ class Command(BaseCommand):
         from annotation.automation.judges.registry import backends, parse_name
 
         judge = options["judge"]
+        if options["save"] and not options["curve"]:
+            raise CommandError("--save keeps the curve: add --curve")
         if judge not in TRAINED_JUDGES and parse_name(judge)[0] in ("trained", "llm", "nli"):
             raise CommandError(f"--judge {judge}: use features (trained per fold here) or an untrained judge "
                                f"({', '.join(b for b in backends() if b not in ('trained', 'llm', 'nli'))})")
@@ -54,6 +58,11 @@ class Command(BaseCommand):
             )
         except (JudgeError, ValueError) as exc:
             raise CommandError(str(exc)) from None
+        if options["save"]:
+            from annotation.automation.judges.hybrid import save_curve
+
+            result["folder"] = str(options["folder"])
+            self.stderr.write(f"saved to {save_curve(result, options['save'])}")
         if options["format"] == "json":
             self.stdout.write(json.dumps(result, indent=2))
             return
