@@ -59,14 +59,19 @@ class CampaignJudge:
         self.retrain = retrain
         self.adapter = None
 
-    def judge(self, pairs: list[PresencePair], human_rows: np.ndarray, human_labels: np.ndarray):
-        """(probabilities, threshold, version) for ``pairs``; the adapter learns from ``human_rows``."""
-        from annotation.automation.judges.adapt import adapter_features, fit_adapter
+    def judge(self, pairs: list[PresencePair], units: np.ndarray, human_rows: np.ndarray, human_labels: np.ndarray):
+        """(probabilities, threshold, version) for ``pairs`` (``units``: each pair's unit id); the adapter
+        learns from the human labels of ``human_rows``, and reads them as the unit prior of every pair."""
+        from annotation.automation.judges.adapt import adapter_features, fit_adapter, with_unit_prior
         from annotation.automation.judges.cache import cached_predict
 
         base, _ = cached_predict(self.base, pairs)
         if self.retrain and len(human_rows):
-            features = adapter_features(pairs, base)
+            observed = np.zeros(len(pairs), dtype=bool)
+            observed[human_rows] = True
+            labels = np.zeros(len(pairs), dtype=bool)
+            labels[human_rows] = np.asarray(human_labels, dtype=bool)
+            features = with_unit_prior(adapter_features(pairs, base), units, labels, observed)
             self.adapter = fit_adapter(features[human_rows], human_labels)
             if self.adapter.fitted:
                 version = f"{self.base.version}+adapted/c{self.campaign.pk}/n{self.adapter.n_labels}"
@@ -164,11 +169,14 @@ def _route(campaign: Campaign) -> dict:
     human_rows = np.array([i for i, (_, u, s) in enumerate(rows) if (u, s) in human], dtype=np.int64)
     human_labels = np.array([human[(rows[i][1], rows[i][2])] for i in human_rows], dtype=int)
     judge = CampaignJudge(campaign, retrain=retrain)
-    probabilities, threshold, version = judge.judge(pairs, human_rows, human_labels)
+    unit_ids = np.array([u for _, u, _ in rows], dtype=np.int64)
+    probabilities, threshold, version = judge.judge(pairs, unit_ids, human_rows, human_labels)
     present = np.asarray(probabilities) >= threshold
     run = _write_labels(campaign, version, rows, probabilities, present)
     hit_index = np.array([r[0] for r in rows], dtype=np.int64)
-    uncertainty = routing.hit_uncertainty(probabilities, threshold, hit_index, n_candidates, MEASURE)
+    per_summary = np.bincount(np.array([s for _, _, s in rows], dtype=np.int64))
+    sizes = per_summary[np.array([s for _, _, s in rows], dtype=np.int64)]
+    uncertainty = routing.hit_uncertainty(probabilities, threshold, hit_index, n_candidates, MEASURE, sizes)
     already = np.array([i for i, c in enumerate(candidates) if c.hit_id is not None], dtype=np.int64)
     chosen = np.zeros(0, dtype=np.int64)
     if new_round or topping_up:

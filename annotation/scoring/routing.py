@@ -17,6 +17,9 @@ Uncertainty measures (larger = less sure):
   labels were kept, sum of ``p`` over units it calls absent and ``1 - p`` over those it calls
   present.  It reads the probabilities as calibrated ones and counts every unsure unit.
 - ``expected_error_rate``: the same divided by the HIT's units (unsure per judgment bought).
+- ``expected_score_error``: each unit's error probability divided by the number of units of its
+  summary, summed over the HIT: how far the summary's score is expected to move when people
+  correct the HIT (a wrong label weighs more in a summary with few units).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import math
 
 import numpy as np
 
-MEASURES = ("margin", "expected_errors", "expected_error_rate")
+MEASURES = ("margin", "expected_errors", "expected_error_rate", "expected_score_error")
 
 
 def hit_budget(n_hits: int, share: float) -> int:
@@ -44,24 +47,25 @@ def round_budgets(total: int, rounds: int) -> list[int]:
     return [base + (1 if r < extra else 0) for r in range(rounds)]
 
 
-def unit_margins(probabilities, threshold: float) -> np.ndarray:
+def unit_margins(probabilities, threshold) -> np.ndarray:
     """Each unit's scaled distance to the threshold, in [0, 1] (0: on the threshold, 1: certain)."""
     p = np.asarray(probabilities, dtype=float)
-    t = min(max(float(threshold), 1e-6), 1 - 1e-6)
+    t = np.clip(np.asarray(threshold, dtype=float), 1e-6, 1 - 1e-6)  # one threshold, or one per unit
     return np.where(p >= t, (p - t) / (1 - t), (t - p) / t).clip(0.0, 1.0)
 
 
-def unit_error_probabilities(probabilities, threshold: float) -> np.ndarray:
+def unit_error_probabilities(probabilities, threshold) -> np.ndarray:
     """The probability that the judge's label of each unit is wrong, reading ``p`` as calibrated."""
     p = np.asarray(probabilities, dtype=float).clip(0.0, 1.0)
     return np.where(p >= threshold, 1.0 - p, p)
 
 
-def hit_uncertainty(probabilities, threshold: float, hit_index, n_hits: int | None = None,
-                    measure: str = "expected_errors") -> np.ndarray:
+def hit_uncertainty(probabilities, threshold, hit_index, n_hits: int | None = None,
+                    measure: str = "expected_errors", summary_sizes=None) -> np.ndarray:
     """One uncertainty per HIT (larger = less sure) from its units' probabilities.
 
-    ``hit_index[i]`` is the HIT (0..n_hits-1) of unit ``i``.  A HIT without units gets -inf
+    ``hit_index[i]`` is the HIT (0..n_hits-1) of unit ``i``; ``summary_sizes[i]`` the number of
+    units of unit ``i``'s summary (``expected_score_error`` only).  A HIT without units gets -inf
     (nothing to ask a person).
     """
     if measure not in MEASURES:
@@ -74,7 +78,12 @@ def hit_uncertainty(probabilities, threshold: float, hit_index, n_hits: int | No
         np.minimum.at(smallest, hit_index, unit_margins(probabilities, threshold))
         result = -smallest
     else:
-        result = np.bincount(hit_index, weights=unit_error_probabilities(probabilities, threshold), minlength=n)
+        errors = unit_error_probabilities(probabilities, threshold)
+        if measure == "expected_score_error":
+            if summary_sizes is None:
+                raise ValueError("expected_score_error needs the summary sizes")
+            errors = errors / np.maximum(np.asarray(summary_sizes, dtype=float), 1.0)
+        result = np.bincount(hit_index, weights=errors, minlength=n)
         if measure == "expected_error_rate":
             result = result / np.maximum(counts, 1.0)
     return np.where(counts > 0, result, -np.inf)
@@ -113,3 +122,21 @@ def hybrid_labels(judge_labels, human_labels, human_mask) -> np.ndarray:
     """A unit's label: the human one where people judged it, the judge's elsewhere."""
     human_mask = np.asarray(human_mask, dtype=bool)
     return np.where(human_mask, np.asarray(human_labels, dtype=bool), np.asarray(judge_labels, dtype=bool))
+
+
+def unit_prior(unit_index, labels, observed) -> tuple[np.ndarray, np.ndarray]:
+    """What people said about the same unit in other summaries: per row, the share of the unit's other
+    human-labelled rows that are present (NaN where there is none), and how many there are.
+
+    ``unit_index[i]`` identifies row i's unit (the same reference unit in every system's summary);
+    ``observed[i]`` says whether people labelled row i (``labels[i]`` is only read there).
+    """
+    unit_index = np.asarray(unit_index, dtype=np.int64)
+    observed = np.asarray(observed, dtype=bool)
+    present = observed & np.asarray(labels, dtype=bool)
+    size = int(unit_index.max()) + 1 if unit_index.size else 0
+    seen = np.bincount(unit_index, weights=observed, minlength=size)[unit_index] - observed
+    yes = np.bincount(unit_index, weights=present, minlength=size)[unit_index] - present
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(seen > 0, yes / np.maximum(seen, 1), np.nan)
+    return share, seen

@@ -100,7 +100,7 @@ def test_evaluate_hybrid_command_reports_routed_and_random_and_the_curve(tmp_pat
     for key in ("human_share", "accuracy", "summary_pearson", "summary_kendall", "system_pearson", "system_kendall"):
         assert key in result and key in result["random"]
     assert result["human_share"] == 0.25 and result["random"]["human_share"] == 0.25
-    assert set(result["measures"]) == {"margin", "expected_errors", "expected_error_rate"}
+    assert set(result["measures"]) == {"margin", "expected_errors", "expected_error_rate", "expected_score_error"}
     assert result["presence_hits"] == 10 * 4 * 2 and result["human_hits"] == 20  # 25% of 80 HITs, never more
     assert result["random"]["human_hits"] == 20
     # Routing the least sure beats routing at random on data where the judge's doubts are real.
@@ -149,5 +149,5 @@ def test_judges_page_draws_the_saved_curve_beside_random(gold_campaign, research
     client.force_login(researcher)
     html = client.get(f"/campaigns/{gold_campaign.slug}/judges/").content.decode()
     assert 'id="hybrid-curves"' in html and 'data-curve="demo-curve"' in html
-    assert 'data-series="random HITs"' in html and 'data-series="least sure first (expected_errors)"' in html
+    assert 'data-series="random HITs"' in html and 'data-series="least sure first (' in html
     assert html.count("<polyline") == 4  # Pearson and accuracy, routed and random

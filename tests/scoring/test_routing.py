@@ -99,3 +99,21 @@ def test_hybrid_labels_take_the_human_label_where_people_judged():
 def test_unknown_measure_is_refused():
     with pytest.raises(ValueError, match="unknown uncertainty measure"):
         routing.hit_uncertainty([0.5], 0.5, [0], measure="vibes")
+
+
+def test_expected_score_error_weighs_errors_by_the_summary_size():
+    # Same unsure unit; HIT 0's summary has 2 units, HIT 1's has 10: correcting HIT 0 moves its score more.
+    u = routing.hit_uncertainty([0.5, 0.5], 0.5, [0, 1], measure="expected_score_error", summary_sizes=[2, 10])
+    assert u == pytest.approx([0.25, 0.05])
+    with pytest.raises(ValueError):
+        routing.hit_uncertainty([0.5], 0.5, [0], measure="expected_score_error")
+
+
+def test_unit_prior_reads_only_other_human_labelled_rows_of_the_same_unit():
+    units = [0, 0, 0, 1, 1]
+    labels = [1, 0, 1, 1, 0]
+    observed = [True, True, False, False, True]
+    share, seen = routing.unit_prior(units, labels, observed)
+    assert list(seen) == [1, 1, 2, 1, 0]
+    assert share[0] == 0.0 and share[1] == 1.0 and share[2] == 0.5  # never its own label
+    assert share[3] == 0.0 and np.isnan(share[4])

@@ -3,10 +3,11 @@
 A campaign's judge (any registry judge: lexical, trained, nli, ...) keeps its probabilities; what
 is retrained is a small logistic regression on top of them, fitted on the human gold labels the
 campaign has so far.  Its inputs: the judge's probability (as a logit), the unit's content-word
-recall and ROUGE-1/2 recall by the summary.  It learns where this campaign's people draw the line
-(their threshold, and how much lexical overlap they ask for) from a few hundred labels without
-overfitting, and it is cheap enough to refit after every round.  Its probabilities are calibrated
-on the human labels, so its threshold is 0.5.
+recall and ROUGE-1/2 recall by the summary, and the unit prior: what people said about the same
+reference unit in the other systems' summaries (share present, centred on 0.5 and 0 where nobody
+judged it, with an indicator and the log count).  It learns where this campaign's people draw the
+line from a few hundred labels without overfitting, and it is cheap enough to refit after every
+round.  Its probabilities are calibrated on the human labels, so its threshold is 0.5.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from typing import Sequence
 
 import numpy as np
 
-from annotation.automation.judges.base import PresencePair
+from annotation.automation.judges.base import PresencePair, clean_summary
 from annotation.automation.judges.lexical import content_word_recall, ngram_recall, stemmed_tokens
-from annotation.automation.judges.base import clean_summary
 
 ADAPTER_FEATURES = ("judge_logit", "content_recall", "rouge1_recall", "rouge2_recall")
+PRIOR_FEATURES = ("unit_prior_centred", "unit_prior_known", "unit_prior_log_count")
 #: Fewer human labels than this (or only one label value) leave the judge as it is.
 MIN_LABELS = 30
 
@@ -33,6 +34,15 @@ def adapter_features(pairs: Sequence[PresencePair], probabilities) -> np.ndarray
         unit, summary = stemmed_tokens(pair.unit), stemmed_tokens(clean_summary(pair.summary))
         rows[i, 1:] = content_word_recall(pair.unit, pair.summary), ngram_recall(unit, summary, 1), ngram_recall(unit, summary, 2)
     return rows
+
+
+def with_unit_prior(features: np.ndarray, units, labels, observed) -> np.ndarray:
+    """``features`` with the unit prior columns (``PRIOR_FEATURES``) from the human labels of ``observed`` rows."""
+    from annotation.scoring.routing import unit_prior
+
+    share, seen = unit_prior(units, labels, observed)
+    known = seen > 0
+    return np.column_stack([features, np.where(known, share - 0.5, 0.0), known.astype(float), np.log1p(seen)])
 
 
 class Adapter:

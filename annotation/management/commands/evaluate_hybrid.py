@@ -27,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--judge", default="features",
                             help="features (the frozen-features judge, trained per fold; default) or an untrained "
                                  "registry judge such as lexical, rouge1.")
-        parser.add_argument("--rounds", type=int, default=1,
+        parser.add_argument("--rounds", type=int, default=3,
                             help="Spend the budget in R rounds, refitting the judge on the human labels after each.")
         parser.add_argument("--measure", choices=MEASURES, default="expected_errors",
                             help="How unsure the judge is of a HIT (all are reported under 'measures').")
