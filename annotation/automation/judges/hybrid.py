@@ -11,8 +11,8 @@ What the judge learns from in-fold human labels is the *unit prior*: for a unit 
 what people said about the same unit in the other systems' summaries
 (``annotation.scoring.routing.unit_prior``: the present share and the count).  The ``features``
 judge takes it as two more inputs of its gradient-boosted head ; it learns to use them on the training folds, where each unit's labels in other summaries are
-revealed at a random rate (5-50%), as a campaign's rounds would reveal them.  Units nobody has
-judged yet keep the plain head's probability (trained without the prior).  An untrained
+revealed at a random rate (5-50%), as a campaign's rounds would reveal them.  Before the first
+human label, a plain head trained without the prior judges.  An untrained
 registry judge (``lexical``, ``rouge1``, ...) keeps its probabilities and gets the campaigns' adapter
 (``annotation.automation.judges.adapt``, with the same prior), fitted on the human labels so far.
 
@@ -46,6 +46,9 @@ TRAINED_JUDGES = ("features",)
 DEFAULT_MEASURE = "expected_errors"
 #: Training rows see the unit's other labels revealed at a rate drawn per unit from this range.
 REVEAL_RATES = (0.05, 0.5)
+#: Whether units nobody has judged keep the plain head's probability once the prior head is in use (measured:
+#: no better for the correlations, worse for system-level tau; the prior head judges every unit then).
+PLAIN_FOR_UNSEEN = False
 
 
 def _indices(values) -> np.ndarray:
@@ -122,8 +125,8 @@ def _features_judge(features, units, labels, groups, train, test, seed):
     revealed = (rng.random(len(labels)) < rates) & np.isin(np.arange(len(labels)), train)
     augmented = with_prior(features, units, labels, revealed)
     head, threshold = fit_head(augmented[train], labels[train], groups[train], seed=seed)
-    # Units nobody has judged yet are judged by a head trained without the prior (better there than the
-    # prior head reading "missing"); the prior head takes over a unit once people judged it somewhere.
+    # Before any human label the plain head (trained without the prior) judges: better there than the
+    # prior head reading "missing" everywhere.
     plain, plain_threshold = fit_head(features[train], labels[train], groups[train], seed=seed)
     test_units, test_labels, test_features = units[test], labels[test], features[test]
     plain_probabilities = plain.predict_proba(test_features)[:, 1]
@@ -132,8 +135,10 @@ def _features_judge(features, units, labels, groups, train, test, seed):
         observed = np.zeros(len(test), dtype=bool)
 
         def predict():
-            if not observed.any():
-                return plain_probabilities, plain_threshold
+            if not observed.any() or not PLAIN_FOR_UNSEEN:
+                if not observed.any():
+                    return plain_probabilities, plain_threshold
+                return head.predict_proba(with_prior(test_features, test_units, test_labels, observed))[:, 1], threshold
             with_labels = with_prior(test_features, test_units, test_labels, observed)
             known = with_labels[:, -1] > 0
             probabilities = np.where(known, head.predict_proba(with_labels)[:, 1], plain_probabilities)
