@@ -110,8 +110,13 @@ def routing_finished(campaign: Campaign) -> bool:
     if not campaign.is_hybrid:
         return True
     last = PresenceRound.objects.filter(campaign=campaign).order_by("-number").first()
-    return bool(last and last.state == PresenceRound.State.DONE and last.number >= campaign.n_presence_rounds
-                and not Example.objects.filter(campaign=campaign, presence_started=False).exists())
+    if not (last and last.state == PresenceRound.State.DONE and last.number >= campaign.n_presence_rounds):
+        return False
+    if Example.objects.filter(campaign=campaign, presence_started=False).exists():
+        return False
+    # Candidates that arrived after the last round (a QA example settling late) still owe their share.
+    routed = PresenceCandidate.objects.filter(campaign=campaign, hit__isnull=False).count()
+    return routed >= total_budget(campaign)
 
 
 def close_round(campaign: Campaign, number: int) -> None:
