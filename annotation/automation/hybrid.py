@@ -138,6 +138,13 @@ def _write_labels(campaign: Campaign, version: str, rows, probabilities, present
 
 def route_campaign(campaign_id: int) -> dict:
     """One routing pass (see the module docstring); returns what it did."""
+    campaign = Campaign.objects.filter(pk=campaign_id).first()
+    if campaign is not None and campaign.is_hybrid:
+        # The judge's answers go to its cache first, outside the campaign's row lock: a slow judge (a
+        # trained model over tens of thousands of pairs) must not hold up pausing or cancelling.
+        from annotation.automation.judges.cache import cached_predict
+
+        cached_predict(CampaignJudge(campaign, retrain=False).base, _candidate_pairs(campaign)[2])
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().filter(pk=campaign_id).first()
         if campaign is None or not campaign.is_hybrid or campaign.state not in (Campaign.State.RUNNING, Campaign.State.PAUSED):
