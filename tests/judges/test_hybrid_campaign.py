@@ -191,3 +191,28 @@ def test_the_paper_protocol_is_the_default(tmp_path):
     assert not PresenceCandidate.objects.exists()
     assert HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence").count() == 8 * 4 * 2
     assert "hybrid" not in campaign_scores(campaign, n_boot=0)
+
+
+def test_a_budgeted_qa_campaign_routes_presence_as_its_examples_settle(eager_celery):
+    """QA pairs written and verified by the crowd: each example's presence HITs become candidates when its
+    predicates settle, and the rounds route the share of them that arrived."""
+    from django.core.management import call_command
+
+    call_command("load_demo", password="demo-pass-123")
+    campaign = Campaign.objects.get(slug="demo-news")
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=2)
+    campaign.refresh_from_db()
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    report = simulate_crowd(campaign, 8, seed=3, max_seconds=300)
+    assert report.campaign_state == "finished"
+    candidates = PresenceCandidate.objects.filter(campaign=campaign)
+    assert candidates.exists() and all(c.predicate_id for c in candidates)
+    budget = hit_budget(candidates.count(), 0.5)
+    posted = HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence", kind="regular")
+    assert posted.count() == budget == candidates.filter(hit__isnull=False).count()
+    assert all(r.state == "done" for r in PresenceRound.objects.filter(campaign=campaign))
+    assert PresenceRound.objects.filter(campaign=campaign).count() >= 2
+    hybrid = campaign_scores(campaign, n_boot=100)["hybrid"]
+    assert hybrid["n_units"] == sum(len(c.units) for c in candidates)
+    assert 0 < hybrid["human_units"] < hybrid["n_units"]
