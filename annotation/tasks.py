@@ -62,3 +62,11 @@ def run_job_task(job_id: int) -> str:
     from annotation.services.jobs import run_job
 
     return run_job(job_id)
+
+
+@shared_task(name="annotation.route_presence", acks_late=True, reject_on_worker_lost=True)
+def route_presence_task(campaign_id: int) -> dict:
+    """A budgeted campaign's routing pass: close a finished round, retrain, label, route the next (idempotent)."""
+    from annotation.automation.hybrid import route_campaign
+
+    return route_campaign(campaign_id)

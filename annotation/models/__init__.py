@@ -22,6 +22,8 @@ from annotation.models.automation import (
     AutoSummaryScore,
     GeneratedUnit,
     JudgeCacheEntry,
+    PresenceCandidate,
+    PresenceRound,
 )
 from annotation.models.campaign import Campaign
 from annotation.models.jobs import Job, QAPairCorrection
@@ -42,6 +44,8 @@ __all__ = [
     "Job",
     "JudgeCacheEntry",
     "Predicate",
+    "PresenceCandidate",
+    "PresenceRound",
     "PresenceJudgment",
     "QAPair",
     "QAPairCorrection",

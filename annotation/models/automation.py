@@ -153,3 +153,47 @@ class AutoSummaryScore(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "summary"], name="auto_summary_score_unique")]
+
+
+class PresenceCandidate(models.Model):
+    """A presence HIT a budgeted campaign could post: created for every (summary, predicate or unit group),
+    posted (``hit``) only when routed to people in a round; otherwise the judge labels its units."""
+
+    campaign = models.ForeignKey("annotation.Campaign", on_delete=models.CASCADE, related_name="presence_candidates")
+    summary = models.ForeignKey("annotation.SystemSummary", on_delete=models.CASCADE, related_name="presence_candidates")
+    predicate = models.ForeignKey(
+        "annotation.Predicate", null=True, blank=True, on_delete=models.CASCADE, related_name="presence_candidates"
+    )
+    units = models.JSONField(default=list)
+    uncertainty = models.FloatField(null=True, blank=True)
+    round = models.PositiveSmallIntegerField(null=True, blank=True, help_text="The round that routed it to people.")
+    hit = models.OneToOneField("hits.HIT", null=True, blank=True, on_delete=models.SET_NULL, related_name="candidate")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["campaign", "pk"]
+        indexes = [models.Index(fields=["campaign", "round"])]
+
+
+class PresenceRound(models.Model):
+    """One round of a budgeted campaign's human presence work: what the judge routed, with which version."""
+
+    class State(models.TextChoices):
+        OPEN = "open", "People are judging"
+        DONE = "done", "Done"
+
+    campaign = models.ForeignKey("annotation.Campaign", on_delete=models.CASCADE, related_name="presence_rounds_done")
+    number = models.PositiveSmallIntegerField()
+    state = models.CharField(max_length=8, choices=State.choices, default=State.OPEN)
+    judge_version = models.CharField(max_length=300, blank=True)
+    training_labels = models.PositiveIntegerField(default=0, help_text="Human labels the judge was retrained on.")
+    budget = models.PositiveIntegerField(default=0)
+    routed = models.PositiveIntegerField(default=0)
+    candidates = models.PositiveIntegerField(default=0)
+    labelling_run = models.ForeignKey(AutoscoreRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["campaign", "number"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "number"], name="presence_round_unique_number")]

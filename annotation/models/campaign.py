@@ -118,6 +118,18 @@ class Campaign(models.Model):
     # Aggregation and scoring.
     tie_rule = models.CharField(max_length=8, choices=TieRule.choices, default=TieRule.ABSENT)
     length_penalty_alpha = models.FloatField(default=6.0, validators=[MinValueValidator(0.01), MaxValueValidator(100.0)])
+    # Budgeted presence (issue 22): below 1, only the presence HITs the judge is least sure of go to people.
+    human_presence_share = models.FloatField(
+        default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Share of presence HITs judged by people (1 = every HIT, the paper's protocol).",
+    )
+    presence_judge = models.CharField(
+        max_length=100, default="lexical", help_text="The automatic judge that labels the units people do not see."
+    )
+    active_rounds = models.BooleanField(
+        default=True, help_text="Spend the human budget in rounds, retraining the judge on the human labels between them."
+    )
+    presence_rounds = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1), MaxValueValidator(10)])
 
     class Meta:
         ordering = ["-created_at", "slug"]
@@ -136,6 +148,9 @@ class Campaign(models.Model):
                 & Q(assignments_presence__gte=1),
                 name="campaign_assignments_positive",
             ),
+            models.CheckConstraint(
+                condition=Q(human_presence_share__gte=0, human_presence_share__lte=1), name="campaign_human_share_is_share"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -147,3 +162,12 @@ class Campaign(models.Model):
         problems = settings_problems(self.__dict__)
         if problems:
             raise ValidationError(problems)
+
+    @property
+    def is_hybrid(self) -> bool:
+        """People judge only part of the presence HITs; the judge labels the rest."""
+        return self.human_presence_share < 1.0
+
+    @property
+    def n_presence_rounds(self) -> int:
+        return self.presence_rounds if self.active_rounds else 1

@@ -11,6 +11,7 @@ from django.utils import timezone
 from annotation.models import Campaign, ContentUnit, Example, Predicate, PresenceJudgment, SummaryScore, System
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.selectors.agreement import verification_agreement
+from annotation.selectors.hybrid import hybrid_scores, routing_progress
 from annotation.selectors.quality import workers_figures
 from annotation.selectors.scores import agreement
 from hits.models import HIT, Assignment, BatchBlock, Qualification, TaskType, Worker
@@ -79,6 +80,7 @@ def campaign_progress(campaign: Campaign) -> dict:
         "workers_active": assignments.filter(accepted_at__gte=recent).values("worker").distinct().count(),
         "cost_so_far": (Decimal(cost["reward"] or 0) + Decimal(cost["bonus"] or 0)).quantize(Decimal("0.01")),
         "mturk": batch_status(campaign.batch) if campaign.batch_id and campaign.batch.on_mturk else None,
+        "routing": routing_progress(campaign) if campaign.is_hybrid else None,
     }
 
 
@@ -176,4 +178,5 @@ def leaderboard(campaign: Campaign) -> dict:
                   "ticks": [{"x": left + t / 10 * width, "label": f"{t / 10:.1f}"} for t in range(0, 11, 2)]},
         "agreement": agreement(campaign, n_boot=500),
         "verification": verification_agreement(campaign),
+        "hybrid": hybrid_scores(campaign, n_boot=500) if campaign.is_hybrid else None,
     }

@@ -120,6 +120,12 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool 
             "predicate_level": score.predicate_level if score else None,
         }
     n_units = len(gold_rows(campaign))
+    extra = {}
+    if campaign.is_hybrid:
+        from annotation.selectors.hybrid import hybrid_scores
+
+        # Budgeted presence: the scores that mix human and judge labels, with the share people judged.
+        extra["hybrid"] = hybrid_scores(campaign, n_boot=n_boot)
     result = {
         "campaign": campaign.slug,
         "n_units": n_units,
@@ -128,6 +134,7 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool 
         "percent_agreement": alpha["percent_agreement"],
         "length_penalty_alpha": campaign.length_penalty_alpha,
         "systems": systems,
+        **extra,
     }
     if per_summary:
         result["summaries"] = summary_scores(campaign)

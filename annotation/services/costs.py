@@ -8,7 +8,9 @@ preview *estimates* the later stages from what the protocol implies:
 - verification: one HIT per predicate, ``assignments_verification`` each;
 - presence: one HIT per (system summary, predicate of its example) for a
   "qa" campaign, or per (system summary, group of units) for an "scu"
-  campaign, ``assignments_presence`` each.
+  campaign, ``assignments_presence`` each; with a human presence share below
+  100%, only that share of them (the judge labels the rest), and the preview
+  says what that saves.
 
 Redo rounds cannot be known in advance: ``redo_share`` (the expected share of
 predicates that go round again, default 10%) adds their generation and
@@ -25,6 +27,7 @@ from decimal import Decimal
 from django.db.models import Count
 
 from annotation.models import Campaign, ContentUnit, Predicate, SystemSummary
+from annotation.scoring.routing import hit_budget
 # The commission lives with the MTurk backend (hits.mturk), which charges it to the ledger and the budget cap too.
 from hits.mturk.fees import CENT, mturk_fee
 
@@ -47,6 +50,14 @@ class StageCost:
 class CostPreview:
     backend: str
     stages: list[StageCost]
+    #: Budgeted presence: the share of presence HITs people judge, and what the HITs left to the judge would cost.
+    human_presence_share: float = 1.0
+    presence_hits_full: int = 0
+    saving: Decimal = Decimal("0.00")
+
+    @property
+    def presence_hits_human(self) -> int:
+        return sum(s.hits for s in self.stages if s.task_type == "presence")
 
     @property
     def rewards(self) -> Decimal:
@@ -71,6 +82,9 @@ class CostPreview:
             "rewards": str(self.rewards),
             "fees": str(self.fees),
             "total": str(self.total),
+            "human_presence_share": self.human_presence_share,
+            "presence_hits_full": self.presence_hits_full,
+            "saving": str(self.saving),
         }
 
 
@@ -113,5 +127,12 @@ def campaign_cost_preview(campaign: Campaign, backend: str | None = None, redo_s
             _stage("verification", rounds, campaign.assignments_verification, campaign.reward_verification, with_fee)
         )
         presence_hits = n_predicates * n_systems
-    stages.append(_stage("presence", presence_hits, campaign.assignments_presence, campaign.reward_presence, with_fee))
-    return CostPreview(backend=backend, stages=stages)
+    full = _stage("presence", presence_hits, campaign.assignments_presence, campaign.reward_presence, with_fee)
+    share = campaign.human_presence_share
+    # Budgeted presence: people judge at most the share of presence HITs (the judge labels the rest).
+    presence = full if share >= 1 else _stage(
+        "presence", hit_budget(presence_hits, share), campaign.assignments_presence, campaign.reward_presence, with_fee
+    )
+    stages.append(presence)
+    return CostPreview(backend=backend, stages=stages, human_presence_share=share, presence_hits_full=presence_hits,
+                       saving=full.total - presence.total)

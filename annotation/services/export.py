@@ -139,9 +139,15 @@ def export_campaign(
             writer.writerow([spreadsheet_safe(system.name), *("" if v is None else v for v in figures)])
     settings = model_to_dict(campaign, exclude=["owner", "shared_with", "batch"])
     settings = {k: (str(v) if not isinstance(v, (int, float, str, bool, type(None))) else v) for k, v in settings.items()}
+    extra = {}
+    if campaign.is_hybrid:
+        from annotation.selectors.hybrid import hybrid_scores
+
+        # Budgeted presence: the scores mixing human and judge labels, the human share per system, the judge version.
+        extra["hybrid_scores"] = hybrid_scores(campaign)
     (out / "campaign.json").write_text(
         json.dumps({"campaign": settings, "counts": {"examples": n_examples, "judgments": n_judgments, "verifications": n_verifications},
-                    "pseudonymised": pseudonymise}, indent=2),
+                    "pseudonymised": pseudonymise, **extra}, indent=2),
         encoding="utf-8",
     )
     progress(n_total, n_total, "exported")

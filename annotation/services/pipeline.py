@@ -36,7 +36,7 @@ from annotation.models import (
     Verification,
 )
 from annotation.models.stages import GENERATION, PRESENCE, SCU_UNITS_PER_HIT, TASK_TYPES, VERIFICATION
-from annotation.services import coalesce
+from annotation.services import coalesce, hybrid
 from annotation.services.followups import schedule_completed_presence, schedule_cross_checks, schedule_score_update
 from annotation.services.gold import refresh_gold
 from annotation.text.duplicates import PairText, near_duplicates
@@ -142,6 +142,11 @@ def _create_generation_hits(campaign: Campaign, predicates: list[Predicate], rou
 
 def _create_scu_presence_hits(campaign: Campaign) -> int:
     rows = scu_presence_hit_rows(campaign, SystemSummary.objects.filter(system__campaign=campaign))
+    if campaign.is_hybrid:
+        # Budgeted presence: the judge routes the least-sure HITs to people (annotation.services.hybrid).
+        hybrid.store_candidates(campaign, rows)
+        Example.objects.filter(campaign=campaign).update(presence_started=True)
+        return 0
     _turn_share_into_gold(campaign, rows)
     HIT.objects.bulk_create(rows, batch_size=2000)
     Example.objects.filter(campaign=campaign).update(presence_started=True)
@@ -314,6 +319,9 @@ def start_presence_if_settled(campaign: Campaign, example_id: int) -> int:
     example.save(update_fields=["presence_started"])
     summary_ids = SystemSummary.objects.filter(example=example).order_by("pk").values_list("pk", flat=True)
     rows = presence_hit_rows(campaign, example, summary_ids)
+    if campaign.is_hybrid:
+        hybrid.store_candidates(campaign, rows)
+        return 0
     HIT.objects.bulk_create(rows)
     return len(rows)
 
@@ -413,6 +421,7 @@ def _follow_up_completed(campaign: Campaign, hits) -> int:
             .values_list("worker_id", flat=True)
             .distinct(),
         )
+        hybrid.after_routed_hits_completed(campaign)
         finish_campaign_if_done(campaign)
     return written
 
@@ -424,6 +433,8 @@ def finish_campaign_if_done(campaign: Campaign) -> bool:
     if HIT.objects.filter(batch_id=campaign.batch_id, state__in=HIT.UNFINISHED_STATES, kind=HIT.Kind.REGULAR).exists():
         return False
     if Example.objects.filter(campaign=campaign, presence_started=False).exists():
+        return False
+    if not hybrid.routing_finished(campaign):
         return False
     Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.FINISHED)
     Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.FINISHED)

@@ -160,3 +160,45 @@ def _ticks(lo: float, hi: float) -> list[float]:
         ticks.append(round(t, 6))
         t += step
     return ticks
+
+
+def line_chart(
+    series: list[dict], *, x_label: str = "", y_min: float = 0.0, y_max: float = 1.0, width: int = 520, height: int = 260,
+    chart_id: str = "", label: str = "",
+) -> SafeString:
+    """Lines over x in [0, 1]: ``series`` are dicts with ``name``, ``points`` [(x, y), ...], ``color`` and
+    optional ``dashed``; a legend names them.  Points with y None are skipped."""
+    left, right, top, bottom = 48, 12, 12, 58
+    plot_w, plot_h = width - left - right, height - top - bottom
+    span = (y_max - y_min) or 1.0
+
+    def px(x: float) -> float:
+        return left + plot_w * x
+
+    def py(y: float) -> float:
+        return top + plot_h * (1 - (min(max(y, y_min), y_max) - y_min) / span)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"'
+        f' aria-label="{escape(label)}"{_id(chart_id)}>'
+    ]
+    for tick in _ticks(y_min, y_max):
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{_num(py(tick))}" y2="{_num(py(tick))}" stroke="#e7eaf2"/>'
+            f'<text x="{left - 6}" y="{_num(py(tick) + 4)}" font-size="11" text-anchor="end" fill="{MUTED}">{tick:.1f}</text>'
+        )
+    for i in range(0, 11, 2):
+        parts.append(f'<text x="{_num(px(i / 10))}" y="{top + plot_h + 16}" font-size="11" text-anchor="middle" fill="{INK}">{i / 10:.1f}</text>')
+    parts.append(f'<text x="{_num(left + plot_w / 2)}" y="{top + plot_h + 32}" font-size="11" text-anchor="middle" fill="{MUTED}">{escape(x_label)}</text>')
+    for k, s in enumerate(series):
+        points = [(x, y) for x, y in s["points"] if y is not None]
+        path = " ".join(f"{_num(px(x))},{_num(py(y))}" for x, y in points)
+        dash = ' stroke-dasharray="5 4"' if s.get("dashed") else ""
+        parts.append(f'<polyline points="{path}" fill="none" stroke="{s["color"]}" stroke-width="2"{dash} class="series" data-series="{escape(s["name"])}"/>')
+        for x, y in points:
+            parts.append(f'<circle cx="{_num(px(x))}" cy="{_num(py(y))}" r="2.5" fill="{s["color"]}"><title>{escape(s["name"])}: {x:.1f} → {y:.3f}</title></circle>')
+        lx = left + 8 + k * 170
+        parts.append(f'<line x1="{lx}" x2="{lx + 18}" y1="{height - 8}" y2="{height - 8}" stroke="{s["color"]}" stroke-width="2"{dash}/>'
+                     f'<text x="{lx + 22}" y="{height - 4}" font-size="11" fill="{INK}">{escape(s["name"])}</text>')
+    parts.append(f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="{MUTED}"/></svg>')
+    return mark_safe("".join(parts))

@@ -71,6 +71,7 @@ SETTINGS_GROUPS = [
         ],
     ),
     ("Aggregation and scores", ["tie_rule", "length_penalty_alpha"]),
+    ("Budgeted presence", ["human_presence_share", "presence_judge", "active_rounds", "presence_rounds"]),
 ]
 
 
@@ -99,6 +100,10 @@ class CampaignSettingsForm(forms.ModelForm):
             "gold_share": "Share of gold HITs in a judge's stream",
             "tie_rule": "Tie rule",
             "length_penalty_alpha": "Length-penalty alpha",
+            "human_presence_share": "Human presence share (1 = every presence HIT)",
+            "presence_judge": "Judge of the units people do not see",
+            "active_rounds": "Active rounds (retrain the judge between rounds)",
+            "presence_rounds": "Rounds",
         }
 
     def __init__(self, *args, **kwargs):
@@ -108,6 +113,17 @@ class CampaignSettingsForm(forms.ModelForm):
             for validator in Campaign._meta.get_field(name).validators:
                 if isinstance(validator, (MinValueValidator, MaxValueValidator)):
                     field.widget.attrs["min" if isinstance(validator, MinValueValidator) else "max"] = str(validator.limit_value)
+
+    def clean_presence_judge(self):
+        name = self.cleaned_data["presence_judge"].strip()
+        from annotation.automation.autoscore import check_judge_name
+        from annotation.automation.judges.base import JudgeError
+
+        try:
+            check_judge_name(name)
+        except JudgeError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return name
 
     def groups(self):
         """(title, [bound field, paper value]) for the template."""

@@ -52,6 +52,19 @@ class Command(BaseCommand):
                     f"{s['example'][:24]:<24} {s['system'][:24]:<24} {_f(s['qapyramid']):>9} {_f(s['p_r']):>6} {_f(s['p_l']):>6} "
                     f"{_f(s['nqapyramid']):>10} {'—' if s['length'] is None else s['length']:>6}"
                 )
+        hybrid = result.get("hybrid")
+        if hybrid:
+            self.stdout.write(
+                f"Budgeted presence ({hybrid['human_presence_share']:.0%} human share): human labels where people judged, "
+                f"judge {hybrid['judge_version'] or hybrid['judge']} elsewhere"
+            )
+            self.stdout.write(f"{'system':<32} {'QAPyramid':>9} {'95% CI':>15} {'human':>6} {'units':>6}")
+            for name, s in sorted(hybrid["systems"].items(), key=lambda kv: -(kv[1]["qapyramid"] or -1)):
+                ci = s["ci95"]
+                human = "—" if s["human_share"] is None else f"{s['human_share']:.0%}"
+                self.stdout.write(
+                    f"{name:<32} {_f(s['qapyramid']):>9} {('[' + _f(ci[0]) + ', ' + _f(ci[1]) + ']'):>15} {human:>6} {s['n_units']:>6}"
+                )
 
 
 def _f(x, digits=3):

@@ -364,6 +364,10 @@ class LeaderboardSerializer(serializers.Serializer):
     systems = LeaderboardRowSerializer(many=True)
     agreement = serializers.JSONField(help_text="Krippendorff's alpha pooled and per system, with 95% intervals.")
     verification = serializers.JSONField(help_text="Agreement of the two verifiers of each question.")
+    hybrid = serializers.JSONField(
+        required=False, allow_null=True,
+        help_text="Budgeted presence only: scores mixing human and judge labels, each system's human-judged share, the judge version.",
+    )
 
 
 class WorkerActionSerializer(serializers.Serializer):

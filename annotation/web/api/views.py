@@ -408,7 +408,8 @@ class CampaignViewSet(
         ]
         return Response(
             serializers.LeaderboardSerializer(
-                {"systems": rows, "agreement": board["agreement"], "verification": board["verification"]}
+                {"systems": rows, "agreement": board["agreement"], "verification": board["verification"],
+                 "hybrid": board.get("hybrid")}
             ).data
         )
 

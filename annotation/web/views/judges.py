@@ -62,6 +62,7 @@ def campaign_judges(request, slug):
         for variant, figures in (comparison["rouge"] or {}).items()
     ]
     runs = list(campaign.autoscore_runs.all()[:10])
+    curves = _hybrid_curves()
     return render(
         request,
         "annotation/judges.html",
@@ -75,5 +76,31 @@ def campaign_judges(request, slug):
             "missing_extras": missing_extras(),
             "install_command": INSTALL_COMMAND,
             "pip_commands": PIP_COMMANDS,
+            "curves": curves,
         },
     )
+
+
+def _hybrid_curves() -> list[dict]:
+    """Saved ``evaluate_hybrid --curve --save`` results as charts: routed against random, by human share."""
+    from annotation.automation.judges.hybrid import saved_curves
+    from annotation.web.charts import line_chart
+
+    charts = []
+    for data in saved_curves():
+        curve = data["curve"]
+        for key, title in (("summary_pearson", "summary-level Pearson r"), ("accuracy", "presence accuracy")):
+            routed = [(p["routed"]["human_share"], p["routed"][key]) for p in curve]
+            chance = [(p["random"]["human_share"], p["random"][key]) for p in curve]
+            low = min([y for _, y in routed + chance if y is not None] or [0.0])
+            charts.append({
+                "name": data["name"], "title": title, "key": key, "measure": data.get("measure"), "judge": data.get("judge"),
+                "rounds": data.get("rounds"), "folds": data.get("folds"), "points": curve,
+                "svg": line_chart(
+                    [{"name": f"least sure first ({data.get('measure')})", "points": routed, "color": "#2456c9"},
+                     {"name": "random HITs", "points": chance, "color": "#c0392b", "dashed": True}],
+                    x_label="human presence share", y_min=max(0.0, round(low - 0.05, 1)), y_max=1.0,
+                    chart_id=f"curve-{data['name']}-{key}", label=f"{title} against the human presence share, {data['name']}",
+                ),
+            })
+    return charts

@@ -1,0 +1,217 @@
+"""The automated-scoring worker's side of budgeted presence: judge, retrain, route, label.
+
+``route_campaign`` is the Celery task ``annotation.route_presence``.  It is idempotent and does
+whatever is due for the campaign:
+
+1. a round whose routed HITs are all complete is closed;
+2. the judge is (re)built: the campaign's ``presence_judge`` from the registry (answers cached per
+   version), and, with active rounds, an adapter retrained on the campaign's human gold so far
+   (``annotation.automation.judges.adapt``);
+3. it labels every candidate unit (a finished ``AutoscoreRun`` named ``hybrid:<judge>``: the labels
+   the scores use where people did not judge);
+4. when a new round is due, the unrouted candidates the judge is least sure of (uncertainty per
+   HIT, ``annotation.scoring.routing``) are posted as presence HITs, up to the round's cap;
+   when new candidates arrive during a round (QA campaigns: examples settle one by one), the
+   round tops up to its cap with the same judge;
+5. after the last round, the campaign may finish.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.automation.judges.base import PresencePair
+from annotation.models import (
+    AutoPresence,
+    AutoscoreRun,
+    AutoSummaryScore,
+    Campaign,
+    ContentUnit,
+    GoldPresence,
+    PresenceCandidate,
+    PresenceRound,
+    SystemSummary,
+)
+from annotation.scoring import routing
+from annotation.services import hybrid
+from annotation.services.pipeline import finish_campaign_if_done
+
+log = logging.getLogger(__name__)
+
+#: The uncertainty of a presence HIT in campaigns: measured best by ``evaluate_hybrid`` (README).
+MEASURE = "expected_errors"
+
+
+class CampaignJudge:
+    """Probabilities for a campaign's candidate units: the registry judge, adapted to the human labels so far."""
+
+    def __init__(self, campaign: Campaign, retrain: bool):
+        from annotation.automation.judges.registry import get_judge
+
+        self.campaign = campaign
+        self.base = get_judge(campaign.presence_judge)
+        if hasattr(self.base, "prepare"):
+            self.base.prepare(campaign)
+        self.retrain = retrain
+        self.adapter = None
+
+    def judge(self, pairs: list[PresencePair], units: np.ndarray, human_rows: np.ndarray, human_labels: np.ndarray):
+        """(probabilities, threshold, version) for ``pairs`` (``units``: each pair's unit id); the adapter
+        learns from the human labels of ``human_rows``, and reads them as the unit prior of every pair."""
+        from annotation.automation.judges.adapt import adapter_features, fit_adapter, with_unit_prior
+        from annotation.automation.judges.cache import cached_predict
+
+        base, _ = cached_predict(self.base, pairs)
+        if self.retrain and len(human_rows):
+            observed = np.zeros(len(pairs), dtype=bool)
+            observed[human_rows] = True
+            labels = np.zeros(len(pairs), dtype=bool)
+            labels[human_rows] = np.asarray(human_labels, dtype=bool)
+            features = with_unit_prior(adapter_features(pairs, base), units, labels, observed)
+            self.adapter = fit_adapter(features[human_rows], human_labels)
+            if self.adapter.fitted:
+                version = f"{self.base.version}+adapted/c{self.campaign.pk}/n{self.adapter.n_labels}"
+                return self.adapter.predict(features), 0.5, version
+        return base, float(self.base.threshold), self.base.version
+
+
+def _candidate_pairs(campaign: Campaign):
+    """Every candidate unit: (candidate index, unit id, summary id, pair), the candidates, and the human labels."""
+    candidates = list(PresenceCandidate.objects.filter(campaign=campaign).order_by("pk"))
+    unit_ids = {u for c in candidates for u in c.units}
+    units = dict(ContentUnit.objects.filter(pk__in=unit_ids).values_list("pk", "text"))
+    summaries = dict(
+        SystemSummary.objects.filter(pk__in={c.summary_id for c in candidates}).values_list("pk", "text")
+    )
+    rows = [(i, u, c.summary_id) for i, c in enumerate(candidates) for u in c.units if u in units]
+    pairs = [PresencePair(summary=summaries[s], unit=units[u]) for _, u, s in rows]
+    human = {
+        (u, s): present
+        for u, s, present in GoldPresence.objects.filter(
+            summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY, present__isnull=False,
+            unit_id__in=unit_ids,
+        ).values_list("unit_id", "summary_id", "present")
+    }
+    return candidates, rows, pairs, human
+
+
+def _write_labels(campaign: Campaign, version: str, rows, probabilities, present) -> AutoscoreRun:
+    """The judge's labels of every candidate unit, as a finished automatic-scoring run."""
+    now = timezone.now()
+    run = AutoscoreRun.objects.create(
+        campaign=campaign, judge_name=f"hybrid:{campaign.presence_judge}", judge_version=version[:200],
+        state=AutoscoreRun.State.FINISHED, started_at=now, finished_at=now, results={"hybrid": True},
+    )
+    AutoPresence.objects.bulk_create(
+        [
+            AutoPresence(run=run, summary_id=s, unit_id=u, probability=float(p), present=bool(y))
+            for (_, u, s), p, y in zip(rows, probabilities, present)
+        ],
+        batch_size=2000,
+    )
+    per_summary: dict[int, list] = {}
+    for (_, _, s), p, y in zip(rows, probabilities, present):
+        entry = per_summary.setdefault(s, [0, 0, 0.0])
+        entry[0] += 1
+        entry[1] += int(y)
+        entry[2] += float(p)
+    AutoSummaryScore.objects.bulk_create(
+        [AutoSummaryScore(run=run, summary_id=s, n_units=n, n_present=k, score=k / n, mean_probability=t / n)
+         for s, (n, k, t) in per_summary.items()],
+        batch_size=2000,
+    )
+    from annotation.automation.judges.comparison import compare_run_with_gold
+
+    try:
+        # The judges page sets the routing judge beside the others (against the gold labels there are so far).
+        results = {"hybrid": True, **compare_run_with_gold(run)}
+    except Exception:  # noqa: BLE001 - the labels stand even when the comparison cannot be computed
+        log.exception("comparison of the labelling run %s failed", run.pk)
+        results = {"hybrid": True}
+    AutoscoreRun.objects.filter(pk=run.pk).update(results=results)
+    return run
+
+
+def route_campaign(campaign_id: int) -> dict:
+    """One routing pass (see the module docstring); returns what it did."""
+    campaign = Campaign.objects.filter(pk=campaign_id).first()
+    if campaign is not None and campaign.is_hybrid:
+        # The judge's answers go to its cache first, outside the campaign's row lock: a slow judge (a
+        # trained model over tens of thousands of pairs) must not hold up pausing or cancelling.
+        from annotation.automation.judges.cache import cached_predict
+
+        cached_predict(CampaignJudge(campaign, retrain=False).base, _candidate_pairs(campaign)[2])
+    with transaction.atomic():
+        campaign = Campaign.objects.select_for_update().filter(pk=campaign_id).first()
+        if campaign is None or not campaign.is_hybrid or campaign.state not in (Campaign.State.RUNNING, Campaign.State.PAUSED):
+            return {"skipped": True}
+        return _route(campaign)
+
+
+def _route(campaign: Campaign) -> dict:
+    rounds = campaign.n_presence_rounds
+    current = PresenceRound.objects.filter(campaign=campaign).order_by("-number").first()
+    open_hits = hybrid.open_routed_hits(campaign)
+    if current is not None and current.state == PresenceRound.State.OPEN and open_hits == 0:
+        hybrid.close_round(campaign, current.number)
+        current.state = PresenceRound.State.DONE
+    candidates, rows, pairs, human = _candidate_pairs(campaign)
+    n_candidates = len(candidates)
+    routed = sum(1 for c in candidates if c.hit_id is not None)
+    if current is None or current.state == PresenceRound.State.DONE:
+        number = 1 if current is None else current.number + 1
+        new_round = number <= rounds or hybrid.round_cap(campaign, number, n_candidates) > routed
+    else:
+        number, new_round = current.number, False
+    cap = hybrid.round_cap(campaign, number, n_candidates)
+    topping_up = current is not None and current.state == PresenceRound.State.OPEN and cap > routed
+    if current is not None and current.state == PresenceRound.State.OPEN and not topping_up:
+        return {"round": number, "waiting": open_hits}
+    # The judge learns only between rounds: a top-up uses the round's judge.
+    retrain = campaign.active_rounds and (new_round or not topping_up)
+    human_rows = np.array([i for i, (_, u, s) in enumerate(rows) if (u, s) in human], dtype=np.int64)
+    human_labels = np.array([human[(rows[i][1], rows[i][2])] for i in human_rows], dtype=int)
+    judge = CampaignJudge(campaign, retrain=retrain)
+    unit_ids = np.array([u for _, u, _ in rows], dtype=np.int64)
+    probabilities, threshold, version = judge.judge(pairs, unit_ids, human_rows, human_labels)
+    present = np.asarray(probabilities) >= threshold
+    run = _write_labels(campaign, version, rows, probabilities, present)
+    hit_index = np.array([r[0] for r in rows], dtype=np.int64)
+    per_summary = np.bincount(np.array([s for _, _, s in rows], dtype=np.int64))
+    sizes = per_summary[np.array([s for _, _, s in rows], dtype=np.int64)]
+    uncertainty = routing.hit_uncertainty(probabilities, threshold, hit_index, n_candidates, MEASURE, sizes)
+    already = np.array([i for i, c in enumerate(candidates) if c.hit_id is not None], dtype=np.int64)
+    chosen = np.zeros(0, dtype=np.int64)
+    if new_round or topping_up:
+        chosen = routing.least_sure(uncertainty, max(0, cap - routed), exclude=already, seed=campaign.pk * 1000 + number)
+    for i, c in enumerate(candidates):
+        if c.hit_id is None and np.isfinite(uncertainty[i]):
+            c.uncertainty = float(uncertainty[i])
+    PresenceCandidate.objects.bulk_update([c for c in candidates if c.hit_id is None], ["uncertainty"], batch_size=2000)
+    posted = hybrid.post_routed(campaign, number, [candidates[i].pk for i in chosen]) if len(chosen) else 0
+    labels_used = judge.adapter.n_labels if judge.adapter is not None and judge.adapter.fitted else 0
+    if new_round:
+        PresenceRound.objects.create(
+            campaign=campaign, number=number, budget=max(0, cap - routed), routed=posted, candidates=n_candidates,
+            judge_version=version[:300], training_labels=labels_used, labelling_run=run,
+            state=PresenceRound.State.OPEN if posted else PresenceRound.State.DONE,
+            done_at=None if posted else timezone.now(),
+        )
+    else:
+        target = current
+        updates = {"labelling_run": run, "candidates": n_candidates}
+        if topping_up:
+            updates.update(routed=target.routed + posted, budget=target.budget + max(0, cap - routed))
+        PresenceRound.objects.filter(pk=target.pk).update(**updates)
+    result = {"round": number, "new_round": new_round, "posted": posted, "judge_version": version,
+              "training_labels": labels_used, "candidates": n_candidates}
+    if new_round and not posted and number < rounds:
+        # Nothing to ask people this round (e.g. a share of 0): go straight on to the next.
+        return {**result, "next": _route(campaign)}
+    finish_campaign_if_done(campaign)
+    log.info("routing pass of %s: %s", campaign.slug, result)
+    return result

@@ -1,0 +1,349 @@
+"""Evaluating budgeted human presence judgments (SemiAutoQAPyramid with routing) on labelled data.
+
+For each fold (folds split by example), the judge is trained on the other folds only; the
+fold's presence HITs are ranked by the judge's uncertainty and the least sure ``share`` of them
+take their gold labels (what people would have said), the rest keep the judge's labels.  With
+``rounds`` > 1 (active rounds) the budget is spent in rounds and the judge learns from the human
+labels after each round; the next round goes to the then least-sure HITs, and the judge as it is
+after the last round labels what people did not see.
+
+What the judge learns from in-fold human labels is the *unit prior*: for a unit of the reference,
+what people said about the same unit in the other systems' summaries
+(``annotation.scoring.routing.unit_prior``: the present share and the count).  The ``features``
+judge takes it as two more inputs of its gradient-boosted head ; it learns to use them on the training folds, where each unit's labels in other summaries are
+revealed at a random rate (5-50%), as a campaign's rounds would reveal them.  Before the first
+human label, a plain head trained without the prior judges.  An untrained
+registry judge (``lexical``, ``rouge1``, ...) keeps its probabilities and gets the campaigns' adapter
+(``annotation.automation.judges.adapt``, with the same prior), fitted on the human labels so far.
+
+A presence HIT of a labelled SCU folder is what an "scu" campaign would post: one summary's
+units in reference order, ``SCU_UNITS_PER_HIT`` (4) per HIT.  The budget counts HITs (what is paid);
+``human_unit_share`` says which share of the units that bought.
+
+Figures (pooled over the held-out folds, as ``evaluation.score_figures``): accuracy of the
+hybrid labels against the gold, summary- and system-level Pearson and Kendall of the hybrid
+scores (share of a summary's units labelled present) against the gold scores; the
+``*_probability`` keys score the judge's units by their probability instead of their label.
+The same procedure with the HITs drawn at random (same seed, same rounds and learning) is the
+baseline under ``random``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from annotation.automation.judges.datasets import PresenceDataset
+from annotation.automation.judges.evaluation import score_figures
+from annotation.models.stages import SCU_UNITS_PER_HIT
+from annotation.scoring import routing
+
+KEYS = ("accuracy", "summary_pearson", "summary_kendall", "system_pearson", "system_kendall")
+SOFT_KEYS = tuple(f"{k}_probability" for k in KEYS[1:])
+CURVE_SHARES = tuple(round(0.1 * i, 1) for i in range(11))
+TRAINED_JUDGES = ("features",)
+DEFAULT_MEASURE = "expected_errors"
+#: Training rows see the unit's other labels revealed at a rate drawn per unit from this range.
+REVEAL_RATES = (0.05, 0.5)
+#: Whether units nobody has judged keep the plain head's probability once the prior head is in use (measured:
+#: no better for the correlations, worse for system-level tau; the prior head judges every unit then).
+PLAIN_FOR_UNSEEN = False
+
+
+def _indices(values) -> np.ndarray:
+    codes: dict = {}
+    return np.array([codes.setdefault(v, len(codes)) for v in values], dtype=np.int64)
+
+
+def presence_hit_index(data: PresenceDataset, units_per_hit: int = SCU_UNITS_PER_HIT) -> np.ndarray:
+    """The presence HIT (0..n-1) of every pair: a summary's units in order, ``units_per_hit`` per HIT."""
+    position: dict[tuple[str, str], int] = {}
+    keys: dict[tuple[str, str, int], int] = {}
+    index = np.zeros(len(data), dtype=np.int64)
+    for row, summary in enumerate(zip(data.examples, data.systems)):
+        seen = position.get(summary, 0)
+        position[summary] = seen + 1
+        index[row] = keys.setdefault((*summary, seen // units_per_hit), len(keys))
+    return index
+
+
+def unit_index(data: PresenceDataset) -> np.ndarray:
+    """The reference unit of every pair (the same unit judged in every system's summary)."""
+    return _indices(zip(data.examples, (p.unit for p in data.pairs)))
+
+
+def summary_sizes(data: PresenceDataset) -> np.ndarray:
+    """Per pair, the number of units of its summary."""
+    summaries = _indices(zip(data.examples, data.systems))
+    return np.bincount(summaries)[summaries]
+
+
+def with_prior(features: np.ndarray, units, labels, observed) -> np.ndarray:
+    """The pair features with the unit prior (share present, count) appended."""
+    share, seen = routing.unit_prior(units, labels, observed)
+    return np.column_stack([features, share, seen])
+
+
+def route_fold(labels, hit_index, sizes, share: float, rounds: int, measure: str | None, seed: int,
+               predict, learn=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """One fold's routing: returns (hybrid labels, soft labels, human mask per unit, HITs per round).
+
+    ``predict()`` gives the current (probabilities, threshold); ``learn(human_rows)`` lets the
+    judge learn from the human labels of those rows (None: it does not).  ``measure`` None routes
+    at random.
+    """
+    labels = np.asarray(labels, dtype=bool)
+    n_hits = int(hit_index.max()) + 1 if hit_index.size else 0
+    budgets = routing.round_budgets(routing.hit_budget(n_hits, share), max(1, rounds))
+    chosen = np.zeros(0, dtype=np.int64)
+    probabilities, threshold = predict()
+    per_round = []
+    for number, budget in enumerate(budgets):
+        if measure is None:
+            picked = routing.random_choice(n_hits, budget, exclude=chosen, seed=seed + number)
+        else:
+            uncertainty = routing.hit_uncertainty(probabilities, threshold, hit_index, n_hits, measure, sizes)
+            picked = routing.least_sure(uncertainty, budget, exclude=chosen, seed=seed + number)
+        chosen = np.concatenate([chosen, picked])
+        per_round.append(int(picked.size))
+        if learn is not None and picked.size:
+            learn(np.flatnonzero(np.isin(hit_index, chosen)))
+            probabilities, threshold = predict()
+    human = np.isin(hit_index, chosen)
+    hybrid = routing.hybrid_labels(probabilities >= threshold, labels, human)
+    return hybrid, np.where(human, labels.astype(float), probabilities), human, per_round
+
+
+def _features_judge(features, units, labels, groups, train, test, seed):
+    """A fold's ``features`` judge: the head trained on the training folds (with simulated unit priors);
+    returns a factory of predict/learn pairs for the test rows."""
+    from annotation.automation.judges.heads import fit_head
+
+    rng = np.random.default_rng(seed)
+    rates = rng.uniform(*REVEAL_RATES, size=int(units.max()) + 1)[units]
+    revealed = (rng.random(len(labels)) < rates) & np.isin(np.arange(len(labels)), train)
+    augmented = with_prior(features, units, labels, revealed)
+    head, threshold = fit_head(augmented[train], labels[train], groups[train], seed=seed)
+    # Before any human label the plain head (trained without the prior) judges: better there than the
+    # prior head reading "missing" everywhere.
+    plain, plain_threshold = fit_head(features[train], labels[train], groups[train], seed=seed)
+    test_units, test_labels, test_features = units[test], labels[test], features[test]
+    plain_probabilities = plain.predict_proba(test_features)[:, 1]
+
+    def router():
+        observed = np.zeros(len(test), dtype=bool)
+
+        def predict():
+            if not observed.any() or not PLAIN_FOR_UNSEEN:
+                if not observed.any():
+                    return plain_probabilities, plain_threshold
+                return head.predict_proba(with_prior(test_features, test_units, test_labels, observed))[:, 1], threshold
+            with_labels = with_prior(test_features, test_units, test_labels, observed)
+            known = with_labels[:, -1] > 0
+            probabilities = np.where(known, head.predict_proba(with_labels)[:, 1], plain_probabilities)
+            return probabilities, np.where(known, threshold, plain_threshold)
+
+        def learn(rows):
+            observed[rows] = True
+
+        return predict, learn
+
+    return router
+
+
+def _registry_judge(probabilities, threshold, pairs, units, labels):
+    """An untrained judge's predict/learn factory: between rounds, the campaigns' adapter on the human rows."""
+    from annotation.automation.judges.adapt import adapter_features, fit_adapter, with_unit_prior
+
+    cache = {}
+
+    def router():
+        state = {"current": (np.asarray(probabilities, dtype=float), float(threshold))}
+        observed = np.zeros(len(labels), dtype=bool)
+
+        def predict():
+            return state["current"]
+
+        def learn(rows):
+            if "features" not in cache:
+                cache["features"] = adapter_features(pairs, probabilities)
+            observed[rows] = True
+            features = with_unit_prior(cache["features"], units, labels, observed)
+            adapter = fit_adapter(features[rows], labels[rows])
+            if adapter.fitted:
+                state["current"] = (adapter.predict(features), 0.5)
+
+        return predict, learn
+
+    return router
+
+
+def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, judge: str = "features",
+                    rounds: int = 3, seed: int = 0, measure: str = DEFAULT_MEASURE, curve: bool = False,
+                    test_data: PresenceDataset | None = None, features=None, test_features=None) -> dict:
+    """The hybrid evaluation of the module docstring; ``features`` may be passed in when already computed."""
+    from sklearn.model_selection import GroupKFold
+    from threadpoolctl import threadpool_limits
+
+    if not 0 <= share <= 1:
+        raise ValueError("--human-share must be between 0 and 1")
+    if rounds < 1:
+        raise ValueError("--rounds must be at least 1")
+    if folds < 2 or len(set(data.examples)) < folds:
+        raise ValueError(f"{len(set(data.examples))} examples cannot be split into {folds} folds (at least 2)")
+    if measure not in routing.MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; use one of {', '.join(routing.MEASURES)}")
+    started = time.perf_counter()
+    timings = {}
+    labels = np.asarray(data.labels, dtype=bool)
+    groups = np.asarray(data.examples)
+    hit_index = presence_hit_index(data)
+    units = unit_index(data)
+    sizes = summary_sizes(data)
+    fixed = None
+    if judge in TRAINED_JUDGES:
+        if features is None:
+            features = _pair_features(data)
+        timings["features"] = round(time.perf_counter() - started, 1)
+    else:
+        fixed = _registry_probabilities(judge, data)
+    splits = list(GroupKFold(n_splits=folds).split(np.zeros(len(labels)), labels, groups))
+    shares = sorted(set(CURVE_SHARES if curve else ()) | {share})
+    runs = {}  # (share, measure or None) -> (pooled hybrid labels, soft labels, human mask, HITs per round per fold)
+    measures = list(dict.fromkeys([measure, *routing.MEASURES]))
+    fit_started = time.perf_counter()
+    # One thread for the gradient-boosted heads: on a shared 2-core machine OpenMP's spinning threads
+    # made the fits many times slower than one thread.
+    with threadpool_limits(limits=1):
+        for fold, (train, test) in enumerate(splits):
+            local_hits = np.unique(hit_index[test], return_inverse=True)[1]
+            if fixed is None:
+                router = _features_judge(features, units, labels, groups, train, test, seed + fold)
+            else:
+                router = _registry_judge(fixed[0][test], fixed[1], [data.pairs[i] for i in test], units[test], labels[test])
+            for s in shares:
+                for m in (measures if s == share else [measure]) + [None]:
+                    predict, learn = router()
+                    hybrid, soft, human, per_round = route_fold(
+                        labels[test], local_hits, sizes[test], s, rounds, m, seed + fold, predict,
+                        learn if rounds > 1 else None,
+                    )
+                    entry = runs.setdefault((s, m), (np.zeros(len(labels), bool), np.zeros(len(labels)), np.zeros(len(labels), bool), []))
+                    entry[0][test], entry[1][test], entry[2][test] = hybrid, soft, human
+                    entry[3].append(per_round)
+    timings["routing"] = round(time.perf_counter() - fit_started, 1)
+
+    def figures(s, m):
+        hybrid, soft, human, per_round = runs[(s, m)]
+        return _figures(s, hybrid, soft, human, data, int(sum(sum(r) for r in per_round)))
+
+    result = figures(share, measure)
+    result.update(
+        judge=judge, measure=measure, rounds=rounds, seed=seed, folds=folds, pairs=len(labels),
+        presence_hits=int(hit_index.max()) + 1, units_per_hit=SCU_UNITS_PER_HIT,
+        hits_per_round=[int(sum(r[i] for r in runs[(share, measure)][3])) for i in range(rounds)],
+        random=figures(share, None),
+        measures={m: figures(share, m) for m in routing.MEASURES},
+    )
+    if 0.0 in shares:
+        result["judge_alone"] = figures(0.0, None)
+    if curve:
+        result["curve"] = [{"routed": figures(s, measure), "random": figures(s, None)} for s in CURVE_SHARES]
+    if test_data is not None:
+        with threadpool_limits(limits=1):
+            result["zero_shot"] = zero_shot(data, test_data, share, judge, rounds, seed, measure, features, test_features)
+    timings["total"] = round(time.perf_counter() - started, 1)
+    result["seconds"] = timings
+    return result
+
+
+def _figures(share, hybrid, soft, human, data, human_hits) -> dict:
+    scores = score_figures(hybrid, data, soft)
+    result = {"human_share": share, **{k: scores[k] for k in KEYS}}
+    result.update({k: scores[k] for k in SOFT_KEYS})
+    result["human_unit_share"] = round(float(np.mean(human)), 4)
+    result["human_hits"] = human_hits
+    return result
+
+
+def zero_shot(data, test_data, share, judge, rounds, seed, measure, features=None, test_features=None) -> dict:
+    """The judge trained on all of ``data`` routes ``test_data``'s HITs (it learns only the test set's human labels)."""
+    labels = np.asarray(data.labels, dtype=bool)
+    test_labels = np.asarray(test_data.labels, dtype=bool)
+    hit_index = presence_hit_index(test_data)
+    sizes = summary_sizes(test_data)
+    test_units = unit_index(test_data)
+    if judge in TRAINED_JUDGES:
+        features = _pair_features(data) if features is None else features
+        test_features = _pair_features(test_data) if test_features is None else test_features
+        # One array holding both sets: the judge trains on the first part and judges the second.
+        both_features = np.vstack([features, test_features])
+        both_units = np.concatenate([unit_index(data), test_units + unit_index(data).max() + 1])
+        both_labels = np.concatenate([labels, test_labels])
+        both_groups = np.concatenate([np.asarray(data.examples), np.asarray(["test:" + e for e in test_data.examples])])
+        train, test = np.arange(len(labels)), np.arange(len(labels), len(both_labels))
+        router = _features_judge(both_features, both_units, both_labels, both_groups, train, test, seed)
+    else:
+        fixed = _registry_probabilities(judge, test_data)
+        router = _registry_judge(fixed[0], fixed[1], test_data.pairs, test_units, test_labels)
+    out = {}
+    for m in (measure, None):
+        predict, learn = router()
+        hybrid, soft, human, per_round = route_fold(test_labels, hit_index, sizes, share, rounds, m, seed, predict,
+                                                    learn if rounds > 1 else None)
+        out["random" if m is None else "routed"] = _figures(share, hybrid, soft, human, test_data, sum(per_round))
+    return {**out.pop("routed"), "random": out["random"], "pairs": len(test_data)}
+
+
+def _pair_features(data: PresenceDataset) -> np.ndarray:
+    from annotation.automation.judges.encoder import shared_encoder
+    from annotation.automation.judges.features import pair_features
+
+    return pair_features(data.pairs, shared_encoder())
+
+
+def _registry_probabilities(judge: str, data: PresenceDataset) -> tuple[np.ndarray, float]:
+    from annotation.automation.judges.registry import build_judge
+
+    built = build_judge(judge)
+    return np.asarray(built.predict(data.pairs), dtype=float), float(built.threshold)
+
+
+def curves_directory():
+    from pathlib import Path
+
+    from django.conf import settings
+
+    return Path(settings.MODELS_DIR) / "hybrid-curves"
+
+
+def save_curve(result: dict, name: str) -> str:
+    """Keep an ``evaluate_hybrid --curve`` result under ``MODELS_DIR/hybrid-curves/NAME.json`` for the judges page."""
+    import json
+    import re
+
+    if "curve" not in result:
+        raise ValueError("only a result with the curve (--curve) can be saved")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip(".-") or "curve"
+    directory = curves_directory()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{safe}.json"
+    path.write_text(json.dumps({"name": safe, **result}, indent=2))
+    return str(path)
+
+
+def saved_curves() -> list[dict]:
+    """The saved curves, by name (unreadable files are skipped: the page must not fail for one)."""
+    import json
+
+    directory = curves_directory()
+    curves = []
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            data = json.loads(path.read_text())
+            data["curve"][0]["routed"]["summary_pearson"]
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            continue
+        curves.append(data)
+    return curves

@@ -1,0 +1,131 @@
+"""Scores of a budgeted campaign: the human gold where people judged a unit, the judge's label elsewhere.
+
+For summary i with units U_i (every unit of its candidate presence HITs), the hybrid score is
+    s_i = (|{u in U_i judged by people, majority present}| + |{u in U_i not judged by people, judge present}|) / |U_i|
+and a system's score is the mean of its summaries' scores, with a 95% percentile bootstrap interval
+resampling examples (as the gold scores).  Each system also reports the share of its units people
+judged, and the scores name the judge version that labelled the rest.  Units people judged whose
+majority was a tie left out by the tie rule take the judge's label.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from django.db.models import Count, Q
+
+from annotation import scoring
+from annotation.scoring.routing import hit_budget
+from hits.models import HIT
+from annotation.models import AutoPresence, Campaign, GoldPresence, PresenceCandidate, PresenceRound, System, SystemSummary
+
+N_BOOT = 1000  # as the gold scores' intervals (annotation.selectors.scores)
+
+
+def none_if_nan(x):
+    return None if x is None or np.isnan(x) else float(x)
+
+
+def latest_labelling(campaign: Campaign):
+    """The judge's latest labels of the candidate units (an ``AutoscoreRun``), or None before the first pass."""
+    last = (
+        PresenceRound.objects.filter(campaign=campaign, labelling_run__isnull=False)
+        .select_related("labelling_run").order_by("-number").first()
+    )
+    return last.labelling_run if last else None
+
+
+def hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict | None:
+    """Per-system hybrid scores (see the module docstring); None for a campaign that is not budgeted."""
+    if not campaign.is_hybrid:
+        return None
+    run = latest_labelling(campaign)
+    result = {
+        "human_presence_share": campaign.human_presence_share,
+        "judge": campaign.presence_judge,
+        "judge_version": run.judge_version if run else None,
+        "n_units": 0,
+        "human_units": 0,
+        "systems": {},
+    }
+    units = {(u, c_summary) for c_summary, unit_list in PresenceCandidate.objects.filter(campaign=campaign).values_list("summary_id", "units") for u in unit_list}
+    if not units:
+        return result
+    judge = {}
+    if run is not None:
+        judge = {(u, s): p for u, s, p in AutoPresence.objects.filter(run=run).values_list("unit_id", "summary_id", "present")}
+    human = {
+        (u, s): p
+        for u, s, p in GoldPresence.objects.filter(
+            summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY, present__isnull=False
+        ).values_list("unit_id", "summary_id", "present")
+    }
+    summary_info = dict(
+        (pk, (example, system))
+        for pk, example, system in SystemSummary.objects.filter(system__campaign=campaign).values_list("pk", "example_id", "system_id")
+    )
+    per_summary: dict[int, list[int]] = {}  # summary -> [units, present, human units]
+    for key in units:
+        if key in human:
+            label, by_people = human[key], 1
+        elif key in judge:
+            label, by_people = judge[key], 0
+        else:
+            continue  # neither judged yet (before the first routing pass)
+        entry = per_summary.setdefault(key[1], [0, 0, 0])
+        entry[0] += 1
+        entry[1] += int(label)
+        entry[2] += by_people
+    systems = list(System.objects.filter(campaign=campaign).order_by("name").values_list("pk", "name"))
+    position = {pk: i for i, (pk, _) in enumerate(systems)}
+    summary_ids = list(per_summary)
+    if not summary_ids:
+        return result
+    counts = np.array([per_summary[s] for s in summary_ids], dtype=float)
+    scores = counts[:, 1] / counts[:, 0]
+    system_index = np.array([position[summary_info[s][1]] for s in summary_ids], dtype=np.int64)
+    example_index = np.array([summary_info[s][0] for s in summary_ids], dtype=np.int64)
+    means = scoring.system_scores(system_index, scores, len(systems))
+    ci = scoring.bootstrap_score_ci(scores, example_index, system_index, n_boot=n_boot) if n_boot else None
+    for pk, name in systems:
+        i = position[pk]
+        rows = system_index == i
+        n_units = int(counts[rows, 0].sum())
+        result["systems"][name] = {
+            "qapyramid": none_if_nan(float(means[i])) if i < len(means) and rows.any() else None,
+            "ci95": [none_if_nan(float(ci[i, 0])), none_if_nan(float(ci[i, 1]))] if ci is not None and i < len(ci) and rows.any() else [None, None],
+            "n_summaries": int(rows.sum()),
+            "n_units": n_units,
+            "human_share": (float(counts[rows, 2].sum()) / n_units) if n_units else None,
+        }
+    result["n_units"] = int(counts[:, 0].sum())
+    result["human_units"] = int(counts[:, 2].sum())
+    return result
+
+
+def routing_progress(campaign: Campaign) -> dict:
+    """Rounds and the budget spent, for the progress page and the API."""
+    counts = PresenceCandidate.objects.filter(campaign=campaign).aggregate(
+        candidates=Count("pk"), routed=Count("pk", filter=Q(hit__isnull=False)),
+        done=Count("pk", filter=Q(hit__state=HIT.State.COMPLETED)),
+    )
+    budget = hit_budget(counts["candidates"], campaign.human_presence_share)
+    rounds = [
+        {
+            "number": r.number, "state": r.state, "routed": r.routed, "budget": r.budget, "judge_version": r.judge_version,
+            "training_labels": r.training_labels,
+            "completed": PresenceCandidate.objects.filter(campaign=campaign, round=r.number, hit__state=HIT.State.COMPLETED).count(),
+        }
+        for r in PresenceRound.objects.filter(campaign=campaign).order_by("number")
+    ]
+    return {
+        "human_share": campaign.human_presence_share,
+        "rounds_planned": campaign.n_presence_rounds,
+        "candidates": counts["candidates"],
+        "budget": budget,
+        "routed": counts["routed"],
+        "completed": counts["done"],
+        "spent_share": (counts["routed"] / budget) if budget else None,
+        "rounds": rounds,
+        "finished": bool(rounds) and rounds[-1]["state"] == PresenceRound.State.DONE
+        and rounds[-1]["number"] >= campaign.n_presence_rounds and counts["routed"] >= budget,
+    }

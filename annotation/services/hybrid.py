@@ -1,0 +1,125 @@
+"""Budgeted presence (human presence share below 100%): the core's side.
+
+Below 100% the pipeline does not post presence HITs at once.  It stores every HIT it would have
+posted as a ``PresenceCandidate`` and asks the automated-scoring worker (Celery task
+``ROUTE_TASK``, by name: the core never imports ``annotation.automation``) to judge the candidates'
+units and route the least-sure ones to people, round by round.  This module creates the
+candidates, posts the routed ones as HITs, and says when a round is over and when the routing is
+finished (the campaign cannot end before).  Everything is queued through the outbox, so a broker
+outage delays a round and loses nothing.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Campaign, Example, PresenceCandidate, PresenceRound
+from annotation.scoring.routing import hit_budget
+from annotation.models.stages import PRESENCE, TASK_TYPES
+from hits.models import HIT, TaskType
+from hits.mturk.publishing import publish_soon
+from hits.outbox import send_after_commit
+
+ROUTE_TASK = "annotation.route_presence"
+
+
+def store_candidates(campaign: Campaign, rows: list[HIT]) -> int:
+    """Keep unsaved presence HITs as candidates instead of posting them, then ask for a routing pass."""
+    if not rows:
+        return 0
+    PresenceCandidate.objects.bulk_create(
+        [
+            PresenceCandidate(
+                campaign=campaign, summary_id=h.payload["summary"], predicate_id=h.payload.get("predicate"),
+                units=list(h.payload["units"]),
+            )
+            for h in rows
+        ],
+        batch_size=2000,
+    )
+    request_routing(campaign)
+    return len(rows)
+
+
+def request_routing(campaign: Campaign) -> None:
+    """Queue a routing pass after the commit (idempotent: a pass does only what is due)."""
+    send_after_commit(ROUTE_TASK, campaign.pk)
+
+
+def total_budget(campaign: Campaign, n_candidates: int | None = None) -> int:
+    """How many presence HITs people may judge, over all rounds (never more than the share)."""
+    if n_candidates is None:
+        n_candidates = PresenceCandidate.objects.filter(campaign=campaign).count()
+    return hit_budget(n_candidates, campaign.human_presence_share)
+
+
+def round_cap(campaign: Campaign, number: int, n_candidates: int) -> int:
+    """HITs people may have judged by the end of round ``number`` (cumulative; the last round: all the budget)."""
+    rounds = campaign.n_presence_rounds
+    budget = total_budget(campaign, n_candidates)
+    return budget if number >= rounds else (budget * number) // rounds
+
+
+@transaction.atomic
+def post_routed(campaign: Campaign, round_number: int, candidate_ids, uncertainty: dict | None = None) -> int:
+    """Post the routed candidates as presence HITs of ``round_number`` (candidates already posted are skipped)."""
+    candidates = list(
+        PresenceCandidate.objects.select_for_update().filter(campaign=campaign, pk__in=list(candidate_ids), hit__isnull=True)
+    )
+    presence, _ = TaskType.objects.get_or_create(slug=PRESENCE, defaults=TASK_TYPES[PRESENCE])
+    hits = HIT.objects.bulk_create(
+        [
+            HIT(
+                batch_id=campaign.batch_id, task_type=presence,
+                payload={"summary": c.summary_id, "predicate": c.predicate_id, "units": c.units},
+                max_assignments=campaign.assignments_presence, reward=campaign.reward_presence,
+                state=HIT.State.PAUSED if campaign.state == Campaign.State.PAUSED else HIT.State.OPEN,
+            )
+            for c in candidates
+        ],
+        batch_size=2000,
+    )
+    for candidate, hit in zip(candidates, hits):
+        candidate.hit = hit
+        candidate.round = round_number
+    PresenceCandidate.objects.bulk_update(candidates, ["hit", "round"], batch_size=2000)
+    if candidates:
+        publish_soon(campaign.batch)
+    return len(hits)
+
+
+def open_routed_hits(campaign: Campaign) -> int:
+    """Routed presence HITs still waiting for people."""
+    return PresenceCandidate.objects.filter(
+        campaign=campaign, hit__isnull=False, hit__state__in=HIT.UNFINISHED_STATES
+    ).count()
+
+
+def after_routed_hits_completed(campaign: Campaign) -> None:
+    """Called by the pipeline when presence HITs complete: the round's end asks for the next pass."""
+    if not campaign.is_hybrid:
+        return
+    current = PresenceRound.objects.filter(campaign=campaign, state=PresenceRound.State.OPEN).order_by("-number").first()
+    if current is not None and open_routed_hits(campaign) == 0:
+        request_routing(campaign)
+
+
+def routing_finished(campaign: Campaign) -> bool:
+    """True when a budgeted campaign has spent its budget and its judge has labelled the rest (or it is not budgeted)."""
+    if not campaign.is_hybrid:
+        return True
+    last = PresenceRound.objects.filter(campaign=campaign).order_by("-number").first()
+    if not (last and last.state == PresenceRound.State.DONE and last.number >= campaign.n_presence_rounds):
+        return False
+    if Example.objects.filter(campaign=campaign, presence_started=False).exists():
+        return False
+    # Candidates that arrived after the last round (a QA example settling late) still owe their share.
+    routed = PresenceCandidate.objects.filter(campaign=campaign, hit__isnull=False).count()
+    return routed >= total_budget(campaign)
+
+
+def close_round(campaign: Campaign, number: int) -> None:
+    PresenceRound.objects.filter(campaign=campaign, number=number, state=PresenceRound.State.OPEN).update(
+        state=PresenceRound.State.DONE, done_at=timezone.now()
+    )

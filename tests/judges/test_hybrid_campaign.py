@@ -1,0 +1,218 @@
+"""A budgeted campaign (human presence share below 100%) end to end with the simulated crowd."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from annotation.models import Campaign, GoldPresence, PresenceCandidate, PresenceRound
+from annotation.scoring.routing import hit_budget
+from annotation.selectors.hybrid import latest_labelling
+from annotation.selectors.scores import campaign_scores
+from annotation.services.campaign_import import import_campaign
+from annotation.selectors.hybrid import routing_progress
+from annotation.services.pipeline import launch_campaign
+from annotation.management.simulation import simulate_crowd
+from hits.models import HIT, FollowUp
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SUBJECTS = ["mayor", "council", "storm", "company", "police", "school", "river", "team", "doctor", "court"]
+VERBS = ["opened", "closed", "reported", "praised", "blocked", "funded", "moved", "won", "treated", "ruled"]
+OBJECTS = ["park", "airport", "profits", "bridge", "road", "library", "village", "match", "patients", "case"]
+PLACES = ["Denver", "Leeds", "Osaka", "Lagos", "Lima", "Oslo", "Perth", "Quito", "Riga", "Seoul"]
+
+
+def write_folder(folder, n_examples=8, n_units=8, systems=("alpha", "beta", "gamma", "delta"), seed=4):
+    """SCU folder: a unit is copied into a summary (present), half-copied (present or not: the unsure cases),
+    or left out (absent); the labels say which."""
+    rng = random.Random(seed)
+    (folder / "summaries").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    units, references = [], []
+    for e in range(n_examples):
+        row = []
+        for u in range(n_units):
+            k = (e * n_units + u) % 10
+            row.append(f"The {SUBJECTS[k]} {VERBS[(k + e) % 10]} the {OBJECTS[(k + u) % 10]} in {PLACES[(u + e) % 10]} number{e}x{u}")
+        units.append(row)
+        references.append(" ".join(f"<t> {t} . </t>" for t in row))
+    (folder / "ids.txt").write_text("".join(f"ex{e}\n" for e in range(n_examples)))
+    (folder / "references.txt").write_text("".join(r + "\n" for r in references))
+    (folder / "SCUs.txt").write_text("".join("\t".join(r) + "\n" for r in units))
+    for quality, system in enumerate(systems):
+        lines, labels = [], []
+        for e in range(n_examples):
+            sentences, row = [], []
+            for text in units[e]:
+                draw = rng.random() + 0.1 * quality
+                words = text.split()
+                if draw < 0.45:
+                    sentences.append(text)
+                    row.append(1)
+                elif draw < 0.75:
+                    sentences.append(" ".join(words[: len(words) // 2 + rng.randint(0, 2)]))
+                    row.append(int(rng.random() < 0.5))
+                else:
+                    row.append(0)
+            lines.append(" ".join(f"<t> {s} . </t>" for s in sentences) or "<t> Nothing happened . </t>")
+            labels.append(row)
+        (folder / "summaries" / f"{system}.summary").write_text("".join(line + "\n" for line in lines))
+        (folder / "labels" / f"{system}.label").write_text("".join("\t".join(map(str, r)) + "\n" for r in labels))
+    return folder
+
+
+def budgeted_campaign(tmp_path, **fields):
+    campaign = import_campaign(name="Budgeted", folder=write_folder(tmp_path / "data")).campaign
+    settings = dict(human_presence_share=0.5, presence_rounds=2, active_rounds=True, gold_share=0.0, assignments_presence=3)
+    settings.update(fields)
+    Campaign.objects.filter(pk=campaign.pk).update(**settings)
+    campaign.refresh_from_db()
+    return campaign
+
+
+def test_only_the_least_sure_share_is_posted_at_launch(tmp_path):
+    campaign = budgeted_campaign(tmp_path)
+    assert launch_campaign(campaign) == 0  # nothing posted by the launch itself: the routing pass posts
+    campaign.refresh_from_db()
+    candidates = list(PresenceCandidate.objects.filter(campaign=campaign))
+    assert len(candidates) == 8 * 4 * 2  # examples x systems x HITs of 4 units
+    budget = hit_budget(len(candidates), 0.5)
+    posted = HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence")
+    assert posted.count() == budget // 2  # round 1 of 2
+    first = PresenceRound.objects.get(campaign=campaign)
+    assert first.number == 1 and first.state == "open" and first.routed == posted.count()
+    routed = [c for c in candidates if c.hit_id]
+    waiting = [c for c in candidates if not c.hit_id]
+    assert {c.hit_id for c in routed} == set(posted.values_list("pk", flat=True))
+    # The least sure went to people: every routed HIT is at least as unsure as every one kept back.
+    assert min(c.uncertainty for c in routed) >= max(c.uncertainty for c in waiting)
+    # Routed HITs carry exactly their candidate's units and summary.
+    for c in routed:
+        assert c.hit.payload == {"summary": c.summary_id, "predicate": None, "units": c.units}
+
+
+def test_a_budgeted_campaign_runs_to_its_end_with_the_simulated_crowd(tmp_path, eager_celery, monkeypatch):
+    from annotation.automation.judges import adapt
+
+    monkeypatch.setattr(adapt, "MIN_LABELS", 20)
+    campaign = budgeted_campaign(tmp_path)
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    report = simulate_crowd(campaign, 6, seed=7, accuracy=1.0, max_seconds=300)
+    assert report.campaign_state == "finished"
+    n_candidates = PresenceCandidate.objects.filter(campaign=campaign).count()
+    budget = hit_budget(n_candidates, 0.5)
+    hits = HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence", kind="regular")
+    # Only the routed HITs were ever created, and no more than the share.
+    assert hits.count() == budget <= 0.5 * n_candidates
+    assert hits.filter(state="completed").count() == budget
+    rounds = list(PresenceRound.objects.filter(campaign=campaign).order_by("number"))
+    assert [r.number for r in rounds] == [1, 2] and all(r.state == "done" for r in rounds)
+    assert [r.routed for r in rounds] == [budget // 2, budget - budget // 2]
+    # Active rounds: round 2 was routed by a judge retrained on round 1's human labels.
+    assert "adapted" not in rounds[0].judge_version
+    assert "adapted" in rounds[1].judge_version and rounds[1].training_labels == 4 * (budget // 2)
+    labelling = latest_labelling(campaign)
+    assert labelling.judge_version.startswith("lexical")
+    assert "adapted" in labelling.judge_version  # the last refit (after round 2) labelled the rest
+
+    scores = campaign_scores(campaign, n_boot=200)["hybrid"]
+    assert scores["judge_version"] == labelling.judge_version
+    assert scores["n_units"] == 4 * n_candidates
+    human_units = 4 * budget
+    assert scores["human_units"] == human_units
+    for name, system in scores["systems"].items():
+        assert system["n_summaries"] == 8 and system["n_units"] == 64
+        assert 0 < system["human_share"] < 1
+        low, high = system["ci95"]
+        assert low <= system["qapyramid"] <= high
+    # The score mixes the two sources: recompute one summary by hand.
+    human = dict(((u, s), p) for u, s, p in GoldPresence.objects.filter(
+        summary__system__campaign=campaign, origin="majority").values_list("unit_id", "summary_id", "present"))
+    judge = dict(((u, s), p) for u, s, p in labelling.presences.values_list("unit_id", "summary_id", "present"))
+    by_system = {}
+    for candidate in PresenceCandidate.objects.filter(campaign=campaign).select_related("summary__system"):
+        for unit in candidate.units:
+            key = (unit, candidate.summary_id)
+            by_system.setdefault(candidate.summary.system.name, {}).setdefault(candidate.summary_id, []).append(
+                human[key] if key in human else judge[key])
+    for name, summaries in by_system.items():
+        expected = np.mean([np.mean(labels) for labels in summaries.values()])
+        assert scores["systems"][name]["qapyramid"] == pytest.approx(expected)
+    progress = routing_progress(campaign)
+    assert progress["finished"] and progress["routed"] == budget and progress["completed"] == budget
+
+
+def test_a_broker_outage_mid_round_loses_nothing(tmp_path, eager_celery, monkeypatch):
+    """Round 1's HITs complete while the broker is down: the next round waits in the outbox and opens when it returns."""
+    from config.celery import app
+    from hits import outbox
+
+    campaign = budgeted_campaign(tmp_path)
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    real_publish = outbox._publish
+
+    def broker_down(task_name, args, countdown=None):
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr(outbox, "_publish", broker_down)
+    app.conf.task_always_eager = False
+    try:
+        # The crowd finishes round 1 (its follow-ups run in the submission without a Redis broker).
+        report = simulate_crowd(campaign, 6, seed=3, accuracy=1.0, max_seconds=120)
+    finally:
+        app.conf.task_always_eager = True
+    assert report.campaign_state == "running"
+    assert PresenceRound.objects.get(campaign=campaign).state == "open"  # nobody could close it
+    stored = list(FollowUp.objects.values_list("task_name", "args"))
+    assert ("annotation.route_presence", [campaign.pk]) in stored
+    round_one = HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence")
+    assert round_one.count() == round_one.filter(state="completed").count() > 0
+    # The broker returns: the stored pass runs, closes round 1 and posts round 2.
+    monkeypatch.setattr(outbox, "_publish", real_publish)
+    assert outbox.flush() >= 1
+    assert not FollowUp.objects.filter(task_name="annotation.route_presence").exists()
+    assert list(PresenceRound.objects.filter(campaign=campaign).values_list("number", "state")) == [(1, "done"), (2, "open")]
+    report = simulate_crowd(campaign, 6, seed=4, accuracy=1.0, max_seconds=120)
+    assert report.campaign_state == "finished"
+    budget = hit_budget(PresenceCandidate.objects.filter(campaign=campaign).count(), 0.5)
+    assert HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence", state="completed").count() == budget
+
+
+def test_the_paper_protocol_is_the_default(tmp_path):
+    campaign = import_campaign(name="Paper", folder=write_folder(tmp_path / "data")).campaign
+    assert campaign.human_presence_share == 1.0 and not campaign.is_hybrid
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    assert not PresenceCandidate.objects.exists()
+    assert HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence").count() == 8 * 4 * 2
+    assert "hybrid" not in campaign_scores(campaign, n_boot=0)
+
+
+def test_a_budgeted_qa_campaign_routes_presence_as_its_examples_settle(eager_celery):
+    """QA pairs written and verified by the crowd: each example's presence HITs become candidates when its
+    predicates settle, and the rounds route the share of them that arrived."""
+    from django.core.management import call_command
+
+    call_command("load_demo", password="demo-pass-123")
+    campaign = Campaign.objects.get(slug="demo-news")
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=2)
+    campaign.refresh_from_db()
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    report = simulate_crowd(campaign, 8, seed=3, max_seconds=300)
+    assert report.campaign_state == "finished"
+    candidates = PresenceCandidate.objects.filter(campaign=campaign)
+    assert candidates.exists() and all(c.predicate_id for c in candidates)
+    budget = hit_budget(candidates.count(), 0.5)
+    posted = HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence", kind="regular")
+    assert posted.count() == budget == candidates.filter(hit__isnull=False).count()
+    assert all(r.state == "done" for r in PresenceRound.objects.filter(campaign=campaign))
+    assert PresenceRound.objects.filter(campaign=campaign).count() >= 2
+    hybrid = campaign_scores(campaign, n_boot=100)["hybrid"]
+    assert hybrid["n_units"] == sum(len(c.units) for c in candidates)
+    assert 0 < hybrid["human_units"] < hybrid["n_units"]
