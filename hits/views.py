@@ -70,7 +70,8 @@ def worker_home(request):
                     available.order_by().values_list("batch__name", flat=True).distinct()[:4]
                 ) if offer["n"] else [],
                 "minutes": _typical_minutes(task_type),
-                "why_not": "" if allowed else _why_not(worker, task_type),
+                "why_not": "" if allowed else _why_not(worker),
+                "held_back": _held_back(worker, task_type),
                 "current": current_assignment(worker, task_type),
             }
         )
@@ -89,21 +90,36 @@ def _typical_minutes(task_type) -> float | None:
     return max(1, round(seconds[len(seconds) // 2] / 60))
 
 
-def _why_not(worker, task_type) -> str:
-    """Why this worker may not do this task type now, in words they can act on."""
-    if worker.blocked:
-        return "your account is blocked" + (f": {worker.blocked_reason}" if worker.blocked_reason else "")
-    qualification = Qualification.objects.filter(worker=worker, task_type=task_type).first()
-    if qualification is None:
-        return "not open to you in any campaign"
-    reasons = {
-        Qualification.State.FAILED: "you did not pass its qualification test",
-        Qualification.State.REVIEW: "your qualification test is waiting for a researcher's review",
-        Qualification.State.REVOKED: "your qualification was withdrawn",
-        Qualification.State.PENDING: "its qualification test is not available to you now",
-    }
-    why = reasons.get(qualification.state, qualification.get_state_display().lower())
-    return why + (f" ({qualification.reason})" if qualification.reason and qualification.state != Qualification.State.PENDING else "")
+def _why_not(worker) -> str:
+    """Why this worker may not do any HIT now (only a platform-wide block takes every task type away)."""
+    return "your account is blocked" + (f": {worker.blocked_reason}" if worker.blocked_reason else "")
+
+
+#: What a campaign's own decision about a worker's test means to them, in words they can act on.
+_HELD_BACK = {
+    Qualification.State.FAILED: "you did not pass its qualification test",
+    Qualification.State.REVIEW: "your qualification test is waiting for a researcher's review",
+    Qualification.State.REVOKED: "your qualification was withdrawn",
+}
+
+
+def _held_back(worker, task_type) -> list[str]:
+    """The running campaigns that keep this worker out of this task type, each with its reason.
+
+    Qualification is per campaign: a failed test or a researcher's block in one campaign leaves the others open,
+    so these are shown beside what is still available rather than as "not available"."""
+    lines = []
+    rows = Qualification.objects.filter(
+        worker=worker, task_type=task_type, state__in=list(_HELD_BACK), batch__state="active"
+    ).select_related("batch").order_by("batch__name")
+    for qualification in rows:
+        reason = _HELD_BACK[qualification.state]
+        if qualification.reason:
+            reason += f" ({qualification.reason})"
+        lines.append(f"{qualification.batch.name}: {reason}")
+    for block in worker.batch_blocks.filter(batch__state="active", batch__hits__task_type=task_type).select_related("batch").distinct():
+        lines.append(f"{block.batch.name}: a researcher stopped your work here" + (f" ({block.reason})" if block.reason else ""))
+    return lines
 
 
 def _start(request, task_type, hit_id=None):

@@ -163,9 +163,13 @@ def test_home_shows_reward_time_campaign_and_why_a_task_is_not_available(launche
     Worker.objects.filter(pk=worker.pk).update(blocked=False)
     task = TaskType.objects.get(slug="presence")
     TaskType.objects.filter(pk=task.pk).update(requires_qualification=True)
-    Qualification.objects.update_or_create(worker=worker, task_type=task, defaults={"state": "failed", "reason": "score 0.50"})
+    # Qualification is per campaign: a failed test there is named with its campaign, beside what is left elsewhere.
+    launched.refresh_from_db()
+    Qualification.objects.update_or_create(
+        worker=worker, task_type=task, batch=launched.batch, defaults={"state": "failed", "reason": "score 0.50"}
+    )
     row = client.get("/work/").content.decode().split('data-task="presence"')[1].split("</tr>")[0]
-    assert "you did not pass its qualification test (score 0.50)" in row
+    assert f"{launched.batch.name}: you did not pass its qualification test (score 0.50)" in row
 
 
 def test_history_tells_skipped_from_returned(launched, django_user_model):
