@@ -75,8 +75,10 @@ def test_auto_accepted_next_hit_is_held_briefly_until_opened(tmp_path, researche
     started = client.post("/work/generation/start/")
     first = Assignment.objects.get()
     client.get(started["Location"])
-    answer = "Police" if "Police" in client.get(started["Location"]).content.decode() else "The mayor"
-    done = client.post(started["Location"], {"action": "submit", "q1": "Who did something?", "q1_a1": answer})
+    police = "Police" in client.get(started["Location"]).content.decode()
+    # The question names the HIT's verb (the server refuses one that does not).
+    question, answer = ("Who blamed someone?", "Police") if police else ("Who refused to do something?", "The mayor")
+    done = client.post(started["Location"], {"action": "submit", "q1": question, "q1_a1": answer})
     nxt = Assignment.objects.exclude(pk=first.pk).get()
     assert done["Location"] == f"/work/assignments/{nxt.pk}/"
     assert nxt.state == Assignment.State.ASSIGNED

@@ -72,7 +72,9 @@ def settle_with_kept_pairs(campaign: Campaign, pairs_per_predicate: int = 2) -> 
         index = 0
         for predicate in Predicate.objects.filter(example=example).select_related("sentence"):
             for k in range(pairs_per_predicate):
-                answer = predicate.sentence.text.split()[0]
+                # Distinct answer spans: pairs sharing one would be held for the duplicate review.
+                words = predicate.sentence.text.split()
+                answer = words[k % len(words)]
                 ContentUnit.objects.create(
                     example=example, predicate=predicate, kind="qa", index=index, question=f"Who {predicate.text} something {k}?",
                     answers=[answer], text=f"Who {predicate.text} something {k}? {answer}", state="kept",
