@@ -30,7 +30,7 @@ def test_the_preview_shows_progress_while_the_server_checks(page, tmp_path, djan
     page.click("#preview")
     assert page.locator("#import-busy").is_visible() and "finding the predicates" in page.inner_text("#import-busy")
     assert page.locator("#preview").is_disabled()
-    page.wait_for_function("document.getElementById('import-elapsed').textContent !== '0 s'", timeout=3000)
+    page.wait_for_function("() => document.getElementById('import-elapsed').textContent !== '0 s'", timeout=3000)
 
 
 def test_the_tie_rule_choice_is_shown_whole(page, tmp_path, django_user_model):

@@ -51,7 +51,7 @@ def test_invited_worker_joins_takes_the_campaigns_test_and_works(page, chromium,
     link = page.input_value("#invitations .invite-url")
     assert "/join/" in link and "0 of 1" in page.inner_text("#invitations")
     page.click("#invitations .copy-link")
-    page.wait_for_function("document.querySelector('#invitations .copy-link').textContent === 'Copied'")
+    page.wait_for_function("() => document.querySelector('#invitations .copy-link').textContent === 'Copied'")
 
     # A new worker, in a browser of their own, joins with it.
     context = chromium.new_context(base_url=live_server.url, viewport={"width": 1366, "height": 800})
@@ -63,6 +63,9 @@ def test_invited_worker_joins_takes_the_campaigns_test_and_works(page, chromium,
     worker_page.fill("#id_password2", PASSWORD)
     worker_page.click("button[type=submit]")
     worker_page.wait_for_selector("tr[data-task=presence]")
+    # Auto-accept is off for new workers: this one turns it on, to go from test item to test item.
+    with worker_page.expect_navigation():
+        worker_page.check("input[name=auto_accept_next]")
     worker_page.click("tr[data-task=presence] button:has-text('Start working')")
     for n in range(4):
         worker_page.wait_for_selector(".presence-row")
