@@ -58,6 +58,9 @@ class Command(BaseCommand):
         )
         self.stdout.flush()
         signal.signal(signal.SIGTERM, _interrupt)  # stopped by a process manager: end as on Ctrl-C (state saved)
+        # Started in the background by a shell, a process inherits SIGINT ignored and Python then sets no handler:
+        # Ctrl-C (or a test's SIGINT) must still stop it.
+        signal.signal(signal.SIGINT, _interrupt)
         try:
             standin.serve_forever()
         except KeyboardInterrupt:
