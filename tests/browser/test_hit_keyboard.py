@@ -18,6 +18,9 @@ def _start(page, task):
     page.goto("/work/")
     page.click(f"tr[data-task={task}] button:has-text('Start working')")
     page.wait_for_selector("#hit-form[data-draft]")
+    # The form is in the page before its deferred script has run: keys pressed earlier reach no handler
+    # (seen on a loaded machine).
+    page.wait_for_load_state("load")
 
 
 def _drag(page, first, last):
