@@ -77,7 +77,7 @@ class MTurkAssignmentAdmin(ReadOnlyAdmin):
 
 @admin.register(MTurkQualificationType)
 class MTurkQualificationTypeAdmin(ReadOnlyAdmin):
-    list_display = ("name", "task_type", "sandbox", "qualification_type_id")
+    list_display = ("name", "task_type", "batch", "sandbox", "qualification_type_id")
 
 
 @admin.register(TaskType)

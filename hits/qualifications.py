@@ -21,7 +21,8 @@ revocation or block never changes what a worker may do in another batch.
   (``BatchBlock``) closes all of the batch's HITs; a platform-wide block
   (``Worker.blocked``, an admin's decision) closes everything.
 - Every decision is logged (``QualificationEvent``) with who or what made it,
-  and ``hits.signals.qualification_changed`` / ``worker_blocked`` are sent.
+  and ``hits.signals.qualification_changed`` / ``worker_blocked`` /
+  ``batch_block_changed`` are sent.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from django.utils import timezone
 from hits import sql
 from hits.handlers import Eligibility
 from hits.models import HIT, Assignment, Batch, BatchBlock, Qualification, QualificationEvent, TaskType, Worker
-from hits.signals import qualification_changed, worker_blocked
+from hits.signals import batch_block_changed, qualification_changed, worker_blocked
 
 REGULAR_KINDS = (HIT.Kind.REGULAR, HIT.Kind.GOLD)
 
@@ -293,6 +294,7 @@ def set_batch_blocked(worker: Worker, batch: Batch, blocked: bool, reason: str =
             reason=reason[:500],
             decided_by=by,
         )
+        batch_block_changed.send(sender=BatchBlock, worker=worker, batch=batch, blocked=blocked, reason=reason)
     return changed
 
 

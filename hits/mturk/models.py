@@ -99,9 +99,16 @@ class MTurkUnknownSubmission(models.Model):
 
 
 class MTurkQualificationType(models.Model):
-    """The MTurk qualification type of one task type, created once per requester account (sandbox or live)."""
+    """The MTurk qualification type of one task type in one batch (a campaign), created once per requester
+    account (sandbox or live): a revocation or block in one campaign never touches another's HITs.
+
+    Rows without a batch are the per-task-type types made before qualification became per campaign (migration
+    0009): HITs published then still require them, so the mirror keeps granting them (never revoking: that
+    would shut the worker out of every campaign of the type; the HIT page still refuses a revoked worker).
+    """
 
     task_type = models.ForeignKey("hits.TaskType", on_delete=models.CASCADE, related_name="+")
+    batch = models.ForeignKey("hits.Batch", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     sandbox = models.BooleanField()
     qualification_type_id = models.CharField(max_length=64)
     name = models.CharField(max_length=200)
@@ -110,7 +117,14 @@ class MTurkQualificationType(models.Model):
     class Meta:
         verbose_name = "MTurk qualification type"
         constraints = [
-            models.UniqueConstraint(fields=["task_type", "sandbox"], name="mturk_qualification_type_unique")
+            models.UniqueConstraint(
+                fields=["batch", "task_type", "sandbox"], name="mturk_qualification_type_per_batch_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["task_type", "sandbox"],
+                condition=models.Q(batch__isnull=True),
+                name="mturk_qualification_type_legacy_unique",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -18,9 +18,10 @@ Mapping of HIT kinds (see README, "MTurk backend"):
 - gold and qualification HITs are open-ended locally (32767 places): on MTurk
   they get ``MTURK_OPEN_HIT_ASSIGNMENTS`` (default 9, under the 10 that
   doubles MTurk's commission);
-- qualification HITs are shown only to workers *without* the task type's
-  MTurk qualification (``DoesNotExist``); regular and gold HITs of a type that
-  requires qualification only to workers who have it (``Exists``);
+- qualification HITs are shown only to workers *without* the batch's MTurk
+  qualification type of their task type (one per campaign, ``DoesNotExist``);
+  regular and gold HITs of a type that requires qualification only to workers
+  who have it (``Exists``);
 - MTurk's minimum reward is $0.01, so a $0.00 qualification HIT pays $0.01;
   an unpaid gold HIT pays what the regular HITs of its type pay, and waits
   until some exist (gold presence checks go up with the first presence HITs).
@@ -100,7 +101,8 @@ def external_question(page_url: str | None = None) -> str:
 
 
 def qualification_requirements(hit: HIT, qualification_type_id: str | None) -> list[dict]:
-    """MTurk requirements of a HIT: the task type's own qualification, then the optional locale and approval rate."""
+    """MTurk requirements of a HIT: its batch's qualification type (of its task type), then the optional locale
+    and approval rate."""
     guard = {"ActionsGuarded": "DiscoverPreviewAndAccept"}
     requirements = []
     if hit.task_type.requires_qualification:
@@ -162,12 +164,12 @@ def unpublished_hits(batch: Batch):
 def planned_requests(batch: Batch) -> list[dict]:
     """The CreateHIT requests a publish of ``batch`` would send now, without calling AWS.
 
-    A task type whose MTurk qualification type does not exist yet shows a
+    A task type whose MTurk qualification type does not exist yet in this batch shows a
     placeholder id: it is created (once) by the first real publish.
     """
     sandbox = batch.backend != Batch.Backend.MTURK_LIVE
     known = dict(
-        MTurkQualificationType.objects.filter(sandbox=sandbox).values_list("task_type_id", "qualification_type_id")
+        MTurkQualificationType.objects.filter(batch=batch, sandbox=sandbox).values_list("task_type_id", "qualification_type_id")
     )
     rewards = regular_rewards(batch)
     requests = []
@@ -322,7 +324,7 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
     type_ids: dict[int, str] = {}
     for hit in selected:
         if hit.task_type.requires_qualification and hit.task_type_id not in type_ids:
-            type_ids[hit.task_type_id] = ensure_qualification_type(mturk, hit.task_type).qualification_type_id
+            type_ids[hit.task_type_id] = ensure_qualification_type(mturk, hit.task_type, batch).qualification_type_id
         params = create_hit_request(hit, type_ids.get(hit.task_type_id), rewards.get(hit.task_type_id))
         try:
             created = mturk.call("CreateHIT", **params)["HIT"]

@@ -80,13 +80,13 @@ def _retry_later(task, exc) -> int:
 
 
 @shared_task(name="hits.mturk.mirror_qualification", acks_late=True, bind=True)
-def mirror_qualification_task(self, worker_id: int, task_type_id: int, granted: bool, reason: str) -> int:
-    """Grant or revoke the worker's MTurk qualification of a task type (both accounts where it exists)."""
+def mirror_qualification_task(self, worker_id: int, task_type_id: int, granted: bool, reason: str, batch_id: int | None = None) -> int:
+    """Grant or revoke the worker's MTurk qualification of a task type in one batch (both accounts where it exists)."""
     from hits.mturk.client import MTurkError
     from hits.mturk.qualifications import mirror_qualification
 
     try:
-        return mirror_qualification(worker_id, task_type_id, granted, reason)
+        return mirror_qualification(worker_id, task_type_id, granted, reason, batch_id)
     except MTurkError as exc:
         return _retry_later(self, exc)
 
@@ -99,5 +99,17 @@ def mirror_block_task(self, worker_id: int, blocked: bool, reason: str) -> int:
 
     try:
         return mirror_block(worker_id, blocked, reason)
+    except MTurkError as exc:
+        return _retry_later(self, exc)
+
+
+@shared_task(name="hits.mturk.mirror_batch_block", acks_late=True, bind=True)
+def mirror_batch_block_task(self, worker_id: int, batch_id: int, blocked: bool, reason: str) -> int:
+    """A researcher's block in one campaign: take the batch's MTurk qualification types away (or give them back)."""
+    from hits.mturk.client import MTurkError
+    from hits.mturk.qualifications import mirror_batch_block
+
+    try:
+        return mirror_batch_block(worker_id, batch_id, blocked, reason)
     except MTurkError as exc:
         return _retry_later(self, exc)

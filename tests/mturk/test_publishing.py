@@ -155,7 +155,7 @@ def test_balance_that_cannot_cover_the_hits_refuses_the_publish(stubbed, mturk_b
 
 
 def test_qualification_types_gold_and_tests_map_to_mturk(stubbed, mturk_batch, task_type, settings):
-    """The type's qualification is created once and reused; gold HITs get 9 assignments; tests pay MTurk's minimum."""
+    """The batch's qualification type is created once and reused; gold HITs get 9 assignments; tests pay MTurk's minimum."""
     settings.MTURK_LOCALES = ["us", "GB"]
     settings.MTURK_MIN_APPROVAL_RATE = 95
     task_type.requires_qualification = True
@@ -170,8 +170,11 @@ def test_qualification_types_gold_and_tests_map_to_mturk(stubbed, mturk_batch, t
     stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
     stubbed.add_response(
         "create_qualification_type",
-        {"QualificationType": {"QualificationTypeId": "QUAL1", "Name": "qapyr Label it (label)"}},
-        {"Name": "qapyr Label it (label)", "Keywords": "label, test", "Description": "Passed the qualification test for 'Label it' HITs.", "QualificationTypeStatus": "Active"},
+        {"QualificationType": {"QualificationTypeId": "QUAL1", "Name": f"qapyr Label it (label, campaign {mturk_batch.key})"}},
+        {
+            "Name": f"qapyr Label it (label, campaign {mturk_batch.key})", "Keywords": "label, test",
+            "Description": "Passed the qualification test for 'Label it' HITs of one campaign.", "QualificationTypeStatus": "Active",
+        },
     )
     stubbed.add_response("create_hit", created("TEST1"), expected_create(
         test, Title="Qualification test: Label it", Reward="0.01", MaxAssignments=9,
@@ -189,7 +192,68 @@ def test_qualification_types_gold_and_tests_map_to_mturk(stubbed, mturk_batch, t
     ))
     publish_batch(mturk_batch)
     assert MTurkQualificationType.objects.get().qualification_type_id == "QUAL1"
+    assert MTurkQualificationType.objects.get().batch == mturk_batch
     assert MTurkHIT.objects.get(mturk_hit_id="GOLD1").max_assignments == 9
+
+
+def test_each_campaign_gets_its_own_qualification_type(stubbed, mturk_batch, task_type):
+    """Two MTurk campaigns of one task type: two qualification types, each campaign's HITs require only its own
+    (a revocation in one must not close the other on MTurk); an old per-task-type type is not reused."""
+    from hits.models import Batch
+
+    task_type.requires_qualification = True
+    task_type.save()
+    MTurkQualificationType.objects.create(task_type=task_type, sandbox=True, qualification_type_id="OLD", name="old")
+    other = Batch.objects.create(name="Second campaign", reference="test:3", backend=Batch.Backend.MTURK_SANDBOX)
+    guard = {"ActionsGuarded": "DiscoverPreviewAndAccept"}
+    for batch, type_id in ((mturk_batch, "QUALA"), (other, "QUALB")):
+        hit = make_hit(batch, task_type)
+        name = f"qapyr Label it (label, campaign {batch.key})"
+        stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+        stubbed.add_response(
+            "create_qualification_type",
+            {"QualificationType": {"QualificationTypeId": type_id, "Name": name}},
+            {
+                "Name": name, "Keywords": "label, test",
+                "Description": "Passed the qualification test for 'Label it' HITs of one campaign.", "QualificationTypeStatus": "Active",
+            },
+        )
+        stubbed.add_response("create_hit", created(f"HIT{type_id}"), expected_create(
+            hit, QualificationRequirements=[{"QualificationTypeId": type_id, "Comparator": "Exists", **guard}],
+        ))
+        publish_batch(batch)
+    assert dict(MTurkQualificationType.objects.filter(batch__isnull=False).values_list("batch_id", "qualification_type_id")) == {
+        mturk_batch.pk: "QUALA", other.pk: "QUALB",
+    }
+    # The plan of a campaign shows its own type.
+    make_hit(other, task_type)
+    [request] = planned_requests(other)
+    assert request["QualificationRequirements"][0]["QualificationTypeId"] == "QUALB"
+
+
+def test_campaign_type_made_earlier_is_found_by_name(stubbed, mturk_batch, task_type):
+    """An interrupted publish created the campaign's type but did not record it: MTurk refuses the name, the type
+    is found by it (ListQualificationTypes) and recorded for this batch."""
+    task_type.requires_qualification = True
+    task_type.save()
+    hit = make_hit(mturk_batch, task_type)
+    name = f"qapyr Label it (label, campaign {mturk_batch.key})"
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_client_error(
+        "create_qualification_type", service_error_code="RequestError",
+        service_message=f"You have already created a QualificationType with this name: {name}", http_status_code=400,
+    )
+    stubbed.add_response(
+        "list_qualification_types",
+        {"QualificationTypes": [{"QualificationTypeId": "OTHER", "Name": name + " x"}, {"QualificationTypeId": "QUALA", "Name": name}]},
+        {"Query": name, "MustBeRequestable": False, "MustBeOwnedByCaller": True, "MaxResults": 100},
+    )
+    stubbed.add_response("create_hit", created("HIT1"), expected_create(
+        hit, QualificationRequirements=[{"QualificationTypeId": "QUALA", "Comparator": "Exists", "ActionsGuarded": "DiscoverPreviewAndAccept"}],
+    ))
+    publish_batch(mturk_batch)
+    record = MTurkQualificationType.objects.get()
+    assert (record.batch, record.qualification_type_id, record.name) == (mturk_batch, "QUALA", name)
 
 
 def test_publishing_needs_https_and_an_mturk_batch(mturk_batch, local_batch, task_type, settings):

@@ -160,7 +160,9 @@ def test_notify_workers_in_one_call(stubbed, published, mturk_batch):
 
 
 def test_qualification_grant_revoke_and_block_are_mirrored(stubbed, published, task_type, django_capture_on_commit_callbacks):
-    MTurkQualificationType.objects.create(task_type=task_type, sandbox=True, qualification_type_id="QUAL1", name="q")
+    MTurkQualificationType.objects.create(
+        batch=published.hit.batch, task_type=task_type, sandbox=True, qualification_type_id="QUAL1", name="q"
+    )
     [a1] = mturk_work(published, 1)
     worker = a1.worker
     stubbed.add_response("disassociate_qualification_from_worker", {}, {
