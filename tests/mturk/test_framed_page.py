@@ -347,3 +347,19 @@ def test_a_submission_after_the_campaign_is_cancelled_is_refused_and_shows_the_t
     assert assignment.state == "assigned" and assignment.answers in (None, {}) and assignment.submitted_at is None
     assert HIT.objects.count() == hits_before
     assert not HIT.objects.filter(batch=hit.batch, state="open").exists()
+
+
+def test_a_nul_character_in_an_answer_is_refused_inside_the_frame_with_the_text_shown_back(client, published):
+    open_page(client)
+    record = MTurkAssignment.objects.get()
+    post = client.post(reverse("mturk-hit"), {
+        "hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "token": str(record.assignment.token),
+        "q1": "Who opened\x00 it?", "q1_a1": "The mayor",
+    })
+    assert post.status_code == 400
+    text = post.content.decode()
+    assert "Nothing was saved or submitted" in text and "Who opened it?" in text and ">The mayor</pre>" in text
+    assert str(record.assignment.token) not in text and "\x00" not in text
+    # MTurk's frame may show it (the default policy would leave the frame blank).
+    assert "https://" in post["Content-Security-Policy"] and "X-Frame-Options" not in post
+    assert Assignment.objects.get().state == "assigned"
