@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.shortcuts import render
+from django.urls import Resolver404, resolve
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +59,38 @@ class RefuseNulMiddleware:
             fields.append(request.POST)
         for data in fields:
             if any("\x00" in key or any("\x00" in value for value in values) for key, values in data.lists()):
-                return render(request, "400_nul.html", status=400)
+                return self._refuse(request, data is not request.GET)
         return self.get_response(request)
+
+    # The HIT pages (local and MTurk's framed one) and the fields of theirs that are not the worker's text.
+    HIT_PAGES = ("assignment", "mturk-hit")
+    NOT_TYPED = ("csrfmiddlewaretoken", "token", "hitId", "assignmentId", "workerId", "action", "hit")
+
+    def _refuse(self, request, posted: bool):
+        try:
+            page = resolve(request.path_info).url_name if posted else None
+        except Resolver404:
+            page = None
+        if page not in self.HIT_PAGES:
+            return render(request, "400_nul.html", status=400)
+        # A worker's answers: what they typed comes back (without the NUL) so that nothing is lost; the
+        # submission itself is refused, not silently altered.
+        typed = [
+            (name.replace("\x00", ""), value.replace("\x00", ""))
+            for name, values in request.POST.lists()
+            if name not in self.NOT_TYPED
+            for value in values
+            if value.replace("\x00", "").strip()
+        ]
+        context = {"typed": typed}
+        if page == "mturk-hit":
+            # Shown inside MTurk's frame, which the default policy (and X-Frame-Options) would leave blank.
+            context["body_template"] = "400_nul_body.html"
+            response = render(request, "hits/mturk_message.html", context, status=400)
+            response["Content-Security-Policy"] = "frame-ancestors " + " ".join(settings.MTURK_FRAME_ANCESTORS)
+            response.xframe_options_exempt = True
+            return response
+        return render(request, "400_nul.html", context, status=400)
 
 
 class QueryCountMiddleware:

@@ -41,7 +41,7 @@ from config.ratelimit import client_ip, hit_limit, rate_limited
 from hits.handlers import AnswerErrors, task_handler
 from hits.models import Assignment, Worker
 from hits.mturk.models import MTurkAssignment, MTurkHIT
-from hits.services import AssignmentClosed, NotEligible, accept_next, submit_assignment
+from hits.services import AssignmentClosed, NotEligible, WorkCancelled, accept_next, submit_assignment
 
 PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 # MTurk's ids are upper-case letters and digits.
@@ -70,9 +70,10 @@ def _valid_submit_to(url: str) -> bool:
     return url.rstrip("/") in [host.rstrip("/") for host in hosts]
 
 
-def _page(request, hit, assignment, record, data=None, errors=None, status=200):
+def _page(request, hit, assignment, record, data=None, errors=None, status=200, refused=""):
     handler = task_handler(hit.task_type.slug)
     context = {
+        "refused": refused,
         "hit": hit,
         "assignment": assignment,
         "record": record,
@@ -178,6 +179,10 @@ def mturk_hit_page(request):
         submit_assignment(assignment.worker, assignment.pk, request.POST, confirm_later=True)
     except AnswerErrors as exc:
         return _page(request, published.hit, assignment, record, data=request.POST, errors=exc.errors, status=400)
+    except WorkCancelled as exc:
+        # As on the local page: the worker's text stays on the page (to keep a copy); the form cannot be sent again.
+        refused = f"{str(exc)[:1].upper()}{str(exc)[1:]}. Please return this HIT on MTurk."
+        return _page(request, published.hit, assignment, record, data=request.POST, status=409, refused=refused)
     except AssignmentClosed as exc:
         return _refuse(request, 410, f"Sorry, {exc}. Please return it on MTurk.")
     return render(request, "hits/mturk_submit.html", {"record": record})

@@ -186,3 +186,40 @@ def test_join_page_says_what_the_work_is_pays_and_takes(launched, client):
     assert 'id="the-work"' in html and "qualification test" in html
     row = html.split('data-task="generation"')[1].split("</tr>")[0]
     assert "$0.32" in row and "a few minutes" in row
+
+
+def _accepted(client):
+    started = client.post("/work/generation/start/")
+    assert started.status_code == 302
+    return started["Location"]
+
+
+def test_a_submission_after_the_campaign_is_cancelled_is_refused_and_shows_the_text_back(launched, django_user_model):
+    from annotation.services.pipeline import cancel_campaign
+
+    client = _client(django_user_model, "carla")
+    page = _accepted(client)
+    cancel_campaign(launched)
+    hits_before = HIT.objects.count()
+    refused = client.post(page, {"action": "submit", "q1": "Who blamed someone? <kept>", "q1_a1": "Police"})
+    assert refused.status_code == 409
+    assert b'id="refused"' in refused.content and b"was cancelled by its researchers" in refused.content
+    assert b'value="Who blamed someone? &lt;kept&gt;"' in refused.content and b'id="submit"' not in refused.content
+    assert Assignment.objects.get().submitted_at is None and HIT.objects.count() == hits_before
+    assert not ContentUnit.objects.exists()
+
+
+def test_a_nul_character_in_an_answer_is_refused_with_the_text_shown_back(launched, django_user_model):
+    """The 400 for a NUL character must not cost the worker their answers (the page's draft is dropped on submit)."""
+    client = _client(django_user_model, "nadia")
+    page = _accepted(client)
+    refused = client.post(page, {"action": "submit", "q1": "Who blamed\x00 someone? <b>", "q1_a1": "Police", "feedback": "long\nnote"})
+    assert refused.status_code == 400
+    text = refused.content.decode()
+    assert "Nothing was saved or submitted" in text and "go back to the HIT" in text
+    assert "Who blamed someone? &lt;b&gt;" in text and ">Police</pre>" in text and "long\nnote" in text
+    assert "csrfmiddlewaretoken" not in text and "\x00" not in text
+    assert Assignment.objects.get().state == "assigned" and not ContentUnit.objects.exists()
+    # Elsewhere the plain page stays (nothing a worker typed into a HIT to give back).
+    other = client.post("/work/settings/", {"next": "/work/\x00"})
+    assert other.status_code == 400 and b"nul-typed" not in other.content

@@ -319,3 +319,47 @@ def test_work_mturk_paid_without_our_record_is_booked_in_the_ledger(client, publ
     sync_batch(published.hit.batch)
     paid = dict(LedgerEntry.objects.filter(state="paid").values_list("kind", "amount"))
     assert paid == {"reward": Decimal("0.32"), "fee": Decimal("0.06")}
+
+
+def test_a_submission_after_the_campaign_is_cancelled_is_refused_and_shows_the_text_back(client, published):
+    """Issue 19, item 4 on MTurk's frame: as on the local page, the worker's text comes back with the refusal."""
+    from annotation.services.pipeline import cancel_campaign
+    from hits.models import HIT
+
+    open_page(client)
+    record = MTurkAssignment.objects.get()
+    hit = record.assignment.hit
+    cancel_campaign(hit.batch.campaign)
+    hits_before = HIT.objects.count()
+    question = _question(hit) + " <typed & kept>"
+    post = client.post(reverse("mturk-hit"), {
+        "hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "token": str(record.assignment.token),
+        "q1": question, "q1_a1": _first_word(hit),
+    })
+    assert post.status_code == 409
+    text = post.content.decode()
+    assert "was cancelled by its researchers" in text and "return this HIT on MTurk" in text
+    assert 'id="refused"' in text and "What you wrote is shown below." in text
+    assert "&lt;typed &amp; kept&gt;" in text  # the worker's own words, escaped
+    assert 'id="submit"' not in text  # nothing to send again
+    assert "frame-ancestors" in post["Content-Security-Policy"] and "https://" in post["Content-Security-Policy"]
+    assignment = Assignment.objects.get()
+    assert assignment.state == "assigned" and assignment.answers in (None, {}) and assignment.submitted_at is None
+    assert HIT.objects.count() == hits_before
+    assert not HIT.objects.filter(batch=hit.batch, state="open").exists()
+
+
+def test_a_nul_character_in_an_answer_is_refused_inside_the_frame_with_the_text_shown_back(client, published):
+    open_page(client)
+    record = MTurkAssignment.objects.get()
+    post = client.post(reverse("mturk-hit"), {
+        "hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "token": str(record.assignment.token),
+        "q1": "Who opened\x00 it?", "q1_a1": "The mayor",
+    })
+    assert post.status_code == 400
+    text = post.content.decode()
+    assert "Nothing was saved or submitted" in text and "Who opened it?" in text and ">The mayor</pre>" in text
+    assert str(record.assignment.token) not in text and "\x00" not in text
+    # MTurk's frame may show it (the default policy would leave the frame blank).
+    assert "https://" in post["Content-Security-Policy"] and "X-Frame-Options" not in post
+    assert Assignment.objects.get().state == "assigned"
