@@ -30,11 +30,9 @@ def _money(value) -> Decimal:
 
 
 @dataclass
-class Payout:
-    """One worker's money in one batch (campaign)."""
+class Totals:
+    """Counts and money of some work: one worker in one campaign (``Payout``), or the sums of several."""
 
-    worker: Worker
-    batch: Batch
     approved: int = 0
     awaiting_review: int = 0
     rejected: int = 0
@@ -44,6 +42,14 @@ class Payout:
     paid: Decimal = ZERO
     fees: Decimal = ZERO
     awaiting_amount: Decimal = ZERO
+
+
+@dataclass(kw_only=True)
+class Payout(Totals):
+    """One worker's money in one batch (campaign): the figures of ``Totals`` for that worker and batch."""
+
+    worker: Worker
+    batch: Batch
     bonus_items: list = field(default_factory=list)
 
     @property
@@ -102,19 +108,6 @@ def payouts(batch: Batch | None = None, worker: Worker | None = None) -> list[Pa
     for entry in entries.filter(kind=LedgerEntry.Kind.BONUS).order_by("pk"):
         rows[(entry.batch_id, entry.worker_id)].bonus_items.append(entry)
     return sorted(rows.values(), key=lambda r: (r.batch.name, r.batch.pk, r.worker.external_id))
-
-
-@dataclass
-class Totals:
-    approved: int = 0
-    awaiting_review: int = 0
-    rejected: int = 0
-    rewards: Decimal = ZERO
-    bonuses: Decimal = ZERO
-    owed: Decimal = ZERO
-    paid: Decimal = ZERO
-    fees: Decimal = ZERO
-    awaiting_amount: Decimal = ZERO
 
 
 def totals(rows: list[Payout]) -> Totals:
