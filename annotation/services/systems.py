@@ -10,7 +10,10 @@ created (the pipeline's own ``presence_hit_rows`` / ``scu_presence_hit_rows``):
 for every example whose presence stage has started, one HIT per (new
 summary, predicate with kept QA pairs).  Examples still in QA generation
 pick the new summaries up when their presence stage starts.  A finished
-campaign with new HITs runs again until they are judged.  Instead of crowd
+campaign with new HITs runs again until they are judged.  In a budgeted campaign
+(human presence share below 100%) the new HITs join the routing's candidates
+instead: the next routing pass judges them and posts only the share of them
+that keeps the campaign's people within its share, the least-sure first.  Instead of crowd
 judges, the new system can be scored automatically (the automation layer's
 ``start_autoscore_run``, offered beside this on the add-system page).
 """
@@ -34,6 +37,8 @@ class AddedSystems:
     systems: list[str] = field(default_factory=list)
     n_summaries: int = 0
     n_hits: int = 0
+    #: Budgeted presence (share below 100%): HITs kept for the judge's routing instead of posted at once.
+    n_routed_candidates: int = 0
 
 
 def add_systems(campaign: Campaign, summaries: Path | str, by=None) -> AddedSystems:
@@ -104,13 +109,20 @@ def _write_systems(campaign: Campaign, records) -> AddedSystems:
         for example_id, summary_ids in by_example.items():
             if example_id in started:
                 rows.extend(presence_hit_rows(campaign, started[example_id], summary_ids))
+    if campaign.is_hybrid:
+        # Budgeted presence: the new summaries' HITs join the candidates; the routing pass judges them
+        # and posts only the new share of them, the least-sure first (annotation.services.hybrid).
+        from annotation.services import hybrid
+
+        result.n_routed_candidates = hybrid.store_candidates(campaign, rows)
+        rows = []
     HIT.objects.bulk_create(rows, batch_size=2000)
     if rows and campaign.state == Campaign.State.PAUSED:
         # Set aside like the rest of the paused campaign's HITs, by the pause's own step (the
         # campaign row is locked, so no resume can come in between); the resume opens them.
         set_batch_state(campaign.batch, Batch.State.PAUSED)
     result.n_hits = len(rows)
-    if rows and campaign.state == Campaign.State.FINISHED:
+    if (rows or result.n_routed_candidates) and campaign.state == Campaign.State.FINISHED:
         # New work to do: the campaign runs again until the new system is judged.
         Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.RUNNING)
         Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.ACTIVE)

@@ -220,3 +220,42 @@ def test_a_budgeted_qa_campaign_routes_presence_as_its_examples_settle(eager_cel
     hybrid = campaign_scores(campaign, n_boot=100)["hybrid"]
     assert hybrid["n_units"] == sum(len(c.units) for c in candidates)
     assert 0 < hybrid["human_units"] < hybrid["n_units"]
+
+
+def test_a_system_added_after_presence_started_gets_only_its_share_routed(tmp_path, eager_celery, monkeypatch):
+    """A finished budgeted campaign takes a new system: its presence HITs become candidates, the campaign runs
+    again, and people get only the share of the new HITs (the least-sure first), not all of them."""
+    import json as _json
+
+    from annotation.automation.judges import adapt
+    from annotation.services.systems import add_systems
+
+    monkeypatch.setattr(adapt, "MIN_LABELS", 20)
+    campaign = budgeted_campaign(tmp_path)
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    assert simulate_crowd(campaign, 6, seed=7, accuracy=1.0, max_seconds=300).campaign_state == "finished"
+    before = PresenceCandidate.objects.filter(campaign=campaign).count()
+    posted_before = HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence", kind="regular").count()
+
+    units = (tmp_path / "data" / "SCUs.txt").read_text().splitlines()
+    lines = [_json.dumps({"id": f"ex{e}", "system": "epsilon", "summary": row.split("\t")[e % 8] + "."})
+             for e, row in enumerate(units)]
+    path = tmp_path / "epsilon.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = add_systems(campaign, path)
+    new = PresenceCandidate.objects.filter(campaign=campaign, summary__system__name="epsilon")
+    assert result.n_hits == 0 and result.n_routed_candidates == new.count() == 8 * 2
+    campaign.refresh_from_db()
+    assert campaign.state == "running"  # the routing pass (eager here) ran after the commit
+    total = before + new.count()
+    regular = HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence", kind="regular")
+    # People are asked for no more than the share of all the campaign's presence HITs, the new ones included.
+    assert regular.count() == hit_budget(total, 0.5) < posted_before + new.count()
+    assert regular.count() > posted_before  # some of the new HITs went to people
+    extra = PresenceRound.objects.filter(campaign=campaign).order_by("-number").first()
+    assert extra.number == 3 and extra.routed == regular.count() - posted_before
+    report = simulate_crowd(campaign, 6, seed=8, accuracy=1.0, max_seconds=300)
+    assert report.campaign_state == "finished"
+    scores = campaign_scores(campaign, n_boot=50)["hybrid"]
+    assert scores["systems"]["epsilon"]["n_summaries"] == 8 and scores["n_units"] == 4 * total

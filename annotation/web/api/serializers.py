@@ -500,3 +500,7 @@ class AddedSystemsSerializer(serializers.Serializer):
     systems = serializers.ListField(child=serializers.CharField())
     n_summaries = serializers.IntegerField()
     n_hits = serializers.IntegerField(help_text="Presence HITs created for the new summaries.")
+    n_routed_candidates = serializers.IntegerField(
+        help_text="Budgeted campaigns: presence HITs of the new summaries kept for the judge's routing (only the "
+                  "human share of them is posted, the least-sure first)."
+    )

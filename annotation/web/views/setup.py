@@ -283,10 +283,13 @@ def campaign_add_system(request, slug):
                 problems = [str(p) for p in exc.problems]
                 status = 400
             else:
-                messages.success(
-                    request,
-                    f"Added {', '.join(result.systems)}: {result.n_summaries} summaries, {result.n_hits} presence HITs created.",
-                )
+                created = f"{result.n_hits} presence HITs created"
+                if result.n_routed_candidates:
+                    created = (
+                        f"{result.n_routed_candidates} presence HITs handed to the judge, which routes the "
+                        f"campaign's human share of them to people"
+                    )
+                messages.success(request, f"Added {', '.join(result.systems)}: {result.n_summaries} summaries, {created}.")
                 return redirect("campaign-progress", slug=slug)
             finally:
                 uploads.discard_upload(token)
