@@ -12,8 +12,9 @@ summary, predicate with kept QA pairs).  Examples still in QA generation
 pick the new summaries up when their presence stage starts.  A finished
 campaign with new HITs runs again until they are judged.  In a budgeted campaign
 (human presence share below 100%) the new HITs join the routing's candidates
-instead: the next routing pass judges them and posts only the share of them
-that keeps the campaign's people within its share, the least-sure first.  Instead of crowd
+instead: the next routing pass judges them and posts, from all the HITs not
+yet routed (mostly the new ones), the least-sure until people have the share
+of all the campaign's presence HITs again.  Instead of crowd
 judges, the new system can be scored automatically (the automation layer's
 ``start_autoscore_run``, offered beside this on the add-system page).
 """
