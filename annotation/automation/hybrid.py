@@ -31,12 +31,12 @@ from annotation.models import (
     AutoSummaryScore,
     Campaign,
     ContentUnit,
-    GoldPresence,
     PresenceCandidate,
     PresenceRound,
     SystemSummary,
 )
 from annotation.scoring import routing
+from annotation.selectors.hybrid import human_labels
 from annotation.services import hybrid
 from annotation.services.pipeline import finish_campaign_if_done
 
@@ -89,14 +89,7 @@ def _candidate_pairs(campaign: Campaign):
     )
     rows = [(i, u, c.summary_id) for i, c in enumerate(candidates) for u in c.units if u in units]
     pairs = [PresencePair(summary=summaries[s], unit=units[u]) for _, u, s in rows]
-    human = {
-        (u, s): present
-        for u, s, present in GoldPresence.objects.filter(
-            summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY, present__isnull=False,
-            unit_id__in=unit_ids,
-        ).values_list("unit_id", "summary_id", "present")
-    }
-    return candidates, rows, pairs, human
+    return candidates, rows, pairs, human_labels(campaign, unit_ids)
 
 
 def _write_labels(campaign: Campaign, version: str, rows, probabilities, present) -> AutoscoreRun:

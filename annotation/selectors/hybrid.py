@@ -34,6 +34,26 @@ def latest_labelling(campaign: Campaign):
     return last.labelling_run if last else None
 
 
+def human_labels(campaign: Campaign, unit_ids=None) -> dict[tuple[int, int], bool]:
+    """(unit, summary) -> label of the units people judged: the crowd's majority, and the known (imported) labels
+    of the routed HITs that became gold checks (people answer those too, but are measured against the key)."""
+    majority = GoldPresence.objects.filter(
+        summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY, present__isnull=False
+    )
+    if unit_ids is not None:
+        majority = majority.filter(unit_id__in=unit_ids)
+    labels = {}
+    for summary_id, units, answer_key in PresenceCandidate.objects.filter(
+        campaign=campaign, hit__kind=HIT.Kind.GOLD
+    ).values_list("summary_id", "units", "hit__answer_key"):
+        known = (answer_key or {}).get("labels", {})
+        for unit in units:
+            if str(unit) in known:
+                labels[(unit, summary_id)] = bool(known[str(unit)])
+    labels.update(((u, s), p) for u, s, p in majority.values_list("unit_id", "summary_id", "present"))
+    return labels
+
+
 def hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict | None:
     """Per-system hybrid scores (see the module docstring); None for a campaign that is not budgeted."""
     if not campaign.is_hybrid:
@@ -53,12 +73,7 @@ def hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict | None:
     judge = {}
     if run is not None:
         judge = {(u, s): p for u, s, p in AutoPresence.objects.filter(run=run).values_list("unit_id", "summary_id", "present")}
-    human = {
-        (u, s): p
-        for u, s, p in GoldPresence.objects.filter(
-            summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY, present__isnull=False
-        ).values_list("unit_id", "summary_id", "present")
-    }
+    human = human_labels(campaign)
     summary_info = dict(
         (pk, (example, system))
         for pk, example, system in SystemSummary.objects.filter(system__campaign=campaign).values_list("pk", "example_id", "system_id")
@@ -106,14 +121,16 @@ def routing_progress(campaign: Campaign) -> dict:
     """Rounds and the budget spent, for the progress page and the API."""
     counts = PresenceCandidate.objects.filter(campaign=campaign).aggregate(
         candidates=Count("pk"), routed=Count("pk", filter=Q(hit__isnull=False)),
-        done=Count("pk", filter=Q(hit__state=HIT.State.COMPLETED)),
+        done=Count("pk", filter=Q(hit__state=HIT.State.COMPLETED) | Q(hit__kind=HIT.Kind.GOLD)),
     )
     budget = hit_budget(counts["candidates"], campaign.human_presence_share)
     rounds = [
         {
             "number": r.number, "state": r.state, "routed": r.routed, "budget": r.budget, "judge_version": r.judge_version,
             "training_labels": r.training_labels,
-            "completed": PresenceCandidate.objects.filter(campaign=campaign, round=r.number, hit__state=HIT.State.COMPLETED).count(),
+            "completed": PresenceCandidate.objects.filter(campaign=campaign, round=r.number).filter(
+                Q(hit__state=HIT.State.COMPLETED) | Q(hit__kind=HIT.Kind.GOLD)).count(),
+            "gold_checks": PresenceCandidate.objects.filter(campaign=campaign, round=r.number, hit__kind=HIT.Kind.GOLD).count(),
         }
         for r in PresenceRound.objects.filter(campaign=campaign).order_by("number")
     ]

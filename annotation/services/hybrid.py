@@ -68,18 +68,23 @@ def post_routed(campaign: Campaign, round_number: int, candidate_ids, uncertaint
         PresenceCandidate.objects.select_for_update().filter(campaign=campaign, pk__in=list(candidate_ids), hit__isnull=True)
     )
     presence, _ = TaskType.objects.get_or_create(slug=PRESENCE, defaults=TASK_TYPES[PRESENCE])
-    hits = HIT.objects.bulk_create(
-        [
-            HIT(
-                batch_id=campaign.batch_id, task_type=presence,
-                payload={"summary": c.summary_id, "predicate": c.predicate_id, "units": c.units},
-                max_assignments=campaign.assignments_presence, reward=campaign.reward_presence,
-                state=HIT.State.PAUSED if campaign.state == Campaign.State.PAUSED else HIT.State.OPEN,
-            )
-            for c in candidates
-        ],
-        batch_size=2000,
-    )
+    rows = [
+        HIT(
+            batch_id=campaign.batch_id, task_type=presence,
+            payload={"summary": c.summary_id, "predicate": c.predicate_id, "units": c.units},
+            max_assignments=campaign.assignments_presence, reward=campaign.reward_presence,
+            state=HIT.State.PAUSED if campaign.state == Campaign.State.PAUSED else HIT.State.OPEN,
+        )
+        for c in candidates
+    ]
+    if campaign.unit_type == Campaign.UnitType.SCU:
+        from annotation.services.pipeline import turn_share_into_gold
+
+        # As in the paper's protocol, gold checks hide among the HITs people are asked for: the campaign's
+        # gold share of each round's routed HITs whose units all have imported labels.  Their units count
+        # as judged by people, with the known labels.
+        turn_share_into_gold(campaign, rows, seed=campaign.pk * 1000 + round_number)
+    hits = HIT.objects.bulk_create(rows, batch_size=2000)
     for candidate, hit in zip(candidates, hits):
         candidate.hit = hit
         candidate.round = round_number
@@ -90,9 +95,9 @@ def post_routed(campaign: Campaign, round_number: int, candidate_ids, uncertaint
 
 
 def open_routed_hits(campaign: Campaign) -> int:
-    """Routed presence HITs still waiting for people."""
+    """Routed presence HITs still waiting for people (gold checks stay open for every worker: never waited for)."""
     return PresenceCandidate.objects.filter(
-        campaign=campaign, hit__isnull=False, hit__state__in=HIT.UNFINISHED_STATES
+        campaign=campaign, hit__isnull=False, hit__state__in=HIT.UNFINISHED_STATES, hit__kind=HIT.Kind.REGULAR
     ).count()
 
 

@@ -147,7 +147,7 @@ def _create_scu_presence_hits(campaign: Campaign) -> int:
         hybrid.store_candidates(campaign, rows)
         Example.objects.filter(campaign=campaign).update(presence_started=True)
         return 0
-    _turn_share_into_gold(campaign, rows)
+    turn_share_into_gold(campaign, rows)
     HIT.objects.bulk_create(rows, batch_size=2000)
     Example.objects.filter(campaign=campaign).update(presence_started=True)
     return len(rows)
@@ -177,16 +177,18 @@ def scu_presence_hit_rows(campaign: Campaign, summaries) -> list[HIT]:
     return rows
 
 
-def _turn_share_into_gold(campaign: Campaign, rows: list[HIT]) -> None:
+def turn_share_into_gold(campaign: Campaign, rows: list[HIT], seed: int | None = None) -> int:
     """Make ``gold_share`` of an "scu" campaign's presence HITs gold checks, keyed by imported labels.
 
     Gold HITs look like any other; every judge may meet each once, and their
-    answers measure the judge instead of feeding the crowd's gold labels.
+    answers measure the judge instead of feeding the crowd's gold labels.  A
+    budgeted campaign draws them from each round's routed HITs (``seed``: the round's).
+    Returns how many of ``rows`` became gold checks.
     """
     import random
 
     if campaign.gold_share <= 0 or not rows:
-        return
+        return 0
     labels = {
         (unit_id, summary_id): present
         for unit_id, summary_id, present in GoldPresence.objects.filter(
@@ -194,13 +196,15 @@ def _turn_share_into_gold(campaign: Campaign, rows: list[HIT]) -> None:
         ).values_list("unit_id", "summary_id", "present")
     }
     if not labels:
-        return
-    rng = random.Random(campaign.pk)
+        return 0
+    rng = random.Random(campaign.pk if seed is None else seed)
     eligible = [h for h in rows if all((u, h.payload["summary"]) in labels for u in h.payload["units"])]
-    for hit in rng.sample(eligible, round(len(eligible) * campaign.gold_share)):
+    chosen = rng.sample(eligible, round(len(eligible) * campaign.gold_share))
+    for hit in chosen:
         hit.kind = HIT.Kind.GOLD
         hit.max_assignments = 32767
         hit.answer_key = {"labels": {str(u): labels[(u, hit.payload["summary"])] for u in hit.payload["units"]}}
+    return len(chosen)
 
 
 def campaign_of_hit(hit: HIT) -> Campaign:

@@ -259,3 +259,38 @@ def test_a_system_added_after_presence_started_gets_only_its_share_routed(tmp_pa
     assert report.campaign_state == "finished"
     scores = campaign_scores(campaign, n_boot=50)["hybrid"]
     assert scores["systems"]["epsilon"]["n_summaries"] == 8 and scores["n_units"] == 4 * total
+
+
+def test_gold_checks_hide_among_the_routed_hits_of_a_budgeted_scu_campaign(tmp_path, eager_celery, monkeypatch):
+    """With a gold share and imported labels, each round turns that share of its routed HITs into gold checks:
+    workers meet them among their work, rounds do not wait for them, and their units count as judged by people
+    with the known labels."""
+    from annotation.automation.judges import adapt
+    from hits.models import Assignment
+
+    monkeypatch.setattr(adapt, "MIN_LABELS", 20)
+    campaign = budgeted_campaign(tmp_path, gold_share=0.25)
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    n_candidates = PresenceCandidate.objects.filter(campaign=campaign).count()
+    budget = hit_budget(n_candidates, 0.5)
+    first = list(PresenceCandidate.objects.filter(campaign=campaign, round=1).select_related("hit"))
+    gold_first = [c for c in first if c.hit.kind == "gold"]
+    assert len(first) == budget // 2 and len(gold_first) == round(len(first) * 0.25) > 0
+    imported = dict(((u, s), p) for u, s, p in GoldPresence.objects.filter(
+        summary__system__campaign=campaign, origin="imported").values_list("unit_id", "summary_id", "present"))
+    for c in gold_first:
+        assert c.hit.answer_key == {"labels": {str(u): imported[(u, c.summary_id)] for u in c.units}}
+
+    report = simulate_crowd(campaign, 6, seed=7, accuracy=1.0, max_seconds=300)
+    assert report.campaign_state == "finished"  # the gold checks, open for every worker, held no round up
+    routed = PresenceCandidate.objects.filter(campaign=campaign, hit__isnull=False).select_related("hit")
+    gold = [c for c in routed if c.hit.kind == "gold"]
+    assert routed.count() == budget and len(gold) >= len(gold_first)
+    assert Assignment.objects.filter(hit__in=[c.hit_id for c in gold], state__in=Assignment.DONE_STATES).exists()
+    assert PresenceRound.objects.filter(campaign=campaign).count() == 2
+    scores = campaign_scores(campaign, n_boot=50)["hybrid"]
+    # Every routed unit, gold checks included, is labelled by people.
+    assert scores["human_units"] == 4 * budget
+    progress = routing_progress(campaign)
+    assert progress["completed"] == budget and sum(r["gold_checks"] for r in progress["rounds"]) == len(gold)
