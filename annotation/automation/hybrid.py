@@ -129,8 +129,52 @@ def _write_labels(campaign: Campaign, version: str, rows, probabilities, present
     return run
 
 
+#: Seconds before a failed routing pass is tried again (with a broker), doubled at each failure up to the cap.
+RETRY_FIRST_SECONDS = 60
+RETRY_MAX_SECONDS = 3600
+
+
 def route_campaign(campaign_id: int) -> dict:
-    """One routing pass (see the module docstring); returns what it did."""
+    """One routing pass (see the module docstring); returns what it did.
+
+    A pass that fails (the judge cannot be built, or fails while judging) never raises: the error is
+    kept on the campaign for its progress page, where the researcher can retry or choose another judge,
+    and with a broker the pass is tried again after a backoff.  Nothing is half-done: the pass's writes
+    are one transaction, and the judge's cache keeps only complete answers.
+    """
+    try:
+        result = _route_campaign(campaign_id)
+    except Exception as exc:  # noqa: BLE001 - any failure must leave the campaign waiting visibly, not stalled silently
+        return _routing_failed(campaign_id, exc)
+    Campaign.objects.filter(pk=campaign_id, routing_failures__gt=0).update(
+        routing_error="", routing_error_at=None, routing_failures=0
+    )
+    return result
+
+
+def _routing_failed(campaign_id: int, exc: Exception) -> dict:
+    from celery import current_app
+    from django.db.models import F
+
+    from annotation.automation.judges.base import JudgeError
+    from hits.outbox import send_now
+
+    log.exception("routing pass of campaign %s failed", campaign_id)
+    message = str(exc) if isinstance(exc, JudgeError) else f"{type(exc).__name__}: {exc}"
+    Campaign.objects.filter(pk=campaign_id).update(
+        routing_error=message[:2000], routing_error_at=timezone.now(), routing_failures=F("routing_failures") + 1
+    )
+    failures = Campaign.objects.filter(pk=campaign_id).values_list("routing_failures", flat=True).first() or 1
+    retry_in = None
+    if not current_app.conf.task_always_eager:
+        # In-process (no broker) a retry now would fail the same way at once: the researcher's retry, a new
+        # judge in the settings or the next completed HIT asks again.
+        retry_in = min(RETRY_FIRST_SECONDS * 2 ** (failures - 1), RETRY_MAX_SECONDS)
+        send_now(hybrid.ROUTE_TASK, [campaign_id], countdown=retry_in)
+    return {"failed": message, "failures": failures, "retry_in": retry_in}
+
+
+def _route_campaign(campaign_id: int) -> dict:
     campaign = Campaign.objects.filter(pk=campaign_id).first()
     if campaign is not None and campaign.is_hybrid:
         # The judge's answers go to its cache first, outside the campaign's row lock: a slow judge (a

@@ -130,6 +130,11 @@ class Campaign(models.Model):
         default=True, help_text="Spend the human budget in rounds, retraining the judge on the human labels between them."
     )
     presence_rounds = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1), MaxValueValidator(10)])
+    # The last routing pass that failed (the judge could not be built or could not judge); cleared by the next
+    # pass that works.  Shown on the progress page with a "retry" action; with a broker, retried with backoff.
+    routing_error = models.TextField(blank=True, default="", editable=False)
+    routing_error_at = models.DateTimeField(null=True, blank=True, editable=False)
+    routing_failures = models.PositiveIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["-created_at", "slug"]

@@ -143,6 +143,9 @@ def routing_progress(campaign: Campaign) -> dict:
         "completed": counts["done"],
         "spent_share": (counts["routed"] / budget) if budget else None,
         "rounds": rounds,
+        # The last routing pass that failed (cleared by the next that works): what the judge said, when, how often.
+        "error": {"message": campaign.routing_error, "at": campaign.routing_error_at, "failures": campaign.routing_failures}
+        if campaign.routing_error else None,
         "finished": bool(rounds) and rounds[-1]["state"] == PresenceRound.State.DONE
         and rounds[-1]["number"] >= campaign.n_presence_rounds and counts["routed"] >= budget,
     }

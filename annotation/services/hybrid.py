@@ -47,6 +47,24 @@ def request_routing(campaign: Campaign) -> None:
     send_after_commit(ROUTE_TASK, campaign.pk)
 
 
+class RoutingRetryError(ValueError):
+    """A routing retry that cannot be asked for (the message says why)."""
+
+
+def retry_routing(campaign: Campaign, judge: str | None = None) -> None:
+    """The researcher's retry of a budgeted campaign's routing (after a failed pass), optionally with another
+    judge (a registry name the caller has checked).  The pass runs after the commit, like every other."""
+    if not campaign.is_hybrid:
+        raise RoutingRetryError("this campaign does not route presence judgments (its human presence share is 100%)")
+    if campaign.state not in (Campaign.State.RUNNING, Campaign.State.PAUSED):
+        raise RoutingRetryError(f"a {campaign.get_state_display().lower()} campaign has no routing to retry")
+    if judge and judge != campaign.presence_judge:
+        # Labels and rounds carry the judge version, so a judge changed between rounds stays traceable.
+        Campaign.objects.filter(pk=campaign.pk).update(presence_judge=judge)
+        campaign.presence_judge = judge
+    request_routing(campaign)
+
+
 def total_budget(campaign: Campaign, n_candidates: int | None = None) -> int:
     """How many presence HITs people may judge, over all rounds (never more than the share)."""
     if n_candidates is None:

@@ -294,3 +294,75 @@ def test_gold_checks_hide_among_the_routed_hits_of_a_budgeted_scu_campaign(tmp_p
     assert scores["human_units"] == 4 * budget
     progress = routing_progress(campaign)
     assert progress["completed"] == budget and sum(r["gold_checks"] for r in progress["rounds"]) == len(gold)
+
+
+class _BrokenJudge:
+    """A judge whose model cannot answer (as a trained model whose files went missing would)."""
+
+    version = "broken-1"
+    threshold = 0.5
+
+    def predict(self, pairs):
+        from annotation.automation.judges.base import JudgeError
+
+        raise JudgeError("the model directory 'models/judge-x' has no weights")
+
+
+def test_a_failing_judge_stops_routing_visibly_and_a_retry_resumes_it(tmp_path, eager_celery, monkeypatch, researcher):
+    """The judge fails during the pass: the launch still works, nothing is posted or half-written, the progress
+    page says why and offers a retry; the retry with another judge opens round 1 and clears the error."""
+    from django.test import Client
+
+    from annotation.automation.judges import registry
+
+    real_get_judge = registry.get_judge
+    monkeypatch.setattr(registry, "get_judge", lambda name, **o: _BrokenJudge() if name == "broken" else real_get_judge(name, **o))
+    campaign = budgeted_campaign(tmp_path, presence_judge="broken")
+    Campaign.objects.filter(pk=campaign.pk).update(owner=researcher)
+    launch_campaign(campaign)  # the pass runs in-process after the commit: its failure must not reach the caller
+    campaign.refresh_from_db()
+    assert campaign.state == "running" and campaign.routing_failures == 1
+    assert "has no weights" in campaign.routing_error
+    assert not HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence").exists()
+    assert not PresenceRound.objects.filter(campaign=campaign).exists()
+    assert latest_labelling(campaign) is None
+
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    assert 'id="routing-error"' in page and "has no weights" in page and "Retry routing now" in page
+    refused = client.post(f"/campaigns/{campaign.slug}/routing/retry/", {"presence_judge": "oracle"}, follow=True)
+    assert "Routing not retried" in refused.content.decode() and "unknown judge" in refused.content.decode()
+    campaign.refresh_from_db()
+    assert campaign.presence_judge == "broken" and campaign.routing_failures == 1
+
+    retried = client.post(f"/campaigns/{campaign.slug}/routing/retry/", {"presence_judge": "lexical"}, follow=True)
+    assert "Routing pass asked for with the judge lexical" in retried.content.decode()
+    campaign.refresh_from_db()
+    assert campaign.presence_judge == "lexical" and campaign.routing_error == "" and campaign.routing_failures == 0
+    first = PresenceRound.objects.get(campaign=campaign)
+    assert first.number == 1 and first.routed > 0 and first.judge_version.startswith("lexical")
+    assert 'id="routing-error"' not in client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+
+
+def test_with_a_broker_a_failed_routing_pass_is_tried_again_with_backoff(tmp_path, monkeypatch):
+    """Not in-process: each failure schedules the next pass, later each time (capped)."""
+    from celery import current_app
+
+    from annotation.automation import hybrid as automation_hybrid
+    from annotation.automation.judges import registry
+    from hits import outbox
+
+    monkeypatch.setattr(registry, "get_judge", lambda name, **o: _BrokenJudge())
+    campaign = budgeted_campaign(tmp_path, presence_judge="broken")
+    sent = []
+    monkeypatch.setattr(outbox, "send_now", lambda name, args, countdown=None: sent.append((name, args, countdown)) or True)
+    launch_campaign(campaign)  # its routing request is captured, not run
+    sent.clear()
+    monkeypatch.setitem(current_app.conf, "task_always_eager", False)
+    results = [automation_hybrid.route_campaign(campaign.pk) for _ in range(8)]
+    assert [r["retry_in"] for r in results] == [60, 120, 240, 480, 960, 1920, 3600, 3600]
+    assert [s[2] for s in sent] == [60, 120, 240, 480, 960, 1920, 3600, 3600]
+    assert all(name == "annotation.route_presence" and args == [campaign.pk] for name, args, _ in sent)
+    campaign.refresh_from_db()
+    assert campaign.routing_failures == 8 and campaign.state == "running"

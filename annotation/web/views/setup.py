@@ -30,6 +30,27 @@ def managed_campaign(request, slug: str) -> Campaign:
     return campaign
 
 
+@login_required
+@require_POST
+def campaign_routing_retry(request, slug):
+    """Ask for a routing pass again after one failed, optionally with another judge (progress page)."""
+    from annotation.automation.autoscore import check_judge_name
+    from annotation.automation.judges.base import JudgeError
+    from annotation.services.hybrid import RoutingRetryError, retry_routing
+
+    campaign = managed_campaign(request, slug)
+    judge = (request.POST.get("presence_judge") or "").strip()[:100] or None
+    try:
+        if judge:
+            check_judge_name(judge)
+        retry_routing(campaign, judge)
+    except (JudgeError, RoutingRetryError) as exc:
+        messages.error(request, f"Routing not retried: {exc}.")
+    else:
+        messages.success(request, f"Routing pass asked for with the judge {judge or campaign.presence_judge}.")
+    return redirect("campaign-progress", slug=slug)
+
+
 def _require_researcher(request) -> None:
     if not roles.is_researcher(request.user):
         raise PermissionDenied("Only researchers may create campaigns.")
