@@ -168,7 +168,9 @@ def line_chart(
 ) -> SafeString:
     """Lines over x in [0, 1]: ``series`` are dicts with ``name``, ``points`` [(x, y), ...], ``color`` and
     optional ``dashed``; a legend names them.  Points with y None are skipped."""
-    left, right, top, bottom = 48, 12, 12, 58
+    # One legend row per series under the axis label (side by side, a long name ran into the next one).
+    legend_row = 16
+    left, right, top, bottom = 48, 12, 12, 42 + legend_row * max(1, len(series))
     plot_w, plot_h = width - left - right, height - top - bottom
     span = (y_max - y_min) or 1.0
 
@@ -197,8 +199,8 @@ def line_chart(
         parts.append(f'<polyline points="{path}" fill="none" stroke="{s["color"]}" stroke-width="2"{dash} class="series" data-series="{escape(s["name"])}"/>')
         for x, y in points:
             parts.append(f'<circle cx="{_num(px(x))}" cy="{_num(py(y))}" r="2.5" fill="{s["color"]}"><title>{escape(s["name"])}: {x:.1f} → {y:.3f}</title></circle>')
-        lx = left + 8 + k * 170
-        parts.append(f'<line x1="{lx}" x2="{lx + 18}" y1="{height - 8}" y2="{height - 8}" stroke="{s["color"]}" stroke-width="2"{dash}/>'
-                     f'<text x="{lx + 22}" y="{height - 4}" font-size="11" fill="{INK}">{escape(s["name"])}</text>')
+        lx, ly = left + 8, top + plot_h + 32 + legend_row * (k + 1)
+        parts.append(f'<line x1="{lx}" x2="{lx + 18}" y1="{ly - 4}" y2="{ly - 4}" stroke="{s["color"]}" stroke-width="2"{dash}/>'
+                     f'<text x="{lx + 22}" y="{ly}" font-size="11" fill="{INK}">{escape(s["name"])}</text>')
     parts.append(f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="{MUTED}"/></svg>')
     return mark_safe("".join(parts))
