@@ -169,8 +169,8 @@ def line_chart(
     """Lines over x in [0, 1]: ``series`` are dicts with ``name``, ``points`` [(x, y), ...], ``color`` and
     optional ``dashed``; a legend names them.  Points with y None are skipped."""
     # One legend row per series under the axis label (side by side, a long name ran into the next one).
-    legend_row = 16
-    left, right, top, bottom = 48, 12, 12, 42 + legend_row * max(1, len(series))
+    legend_row = 20
+    left, right, top, bottom = 52, 12, 12, 42 + legend_row * max(1, len(series))
     plot_w, plot_h = width - left - right, height - top - bottom
     span = (y_max - y_min) or 1.0
 
@@ -187,11 +187,11 @@ def line_chart(
     for tick in _ticks(y_min, y_max):
         parts.append(
             f'<line x1="{left}" x2="{width - right}" y1="{_num(py(tick))}" y2="{_num(py(tick))}" stroke="#e7eaf2"/>'
-            f'<text x="{left - 6}" y="{_num(py(tick) + 4)}" font-size="11" text-anchor="end" fill="{MUTED}">{tick:.1f}</text>'
+            f'<text x="{left - 6}" y="{_num(py(tick) + 4)}" font-size="{FONT}" text-anchor="end" fill="{MUTED}">{tick:.1f}</text>'
         )
     for i in range(0, 11, 2):
-        parts.append(f'<text x="{_num(px(i / 10))}" y="{top + plot_h + 16}" font-size="11" text-anchor="middle" fill="{INK}">{i / 10:.1f}</text>')
-    parts.append(f'<text x="{_num(left + plot_w / 2)}" y="{top + plot_h + 32}" font-size="11" text-anchor="middle" fill="{MUTED}">{escape(x_label)}</text>')
+        parts.append(f'<text x="{_num(px(i / 10))}" y="{top + plot_h + 18}" font-size="{FONT}" text-anchor="middle" fill="{INK}">{i / 10:.1f}</text>')
+    parts.append(f'<text x="{_num(left + plot_w / 2)}" y="{top + plot_h + 38}" font-size="{FONT}" text-anchor="middle" fill="{MUTED}">{escape(x_label)}</text>')
     for k, s in enumerate(series):
         points = [(x, y) for x, y in s["points"] if y is not None]
         path = " ".join(f"{_num(px(x))},{_num(py(y))}" for x, y in points)
@@ -199,8 +199,8 @@ def line_chart(
         parts.append(f'<polyline points="{path}" fill="none" stroke="{s["color"]}" stroke-width="2"{dash} class="series" data-series="{escape(s["name"])}"/>')
         for x, y in points:
             parts.append(f'<circle cx="{_num(px(x))}" cy="{_num(py(y))}" r="2.5" fill="{s["color"]}"><title>{escape(s["name"])}: {x:.1f} → {y:.3f}</title></circle>')
-        lx, ly = left + 8, top + plot_h + 32 + legend_row * (k + 1)
+        lx, ly = left + 8, top + plot_h + 38 + legend_row * (k + 1)
         parts.append(f'<line x1="{lx}" x2="{lx + 18}" y1="{ly - 4}" y2="{ly - 4}" stroke="{s["color"]}" stroke-width="2"{dash}/>'
-                     f'<text x="{lx + 22}" y="{ly}" font-size="11" fill="{INK}">{escape(s["name"])}</text>')
+                     f'<text x="{lx + 22}" y="{ly}" font-size="{FONT}" fill="{INK}">{escape(s["name"])}</text>')
     parts.append(f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="{MUTED}"/></svg>')
     return mark_safe("".join(parts))
