@@ -13,6 +13,7 @@ from typing import Iterable
 from django.db.models import Count, Q
 
 from annotation.models import Campaign, GoldPresence, PresenceJudgment
+from hits.models import HIT
 
 
 def majority_label(n_judgments: int, n_present: int, tie_rule: str) -> bool | None:
@@ -73,3 +74,33 @@ def refresh_gold(campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
         batch_size=2000,
     )
     return len(rows)
+
+
+def turn_share_into_gold(campaign: Campaign, rows: list[HIT], seed: int | None = None) -> int:
+    """Make ``gold_share`` of an "scu" campaign's presence HITs gold checks, keyed by imported labels.
+
+    Gold HITs look like any other; every judge may meet each once, and their
+    answers measure the judge instead of feeding the crowd's gold labels.  A
+    budgeted campaign draws them from each round's routed HITs (``seed``: the round's).
+    Returns how many of ``rows`` became gold checks.
+    """
+    import random
+
+    if campaign.gold_share <= 0 or not rows:
+        return 0
+    labels = {
+        (unit_id, summary_id): present
+        for unit_id, summary_id, present in GoldPresence.objects.filter(
+            summary__system__campaign=campaign, origin=GoldPresence.Origin.IMPORTED
+        ).values_list("unit_id", "summary_id", "present")
+    }
+    if not labels:
+        return 0
+    rng = random.Random(campaign.pk if seed is None else seed)
+    eligible = [h for h in rows if all((u, h.payload["summary"]) in labels for u in h.payload["units"])]
+    chosen = rng.sample(eligible, round(len(eligible) * campaign.gold_share))
+    for hit in chosen:
+        hit.kind = HIT.Kind.GOLD
+        hit.max_assignments = 32767
+        hit.answer_key = {"labels": {str(u): labels[(u, hit.payload["summary"])] for u in hit.payload["units"]}}
+    return len(chosen)

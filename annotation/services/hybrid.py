@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from annotation.models import Campaign, Example, PresenceCandidate, PresenceRound
 from annotation.scoring.routing import hit_budget
+from annotation.services.gold import turn_share_into_gold
 from annotation.models.stages import PRESENCE, TASK_TYPES
 from hits.models import HIT, TaskType
 from hits.mturk.publishing import publish_soon
@@ -96,8 +97,6 @@ def post_routed(campaign: Campaign, round_number: int, candidate_ids, uncertaint
         for c in candidates
     ]
     if campaign.unit_type == Campaign.UnitType.SCU:
-        from annotation.services.pipeline import turn_share_into_gold
-
         # As in the paper's protocol, gold checks hide among the HITs people are asked for: the campaign's
         # gold share of each round's routed HITs whose units all have imported labels.  Their units count
         # as judged by people, with the known labels.

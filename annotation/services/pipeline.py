@@ -38,7 +38,7 @@ from annotation.models import (
 from annotation.models.stages import GENERATION, PRESENCE, SCU_UNITS_PER_HIT, TASK_TYPES, VERIFICATION
 from annotation.services import coalesce, hybrid
 from annotation.services.followups import schedule_completed_presence, schedule_cross_checks, schedule_score_update
-from annotation.services.gold import refresh_gold
+from annotation.services.gold import refresh_gold, turn_share_into_gold
 from annotation.text.duplicates import PairText, near_duplicates
 from hits import sql
 from hits.models import HIT, Assignment, Batch, TaskType
@@ -175,36 +175,6 @@ def scu_presence_hit_rows(campaign: Campaign, summaries) -> list[HIT]:
                 )
             )
     return rows
-
-
-def turn_share_into_gold(campaign: Campaign, rows: list[HIT], seed: int | None = None) -> int:
-    """Make ``gold_share`` of an "scu" campaign's presence HITs gold checks, keyed by imported labels.
-
-    Gold HITs look like any other; every judge may meet each once, and their
-    answers measure the judge instead of feeding the crowd's gold labels.  A
-    budgeted campaign draws them from each round's routed HITs (``seed``: the round's).
-    Returns how many of ``rows`` became gold checks.
-    """
-    import random
-
-    if campaign.gold_share <= 0 or not rows:
-        return 0
-    labels = {
-        (unit_id, summary_id): present
-        for unit_id, summary_id, present in GoldPresence.objects.filter(
-            summary__system__campaign=campaign, origin=GoldPresence.Origin.IMPORTED
-        ).values_list("unit_id", "summary_id", "present")
-    }
-    if not labels:
-        return 0
-    rng = random.Random(campaign.pk if seed is None else seed)
-    eligible = [h for h in rows if all((u, h.payload["summary"]) in labels for u in h.payload["units"])]
-    chosen = rng.sample(eligible, round(len(eligible) * campaign.gold_share))
-    for hit in chosen:
-        hit.kind = HIT.Kind.GOLD
-        hit.max_assignments = 32767
-        hit.answer_key = {"labels": {str(u): labels[(u, hit.payload["summary"])] for u in hit.payload["units"]}}
-    return len(chosen)
 
 
 def campaign_of_hit(hit: HIT) -> Campaign:

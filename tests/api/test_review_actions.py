@@ -273,7 +273,7 @@ def test_new_system_gets_only_its_presence_hits(api_world, tmp_path):
 
     response = _upload(client_for(api_world, "owner"), _jsonl(tmp_path, "gamma.jsonl", GOOD))
     assert response.status_code == 201, response.content
-    assert response.json() == {"systems": ["gamma"], "n_summaries": 2, "n_hits": 1}
+    assert response.json() == {"systems": ["gamma"], "n_summaries": 2, "n_hits": 1, "n_routed_candidates": 0}
     new = HIT.objects.filter(batch__campaign=campaign).exclude(pk__in=before)
     assert [h.task_type.slug for h in new] == ["presence"]
     gamma_a = SystemSummary.objects.get(system__campaign=campaign, system__name="gamma", example__external_id="a")

@@ -366,3 +366,31 @@ def test_with_a_broker_a_failed_routing_pass_is_tried_again_with_backoff(tmp_pat
     assert all(name == "annotation.route_presence" and args == [campaign.pk] for name, args, _ in sent)
     campaign.refresh_from_db()
     assert campaign.routing_failures == 8 and campaign.state == "running"
+
+
+def test_the_api_shows_a_routing_error_and_retries_it(tmp_path, eager_celery, monkeypatch, researcher):
+    from rest_framework.test import APIClient
+
+    from annotation.automation.judges import registry
+
+    real_get_judge = registry.get_judge
+    monkeypatch.setattr(registry, "get_judge", lambda name, **o: _BrokenJudge() if name == "broken" else real_get_judge(name, **o))
+    campaign = budgeted_campaign(tmp_path, presence_judge="broken")
+    Campaign.objects.filter(pk=campaign.pk).update(owner=researcher)
+    launch_campaign(campaign)
+    api = APIClient()
+    api.force_authenticate(researcher)
+    progress = api.get(f"/api/campaigns/{campaign.slug}/progress/").json()
+    assert "has no weights" in progress["routing"]["error"]["message"] and progress["routing"]["error"]["failures"] == 1
+    bad = api.post(f"/api/campaigns/{campaign.slug}/retry-routing/", {"presence_judge": "oracle"}, format="json")
+    assert bad.status_code == 400 and "unknown judge" in bad.json()["presence_judge"][0]
+    again = api.post(f"/api/campaigns/{campaign.slug}/retry-routing/", {}, format="json")  # same broken judge
+    assert again.status_code == 200
+    assert api.get(f"/api/campaigns/{campaign.slug}/progress/").json()["routing"]["error"]["failures"] == 2
+    fixed = api.post(f"/api/campaigns/{campaign.slug}/retry-routing/", {"presence_judge": "lexical"}, format="json")
+    assert fixed.status_code == 200 and fixed.json()["detail"].endswith("judge lexical.")
+    routing = api.get(f"/api/campaigns/{campaign.slug}/progress/").json()["routing"]
+    assert routing["error"] is None and routing["rounds"][0]["routed"] > 0
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=1.0)
+    refused = api.post(f"/api/campaigns/{campaign.slug}/retry-routing/", {}, format="json")
+    assert refused.status_code == 409 and "does not route" in refused.json()["detail"]

@@ -322,6 +322,37 @@ class CampaignViewSet(
         """Cancel for good: open HITs are withdrawn, submitted work is kept."""
         return self._control(request, pipeline.cancel_campaign, "Campaign cancelled.")
 
+    RETRY_ROUTING_REQUEST = inline_serializer(
+        "RetryRouting", fields={"presence_judge": drf_serializers.CharField(required=False, max_length=100)}
+    )
+
+    @extend_schema(request=RETRY_ROUTING_REQUEST, responses={200: serializers.StateSerializer, 400: DETAIL, 409: DETAIL})
+    @action(detail=True, methods=["post"], url_path="retry-routing")
+    def retry_routing(self, request, slug=None):
+        """Budgeted presence: ask for a routing pass again (after one failed; see ``progress.routing.error``),
+        optionally with another judge.  The pass runs in the background."""
+        from annotation.automation.autoscore import check_judge_name
+        from annotation.automation.judges.base import JudgeError
+        from annotation.services.hybrid import RoutingRetryError, retry_routing
+
+        campaign = self.get_object()
+        judge = request.data.get("presence_judge") if hasattr(request.data, "get") else None
+        if judge is not None and (not isinstance(judge, str) or not judge.strip() or len(judge) > 100):
+            raise ValidationError({"presence_judge": ["a judge name (at most 100 characters)"]})
+        judge = judge.strip() if judge else None
+        try:
+            if judge:
+                check_judge_name(judge)
+        except JudgeError as exc:
+            raise ValidationError({"presence_judge": [str(exc)]}) from None
+        try:
+            retry_routing(campaign, judge)
+        except RoutingRetryError as exc:
+            raise Conflict(str(exc).capitalize() + ".") from None
+        campaign.refresh_from_db()
+        return Response({"slug": campaign.slug, "state": campaign.state,
+                         "detail": f"Routing pass asked for with the judge {campaign.presence_judge}."})
+
     def _sharing(self, request, service):
         campaign = self.get_object()
         form = serializers.ShareSerializer(data=request.data)
