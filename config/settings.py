@@ -353,6 +353,9 @@ IMPORT_MAX_SUMMARY_CHARS = env_int("IMPORT_MAX_SUMMARY_CHARS", 20_000)
 IMPORT_MAX_SOURCE_CHARS = env_int("IMPORT_MAX_SOURCE_CHARS", 200_000)
 # An API upload larger than this (all files together) is imported as a background job (202 + the job).
 API_IMPORT_INLINE_MAX_BYTES = env_int("API_IMPORT_INLINE_MAX_BYTES", 256 * 1024)
+# The web upload's preview finds predicates in the references up to this many characters and scales the counts
+# (about 5 s of detection); the import itself always analyses everything.
+IMPORT_PREVIEW_ANALYSE_CHARS = env_int("IMPORT_PREVIEW_ANALYSE_CHARS", 150_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 20 * 1024 * 1024)
 
 # Production hardening: everything below applies when DEBUG is off.

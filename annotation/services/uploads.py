@@ -129,6 +129,13 @@ class ImportPreview:
     systems: list[tuple[str, int]] = field(default_factory=list)
     # A few references with their predicates, to eyeball before importing.
     samples: list[dict] = field(default_factory=list)
+    # Large uploads: sentences and predicates are counted on the first ``analysed_examples`` references only
+    # and scaled to all (the import counts them exactly); 0 when every reference was analysed.
+    analysed_examples: int = 0
+
+    @property
+    def estimated(self) -> bool:
+        return self.analysed_examples > 0
 
     @property
     def ok(self) -> bool:
@@ -160,7 +167,20 @@ def preview_import(
     if problems:
         preview.problems = list(problems)
         return preview
-    analysed = analyse_references([r.reference for r in contents.references], [r.sentence_bounds for r in contents.references])
+    references = contents.references
+    cap = settings.IMPORT_PREVIEW_ANALYSE_CHARS
+    sizes = [len(r.reference) for r in references]
+    if records is None and sum(sizes) > cap:
+        # Predicate detection is linear but not free (about 30 s per MB): a preview of a large upload analyses
+        # the first references up to ``cap`` characters and scales the counts, so that the request stays well
+        # inside the server's timeout.  A predicates file is always checked whole (its problems must all show).
+        taken, k = 0, 0
+        while k < len(references) and (taken < cap or k < n_samples):
+            taken += sizes[k]
+            k += 1
+        references = references[:k]
+        preview.analysed_examples = k if k < len(contents.references) else 0
+    analysed = analyse_references([r.reference for r in references], [r.sentence_bounds for r in references])
     if records is not None:
         analysed = place_predicates(contents.references, analysed, records, Path(predicates).name, problems)
         if problems:
@@ -173,6 +193,10 @@ def preview_import(
     preview.n_examples_judged = len({s.id for s in contents.summaries})
     preview.n_sentences = sum(len(sentences) for sentences in analysed)
     preview.n_predicates = sum(len(s.predicates) for sentences in analysed for s in sentences)
+    if preview.estimated:
+        scale = sum(sizes) / max(1, sum(sizes[: preview.analysed_examples]))
+        preview.n_sentences = round(preview.n_sentences * scale)
+        preview.n_predicates = round(preview.n_predicates * scale)
     preview.n_summaries = len(contents.summaries)
     preview.systems = sorted(per_system.items())
     for record, sentences in list(zip(contents.references, analysed))[:n_samples]:

@@ -168,3 +168,35 @@ def test_oversized_and_badly_encoded_uploads_are_named_and_capped_on_disk(client
     assert response.status_code == 400
     assert "sums.jsonl, line 4: not valid UTF-8 (byte 0xff at column" in response.content.decode()
     assert not Campaign.objects.exists()
+
+
+def test_a_large_upload_previews_from_its_first_references_and_says_so(client_rita, settings, monkeypatch):
+    """Past IMPORT_PREVIEW_ANALYSE_CHARS of references, the preview finds predicates in the first references only
+    (the request must stay inside the server's timeout) and shows scaled counts marked "about"."""
+    import json
+
+    from annotation.text import predicates as predicate_module
+
+    sentence = "The council approved the budget and the mayor praised the vote."
+    references = "".join(json.dumps({"id": f"e{i}", "reference": sentence}) + "\n" for i in range(40))
+    summaries = "".join(json.dumps({"id": f"e{i}", "system": "s1", "summary": "A vote."}) + "\n" for i in range(40))
+    analysed = []
+    real = predicate_module.analyse_references
+    monkeypatch.setattr(predicate_module, "analyse_references", lambda refs, *a, **k: analysed.append(len(refs)) or real(refs, *a, **k))
+    settings.IMPORT_PREVIEW_ANALYSE_CHARS = 10 * len(sentence)
+    response = _post_files(client_rita, references=references.encode(), summaries=summaries.encode())
+    assert response.status_code == 200
+    preview = response.context["preview"]
+    assert analysed == [10] and preview.estimated and preview.analysed_examples == 10
+    per_reference = preview.n_predicates / 40
+    assert preview.n_predicates >= 40 and per_reference == int(per_reference)  # every reference is the same sentence
+    page = response.content.decode()
+    assert f'data-count="predicates">about {preview.n_predicates}' in page
+    assert "first 10 of 40 references" in page
+
+    settings.IMPORT_PREVIEW_ANALYSE_CHARS = 10 ** 6  # small enough: every reference, exact counts
+    analysed.clear()
+    exact = _post_files(client_rita, references=references.encode(), summaries=summaries.encode())
+    assert analysed == [40] and not exact.context["preview"].estimated
+    assert exact.context["preview"].n_predicates == preview.n_predicates
+    assert "about" not in exact.content.decode().split('data-count="predicates">')[1][:10]
