@@ -7,7 +7,7 @@ import pytest
 from django.db import transaction
 from django.urls import resolve
 
-from annotation.models import AutoscoreRun, ContentUnit, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
+from annotation.models import AutoscoreRun, Campaign, ContentUnit, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
 from annotation.services.pipeline import launch_campaign, pause_campaign
 from hits.models import Worker
 from tests.api.conftest import ROLES, client_for, submitted_assignment
@@ -62,6 +62,13 @@ def _paused(world):
     pause_campaign(world["campaign"])
 
 
+def _budgeted_launched(world):
+    """A running campaign with a human presence share below 100% (its routing can be retried)."""
+    Campaign.objects.filter(pk=world["campaign"].pk).update(human_presence_share=0.5)
+    world["campaign"].refresh_from_db()
+    launch_campaign(world["campaign"])
+
+
 def _submitted(world):
     """A submitted assignment to review (its id fills ``{assignment}``)."""
     return {"assignment": submitted_assignment(world).pk}
@@ -83,6 +90,7 @@ ENDPOINTS = {
     "campaign-pause": ("post", "/api/campaigns/{slug}/pause/", None, _launched, 200),
     "campaign-resume": ("post", "/api/campaigns/{slug}/resume/", None, _paused, 200),
     "campaign-cancel": ("post", "/api/campaigns/{slug}/cancel/", None, None, 200),
+    "campaign-retry-routing": ("post", "/api/campaigns/{slug}/retry-routing/", {"presence_judge": "lexical"}, _budgeted_launched, 200),
     "campaign-share": ("post", "/api/campaigns/{slug}/share/", {"username": "newbie"}, None, 200),
     "campaign-unshare": ("post", "/api/campaigns/{slug}/unshare/", {"username": "shared1"}, None, 200),
     "campaign-progress": ("get", "/api/campaigns/{slug}/progress/", None, None, 200),
