@@ -26,6 +26,7 @@ MATRIX = {
     "campaign-detail": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-progress": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-control": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),
+    "campaign-routing-retry": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # not budgeted: refused, back to progress
     "campaign-workers": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-worker-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),
     "campaign-leaderboard": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
@@ -88,6 +89,7 @@ MATRIX = {
     "api-campaign-pause": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 409]),
     "api-campaign-resume": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 409, 409]),  # not paused
     "api-campaign-cancel": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 409]),
+    "api-campaign-retry-routing": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 409, 409]),  # not budgeted: 409
     "api-campaign-recompute": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
     "api-campaign-share": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no username given
     "api-campaign-unshare": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 400, 400]),
