@@ -347,10 +347,9 @@ def test_a_failing_judge_stops_routing_visibly_and_a_retry_resumes_it(tmp_path, 
 
 def test_with_a_broker_a_failed_routing_pass_is_tried_again_with_backoff(tmp_path, monkeypatch):
     """Not in-process: each failure schedules the next pass, later each time (capped)."""
-    from celery import current_app
-
     from annotation.automation import hybrid as automation_hybrid
     from annotation.automation.judges import registry
+    from config.celery import app as current_app
     from hits import outbox
 
     monkeypatch.setattr(registry, "get_judge", lambda name, **o: _BrokenJudge())
@@ -359,8 +358,12 @@ def test_with_a_broker_a_failed_routing_pass_is_tried_again_with_backoff(tmp_pat
     monkeypatch.setattr(outbox, "send_now", lambda name, args, countdown=None: sent.append((name, args, countdown)) or True)
     launch_campaign(campaign)  # its routing request is captured, not run
     sent.clear()
-    monkeypatch.setitem(current_app.conf, "task_always_eager", False)
-    results = [automation_hybrid.route_campaign(campaign.pk) for _ in range(8)]
+    was = current_app.conf.task_always_eager
+    current_app.conf.task_always_eager = False  # as with a broker (restored below, as the eager_celery fixture does)
+    try:
+        results = [automation_hybrid.route_campaign(campaign.pk) for _ in range(8)]
+    finally:
+        current_app.conf.task_always_eager = was
     assert [r["retry_in"] for r in results] == [60, 120, 240, 480, 960, 1920, 3600, 3600]
     assert [s[2] for s in sent] == [60, 120, 240, 480, 960, 1920, 3600, 3600]
     assert all(name == "annotation.route_presence" and args == [campaign.pk] for name, args, _ in sent)
