@@ -218,8 +218,9 @@ def _route(campaign: Campaign) -> dict:
     present = np.asarray(probabilities) >= threshold
     run = _write_labels(campaign, version, rows, probabilities, present)
     hit_index = np.array([r[0] for r in rows], dtype=np.int64)
-    per_summary = np.bincount(np.array([s for _, _, s in rows], dtype=np.int64))
-    sizes = per_summary[np.array([s for _, _, s in rows], dtype=np.int64)]
+    # Units per summary, per row (np.unique: summary ids are database ids, not 0..n-1).
+    _, summary_code, per_summary = np.unique(np.array([s for _, _, s in rows], dtype=np.int64), return_inverse=True, return_counts=True)
+    sizes = per_summary[summary_code.ravel()]
     uncertainty = routing.hit_uncertainty(probabilities, threshold, hit_index, n_candidates, MEASURE, sizes)
     already = np.array([i for i, c in enumerate(candidates) if c.hit_id is not None], dtype=np.int64)
     chosen = np.zeros(0, dtype=np.int64)

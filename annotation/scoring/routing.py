@@ -131,12 +131,12 @@ def unit_prior(unit_index, labels, observed) -> tuple[np.ndarray, np.ndarray]:
     ``unit_index[i]`` identifies row i's unit (the same reference unit in every system's summary);
     ``observed[i]`` says whether people labelled row i (``labels[i]`` is only read there).
     """
-    unit_index = np.asarray(unit_index, dtype=np.int64)
+    # Dense codes: a campaign passes database ids, whose largest value says nothing about how many units there are.
+    unit_index = np.unique(np.asarray(unit_index, dtype=np.int64), return_inverse=True)[1].ravel()
     observed = np.asarray(observed, dtype=bool)
     present = observed & np.asarray(labels, dtype=bool)
-    size = int(unit_index.max()) + 1 if unit_index.size else 0
-    seen = np.bincount(unit_index, weights=observed, minlength=size)[unit_index] - observed
-    yes = np.bincount(unit_index, weights=present, minlength=size)[unit_index] - present
+    seen = np.bincount(unit_index, weights=observed)[unit_index] - observed
+    yes = np.bincount(unit_index, weights=present)[unit_index] - present
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(seen > 0, yes / np.maximum(seen, 1), np.nan)
     return share, seen

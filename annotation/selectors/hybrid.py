@@ -15,6 +15,7 @@ from django.db.models import Count, Q
 
 from annotation import scoring
 from annotation.scoring.routing import hit_budget
+from annotation.services.hybrid import routing_finished
 from hits.models import HIT
 from annotation.models import AutoPresence, Campaign, GoldPresence, PresenceCandidate, PresenceRound, System, SystemSummary
 
@@ -124,13 +125,20 @@ def routing_progress(campaign: Campaign) -> dict:
         done=Count("pk", filter=Q(hit__state=HIT.State.COMPLETED) | Q(hit__kind=HIT.Kind.GOLD)),
     )
     budget = hit_budget(counts["candidates"], campaign.human_presence_share)
+    # One grouped query for every round's counts (not two per round).
+    per_round = {
+        row["round"]: row
+        for row in PresenceCandidate.objects.filter(campaign=campaign, round__isnull=False).values("round").annotate(
+            completed=Count("pk", filter=Q(hit__state=HIT.State.COMPLETED) | Q(hit__kind=HIT.Kind.GOLD)),
+            gold_checks=Count("pk", filter=Q(hit__kind=HIT.Kind.GOLD)),
+        ).order_by()
+    }
     rounds = [
         {
             "number": r.number, "state": r.state, "routed": r.routed, "budget": r.budget, "judge_version": r.judge_version,
             "training_labels": r.training_labels,
-            "completed": PresenceCandidate.objects.filter(campaign=campaign, round=r.number).filter(
-                Q(hit__state=HIT.State.COMPLETED) | Q(hit__kind=HIT.Kind.GOLD)).count(),
-            "gold_checks": PresenceCandidate.objects.filter(campaign=campaign, round=r.number, hit__kind=HIT.Kind.GOLD).count(),
+            "completed": per_round.get(r.number, {}).get("completed", 0),
+            "gold_checks": per_round.get(r.number, {}).get("gold_checks", 0),
         }
         for r in PresenceRound.objects.filter(campaign=campaign).order_by("number")
     ]
@@ -146,6 +154,6 @@ def routing_progress(campaign: Campaign) -> dict:
         # The last routing pass that failed (cleared by the next that works): what the judge said, when, how often.
         "error": {"message": campaign.routing_error, "at": campaign.routing_error_at, "failures": campaign.routing_failures}
         if campaign.routing_error else None,
-        "finished": bool(rounds) and rounds[-1]["state"] == PresenceRound.State.DONE
-        and rounds[-1]["number"] >= campaign.n_presence_rounds and counts["routed"] >= budget,
+        # The pipeline's own test (which also waits for examples whose presence has not started yet).
+        "finished": routing_finished(campaign),
     }
