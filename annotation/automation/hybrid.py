@@ -245,6 +245,11 @@ def _route(campaign: Campaign) -> dict:
         if topping_up:
             updates.update(routed=target.routed + posted, budget=target.budget + max(0, cap - routed))
         PresenceRound.objects.filter(pk=target.pk).update(**updates)
+    # A pass relabels every candidate; the labels it supersedes (a top-up's or a late pass's predecessor, no round's
+    # any more) are dropped, or a QA campaign settling example by example would keep one full copy per example.
+    AutoscoreRun.objects.filter(campaign=campaign, judge_name__startswith="hybrid:").exclude(pk=run.pk).exclude(
+        pk__in=PresenceRound.objects.filter(campaign=campaign, labelling_run__isnull=False).values("labelling_run")
+    ).delete()
     result = {"round": number, "new_round": new_round, "posted": posted, "judge_version": version,
               "training_labels": labels_used, "candidates": n_candidates}
     if new_round and not posted and number < rounds:

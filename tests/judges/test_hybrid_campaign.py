@@ -403,3 +403,27 @@ def test_the_api_shows_a_routing_error_and_retries_it(tmp_path, eager_celery, mo
     Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=1.0)
     refused = api.post(f"/api/campaigns/{campaign.slug}/retry-routing/", {}, format="json")
     assert refused.status_code == 409 and "does not route" in refused.json()["detail"]
+
+
+def test_a_top_up_pass_replaces_the_labels_it_supersedes(tmp_path, eager_celery):
+    """New candidates during an open round (here: a system added) top the round up with a new labelling of every
+    unit; the round points at the new labels and the superseded copy is dropped, not kept per pass."""
+    import json as _json
+
+    from annotation.models import AutoPresence, AutoscoreRun
+    from annotation.services.systems import add_systems
+
+    campaign = budgeted_campaign(tmp_path)
+    launch_campaign(campaign)
+    first = latest_labelling(campaign)
+    routed_before = PresenceRound.objects.get(campaign=campaign).routed
+    units = (tmp_path / "data" / "SCUs.txt").read_text().splitlines()
+    path = tmp_path / "epsilon.jsonl"
+    path.write_text("".join(_json.dumps({"id": f"ex{e}", "system": "epsilon", "summary": row.split("\t")[0] + "."}) + "\n"
+                            for e, row in enumerate(units)))
+    add_systems(campaign, path)
+    round_one = PresenceRound.objects.get(campaign=campaign)
+    assert round_one.state == "open" and round_one.routed > routed_before  # topped up
+    runs = AutoscoreRun.objects.filter(campaign=campaign, judge_name__startswith="hybrid:")
+    assert list(runs) == [round_one.labelling_run] and round_one.labelling_run != first
+    assert AutoPresence.objects.filter(run__campaign=campaign).count() == 4 * PresenceCandidate.objects.filter(campaign=campaign).count()
