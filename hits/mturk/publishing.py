@@ -100,12 +100,20 @@ def external_question(page_url: str | None = None) -> str:
     return EXTERNAL_QUESTION.format(url=escape(url), height=settings.MTURK_FRAME_HEIGHT)
 
 
+def tested_task_types(batch: Batch) -> set[int]:
+    """Task types this batch has a qualification test for: only their HITs require the batch's MTurk type.
+
+    Per batch, as the local hand-out decides (``hits.qualifications``): another campaign's test of the same task
+    type must not hide this batch's HITs behind a type nobody here can be granted."""
+    return set(HIT.objects.filter(batch=batch, kind=HIT.Kind.QUALIFICATION).values_list("task_type_id", flat=True).distinct())
+
+
 def qualification_requirements(hit: HIT, qualification_type_id: str | None) -> list[dict]:
-    """MTurk requirements of a HIT: its batch's qualification type (of its task type), then the optional locale
-    and approval rate."""
+    """MTurk requirements of a HIT: its batch's qualification type of its task type (``None`` when the batch does
+    not test it), then the optional locale and approval rate."""
     guard = {"ActionsGuarded": "DiscoverPreviewAndAccept"}
     requirements = []
-    if hit.task_type.requires_qualification:
+    if qualification_type_id is not None:  # None: the batch does not test this task type (open to every worker)
         comparator = "DoesNotExist" if hit.kind == HIT.Kind.QUALIFICATION else "Exists"
         requirements.append({"QualificationTypeId": qualification_type_id, "Comparator": comparator, **guard})
     if settings.MTURK_LOCALES:
@@ -172,11 +180,12 @@ def planned_requests(batch: Batch) -> list[dict]:
         MTurkQualificationType.objects.filter(batch=batch, sandbox=sandbox).values_list("task_type_id", "qualification_type_id")
     )
     rewards = regular_rewards(batch)
+    tested = tested_task_types(batch)
     requests = []
     for hit in unpublished_hits(batch):
         if waits_for_regular_hits(hit, rewards):
             continue
-        type_id = known.get(hit.task_type_id, f"<created on first publish: {hit.task_type.slug}>")
+        type_id = known.get(hit.task_type_id, f"<created on first publish: {hit.task_type.slug}>") if hit.task_type_id in tested else None
         requests.append(create_hit_request(hit, type_id, rewards.get(hit.task_type_id)))
     return requests
 
@@ -322,8 +331,9 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
     from hits.mturk.qualifications import ensure_qualification_type
 
     type_ids: dict[int, str] = {}
+    tested = tested_task_types(batch)
     for hit in selected:
-        if hit.task_type.requires_qualification and hit.task_type_id not in type_ids:
+        if hit.task_type_id in tested and hit.task_type_id not in type_ids:
             type_ids[hit.task_type_id] = ensure_qualification_type(mturk, hit.task_type, batch).qualification_type_id
         params = create_hit_request(hit, type_ids.get(hit.task_type_id), rewards.get(hit.task_type_id))
         try:

@@ -65,6 +65,13 @@ def make_hit(batch, task_type, **fields) -> HIT:
     return HIT.objects.create(**values)
 
 
+def with_test_of(batch, task_type) -> HIT:
+    """Give ``batch`` a qualification test for ``task_type`` (a finished test item, so nothing more to publish):
+    only then do its HITs of that type require the batch's MTurk qualification type."""
+    return make_hit(batch, task_type, kind=HIT.Kind.QUALIFICATION, state=HIT.State.COMPLETED, max_assignments=32767,
+                    reward=Decimal("0"))
+
+
 def submitted_assignment(hit: HIT, worker: Worker, answers=None) -> Assignment:
     now = timezone.now()
     HIT.objects.filter(pk=hit.pk).update(n_taken=hit.n_taken + 1, n_submitted=hit.n_submitted + 1)

@@ -13,7 +13,7 @@ from hits import qualifications
 from hits.models import Batch, Worker
 from hits.mturk.models import MTurkHIT, MTurkQualificationType
 from hits.mturk.publishing import request_token
-from tests.mturk.conftest import make_hit
+from tests.mturk.conftest import make_hit, with_test_of
 
 pytestmark = pytest.mark.django_db
 

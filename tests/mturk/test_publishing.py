@@ -10,7 +10,7 @@ from hits.models import HIT
 from hits.mturk.client import MTurkError
 from hits.mturk.models import MTurkHIT, MTurkQualificationType
 from hits.mturk.publishing import PublishRefused, planned_requests, publish_batch, request_token
-from tests.mturk.conftest import make_hit
+from tests.mturk.conftest import make_hit, with_test_of
 
 pytestmark = pytest.mark.django_db
 
@@ -207,6 +207,7 @@ def test_each_campaign_gets_its_own_qualification_type(stubbed, mturk_batch, tas
     other = Batch.objects.create(name="Second campaign", reference="test:3", backend=Batch.Backend.MTURK_SANDBOX)
     guard = {"ActionsGuarded": "DiscoverPreviewAndAccept"}
     for batch, type_id in ((mturk_batch, "QUALA"), (other, "QUALB")):
+        with_test_of(batch, task_type)
         hit = make_hit(batch, task_type)
         name = f"qapyr Label it (label, campaign {batch.key})"
         stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
@@ -236,6 +237,7 @@ def test_campaign_type_made_earlier_is_found_by_name(stubbed, mturk_batch, task_
     is found by it (ListQualificationTypes) and recorded for this batch."""
     task_type.requires_qualification = True
     task_type.save()
+    with_test_of(mturk_batch, task_type)
     hit = make_hit(mturk_batch, task_type)
     name = f"qapyr Label it (label, campaign {mturk_batch.key})"
     stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
@@ -268,6 +270,7 @@ def test_publishing_needs_https_and_an_mturk_batch(mturk_batch, local_batch, tas
 def test_planned_requests_need_no_aws(mturk_batch, task_type):
     task_type.requires_qualification = True
     task_type.save()
+    with_test_of(mturk_batch, task_type)
     hit = make_hit(mturk_batch, task_type)
     [request] = planned_requests(mturk_batch)
     assert request["UniqueRequestToken"] == request_token(hit)
@@ -308,3 +311,20 @@ def test_a_paused_batch_publishes_nothing(stubbed, mturk_batch, task_type):
     mturk_batch.state = Batch.State.PAUSED
     report = publish_batch(mturk_batch)
     assert (report.published, report.remaining, report.stopped) == (0, 1, "the batch is paused")
+
+
+def test_a_batch_without_its_own_test_requires_no_qualification_type(mturk_batch, task_type):
+    """Another campaign testing the same task type must not hide this campaign's HITs behind a type nobody here can
+    be granted: only a batch that tests the task type requires its MTurk type (as the local hand-out decides)."""
+    from hits.models import Batch
+
+    task_type.requires_qualification = True  # set by any campaign defining a test of this task type
+    task_type.save()
+    with_test_of(mturk_batch, task_type)
+    untested = Batch.objects.create(name="No test", reference="test:untested", backend=Batch.Backend.MTURK_SANDBOX)
+    make_hit(mturk_batch, task_type)
+    make_hit(untested, task_type)
+    [tested_request] = planned_requests(mturk_batch)
+    [open_request] = planned_requests(untested)
+    assert [r["Comparator"] for r in tested_request["QualificationRequirements"]] == ["Exists"]
+    assert open_request.get("QualificationRequirements", []) == []

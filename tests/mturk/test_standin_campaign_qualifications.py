@@ -15,7 +15,7 @@ from hits.models import Batch, Worker
 from hits.mturk.models import MTurkHIT, MTurkQualificationType
 from hits.mturk.publishing import publish_batch
 from hits.mturk.standin import StandIn
-from tests.mturk.conftest import make_hit
+from tests.mturk.conftest import make_hit, with_test_of
 
 pytestmark = pytest.mark.django_db
 
@@ -55,6 +55,7 @@ def test_revoked_or_blocked_in_one_campaign_still_accepts_the_other_campaigns_hi
     campaign_b = Batch.objects.create(name="Campaign B", reference="test:b", backend=Batch.Backend.MTURK_SANDBOX)
     hit_ids = {}
     for batch in (campaign_a, campaign_b):
+        with_test_of(batch, task_type)
         hit = make_hit(batch, task_type, max_assignments=3)
         publish_batch(batch)
         hit_ids[batch.pk] = MTurkHIT.objects.get(hit=hit).mturk_hit_id
