@@ -30,6 +30,16 @@ def test_pages_work_under_the_policy(page, tmp_path, django_user_model):
         page.wait_for_load_state("networkidle")
     assert page.locator("#swagger-ui .information-container").count() == 1  # Swagger UI rendered from its own script
 
+    # "Skip this step for the whole campaign" (duplicate review) asks first: dismissed, the step stays on.
+    Campaign.objects.filter(pk=campaign.pk).update(review_duplicates=True)
+    page.goto(f"/campaigns/{campaign.slug}/duplicates/")
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("#skip-review")
+    page.wait_for_timeout(300)
+    assert asked and "duplicate review off" in asked[0]
+    assert Campaign.objects.get(pk=campaign.pk).review_duplicates is True
+
     # "Cancel campaign" asks first: dismissed, nothing happens; confirmed, the campaign is cancelled.
     page.goto(f"/campaigns/{campaign.slug}/progress/")
     page.once("dialog", lambda dialog: dialog.dismiss())
