@@ -73,6 +73,8 @@ def test_the_invite_page_creates_lists_and_revokes_links_of_its_campaign_only(tm
     assert other.get(f"/campaigns/{campaign.slug}/invitations/").status_code in (403, 404)
     assert other.post(f"/campaigns/{campaign.slug}/invitations/", {"action": "revoke", "invitation": invitation.pk}).status_code in (403, 404)
     assert Invitation.objects.get().revoked_at is None
+    for garbage in ("abc", "²", "9" * 30):  # a 404, not a server error
+        assert client.post(f"/campaigns/{campaign.slug}/invitations/", {"action": "revoke", "invitation": garbage}).status_code == 404
     # A worker joins; then the link is revoked and the next one is refused.
     assert _sign_up(Client(), invitation.token, "first-worker").status_code == 302
     assert Worker.objects.filter(user__username="first-worker").exists()

@@ -28,7 +28,9 @@ def test_confirmed_bulk_decides_only_the_assignments_it_showed(client_rita, draf
     page = client_rita.post(url, {"action": "approve", "worker": "ann"}).content.decode()
     assert f"Approving pays ${hits[0].reward}" in page and Assignment.objects.get(pk=first.pk).state == "submitted"
     late = _submitted(hits[1], "ann")  # arrives while the researcher reads the confirmation
-    client_rita.post(url, {"action": "approve", "confirmed": "1", "ids": [str(first.pk)]})
+    # Ids that are not ids ("²" passes str.isdigit, 30 digits overflow the column) are ignored, not a 500.
+    response = client_rita.post(url, {"action": "approve", "confirmed": "1", "ids": [str(first.pk), "²", "9" * 30, "x"]})
+    assert response.status_code == 302
     assert Assignment.objects.get(pk=first.pk).state == "approved"
     assert Assignment.objects.get(pk=late.pk).state == "submitted"
 

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from annotation.services.pipeline import ensure_batch
-from annotation.web.views.setup import managed_campaign
+from annotation.web.views.setup import managed_campaign, parse_id
 from hits.invitations import create_invitation, invitation_url, revoke_invitation
 from hits.models import Invitation
 
@@ -30,7 +30,7 @@ def campaign_invitations(request, slug):
     status = 200
     if request.method == "POST":
         if request.POST.get("action") == "revoke":
-            invitation = get_object_or_404(Invitation, pk=request.POST.get("invitation") or 0, batch_id=campaign.batch_id or -1)
+            invitation = get_object_or_404(Invitation, pk=parse_id(request.POST.get("invitation")), batch_id=campaign.batch_id or -1)
             revoke_invitation(invitation)
             messages.success(request, "The link is revoked: nobody can sign up with it any more.")
             return redirect("campaign-invitations", slug=slug)

@@ -12,7 +12,7 @@ from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation.web.views.setup import managed_campaign, paginate
+from annotation.web.views.setup import managed_campaign, paginate, parse_id
 from annotation.web.forms import AssignmentReviewForm, QAPairCorrectionForm
 from annotation.models import ContentUnit, Example, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
 from hits.models import HIT, Assignment
@@ -92,7 +92,7 @@ def review_bulk(request, slug):
         return redirect("campaign-review", slug=slug)
     chosen = _submitted(campaign).select_related("hit__batch", "hit__task_type", "hit__mturk", "worker")
     if request.POST.get("confirmed") == "1":
-        ids = [int(i) for i in request.POST.getlist("ids") if i.isdigit()]
+        ids = [i for i in map(parse_id, request.POST.getlist("ids")) if i]
         chosen = chosen.filter(pk__in=ids)
         done, refused = 0, []
         for assignment in chosen:

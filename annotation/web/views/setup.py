@@ -219,10 +219,15 @@ def paginate(request, queryset, per_page: int) -> dict:
     return {"items": page.object_list, "page": page.number, "pages": page.paginator.num_pages}
 
 
-def _posted_id(request, name: str) -> int:
-    """A row id from the form; anything else (``abc``, ``1e5``, ``²``, 30 digits) is 0, which no row has (a 404)."""
-    raw = (request.POST.get(name) or "").strip()
+def parse_id(raw) -> int:
+    """A row id typed or posted; anything else (``abc``, ``1e5``, ``²``, 30 digits) is 0, which no row has (a 404)."""
+    raw = (raw or "").strip()
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else 0
+
+
+def _posted_id(request, name: str) -> int:
+    """A row id from the form (``parse_id``)."""
+    return parse_id(request.POST.get(name))
 
 
 def _back_to_predicates(slug, request):
