@@ -46,3 +46,22 @@ def test_a_second_bonus_needs_confirming(client_rita, draft):
     assert Assignment.objects.get(pk=assignment.pk).bonus == Decimal("0.30")
     client_rita.post(url, {"action": "bonus", "amount": "0.30", "message": "good", "confirm_second_bonus": "1"})
     assert Assignment.objects.get(pk=assignment.pk).bonus == Decimal("0.60")
+
+
+def test_a_bulk_decision_on_mturk_settles_once(client_rita, draft, monkeypatch, django_capture_on_commit_callbacks):
+    """Approving many assignments of an MTurk campaign queues one settlement of the batch, not one per assignment."""
+    from hits import outbox
+    from hits.models import Batch
+
+    launch_campaign(draft)
+    draft.refresh_from_db()
+    Batch.objects.filter(pk=draft.batch_id).update(backend=Batch.Backend.MTURK_SANDBOX)
+    hits = list(HIT.objects.filter(batch_id=draft.batch_id).order_by("pk"))
+    chosen = [_submitted(hits[0], "ann"), _submitted(hits[1], "ann")]
+    sent = []
+    monkeypatch.setattr(outbox, "send_now", lambda name, args, countdown=None: sent.append((name, args)) or True)
+    with django_capture_on_commit_callbacks(execute=True):
+        client_rita.post(f"/campaigns/{draft.slug}/review/bulk/",
+                         {"action": "approve", "confirmed": "1", "ids": [str(a.pk) for a in chosen]})
+    assert all(Assignment.objects.get(pk=a.pk).state == "approved" for a in chosen)
+    assert [s for s in sent if s[0] == "hits.mturk.settle_batch"] == [("hits.mturk.settle_batch", [draft.batch_id])]

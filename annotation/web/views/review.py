@@ -97,13 +97,18 @@ def review_bulk(request, slug):
         done, refused = 0, []
         for assignment in chosen:
             try:
+                # One MTurk settlement for the whole decision below, not one per assignment.
                 if action == "approve":
-                    payments.approve_assignment(assignment, message=message, by=request.user)
+                    payments.approve_assignment(assignment, message=message, by=request.user, settle=False)
                 else:
-                    payments.reject_assignment(assignment, message, by=request.user)
+                    payments.reject_assignment(assignment, message, by=request.user, settle=False)
                 done += 1
             except payments.PaymentError as exc:
                 refused.append(f"{assignment.pk}: {exc}")
+        if done and campaign.batch is not None and campaign.batch.on_mturk:
+            from hits.outbox import send_after_commit
+
+            send_after_commit(payments.SETTLE_TASK, campaign.batch_id)
         verb = "approved" if action == "approve" else "rejected"
         messages.success(request, f"{done} assignment{'s' if done != 1 else ''} {verb}.")
         if len(ids) > done:
