@@ -108,6 +108,8 @@ class AssignmentAdmin(ReadOnlyAdmin):
     list_filter = ("state", "hit__task_type", "hit__batch")
     search_fields = ("worker__external_id",)
     raw_id_fields = ("hit", "worker")
+    # The "hit" column shows the HIT's task type: one query per row without this.
+    list_select_related = ("hit__task_type", "worker")
 
 
 @admin.register(Qualification)

@@ -66,11 +66,6 @@ class Eligibility:
             result |= kinds
         return result
 
-    def allows(self, batch_id: int, kind: str) -> bool:
-        if batch_id in self.batches:
-            return kind in self.batches[batch_id][0]
-        return kind in self.default
-
     def attempt(self, batch_id: int, kind: str) -> int:
         from hits.models import HIT
 
@@ -126,8 +121,3 @@ def eligibility(worker: "Worker", task_type: "TaskType") -> Eligibility:
         if decision is not None:
             return decision if isinstance(decision, Eligibility) else Eligibility(frozenset(decision))
     return Eligibility(frozenset({HIT.Kind.REGULAR, HIT.Kind.GOLD}))
-
-
-def eligible_kinds(worker: "Worker", task_type: "TaskType") -> set[str]:
-    """The kinds of HIT of this type the worker may be given somewhere (empty: none)."""
-    return eligibility(worker, task_type).kinds()

@@ -269,6 +269,13 @@ class Invitation(models.Model):
         ordering = ["-created_at"]
         constraints = [models.CheckConstraint(condition=Q(uses__lte=F("max_uses")), name="invitation_uses_within_limit")]
 
+    def clean(self):
+        # The database's check, said as a form error: the admin form does not validate read-only ``uses``.
+        if self.max_uses is not None and self.max_uses < max(1, self.uses):
+            from django.core.exceptions import ValidationError
+
+            raise ValidationError({"max_uses": f"At least {max(1, self.uses)}: the link has been used {self.uses} time(s)."})
+
     def usable(self, now) -> bool:
         return (
             self.revoked_at is None and self.uses < self.max_uses and (self.expires_at is None or self.expires_at > now)

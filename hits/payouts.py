@@ -19,8 +19,8 @@ from decimal import Decimal
 from django.db.models import Count, Q, Sum
 
 from hits.models import Assignment, Batch, LedgerEntry, Worker
+from hits.mturk.fees import CENT
 
-CENT = Decimal("0.01")
 ZERO = Decimal("0.00")
 
 

@@ -13,7 +13,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.db import transaction
-from django.db.models import Count, Max, Min, Q, Sum
+from django.db.models import Count, Max, Min, Sum
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -300,6 +300,7 @@ def history(request):
     done = Assignment.objects.filter(worker=worker, state__in=Assignment.DONE_STATES)
     figures = done.aggregate(n=Count("pk"), seconds=Sum("work_seconds"))
     rows = payouts.payouts(worker=worker)
+    totals = payouts.totals(rows)
     return render(
         request,
         "hits/history.html",
@@ -308,8 +309,8 @@ def history(request):
             "n_done": figures["n"],
             "seconds": figures["seconds"] or 0,
             "payouts": rows,
-            "totals": payouts.totals(rows),
-            "owed": payouts.totals(rows).owed,
+            "totals": totals,
+            "owed": totals.owed,
         },
     )
 
@@ -337,7 +338,7 @@ def join(request, token):
 
 def _work_on_offer() -> list[dict]:
     """What the work is, what it pays and how long it takes, per task type (for people deciding to join)."""
-    from hits.models import HIT, Batch
+    from hits.models import Batch
 
     offer = []
     for task_type in TaskType.objects.all():

@@ -80,3 +80,16 @@ def test_the_campaign_form_has_no_state_select_and_no_workers_as_owners(world):
     sharers = page.split('name="shared_with"')[1].split("</select>")[0]
     assert ">rita<" in owner_select and ">ada<" in owner_select
     assert "crowd-member" not in owner_select and "crowd-member" not in sharers
+
+
+def test_an_invitation_cannot_get_fewer_uses_than_it_has_had(world):
+    """A clear form error, not a database error (the admin form skips the check on read-only ``uses``)."""
+    from hits.models import Invitation
+
+    invitation = Invitation.objects.create(max_uses=10, uses=5, note="spring")
+    url = f"/admin/hits/invitation/{invitation.pk}/change/"
+    response = world["client"].post(url, {"note": "spring", "batch": "", "max_uses": "2", "expires_at_0": "", "expires_at_1": ""})
+    assert response.status_code == 200 and "At least 5" in response.content.decode()
+    assert Invitation.objects.get(pk=invitation.pk).max_uses == 10
+    ok = world["client"].post(url, {"note": "spring", "batch": "", "max_uses": "6", "expires_at_0": "", "expires_at_1": ""})
+    assert ok.status_code == 302 and Invitation.objects.get(pk=invitation.pk).max_uses == 6

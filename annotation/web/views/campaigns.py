@@ -138,7 +138,7 @@ def worker_quality(request):
     blocks = {b.batch_id: b.reason for b in BatchBlock.objects.filter(worker=worker)}
     campaigns = []
     # Every campaign the worker worked on, and every running one whose tests they could take.
-    shown = Campaign.objects.filter(batch_id__in=worked | {b for b in open_tests}).filter(
+    shown = Campaign.objects.filter(batch_id__in=worked | open_tests).filter(
         Q(batch_id__in=worked) | Q(state=Campaign.State.RUNNING)
     ).select_related("batch").order_by("name")
     for campaign in shown:
@@ -147,7 +147,8 @@ def worker_quality(request):
             qualification = quals.get((campaign.batch_id, task_type.pk))
             allowed, why_not = can_attempt(qualification, campaign.batch)
             status = status_label(
-                worker, task_type, campaign.batch, qualification, tested=campaign.batch_id in tested[task_type.pk], fetched=True
+                worker, task_type, campaign.batch, qualification, tested=campaign.batch_id in tested[task_type.pk],
+                blocked_here=campaign.batch_id in blocks, fetched=True,
             )
             rows.append(
                 {
