@@ -25,8 +25,9 @@ from hits.outbox import send_after_commit
 ROUTE_TASK = "annotation.route_presence"
 
 
-def store_candidates(campaign: Campaign, rows: list[HIT]) -> int:
-    """Keep unsaved presence HITs as candidates instead of posting them, then ask for a routing pass."""
+def store_candidates(campaign: Campaign, rows: list[HIT], *, route: bool = True) -> int:
+    """Keep unsaved presence HITs as candidates instead of posting them, then ask for a routing pass (unless
+    ``route`` is False: the caller asks once for many)."""
     if not rows:
         return 0
     PresenceCandidate.objects.bulk_create(
@@ -39,7 +40,8 @@ def store_candidates(campaign: Campaign, rows: list[HIT]) -> int:
         ],
         batch_size=2000,
     )
-    request_routing(campaign)
+    if route:
+        request_routing(campaign)
     return len(rows)
 
 

@@ -95,7 +95,9 @@ def launch_campaign(campaign: Campaign) -> int:
             .exclude(sentences__predicates__settled=False)
             .values_list("pk", flat=True)
         ):
-            created += start_presence_if_settled(campaign, example_id)
+            created += start_presence_if_settled(campaign, example_id, route=False)
+        if campaign.is_hybrid:
+            hybrid.request_routing(campaign)  # one pass for every example settled at launch, not one each
     return created
 
 
@@ -140,17 +142,23 @@ def _create_generation_hits(campaign: Campaign, predicates: list[Predicate], rou
     return hits
 
 
+def post_presence_rows(campaign: Campaign, rows: list[HIT], *, route: bool = True) -> int:
+    """Post presence HITs; in a budgeted campaign keep them as candidates for the judge's routing instead
+    (``annotation.services.hybrid``; ``route=False``: the caller asks for the routing pass once, later).
+    Returns the HITs posted."""
+    if campaign.is_hybrid:
+        hybrid.store_candidates(campaign, rows, route=route)
+        return 0
+    HIT.objects.bulk_create(rows, batch_size=2000)
+    return len(rows)
+
+
 def _create_scu_presence_hits(campaign: Campaign) -> int:
     rows = scu_presence_hit_rows(campaign, SystemSummary.objects.filter(system__campaign=campaign))
-    if campaign.is_hybrid:
-        # Budgeted presence: the judge routes the least-sure HITs to people (annotation.services.hybrid).
-        hybrid.store_candidates(campaign, rows)
-        Example.objects.filter(campaign=campaign).update(presence_started=True)
-        return 0
-    turn_share_into_gold(campaign, rows)
-    HIT.objects.bulk_create(rows, batch_size=2000)
+    if not campaign.is_hybrid:
+        turn_share_into_gold(campaign, rows)  # a budgeted campaign draws them from each round's routed HITs
     Example.objects.filter(campaign=campaign).update(presence_started=True)
-    return len(rows)
+    return post_presence_rows(campaign, rows)
 
 
 def scu_presence_hit_rows(campaign: Campaign, summaries) -> list[HIT]:
@@ -280,8 +288,9 @@ def resolve_verification(hit: HIT) -> None:
     start_presence_if_settled(campaign, predicate.sentence.example_id)
 
 
-def start_presence_if_settled(campaign: Campaign, example_id: int) -> int:
-    """Create the example's presence HITs once all its predicates are settled (exactly once)."""
+def start_presence_if_settled(campaign: Campaign, example_id: int, *, route: bool = True) -> int:
+    """Create the example's presence HITs once all its predicates are settled (exactly once); ``route`` as for
+    ``post_presence_rows``."""
     example = Example.objects.select_for_update().get(pk=example_id)
     if example.presence_started:
         return 0
@@ -292,12 +301,7 @@ def start_presence_if_settled(campaign: Campaign, example_id: int) -> int:
     example.presence_started = True
     example.save(update_fields=["presence_started"])
     summary_ids = SystemSummary.objects.filter(example=example).order_by("pk").values_list("pk", flat=True)
-    rows = presence_hit_rows(campaign, example, summary_ids)
-    if campaign.is_hybrid:
-        hybrid.store_candidates(campaign, rows)
-        return 0
-    HIT.objects.bulk_create(rows)
-    return len(rows)
+    return post_presence_rows(campaign, presence_hit_rows(campaign, example, summary_ids), route=route)
 
 
 def example_near_duplicates(example: Example) -> list:

@@ -28,7 +28,7 @@ from django.db import transaction
 
 from annotation.importing.readers import ProblemList, read_summaries
 from annotation.models import Campaign, Example, System, SystemSummary
-from hits.models import HIT, Batch
+from hits.models import Batch
 from hits.mturk.publishing import publish_soon
 from hits.services import set_batch_state
 
@@ -87,7 +87,7 @@ def add_systems(campaign: Campaign, summaries: Path | str, by=None) -> AddedSyst
 
 @transaction.atomic
 def _write_systems(campaign: Campaign, records) -> AddedSystems:
-    from annotation.services.pipeline import presence_hit_rows, scu_presence_hit_rows
+    from annotation.services.pipeline import post_presence_rows, presence_hit_rows, scu_presence_hit_rows
 
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     names = sorted({r.system for r in records})
@@ -110,24 +110,18 @@ def _write_systems(campaign: Campaign, records) -> AddedSystems:
         for example_id, summary_ids in by_example.items():
             if example_id in started:
                 rows.extend(presence_hit_rows(campaign, started[example_id], summary_ids))
-    if campaign.is_hybrid:
-        # Budgeted presence: the new summaries' HITs join the candidates; the routing pass judges them
-        # and posts only the new share of them, the least-sure first (annotation.services.hybrid).
-        from annotation.services import hybrid
-
-        result.n_routed_candidates = hybrid.store_candidates(campaign, rows)
-        rows = []
-    HIT.objects.bulk_create(rows, batch_size=2000)
-    if rows and campaign.state == Campaign.State.PAUSED:
+    # Posted, or in a budgeted campaign kept for the routing (which posts the least-sure of all not yet routed).
+    result.n_hits = post_presence_rows(campaign, rows)
+    result.n_routed_candidates = len(rows) - result.n_hits
+    if result.n_hits and campaign.state == Campaign.State.PAUSED:
         # Set aside like the rest of the paused campaign's HITs, by the pause's own step (the
         # campaign row is locked, so no resume can come in between); the resume opens them.
         set_batch_state(campaign.batch, Batch.State.PAUSED)
-    result.n_hits = len(rows)
-    if (rows or result.n_routed_candidates) and campaign.state == Campaign.State.FINISHED:
+    if rows and campaign.state == Campaign.State.FINISHED:
         # New work to do: the campaign runs again until the new system is judged.
         Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.RUNNING)
         Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.ACTIVE)
-    if rows:
+    if result.n_hits:
         # The MTurk backend's hook: on an MTurk batch, the new HITs are published after the commit.
         publish_soon(Batch.objects.get(pk=campaign.batch_id))
     return result

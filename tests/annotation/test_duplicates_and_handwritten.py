@@ -150,3 +150,23 @@ def test_handwritten_pairs_for_a_verbless_example_before_launch(campaign, resear
     assert 'id="examples-without-unit">1<' in progress and "have no predicate" not in progress
     with pytest.raises(ValidationError, match="only change before launch"):
         add_handwritten_pair(sentence, "deal", "What is new?", "A new deal")
+
+
+def test_a_budgeted_launch_asks_for_one_routing_pass_for_all_examples_settled_at_launch(tmp_path, monkeypatch):
+    """Examples with hand-written pairs reach presence at launch: in a budgeted campaign their HITs become
+    candidates, and one routing pass is asked for all of them (not one pass per example, each judging everything)."""
+    from annotation.models import PresenceCandidate
+    from annotation.services import hybrid
+
+    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": f"e{i}", "reference": "A new deal for the city."} for i in range(4)])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": f"e{i}", "system": "s", "summary": "A deal."} for i in range(4)])
+    campaign = import_campaign(name="Budgeted steps", references=refs, summaries=sums).campaign
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5)
+    campaign.refresh_from_db()
+    for example in Example.objects.filter(campaign=campaign):
+        add_handwritten_pair(example.sentences.get(), "deal", "What is something for?", "the city")
+    asked = []
+    monkeypatch.setattr(hybrid, "request_routing", lambda c: asked.append(c.pk))
+    launch_campaign(campaign)
+    assert PresenceCandidate.objects.filter(campaign=campaign).count() == 4
+    assert asked == [campaign.pk]
