@@ -25,12 +25,35 @@ class InvitationClosed(Exception):
     """The link is used up, expired or revoked."""
 
 
+class InvitationBoundsError(ValueError):
+    """A value out of bounds; ``field`` names it (max_uses, expires_in_days or note)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+MAX_USES = 100_000
+MAX_DAYS = 3650
+NOTE_CHARS = 200
+
+
+def check_invitation(max_uses: int, expires_in_days: float | None, note: str) -> None:
+    """``InvitationBoundsError`` for a value out of bounds (checked before anything is written)."""
+    if not 1 <= max_uses <= MAX_USES:
+        raise InvitationBoundsError("max_uses", f"an invitation needs between 1 and {MAX_USES} uses")
+    if expires_in_days is not None and not 0 <= expires_in_days <= MAX_DAYS:  # also refuses nan and inf
+        raise InvitationBoundsError("expires_in_days", f"an invitation expires after 0 to {MAX_DAYS} days (0: never)")
+    if len(note) > NOTE_CHARS:
+        raise InvitationBoundsError("note", f"an invitation's note has at most {NOTE_CHARS} characters")
+
+
 def create_invitation(*, batch: Batch | None = None, max_uses: int = 100, expires_in_days: float | None = 14, note: str = "", by=None) -> Invitation:
-    """A new sign-up link; ``expires_in_days`` None for one that never expires."""
-    if max_uses < 1:
-        raise ValueError("an invitation needs at least one use")
+    """A new sign-up link; ``expires_in_days`` None for one that never expires.  Bounds (``MAX_USES``,
+    ``MAX_DAYS``, ``NOTE_CHARS``) are checked here for every caller (``check_invitation``)."""
+    check_invitation(max_uses, expires_in_days, note)
     expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days is not None else None
-    return Invitation.objects.create(batch=batch, max_uses=max_uses, expires_at=expires_at, note=note[:200], created_by=by)
+    return Invitation.objects.create(batch=batch, max_uses=max_uses, expires_at=expires_at, note=note, created_by=by)
 
 
 def invitation_url(invitation: Invitation) -> str:

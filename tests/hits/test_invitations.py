@@ -47,6 +47,11 @@ def test_invite_command_prints_a_link_with_its_limits(tmp_path):
     assert "3 uses, until" in err.getvalue()
     with pytest.raises(CommandError, match="--uses"):
         call_command("invite", "--campaign", campaign.slug, "--uses", "0", stdout=io.StringIO(), stderr=io.StringIO())
+    for option, value in (("--expires", "inf"), ("--expires", "nan"), ("--expires", "3000000"), ("--uses", "10000000"),
+                          ("--note", "x" * 201)):
+        with pytest.raises(CommandError, match=option):  # a clear error, not an OverflowError
+            call_command("invite", "--campaign", campaign.slug, option, value, stdout=io.StringIO(), stderr=io.StringIO())
+    assert Invitation.objects.count() == 1
     with pytest.raises(CommandError, match="no-such"):
         call_command("invite", "--campaign", "no-such", stdout=io.StringIO(), stderr=io.StringIO())
 

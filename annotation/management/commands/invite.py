@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.campaigns import campaign_from_slug
 from annotation.services.pipeline import ensure_batch
-from hits.invitations import create_invitation, invitation_url
+from hits.invitations import InvitationBoundsError, check_invitation, create_invitation, invitation_url
 
 
 class Command(BaseCommand):
@@ -20,14 +20,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         campaign = campaign_from_slug(options["campaign"])
-        if options["uses"] < 1:
-            raise CommandError("--uses must be at least 1")
-        if options["expires"] < 0:
-            raise CommandError("--expires must be a number of days (0: never)")
-        invitation = create_invitation(
-            batch=ensure_batch(campaign), max_uses=options["uses"],
-            expires_in_days=options["expires"] or None, note=options["note"] or f"Invitation to {campaign.name}",
-        )
+        values = dict(max_uses=options["uses"], expires_in_days=options["expires"] or None,
+                      note=options["note"] or f"Invitation to {campaign.name}"[:200])
+        try:
+            check_invitation(**values)  # before the campaign's batch is made for it
+        except InvitationBoundsError as exc:
+            option = {"max_uses": "--uses", "expires_in_days": "--expires", "note": "--note"}[exc.field]
+            raise CommandError(f"{option}: {exc}") from None
+        invitation = create_invitation(batch=ensure_batch(campaign), **values)
         expiry = f"until {invitation.expires_at:%Y-%m-%d %H:%M} UTC" if invitation.expires_at else "without expiry"
         self.stderr.write(f"{invitation.max_uses} use{'s' if invitation.max_uses != 1 else ''}, {expiry}:")
         self.stdout.write(invitation_url(invitation))

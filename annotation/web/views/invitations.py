@@ -10,16 +10,16 @@ from django.utils import timezone
 
 from annotation.services.pipeline import ensure_batch
 from annotation.web.views.setup import managed_campaign, parse_id
-from hits.invitations import create_invitation, invitation_url, revoke_invitation
+from hits.invitations import MAX_DAYS, MAX_USES, NOTE_CHARS, create_invitation, invitation_url, revoke_invitation
 from hits.models import Invitation
 
 
 class InvitationForm(forms.Form):
-    max_uses = forms.IntegerField(min_value=1, max_value=100000, initial=20, label="Accounts it may create")
+    max_uses = forms.IntegerField(min_value=1, max_value=MAX_USES, initial=20, label="Accounts it may create")
     expires_in_days = forms.FloatField(
-        min_value=0, max_value=3650, initial=14, label="Expires after (days)", help_text="0: never."
+        min_value=0, max_value=MAX_DAYS, initial=14, label="Expires after (days)", help_text="0: never."
     )
-    note = forms.CharField(max_length=200, required=False, label="Note shown on the sign-up page")
+    note = forms.CharField(max_length=NOTE_CHARS, required=False, label="Note shown on the sign-up page")
 
 
 @login_required
