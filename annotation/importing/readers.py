@@ -200,18 +200,25 @@ def _text_field(obj, key, name, number, problems, *, required=True, allow_empty=
     if not isinstance(value, str):
         problems.add(name, number, key, f"must be a string, found {type(value).__name__}")
         return None
-    if "\x00" in value:
-        problems.add(name, number, key, "contains a NUL character")
-        return None
-    if not allow_empty and not value.strip():
+    if not allow_empty and "\x00" not in value and not value.strip():
         problems.add(name, number, key, "is empty")
         return None
-    if _has_lone_surrogate(value):
-        problems.add(name, number, key, "contains a lone surrogate (e.g. \\ud800), which is not a character")
+    return check_text(value, key, name, number, problems)
+
+
+def check_text(value: str, kind: str, name, number, problems, *, field: str | None = None) -> str | None:
+    """``value`` if it can be stored as a ``kind`` (``text_limit``): no NUL, no lone surrogate, not too long;
+    else None with the problem under ``field`` (default: ``kind``).  Every reader checks its texts here."""
+    field = field or kind
+    if "\x00" in value:
+        problems.add(name, number, field, "contains a NUL character")
         return None
-    limit = text_limit(key)
+    if _has_lone_surrogate(value):
+        problems.add(name, number, field, "contains a lone surrogate (e.g. \\ud800), which is not a character")
+        return None
+    limit = text_limit(kind)
     if limit is not None and len(value) > limit:
-        problems.add(name, number, key, f"is {len(value):,} characters long; the limit is {limit:,}")
+        problems.add(name, number, field, f"is {len(value):,} characters long; the limit is {limit:,}")
         return None
     return value
 
@@ -221,6 +228,7 @@ def text_limit(key: str) -> int | None:
     texts: what a HIT page and predicate detection can carry, ``IMPORT_MAX_*_CHARS``)."""
     return {
         "id": 200,
+        "example_id": 200,
         "system": 200,
         "reference": settings.IMPORT_MAX_REFERENCE_CHARS,
         "summary": settings.IMPORT_MAX_SUMMARY_CHARS,
@@ -332,6 +340,8 @@ def read_ids(path: Path, problems: ProblemList) -> list[str]:
         ex_id = line.strip()
         if not ex_id:
             problems.add(_display(path), number, "id", "is empty")
+        elif check_text(ex_id, "id", _display(path), number, problems) is None:
+            pass
         elif ex_id in first:
             problems.add(_display(path), number, "id", f"duplicate id '{ex_id}' (first on line {first[ex_id]})")
         else:
@@ -365,13 +375,14 @@ def read_summary_directory(directory: Path, ids_path: Path, problems: ProblemLis
         if lines is None:
             continue
         system = file.stem
+        if check_text(system, "system", file.name, None, problems, field="system (the file's name)") is None:
+            continue
         for number, (ex_id, line) in enumerate(zip(ids, lines), start=1):
             text, _ = strip_sentence_tags(line)
             if not text:
                 problems.add(file.name, number, "summary", f"is empty (id '{ex_id}')")
                 continue
-            if len(text) > settings.IMPORT_MAX_SUMMARY_CHARS:
-                problems.add(file.name, number, "summary", f"is {len(text):,} characters long; the limit is {settings.IMPORT_MAX_SUMMARY_CHARS:,}")
+            if check_text(text, "summary", file.name, number, problems) is None:
                 continue
             records.append(SummaryRecord(ex_id, system, text, file.name, number))
     return records
@@ -430,10 +441,11 @@ def read_folder(folder: Path, problems: ProblemList) -> FolderContents:
             if not text:
                 problems.add("references.txt", number, "reference", f"is empty (id '{ex_id}')")
                 continue
-            if len(text) > settings.IMPORT_MAX_REFERENCE_CHARS:
-                problems.add("references.txt", number, "reference", f"is {len(text):,} characters long; the limit is {settings.IMPORT_MAX_REFERENCE_CHARS:,}")
+            if check_text(text, "reference", "references.txt", number, problems) is None:
                 continue
             source = strip_sentence_tags(document_lines[number - 1])[0] if document_lines else ""
+            if check_text(source, "source", "documents.txt", number, problems) is None:
+                continue
             references.append(ReferenceRecord(ex_id, text, source, number, bounds))
     summary_dir = folder / "summaries"
     summaries = read_summary_directory(summary_dir, folder / "ids.txt", problems) if summary_dir.is_dir() else []
@@ -508,8 +520,6 @@ def read_qapyramid_dataset(path: Path, problems: ProblemList) -> FolderContents:
         if isinstance(ex_id, int) and not isinstance(ex_id, bool):
             obj = {**obj, "example_id": str(ex_id)}
         ex_id = _text_field(obj, "example_id", name, number, problems)
-        if ex_id is not None and len(ex_id) > 200:
-            problems.add(name, number, "example_id", "is longer than 200 characters")
         reference = _text_field(obj, "reference", name, number, problems)
         source = _text_field(obj, "source", name, number, problems, required=False, allow_empty=True)
         qas = obj.get("QAs")
@@ -538,11 +548,12 @@ def read_qapyramid_dataset(path: Path, problems: ProblemList) -> FolderContents:
         texts = {}
         for system, text in outputs.items():
             field_name = f"system_outputs.{system}"
-            if not system.strip() or len(system) > 100:
-                problems.add(name, number, field_name, "a system name must be 1 to 100 characters")
-            elif not isinstance(text, str) or not text.strip() or "\x00" in text:
+            if not system.strip() or check_text(system, "system", name, number, problems, field=field_name) is None:
+                if not system.strip():
+                    problems.add(name, number, field_name, "a system name must not be empty")
+            elif not isinstance(text, str) or not text.strip():
                 problems.add(name, number, field_name, "must be a non-empty string (the system's summary)")
-            else:
+            elif check_text(text, "summary", name, number, problems, field=field_name) is not None:
                 texts[system.strip()] = text
         labels = obj.get("QA_labels", {})
         if not isinstance(labels, dict):

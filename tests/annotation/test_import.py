@@ -277,3 +277,23 @@ def test_realsumm_folder_import_and_second_import_fails():
     with pytest.raises(CampaignImportError, match="already exists"):
         import_campaign(name="REALSumm", folder=SHARED_DATA / "realsumm")
     assert Campaign.objects.count() == 1
+
+
+def test_a_folder_checks_system_file_names_and_documents_like_jsonl_fields(tmp_path):
+    """A system's name comes from its file's name and a source from documents.txt: both are held to the same
+    limits as a JSONL field (a 230-character name was a database error on PostgreSQL)."""
+    from annotation.importing.readers import CampaignImportError
+    from annotation.models import Campaign
+
+    folder = tmp_path / "folder"
+    (folder / "summaries").mkdir(parents=True)
+    (folder / "ids.txt").write_text("e1\n")
+    (folder / "references.txt").write_text("<t> Police blamed the driver . </t>\n")
+    (folder / "documents.txt").write_text("w" * 200_001 + "\n")
+    (folder / "summaries" / ("s" * 230 + ".summary")).write_text("<t> The driver was blamed . </t>\n")
+    with pytest.raises(CampaignImportError) as info:
+        import_campaign(name="Folder", folder=folder)
+    text = "\n".join(str(p) for p in info.value.problems)
+    assert "documents.txt, line 1, field 'source': is 200,001 characters long" in text
+    assert "field 'system (the file's name)': is 230 characters long; the limit is 200" in text
+    assert not Campaign.objects.exists()

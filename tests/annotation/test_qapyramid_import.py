@@ -154,6 +154,12 @@ def _with(base, **changes):
         (_with(EX2, system_outputs={"sysA": "x", "sysB": "y"}), "system 'sysC' has no summary for 'ex2'"),
         (_with(EX2, QA_labels={"sysA": [1, 1], "sysZ": [0, 1]}), "field 'QA_labels.sysZ': labels for system 'sysZ' which has no summary"),
         (_with(EX2, example_id="ex1"), "line 2, field 'example_id': duplicate id 'ex1' (first on line 1)"),
+        # The limits and characters every reader checks (readers.check_text).
+        (_with(EX2, system_outputs={"sysA": "x" * 20_001, "sysB": "y", "sysC": "z"}),
+         "line 2, field 'system_outputs.sysA': is 20,001 characters long; the limit is 20,000"),
+        (_with(EX2, system_outputs={"sysA": "bad \ud800", "sysB": "y", "sysC": "z"}), "field 'system_outputs.sysA': contains a lone surrogate"),
+        (_with(EX2, system_outputs={"s" * 201: "x", "sysA": "x", "sysB": "y", "sysC": "z"}), "characters long; the limit is 200"),
+        (_with(EX2, example_id="e" * 201), "line 2, field 'example_id': is 201 characters long; the limit is 200"),
         ('{"example_id": "ex2", "reference": ', "data.jsonl, line 2: bad JSON"),
         ("[1, 2]", "line 2: expected a JSON object"),
     ],
