@@ -60,7 +60,7 @@ def _record(assignment: Assignment, kind: str, amount: Decimal, reason: str, by,
         state=state, reason=reason[:1000], request_token=token, created_by=by,
     )
     if on_mturk:
-        fee = fees.bonus_fee(amount) if kind == LedgerEntry.Kind.BONUS else fees.mturk_fee(amount, _mturk_max_assignments(assignment))
+        fee = fees.bonus_fee(amount) if kind == LedgerEntry.Kind.BONUS else reward_fee(assignment, amount)
         LedgerEntry.objects.create(
             batch=batch, assignment=assignment, worker=assignment.worker, kind=LedgerEntry.Kind.FEE, fee_for=entry,
             amount=fee, state=state, reason=f"MTurk commission on {kind}", request_token=f"{token}-fee", created_by=by,
@@ -68,12 +68,15 @@ def _record(assignment: Assignment, kind: str, amount: Decimal, reason: str, by,
     return entry
 
 
-def _mturk_max_assignments(assignment: Assignment) -> int:
+def reward_fee(assignment: Assignment, amount: Decimal | None = None) -> Decimal:
+    """MTurk's commission on the assignment's reward (``amount``: the reward), as approving it books it."""
     published = getattr(assignment.hit, "mturk", None)
-    return published.max_assignments if published is not None else assignment.hit.max_assignments
+    max_assignments = published.max_assignments if published is not None else assignment.hit.max_assignments
+    return fees.mturk_fee(reward_of(assignment) if amount is None else amount, max_assignments)
 
 
-def _reward(assignment: Assignment) -> Decimal:
+def reward_of(assignment: Assignment) -> Decimal:
+    """What approving the assignment pays: the reward MTurk shows for its HIT, else the HIT's own."""
     published = getattr(assignment.hit, "mturk", None)
     return published.reward if published is not None else assignment.hit.reward
 
@@ -114,7 +117,7 @@ def approve_assignment(
         assignment.reviewed_at = timezone.now()
         assignment.review_message = (message or "")[:1000]
         assignment.save(update_fields=["state", "reviewed_at", "review_message"])
-        _record(assignment, LedgerEntry.Kind.REWARD, _reward(assignment), message, by, f"reward-{assignment.pk}")
+        _record(assignment, LedgerEntry.Kind.REWARD, reward_of(assignment), message, by, f"reward-{assignment.pk}")
         _after_commit(assignment, settle)
     return assignment
 
@@ -122,7 +125,7 @@ def approve_assignment(
 def record_paid_by_mturk(assignment: Assignment, mturk_max_assignments: int) -> bool:
     """MTurk paid work our page never stored (automatic approval of a submission made straight to MTurk): book
     the reward and MTurk's fee as paid, once, so the ledger matches what the account was charged."""
-    reward = _reward(assignment)
+    reward = reward_of(assignment)
     with transaction.atomic():
         if LedgerEntry.objects.filter(assignment=assignment, kind=LedgerEntry.Kind.REWARD).exists():
             return False

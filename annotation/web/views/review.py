@@ -57,16 +57,15 @@ def _submitted(campaign):
 
 
 def _money_of(assignments) -> dict:
-    """Rewards (and MTurk's commission on them) of these assignments, as approving them would book."""
-    from hits.mturk import fees
+    """Rewards (and MTurk's commission on them) of these assignments, as approving them would book
+    (``hits.payments``' own reward and fee rules)."""
+    from hits import payments
 
     rewards, commission = Decimal("0.00"), Decimal("0.00")
     for a in assignments:
-        published = getattr(a.hit, "mturk", None)
-        reward = published.reward if published is not None else a.hit.reward
-        rewards += reward
+        rewards += payments.reward_of(a)
         if a.hit.batch.on_mturk:
-            commission += fees.mturk_fee(reward, published.max_assignments if published is not None else a.hit.max_assignments)
+            commission += payments.reward_fee(a)
     return {"rewards": rewards, "fees": commission, "total": rewards + commission}
 
 
