@@ -5,20 +5,9 @@ from .models import Campaign, ContentUnit, Example, GoldPresence, Predicate, Ref
 
 def researcher_users():
     """Users who may own or share a campaign: admins and researchers, never a crowd worker's account."""
-    from django.contrib.auth import get_user_model
-    from django.db.models import Q
+    from annotation.services.roles import researchers
 
-    from annotation.services.roles import RESEARCHERS_GROUP
-
-    return (
-        get_user_model()
-        .objects.filter(
-            Q(is_staff=True) | Q(is_superuser=True) | Q(groups__name=RESEARCHERS_GROUP)
-            | Q(campaigns__isnull=False) | Q(shared_campaigns__isnull=False)
-        )
-        .distinct()
-        .order_by("username")
-    )
+    return researchers()
 
 
 @admin.register(Campaign)

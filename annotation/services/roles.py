@@ -48,6 +48,23 @@ def is_researcher(user) -> bool:
     return Campaign.objects.filter(owner=user).exists() or user.shared_campaigns.exists()
 
 
+def researchers():
+    """The users ``is_researcher`` says yes to, as a queryset (owner and sharer choices)."""
+    from django.contrib.auth import get_user_model
+    from django.db.models import Q
+
+    return (
+        get_user_model()
+        .objects.filter(is_active=True)
+        .filter(
+            Q(is_staff=True) | Q(is_superuser=True) | Q(groups__name=RESEARCHERS_GROUP)
+            | Q(campaigns__isnull=False) | Q(shared_campaigns__isnull=False)
+        )
+        .distinct()
+        .order_by("username")
+    )
+
+
 def is_worker_only(user) -> bool:
     """A signed-in user who is neither admin nor researcher (a crowd worker: their own HITs only)."""
     return bool(user and user.is_authenticated) and not is_researcher(user)

@@ -80,6 +80,13 @@ def test_the_campaign_form_has_no_state_select_and_no_workers_as_owners(world):
     sharers = page.split('name="shared_with"')[1].split("</select>")[0]
     assert ">rita<" in owner_select and ">ada<" in owner_select
     assert "crowd-member" not in owner_select and "crowd-member" not in sharers
+    # A researcher whose account is switched off is no longer offered (as roles.is_researcher says).
+    from annotation.services.roles import make_researcher
+
+    gone = type(world["rita"]).objects.create_user("gone-researcher", password=PASSWORD, is_active=False)
+    make_researcher(gone)
+    page = client.get(f"/admin/annotation/campaign/{campaign.pk}/change/").content.decode()
+    assert "gone-researcher" not in page.split('name="owner"')[1].split("</select>")[0]
 
 
 def test_an_invitation_cannot_get_fewer_uses_than_it_has_had(world):
