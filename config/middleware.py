@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
@@ -85,11 +84,10 @@ class RefuseNulMiddleware:
         context = {"typed": typed}
         if page == "mturk-hit":
             # Shown inside MTurk's frame, which the default policy (and X-Frame-Options) would leave blank.
+            from hits.mturk.views import framable_by_mturk
+
             context["body_template"] = "400_nul_body.html"
-            response = render(request, "hits/mturk_message.html", context, status=400)
-            response["Content-Security-Policy"] = "frame-ancestors " + " ".join(settings.MTURK_FRAME_ANCESTORS)
-            response.xframe_options_exempt = True
-            return response
+            return framable_by_mturk(lambda r: render(r, "hits/mturk_message.html", context, status=400))(request)
         return render(request, "400_nul.html", context, status=400)
 
 

@@ -126,8 +126,9 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "config.middleware.RefuseNulMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication: its 400 page shows who is signed in, like every other page.
+    "config.middleware.RefuseNulMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
