@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -35,6 +36,17 @@ def settings_problems(values) -> dict[str, str]:
     return problems
 
 
+# Paths under /campaigns/ that are pages, not campaigns: refused as slugs by every way of creating one
+# (the import, the web and API forms, and the admin through the field's validator).
+RESERVED_SLUGS = frozenset({"new", "jobs"})
+DESCRIPTION_MAX_CHARS = 5000
+
+
+def validate_not_reserved(slug: str) -> None:
+    if slug in RESERVED_SLUGS:
+        raise ValidationError(f"'{slug}' is the address of a page: choose another slug")
+
+
 class Campaign(models.Model):
     """An evaluation study; its settings default to the paper's values."""
 
@@ -60,12 +72,12 @@ class Campaign(models.Model):
         EXCLUDE = "exclude", "Tied units are left out"
 
     name = models.CharField(max_length=200)
-    slug = models.SlugField(max_length=200, unique=True)
+    slug = models.SlugField(max_length=200, unique=True, validators=[validate_not_reserved])
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="campaigns"
     )
     shared_with = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="shared_campaigns")
-    description = models.TextField(blank=True)
+    description = models.TextField(blank=True, max_length=DESCRIPTION_MAX_CHARS)
     unit_type = models.CharField(max_length=8, choices=UnitType.choices, default=UnitType.QA)
     state = models.CharField(max_length=16, choices=State.choices, default=State.DRAFT)
     backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.LOCAL)

@@ -97,10 +97,9 @@ class ImportReport:
         )
 
 
-# Paths under /campaigns/ that are pages, not campaigns: refused as slugs by every way of creating one.
-RESERVED_SLUGS = frozenset({"new", "jobs"})
+from annotation.models.campaign import DESCRIPTION_MAX_CHARS, RESERVED_SLUGS  # noqa: E402,F401 - the model's rules
+
 NAME_MAX_CHARS = 200
-DESCRIPTION_MAX_CHARS = 5000
 
 
 def campaign_slug(name: str, slug: str | None = None) -> str:

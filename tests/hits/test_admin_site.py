@@ -100,3 +100,24 @@ def test_an_invitation_cannot_get_fewer_uses_than_it_has_had(world):
     assert Invitation.objects.get(pk=invitation.pk).max_uses == 10
     ok = world["client"].post(url, {"note": "spring", "batch": "", "max_uses": "6", "expires_at_0": "", "expires_at_1": ""})
     assert ok.status_code == 302 and Invitation.objects.get(pk=invitation.pk).max_uses == 6
+
+
+def test_the_admin_refuses_a_reserved_slug_like_every_other_way(world, rf):
+    """'new' and 'jobs' are pages under /campaigns/: a campaign there could never be opened."""
+    from django.contrib import admin as django_admin
+    from django.forms.models import model_to_dict
+
+    from annotation.models import Campaign
+
+    campaign = world["campaign"]
+    original = campaign.slug
+    request = rf.get("/admin/")
+    request.user = world["admin"]
+    form_class = django_admin.site._registry[Campaign].get_form(request, campaign)
+    data = {k: v for k, v in model_to_dict(campaign).items() if v is not None}
+    data["shared_with"] = [u.pk for u in data.get("shared_with", [])]
+    assert form_class(data={**data}, instance=campaign).is_valid(), form_class(data={**data}, instance=campaign).errors
+    for reserved in ("jobs", "new"):
+        form = form_class(data={**data, "slug": reserved}, instance=campaign)
+        assert not form.is_valid() and "address of a page" in str(form.errors["slug"])
+    assert Campaign.objects.get(pk=campaign.pk).slug == original
