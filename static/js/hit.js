@@ -1,4 +1,4 @@
-/* HIT pages: fill the focused answer box from words of the sentence (click, shift-click, drag or keyboard),
+/* HIT pages: fill the chosen answer box from words of the sentence (click, shift-click, drag or keyboard),
    check typed answers, keyboard shortcuts for verdicts, submit only on purpose (never on a stray Enter),
    a draft kept in the browser until the HIT is submitted, focus on the first error of a refused page. */
 (function () {
@@ -6,15 +6,24 @@
   var sentence = document.getElementById("sentence");
   var form = document.getElementById("hit-form");
   var hint = document.getElementById("selection-hint");
-  var active = null;      // the answer box that receives selections: the one the worker last focused
+  var active = null;      // the answer box that receives picked words: the one the worker chose last
   var anchor = null;      // first token of a shift-click / shift-space range
   var dragged = false;    // a drag just filled the box: the click that ends it must not refill one word
+  var tabbing = false;    // the focus is moving by Tab / Shift+Tab: passing through a box does not choose it
+  var cameFrom = null;    // the box whose Tab (or Alt+Up) led into the sentence: Tab goes on after it
 
   function normalise(text) { return text.replace(/\s+/g, " ").trim(); }
   function isTyping(el) {
     return el && (el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && (el.type === "text" || el.type === "search")));
   }
   function say(message) { if (hint) { hint.textContent = message; } }
+  function tabStops() {
+    return Array.prototype.slice.call(document.querySelectorAll(
+      "a[href], button, input, select, textarea, summary, [tabindex]"
+    )).filter(function (el) {
+      return !el.disabled && el.tabIndex >= 0 && el.type !== "hidden" && el.getClientRects().length > 0;
+    });
+  }
 
   var answers = Array.prototype.slice.call(document.querySelectorAll("input.answer"));
   var check = function () {};
@@ -30,17 +39,42 @@
       input.title = input.classList.contains("mismatch") ? "Not a piece of the sentence" : "";
     };
     var setActive = function (input) {
-      answers.forEach(function (other) { other.classList.remove("receiving"); });
+      answers.forEach(function (other) { other.classList.remove("receiving"); other.removeAttribute("aria-describedby"); });
       if (active !== input) { anchor = null; }
       active = input;
       if (input) {
         input.classList.add("receiving");
-        say("Words you pick go into " + input.getAttribute("aria-label").toLowerCase() + ".");
+        if (hint) { input.setAttribute("aria-describedby", "selection-hint"); }
+        say("Words you pick go into " + input.getAttribute("aria-label").toLowerCase() +
+            " (outlined). Alt+↑: to the sentence; Esc or Alt+↓: back to the box.");
       }
     };
+    // A box is chosen by a click, by typing in it, or by going from it to the sentence; moving through the
+    // boxes with Tab / Shift+Tab (on the way back to the sentence) leaves the choice alone.
+    document.addEventListener("keydown", function (event) {
+      if (["Shift", "Control", "Alt", "Meta"].indexOf(event.key) === -1) { tabbing = event.key === "Tab"; }
+    }, true);
+    document.addEventListener("keyup", function (event) { if (event.key === "Tab") { tabbing = false; } }, true);
+    document.addEventListener("pointerdown", function () { tabbing = false; }, true);
+    var toSentence = function (from) {
+      if (from && answers.indexOf(from) !== -1 && !from.disabled) { setActive(from); }
+      cameFrom = from || null;
+      sentence.focus();
+    };
+    var backToBox = function () {
+      if (active && !active.disabled) { active.focus(); }
+    };
     answers.forEach(function (input) {
-      input.addEventListener("focus", function () { setActive(input); });
-      input.addEventListener("input", function () { check(input); });
+      input.addEventListener("focus", function () { if (!tabbing || !active) { setActive(input); } });
+      input.addEventListener("input", function () { if (active !== input) { setActive(input); } check(input); });
+      input.addEventListener("keydown", function (event) {
+        if (event.altKey && event.key === "ArrowUp") { event.preventDefault(); toSentence(input); }
+        else if (event.key === "Tab" && !event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey && input === active) {
+          // The sentence sits right after the chosen box in the Tab order: forward Tab reaches it too.
+          event.preventDefault();
+          toSentence(input);
+        }
+      });
       check(input);
     });
     var fill = function (start, end) {
@@ -107,8 +141,19 @@
       current = Math.max(0, Math.min(toks.length - 1, i));
       showCursor();
     };
+    sentence.addEventListener("blur", function () { window.setTimeout(function () {
+      if (document.activeElement !== sentence) { cameFrom = null; }
+    }, 0); });
     sentence.addEventListener("keydown", function (event) {
       if (event.target !== sentence || !toks.length) { return; }
+      if (event.key === "Tab" && !event.shiftKey && cameFrom) {
+        // Entered from a box by Tab: Tab goes on with what follows that box, not back to the top of the form.
+        var stops = tabStops(), at = stops.indexOf(cameFrom);
+        if (at !== -1 && stops[at + 1]) { event.preventDefault(); cameFrom = null; stops[at + 1].focus(); }
+        return;
+      }
+      if (event.altKey && event.key === "ArrowDown") { event.preventDefault(); backToBox(); return; }
+      if (event.altKey) { return; }
       if (event.key === "ArrowRight" || event.key === "ArrowDown") { event.preventDefault(); moveTo(current + 1); }
       else if (event.key === "ArrowLeft" || event.key === "ArrowUp") { event.preventDefault(); moveTo(current - 1); }
       else if (event.key === "Home") { event.preventDefault(); moveTo(0); }
@@ -116,7 +161,13 @@
       else if ((event.key === " " || event.key === "Enter") && !event.ctrlKey && !event.metaKey) {
         event.preventDefault();
         pick(toks[current], event.shiftKey);
-      } else if (event.key === "Escape" && active) { event.preventDefault(); active.focus(); }
+      } else if (event.key === "Escape" && active) { event.preventDefault(); backToBox(); }
+    });
+    // From anywhere else on the page (a question, a verdict), Alt+Up goes to the sentence and Alt+Down back.
+    document.addEventListener("keydown", function (event) {
+      if (!event.altKey || event.defaultPrevented) { return; }
+      if (event.key === "ArrowUp" && document.activeElement !== sentence) { event.preventDefault(); toSentence(null); }
+      else if (event.key === "ArrowDown" && document.activeElement === sentence) { event.preventDefault(); backToBox(); }
     });
   }
 

@@ -1,0 +1,60 @@
+"""HIT pages that never lose or misplace work (issue 28, point 5), in Chromium: keyboard picking goes only into
+the box the worker chose, drafts outlive a refused submission, pause and cancel reach an open HIT page, a
+countdown in local time, the session's progress, keys for Skip and Return, a failed test explained item by
+item, and pages that fit a phone."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import log_in
+from tests.browser.test_hit_keyboard import _start
+from tests.browser.test_hit_pages import PASSWORD, campaign  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _active(page):
+    return page.evaluate("document.activeElement.id")
+
+
+def test_keyboard_picking_goes_into_the_chosen_box_only(page, campaign):  # noqa: F811
+    _start(page, "generation")
+    page.fill("#id_q1_a1", "Police")
+    page.click("#id_q2_a1")
+    # Which box receives the words is shown, in the sentence's box and on the box itself.
+    assert "answer 1 of question 2" in page.inner_text("#selection-hint")
+    assert "receiving" in page.get_attribute("#id_q2_a1", "class")
+    # Shift+Tab back to the sentence passes through question 1's boxes: they must not take over.
+    for _ in range(12):
+        page.keyboard.press("Shift+Tab")
+        if _active(page) == "sentence":
+            break
+    assert _active(page) == "sentence"
+    assert "receiving" in page.get_attribute("#id_q2_a1", "class")
+    assert "receiving" not in page.get_attribute("#id_q1_a1", "class")
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Space")
+    assert page.input_value("#id_q2_a1") == "the"
+    assert page.input_value("#id_q1_a1") == "Police"
+    # Escape goes back to the chosen box; Alt+Up from a box goes to the sentence (and chooses that box).
+    page.keyboard.press("Escape")
+    assert _active(page) == "id_q2_a1"
+    page.click("#id_q1_a2")
+    page.keyboard.press("Alt+ArrowUp")
+    assert _active(page) == "sentence"
+    page.keyboard.press("Home")
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("Space")
+    assert page.input_value("#id_q1_a2") == "driver"
+    page.keyboard.press("Alt+ArrowDown")
+    assert _active(page) == "id_q1_a2"
+    # Forward Tab from the chosen box reaches the sentence, and Tab goes on from there to the next field.
+    page.keyboard.press("Tab")
+    assert _active(page) == "sentence"
+    page.keyboard.press("Tab")
+    assert _active(page) == "id_q1_a3"
+    assert "Alt" in page.inner_text("#selection-hint")
