@@ -14,7 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.db import transaction
 from django.db.models import Count, Max, Min, Sum
-from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -25,7 +25,7 @@ from config.ratelimit import rate_limited
 from hits import payouts
 from hits.handlers import AnswerErrors, eligibility, task_handler
 from hits.invitations import InvitationClosed, take_use
-from hits.models import HIT, Assignment, Invitation, Qualification, TaskType
+from hits.models import HIT, Assignment, Batch, Invitation, Qualification, TaskType
 from hits.qualifications import test_progress
 from hits.services import (
     AssignmentClosed,
@@ -274,6 +274,50 @@ def _tell_test_result(request, worker, assignment) -> None:
             request,
             f"Test finished: you did not pass the {name} test (score {qualification.score:.2f}). Your standing page says when you may try again.",
         )
+
+
+#: What a change of the campaign means to a worker who has one of its HITs open (the status poll shows it).
+_CAMPAIGN_NOTICES = {
+    Batch.State.PAUSED: (
+        "This campaign was paused by its researchers. You may still submit this HIT and be paid for it; "
+        "no new HITs of it are handed out until it resumes."
+    ),
+    Batch.State.CANCELLED: (
+        "This campaign was cancelled by its researchers: this HIT can no longer be submitted, nothing of it is "
+        "saved and nothing is owed for it. Copy what you wrote if you want to keep it, then Return the HIT."
+    ),
+}
+
+
+@login_required
+def assignment_status(request, pk):
+    """A small JSON an open HIT page polls (about every 30 s): the assignment's state, its campaign's, the time
+    left and what a change means for the worker. One query for the assignment; nothing is written."""
+    try:
+        assignment = worker_assignment(_worker(request), pk)
+    except Assignment.DoesNotExist:
+        raise Http404("No such assignment") from None
+    now = timezone.now()
+    open_ = assignment.state == Assignment.State.ASSIGNED and assignment.expires_at > now
+    campaign = assignment.hit.batch.state
+    notice = ""
+    if assignment.state == Assignment.State.ASSIGNED and not open_:
+        notice = "The time for this HIT is up: it can no longer be submitted."
+    elif not open_:
+        notice = f"This HIT is {assignment.get_state_display().lower()}: there is nothing more to do on this page."
+    else:
+        notice = _CAMPAIGN_NOTICES.get(campaign, "")
+    response = JsonResponse({
+        "state": assignment.state,
+        "campaign": campaign,
+        "open": open_,
+        "can_submit": open_ and campaign != Batch.State.CANCELLED,
+        "expires_at": assignment.expires_at.isoformat(),
+        "seconds_left": max(0, int((assignment.expires_at - now).total_seconds())),
+        "notice": notice,
+    })
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @login_required

@@ -202,9 +202,9 @@
 
   if (form) {
     var submitButton = document.getElementById("submit");
-    var draftKey = form.getAttribute("data-draft") ? "hit-draft:" + form.getAttribute("data-draft") : null;
-    var storage = null;
-    try { storage = window.localStorage; } catch (e) { storage = null; }
+    var drafts = window.HitDrafts;
+    var draftKey = drafts && form.getAttribute("data-draft") ? drafts.prefix + form.getAttribute("data-draft") : null;
+    var statusUrl = form.getAttribute("data-status") || "";
 
     // Enter in a field never submits (a half-written HIT went out that way); Ctrl/Cmd+Enter submits through
     // the Submit button, so it passes the same checks as a click.
@@ -226,20 +226,23 @@
         return el.type !== "hidden" && el.type !== "submit" && !el.disabled && el.name !== "csrfmiddlewaretoken";
       });
     };
-    var saveDraft = function () {
-      if (!storage || !draftKey) { return; }
-      var values = {};
+    var values = function () {
+      var found = {};
       fields().forEach(function (el) {
-        if (el.type === "radio") { if (el.checked) { values[el.name] = el.value; } }
-        else if (el.value !== "") { values[el.name] = el.value; }
+        if (el.type === "radio" || el.type === "checkbox") { if (el.checked) { found[el.name] = el.value; } }
+        else if (el.value !== "") { found[el.name] = el.value; }
       });
-      try { storage.setItem(draftKey, JSON.stringify({ saved: Date.now(), values: values })); } catch (e) { /* full or denied */ }
+      return found;
+    };
+    var saveDraft = function (sent) {
+      if (!draftKey) { return; }
+      var draft = { saved: Date.now(), values: values(), status: statusUrl };
+      if (sent) { draft.sent = Date.now(); }
+      drafts.write(draftKey, draft);
     };
     var restoreDraft = function () {
-      if (!storage || !draftKey) { return; }
-      var draft;
-      try { draft = JSON.parse(storage.getItem(draftKey) || "null"); } catch (e) { draft = null; }
-      if (!draft || !draft.values) { return; }
+      var draft = draftKey ? drafts.read(draftKey) : null;
+      if (!draft || !draft.values) { return false; }
       var restored = false;
       fields().forEach(function (el) {
         var value = draft.values[el.name];
@@ -248,35 +251,33 @@
           var group = form.querySelectorAll("input[type=radio][name='" + el.name + "']");
           var any = Array.prototype.some.call(group, function (r) { return r.checked; });
           if (!any && el.value === value) { el.checked = true; restored = true; }
+        } else if (el.type === "checkbox") {
+          if (!el.checked && el.value === value) { el.checked = true; restored = true; }
         } else if (el.value === "") {
           el.value = value; restored = true;
           if (el.classList.contains("answer")) { check(el); }
         }
       });
       if (restored) { say("Your unsent answers were restored from this browser."); }
+      return true;
     };
-    var dropDraft = function () { if (storage && draftKey) { try { storage.removeItem(draftKey); } catch (e) { /* denied */ } } };
-    // Drafts of HITs left behind long ago are of no use to anyone.
-    if (storage) {
-      try {
-        for (var k = storage.length - 1; k >= 0; k--) {
-          var key = storage.key(k);
-          if (key && key.indexOf("hit-draft:") === 0 && key !== draftKey) {
-            var old = JSON.parse(storage.getItem(key) || "{}");
-            if (!old.saved || Date.now() - old.saved > 2 * 86400000) { storage.removeItem(key); }
-          }
-        }
-      } catch (e) { /* ignore */ }
+    if (draftKey) {
+      drafts.tidy(draftKey);
+      var hadDraft = restoreDraft();
+      // This HIT's page is back (a refused submission, or the worker came back): its answers are not accepted
+      // yet, so the draft stays, holding what the page shows now (a refused page shows what was sent).
+      if (hadDraft || document.getElementById("errors-summary") || document.getElementById("refused")) { saveDraft(false); }
+      form.addEventListener("input", function () { saveDraft(false); });
+      form.addEventListener("change", function () { saveDraft(false); });
+    } else if (drafts) {
+      drafts.tidy(null);
     }
-    restoreDraft();
-    form.addEventListener("input", saveDraft);
-    form.addEventListener("change", saveDraft);
 
     form.addEventListener("submit", function (event) {
       if (form.dataset.sent === "1") { event.preventDefault(); return; }
       form.dataset.sent = "1";
-      // The server keeps a refused submission's answers on the page it sends back, so the draft can go now.
-      dropDraft();
+      // Kept until the server has taken the answers: a refused submission loses nothing, even after leaving.
+      saveDraft(true);
       window.setTimeout(function () { form.dataset.sent = ""; }, 4000);
     });
 

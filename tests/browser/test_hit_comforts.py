@@ -58,3 +58,32 @@ def test_keyboard_picking_goes_into_the_chosen_box_only(page, campaign):  # noqa
     page.keyboard.press("Tab")
     assert _active(page) == "id_q1_a3"
     assert "Alt" in page.inner_text("#selection-hint")
+
+
+def _draft(page, key):
+    return page.evaluate(f"window.localStorage.getItem({key!r})")
+
+
+def test_a_refused_submission_keeps_the_draft_until_the_server_accepts(page, campaign):  # noqa: F811
+    _start(page, "generation")
+    url = page.url
+    key = "hit-draft:" + page.get_attribute("#hit-form", "data-draft")
+    page.fill("#id_q1", "Who blamed someone?")
+    page.fill("#id_q1_a1", "a policeman who is not in the sentence")
+    page.fill("#id_feedback", "hard one")
+    page.click("#submit")
+    page.wait_for_selector("#errors-summary")
+    assert "nothing you typed was lost" in page.inner_text("#errors-summary")
+    # The worker leaves and comes back: the fields are as they were sent.
+    page.goto("/work/")
+    page.wait_for_load_state("load")
+    page.goto(url)
+    page.wait_for_load_state("load")
+    assert page.input_value("#id_q1") == "Who blamed someone?"
+    assert page.input_value("#id_q1_a1") == "a policeman who is not in the sentence"
+    assert page.input_value("#id_feedback") == "hard one"
+    # Accepted: only now does the draft go (on the page that follows, once the server says the HIT is done).
+    page.fill("#id_q1_a1", "Police")
+    page.click("#submit")
+    page.wait_for_selector("text=Submitted. Thank you!")
+    page.wait_for_function(f"window.localStorage.getItem({key!r}) === null")
