@@ -87,3 +87,54 @@ def test_a_refused_submission_keeps_the_draft_until_the_server_accepts(page, cam
     page.click("#submit")
     page.wait_for_selector("text=Submitted. Thank you!")
     page.wait_for_function(f"window.localStorage.getItem({key!r}) === null")
+
+
+def test_pause_and_cancel_reach_an_open_hit_page_without_a_reload(page, campaign, settings):  # noqa: F811
+    from annotation.services.pipeline import cancel_campaign, pause_campaign, resume_campaign
+
+    settings.HIT_STATUS_POLL_SECONDS = 1
+    _start(page, "generation")
+    assert page.locator("#hit-status").is_hidden()
+    page.fill("#id_q1", "Who blamed someone?")
+    pause_campaign(campaign)
+    page.wait_for_selector("#hit-status:has-text('paused')")
+    assert "still submit this HIT and be paid" in page.inner_text("#hit-status")
+    assert page.is_enabled("#submit")
+    resume_campaign(campaign)
+    page.wait_for_selector("#hit-status", state="hidden")
+    cancel_campaign(campaign)
+    page.wait_for_selector("#hit-status:has-text('cancelled')")
+    notice = page.inner_text("#hit-status")
+    assert "can no longer be submitted" in notice and "nothing is owed" in notice
+    assert not page.is_enabled("#submit")
+    # Nothing typed went away.
+    assert page.input_value("#id_q1") == "Who blamed someone?"
+
+
+def test_the_deadline_in_local_time_with_a_countdown(chromium, live_server, campaign):  # noqa: F811
+    from datetime import timedelta
+    from zoneinfo import ZoneInfo
+
+    from hits.models import Assignment
+
+    context = chromium.new_context(base_url=live_server.url, timezone_id="Asia/Kolkata", locale="en-GB")
+    page = context.new_page()
+    try:
+        _start(page, "generation")
+        expires = Assignment.objects.get().expires_at.astimezone(ZoneInfo("Asia/Kolkata"))
+        shown = page.inner_text("#deadline")
+        assert "UTC" not in shown and "your time" in shown
+        # Kolkata is UTC+5:30: the minutes alone tell local time from UTC (a second either way for the rounding).
+        assert any((expires - timedelta(seconds=s)).strftime("%H:%M") in shown for s in (0, 2))
+        first = page.inner_text("#countdown")
+        assert first.endswith("left")
+        page.wait_for_timeout(2200)
+        second = page.inner_text("#countdown")
+
+        def seconds(text):
+            parts = [int(p) for p in text.split()[0].split(":")]
+            return sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
+
+        assert 1 <= seconds(first) - seconds(second) <= 4
+    finally:
+        context.close()
