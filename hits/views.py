@@ -6,6 +6,8 @@ type renders the HIT's part of the page and validates its answers.
 
 from __future__ import annotations
 
+from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib import messages
@@ -18,6 +20,7 @@ from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect, J
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -75,7 +78,7 @@ def worker_home(request):
                 "current": current_assignment(worker, task_type),
             }
         )
-    return render(request, "hits/home.html", {"worker": worker, "rows": rows})
+    return render(request, "hits/home.html", {"worker": worker, "rows": rows, "session": _session_progress(request, worker)})
 
 
 def _typical_minutes(task_type) -> float | None:
@@ -184,6 +187,26 @@ def _page_context(handler, hit, assignment, data, worker):
     }
 
 
+#: A work session ends after this long without a HIT page or a submission; the next one starts a new count.
+WORK_SESSION_GAP = timedelta(hours=1)
+
+
+def _session_progress(request, worker) -> dict:
+    """The HITs this worker submitted in this work session (this browser's session, since they started working
+    after a break of an hour or more) and the rewards they carry (owed once approved; rejected ones not counted)."""
+    now = timezone.now()
+    started = parse_datetime(request.session.get("work_started") or "")
+    seen = parse_datetime(request.session.get("work_seen") or "")
+    if started is None or seen is None or now - seen > WORK_SESSION_GAP:
+        started = now
+        request.session["work_started"] = now.isoformat()
+    request.session["work_seen"] = now.isoformat()
+    figures = Assignment.objects.filter(
+        worker=worker, submitted_at__gte=started, state__in=[Assignment.State.SUBMITTED, Assignment.State.APPROVED]
+    ).aggregate(n=Count("pk"), earned=Sum("hit__reward"))
+    return {"n": figures["n"], "earned": figures["earned"] or Decimal("0.00"), "since": started}
+
+
 @login_required
 @rate_limited("SUBMIT_RATE_LIMIT", lambda r: f"user:{r.user.pk}")
 def assignment_page(request, pk):
@@ -202,7 +225,9 @@ def assignment_page(request, pk):
             messages.info(request, f"This HIT is {assignment.get_state_display().lower()}.")
             return redirect("worker-home")
         mark_opened(assignment)
-        return render(request, "hits/assignment.html", _page_context(handler, assignment.hit, assignment, None, worker))
+        context = _page_context(handler, assignment.hit, assignment, None, worker)
+        context["session"] = _session_progress(request, worker)
+        return render(request, "hits/assignment.html", context)
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
     action = request.POST["action"]
@@ -230,6 +255,7 @@ def _submit(request, worker, pk):
         handler = task_handler(assignment.hit.task_type.slug)
         context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
         context["errors"] = exc.errors
+        context["session"] = _session_progress(request, worker)
         return render(request, "hits/assignment.html", context, status=400)
     except WorkCancelled as exc:
         # The worker's text stays on the page (to keep a copy); the form cannot be sent again.

@@ -273,6 +273,34 @@
       drafts.tidy(null);
     }
 
+    // Skip (S) and Return (R), shown on their buttons; never while typing in a box. With answers on the page the
+    // key asks to be pressed again, since skipping or returning drops them.
+    var actionKeys = Array.prototype.slice.call(form.querySelectorAll("button[data-key]"));
+    var confirmBox = document.getElementById("key-confirm");
+    var armed = null, armedAt = 0;
+    if (actionKeys.length) {
+      document.addEventListener("keydown", function (event) {
+        if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented || isTyping(document.activeElement)) { return; }
+        var key = (event.key || "").toLowerCase();
+        var button = actionKeys.filter(function (b) { return b.getAttribute("data-key") === key; })[0];
+        if (!button || button.disabled) { return; }
+        event.preventDefault();
+        var label = button.textContent.replace(/\s+\S+$/, "").trim();
+        if (Object.keys(values()).length && (armed !== button || Date.now() - armedAt > 5000)) {
+          armed = button; armedAt = Date.now();
+          if (confirmBox) {
+            confirmBox.textContent = "Press " + key.toUpperCase() + " again to " + label.toLowerCase() +
+              " this HIT: what you wrote on it is dropped.";
+            confirmBox.hidden = false;
+          }
+          return;
+        }
+        armed = null;
+        if (confirmBox) { confirmBox.hidden = true; }
+        if (form.requestSubmit) { form.requestSubmit(button); } else { button.click(); }
+      });
+    }
+
     form.addEventListener("submit", function (event) {
       if (form.dataset.sent === "1") { event.preventDefault(); return; }
       form.dataset.sent = "1";

@@ -138,3 +138,64 @@ def test_the_deadline_in_local_time_with_a_countdown(chromium, live_server, camp
         assert 1 <= seconds(first) - seconds(second) <= 4
     finally:
         context.close()
+
+
+@pytest.fixture
+def three_hits(tmp_path, django_user_model):
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.pipeline import launch_campaign
+    from tests.conftest import write_jsonl
+
+    refs = write_jsonl(tmp_path / "r.jsonl", [
+        {"id": "e1", "reference": "Police blamed the driver for the crash."},
+        {"id": "e2", "reference": "The mayor refused to comment."},
+        {"id": "e3", "reference": "Rain flooded the streets."},
+    ])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": e, "system": "s", "summary": "Something happened."} for e in ("e1", "e2", "e3")])
+    campaign = import_campaign(name="Three", references=refs, summaries=sums).campaign
+    launch_campaign(campaign)
+    django_user_model.objects.create_user(username="ann", password=PASSWORD)
+    return campaign
+
+
+def test_session_progress_and_keys_for_skip_and_return(page, three_hits):
+    from hits.models import Assignment, Worker
+
+    log_in(page, "ann", PASSWORD)
+    page.goto("/work/")
+    Worker.objects.filter(user__username="ann").update(auto_accept_next=True)
+    page.click("tr[data-task=generation] button:has-text('Start working')")
+    page.wait_for_selector("#hit-form[data-draft]")
+    page.wait_for_load_state("load")
+    assert "0 HITs submitted" in page.inner_text("#session-progress")
+    first = Assignment.objects.get()
+    page.fill("#id_q1", "Who " + page.inner_text("#predicate") + " something?")
+    page.click("#id_q1_a1")
+    page.click("#sentence .tok >> nth=0")
+    page.click("#submit")
+    page.wait_for_selector("text=Submitted. Thank you!")
+    page.wait_for_load_state("load")
+    # The next HIT (auto-accept) shows what this session has brought so far.
+    progress = page.inner_text("#session-progress")
+    assert "1 HIT submitted" in progress and f"${first.hit.reward}" in progress
+    # The keys are on the buttons; typed into a box, "s" is a letter and nothing else.
+    assert "S" in page.inner_text("#skip") and "R" in page.inner_text("#return")
+    second = Assignment.objects.get(state=Assignment.State.ASSIGNED)
+    page.click("#id_q1")
+    page.keyboard.type("Who s")
+    page.wait_for_timeout(300)
+    assert page.input_value("#id_q1") == "Who s"
+    assert Assignment.objects.get(pk=second.pk).state == Assignment.State.ASSIGNED
+    # Outside a box, with something written: S asks to be pressed again, then skips.
+    page.click("h1")
+    page.keyboard.press("s")
+    page.wait_for_selector("#key-confirm:has-text('again')")
+    assert Assignment.objects.get(pk=second.pk).state == Assignment.State.ASSIGNED
+    page.keyboard.press("s")
+    page.wait_for_selector("text=Skipped. Here is another one.")
+    page.wait_for_load_state("load")
+    assert Assignment.objects.get(pk=second.pk).state == Assignment.State.RETURNED
+    # Nothing written on this one: R returns it at once.
+    page.keyboard.press("r")
+    page.wait_for_selector("text=HIT returned.")
+    assert not Assignment.objects.filter(state=Assignment.State.ASSIGNED).exists()
