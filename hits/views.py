@@ -300,6 +300,21 @@ def _tell_test_result(request, worker, assignment) -> None:
             request,
             f"Test finished: you did not pass the {name} test (score {qualification.score:.2f}). Your standing page says when you may try again.",
         )
+        _tell_test_items(request, worker, assignment)
+
+
+def _tell_test_items(request, worker, assignment) -> None:
+    """After a failed test, item by item, what was expected (from the handler). Only a qualification test's own
+    items: gold checks hide among regular HITs and are never explained."""
+    explain = getattr(task_handler(assignment.hit.task_type.slug), "test_feedback", None)
+    if explain is None:
+        return
+    items = Assignment.objects.filter(
+        worker=worker, attempt=assignment.attempt, state__in=Assignment.DONE_STATES, hit__kind=HIT.Kind.QUALIFICATION,
+        hit__batch_id=assignment.hit.batch_id, hit__task_type_id=assignment.hit.task_type_id,
+    ).select_related("hit")
+    for k, line in enumerate(explain(list(items)), start=1):
+        messages.info(request, f"Test item {k}: {line}", extra_tags="test-item")
 
 
 #: What a change of the campaign means to a worker who has one of its HITs open (the status poll shows it).

@@ -112,6 +112,77 @@ def grade_generation_test(assignments: list[Assignment]) -> TestGrade:
     return TestGrade(score, False, details)
 
 
+# --- feedback after a failed test -------------------------------------------------------------
+#
+# Only for qualification items (``HIT.Kind.QUALIFICATION``): gold checks hide among regular HITs and are never
+# explained, or they would stand out.  Each function gives one line per item, in the test's order.
+
+
+def _quoted(texts) -> str:
+    return ", ".join(f"“{t}”" for t in texts) or "nothing"
+
+
+def _test_items(assignments: list[Assignment]) -> list[Assignment]:
+    return sorted((a for a in assignments if a.hit.kind == HIT.Kind.QUALIFICATION), key=lambda a: a.hit_id)
+
+
+def generation_feedback(assignments: list[Assignment]) -> list[str]:
+    lines = []
+    for assignment in _test_items(assignments):
+        inline = assignment.hit.payload["inline"]
+        graded = grade_generation_item(assignment)
+        arguments = (assignment.hit.answer_key or {}).get("arguments", [])
+        written = [f"{q['question']} → {' / '.join(q['answers'])}" for q in assignment.answers.get("questions", [])]
+        lines.append(
+            f"“{inline['sentence']}” ({'right' if graded['right'] else 'not right'}): expected a question with an answer "
+            f"for each of {_quoted(' / '.join(a) for a in arguments)}, each question starting with a question word and "
+            f"naming no detail of the sentence but the verb. You wrote: {'; '.join(written) or 'no questions'}."
+            + (f" Problems: {'; '.join(graded['problems'])}." if graded["problems"] else "")
+        )
+    return lines
+
+
+def verification_feedback(assignments: list[Assignment]) -> list[str]:
+    lines = []
+    for assignment in _test_items(assignments):
+        inline = assignment.hit.payload["inline"]
+        key = (assignment.hit.answer_key or {}).get("verdicts", {})
+        given = {str(v["unit"]): v for v in assignment.answers.get("verdicts", [])}
+        parts = []
+        for question in inline.get("questions", []):
+            expected, yours = key.get(str(question["id"])), given.get(str(question["id"]))
+            if expected is None:
+                continue
+            ok = yours is not None and bool(yours["valid"]) == bool(expected["valid"])
+            if ok and expected["valid"]:
+                ok = best_overlap(yours.get("answers", []), expected.get("answers", [])) >= COVERED
+            want = f"valid, answer {_quoted(expected['answers'])}" if expected["valid"] else "invalid"
+            got = "no verdict" if yours is None else (f"valid, answer {_quoted(yours.get('answers', []))}" if yours["valid"] else "invalid")
+            parts.append(f"“{question['question']}” {'right' if ok else 'not right'}: expected {want}; you said {got}")
+        lines.append(f"“{inline['sentence']}”: " + "; ".join(parts) + ".")
+    return lines
+
+
+def presence_feedback(assignments: list[Assignment]) -> list[str]:
+    lines = []
+    for assignment in _test_items(assignments):
+        inline = assignment.hit.payload["inline"]
+        key = (assignment.hit.answer_key or {}).get("labels", {})
+        given = {str(label["unit"]): label["present"] for label in assignment.answers.get("labels", [])}
+        parts = []
+        for pair in inline.get("pairs", []):
+            expected = key.get(str(pair["id"]))
+            if expected is None:
+                continue
+            text = pair.get("text") or f"{pair.get('question', '')} {pair.get('answer', '')}".strip()
+            yours = given.get(str(pair["id"]))
+            ok = yours is not None and bool(yours) == bool(expected)
+            said = "nothing" if yours is None else ("present" if yours else "not present")
+            parts.append(f"“{text}” {'right' if ok else 'not right'}: expected {'present' if expected else 'not present'}; you said {said}")
+        lines.append(f"Candidate “{inline['candidate']}”: " + "; ".join(parts) + ".")
+    return lines
+
+
 # --- qualification tests from a file ---------------------------------------------------------
 
 

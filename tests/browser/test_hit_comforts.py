@@ -199,3 +199,55 @@ def test_session_progress_and_keys_for_skip_and_return(page, three_hits):
     page.keyboard.press("r")
     page.wait_for_selector("text=HIT returned.")
     assert not Assignment.objects.filter(state=Assignment.State.ASSIGNED).exists()
+
+
+def test_a_failed_test_is_explained_item_by_item_and_gold_checks_never(page, tmp_path, django_user_model, client):
+    from annotation.services import qualification_tests
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.pipeline import launch_campaign
+    from hits.models import HIT, Batch, Qualification
+    from hits.qualifications import reinstate
+    from hits.services import worker_for_user
+    from tests.conftest import write_jsonl
+
+    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
+    campaign = import_campaign(name="Feedback", references=refs, summaries=sums).campaign
+    pair = {"question": "Who approved something?", "answer": "Council members"}
+    qualification_tests.define_qualifications(campaign, {
+        "presence": [{"candidate": "The council voted for a new bridge.", "reference": "Council members approved a bridge.",
+                      "predicate": "approved", "pairs": [{**pair, "present": True},
+                                                         {"question": "What did someone approve?", "answer": "a tunnel", "present": False}]}],
+        "presence_gold": [{"candidate": "A storm cut power to homes.", "reference": "Homes lost power in a storm.",
+                           "predicate": "lost", "pairs": [{"question": "What lost something?", "answer": "Homes", "present": True}]}],
+    })
+    launch_campaign(campaign)
+    django_user_model.objects.create_user(username="quinn", password=PASSWORD)
+    log_in(page, "quinn", PASSWORD)
+    page.goto("/work/")
+    page.click("tr[data-task=presence] button:has-text('Start working')")
+    page.wait_for_selector(".presence-row")
+    page.wait_for_load_state("load")
+    # Both pairs the wrong way round.
+    page.locator(".presence-row[data-unit='1']").get_by_label("Not present").check()
+    page.locator(".presence-row[data-unit='2']").get_by_label("Present", exact=True).check()
+    page.click("#submit")
+    page.wait_for_selector("text=you did not pass")
+    assert Qualification.objects.get(worker__user__username="quinn").state == Qualification.State.FAILED
+    explained = page.inner_text(".messages li.test-item")
+    assert explained.startswith("Test item 1:")
+    assert "“Who approved something? Council members” not right: expected present; you said not present" in explained
+    assert "“What did someone approve? a tunnel” not right: expected not present; you said present" in explained
+
+    # A gold check answered wrongly says nothing of its key: it must look like any other HIT.
+    user = django_user_model.objects.create_user(username="gil", password=PASSWORD)
+    batch = Batch.objects.get(hits__kind=HIT.Kind.GOLD)
+    Batch.objects.filter(pk=batch.pk).update(gold_share=1.0)
+    reinstate(worker_for_user(user), HIT.objects.filter(kind=HIT.Kind.GOLD).first().task_type, batch)
+    client.force_login(user)
+    start = client.post("/work/presence/start/", follow=True)
+    assert start.context["hit"].kind == HIT.Kind.GOLD
+    done = client.post(start.redirect_chain[-1][0], {"action": "submit", "p_1": "0"}, follow=True)
+    shown = " ".join(str(m) for m in done.context["messages"])
+    assert "Submitted. Thank you!" in shown
+    assert "expected" not in shown and "Test item" not in shown and "Homes" not in shown
