@@ -251,3 +251,51 @@ def test_a_failed_test_is_explained_item_by_item_and_gold_checks_never(page, tmp
     shown = " ".join(str(m) for m in done.context["messages"])
     assert "Submitted. Thank you!" in shown
     assert "expected" not in shown and "Test item" not in shown and "Homes" not in shown
+
+
+def _fits(page):
+    return page.evaluate("document.documentElement.scrollWidth")
+
+
+def _sentence_in_view(page):
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    page.wait_for_timeout(200)
+    box = page.locator("#sentence").bounding_box()
+    height = page.viewport_size["height"]
+    return box["y"] >= 0 and box["y"] + box["height"] <= height
+
+
+def _open(page, task):
+    """Start working on a task type, already logged in."""
+    page.goto("/work/")
+    page.click(f"tr[data-task={task}] button:has-text('Start working')")
+    page.wait_for_selector("#hit-form[data-draft]")
+    page.wait_for_load_state("load")
+
+
+def test_pages_fit_a_phone_and_the_sentence_stays_in_view(page, campaign):  # noqa: F811
+    from tests.browser.test_hit_pages import _verify_by_service, _write_by_service
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, "ann", PASSWORD)
+    page.goto("/work/")
+    assert _fits(page) <= 390
+    _open(page, "generation")
+    assert _fits(page) <= 390
+    assert _sentence_in_view(page)
+    # Every box and button can be reached without scrolling sideways.
+    for selector in ("#id_q1_a3", "#submit", "#return", "#id_feedback"):
+        box = page.locator(selector).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, selector
+    page.click("#return")
+    page.wait_for_selector("text=HIT returned.")
+    _write_by_service()
+    _open(page, "verification")
+    assert _fits(page) <= 390
+    assert _sentence_in_view(page)
+    page.click("#return")
+    page.wait_for_selector("text=HIT returned.")
+    _verify_by_service("v1")
+    _verify_by_service("v2")
+    _open(page, "presence")
+    assert _fits(page) <= 390
