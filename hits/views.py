@@ -6,6 +6,7 @@ type renders the HIT's part of the page and validates its answers.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from decimal import Decimal
 
@@ -20,7 +21,6 @@ from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect, J
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -78,7 +78,7 @@ def worker_home(request):
                 "current": current_assignment(worker, task_type),
             }
         )
-    return render(request, "hits/home.html", {"worker": worker, "rows": rows, "session": _session_progress(request, worker)})
+    return render(request, "hits/home.html", {"worker": worker, "rows": rows, "session": _session_progress(request)})
 
 
 def _typical_minutes(task_type) -> float | None:
@@ -187,24 +187,36 @@ def _page_context(handler, hit, assignment, data, worker):
     }
 
 
-#: A work session ends after this long without a HIT page or a submission; the next one starts a new count.
+#: A work session ends after this long without a submission; the next one starts a new count.
 WORK_SESSION_GAP = timedelta(hours=1)
+_WORK_SESSION_COOKIE = "work_session"
 
 
-def _session_progress(request, worker) -> dict:
-    """The HITs this worker submitted in this work session (this browser's session, since they started working
-    after a break of an hour or more) and the rewards they carry (owed once approved; rejected ones not counted)."""
-    now = timezone.now()
-    started = parse_datetime(request.session.get("work_started") or "")
-    seen = parse_datetime(request.session.get("work_seen") or "")
-    if started is None or seen is None or now - seen > WORK_SESSION_GAP:
-        started = now
-        request.session["work_started"] = now.isoformat()
-    request.session["work_seen"] = now.isoformat()
-    figures = Assignment.objects.filter(
-        worker=worker, submitted_at__gte=started, state__in=[Assignment.State.SUBMITTED, Assignment.State.APPROVED]
-    ).aggregate(n=Count("pk"), earned=Sum("hit__reward"))
-    return {"n": figures["n"], "earned": figures["earned"] or Decimal("0.00"), "since": started}
+def _session_progress(request) -> dict:
+    """The HITs submitted in this browser's work session and the rewards they carry (owed once approved).
+
+    Kept in a signed cookie that the submission sets (and that lapses an hour after the last one): showing it
+    costs the HIT page no query."""
+    figures = request.get_signed_cookie(_WORK_SESSION_COOKIE, default=None, salt="work-session", max_age=WORK_SESSION_GAP)
+    try:
+        user, n, earned = json.loads(figures) if figures else (None, 0, "0.00")
+        if user != request.user.pk:
+            raise ValueError("another account's session")
+        return {"n": int(n), "earned": Decimal(earned)}
+    except (ValueError, TypeError, ArithmeticError):
+        return {"n": 0, "earned": Decimal("0.00")}
+
+
+def _count_in_session(request, response, reward):
+    """A submission taken: one more HIT and its reward in the work session's figures."""
+    figures = _session_progress(request)
+    earned = (figures["earned"] + Decimal(reward or 0)).quantize(Decimal("0.01"))
+    value = json.dumps([request.user.pk, figures["n"] + 1, str(earned)])
+    response.set_signed_cookie(
+        _WORK_SESSION_COOKIE, value, salt="work-session", max_age=int(WORK_SESSION_GAP.total_seconds()),
+        httponly=True, samesite="Lax", secure=request.is_secure(),
+    )
+    return response
 
 
 @login_required
@@ -226,7 +238,7 @@ def assignment_page(request, pk):
             return redirect("worker-home")
         mark_opened(assignment)
         context = _page_context(handler, assignment.hit, assignment, None, worker)
-        context["session"] = _session_progress(request, worker)
+        context["session"] = _session_progress(request)
         return render(request, "hits/assignment.html", context)
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
@@ -255,7 +267,7 @@ def _submit(request, worker, pk):
         handler = task_handler(assignment.hit.task_type.slug)
         context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
         context["errors"] = exc.errors
-        context["session"] = _session_progress(request, worker)
+        context["session"] = _session_progress(request)
         return render(request, "hits/assignment.html", context, status=400)
     except WorkCancelled as exc:
         # The worker's text stays on the page (to keep a copy); the form cannot be sent again.
@@ -278,9 +290,8 @@ def _submit(request, worker, pk):
         messages.success(request, "Submitted. Thank you!")
         if outcome.assignment.hit.kind == HIT.Kind.QUALIFICATION:
             _tell_test_result(request, worker, outcome.assignment)
-    if worker.auto_accept_next:
-        return _start(request, task_type)
-    return redirect("worker-home")
+    response = _start(request, task_type) if worker.auto_accept_next else redirect("worker-home")
+    return response if outcome.duplicate else _count_in_session(request, response, outcome.assignment.hit.reward)
 
 
 def _tell_test_result(request, worker, assignment) -> None:
