@@ -142,44 +142,41 @@ def generation_feedback(assignments: list[Assignment]) -> list[str]:
     return lines
 
 
+def _against_key(assignment: Assignment, key_name: str, answers_name: str, entries_name: str):
+    """(entry shown, its key, the worker's answer or None) for each keyed entry of a test item, in page order."""
+    key = (assignment.hit.answer_key or {}).get(key_name, {})
+    given = {str(answer["unit"]): answer for answer in assignment.answers.get(answers_name, [])}
+    for entry in assignment.hit.payload["inline"].get(entries_name, []):
+        expected = key.get(str(entry["id"]))
+        if expected is not None:
+            yield entry, expected, given.get(str(entry["id"]))
+
+
 def verification_feedback(assignments: list[Assignment]) -> list[str]:
     lines = []
     for assignment in _test_items(assignments):
-        inline = assignment.hit.payload["inline"]
-        key = (assignment.hit.answer_key or {}).get("verdicts", {})
-        given = {str(v["unit"]): v for v in assignment.answers.get("verdicts", [])}
         parts = []
-        for question in inline.get("questions", []):
-            expected, yours = key.get(str(question["id"])), given.get(str(question["id"]))
-            if expected is None:
-                continue
+        for question, expected, yours in _against_key(assignment, "verdicts", "verdicts", "questions"):
             ok = yours is not None and bool(yours["valid"]) == bool(expected["valid"])
             if ok and expected["valid"]:
                 ok = best_overlap(yours.get("answers", []), expected.get("answers", [])) >= COVERED
             want = f"valid, answer {_quoted(expected['answers'])}" if expected["valid"] else "invalid"
             got = "no verdict" if yours is None else (f"valid, answer {_quoted(yours.get('answers', []))}" if yours["valid"] else "invalid")
             parts.append(f"“{question['question']}” {'right' if ok else 'not right'}: expected {want}; you said {got}")
-        lines.append(f"“{inline['sentence']}”: " + "; ".join(parts) + ".")
+        lines.append(f"“{assignment.hit.payload['inline']['sentence']}”: " + "; ".join(parts) + ".")
     return lines
 
 
 def presence_feedback(assignments: list[Assignment]) -> list[str]:
     lines = []
     for assignment in _test_items(assignments):
-        inline = assignment.hit.payload["inline"]
-        key = (assignment.hit.answer_key or {}).get("labels", {})
-        given = {str(label["unit"]): label["present"] for label in assignment.answers.get("labels", [])}
         parts = []
-        for pair in inline.get("pairs", []):
-            expected = key.get(str(pair["id"]))
-            if expected is None:
-                continue
+        for pair, expected, yours in _against_key(assignment, "labels", "labels", "pairs"):
             text = pair.get("text") or f"{pair.get('question', '')} {pair.get('answer', '')}".strip()
-            yours = given.get(str(pair["id"]))
-            ok = yours is not None and bool(yours) == bool(expected)
-            said = "nothing" if yours is None else ("present" if yours else "not present")
+            ok = yours is not None and bool(yours["present"]) == bool(expected)
+            said = "nothing" if yours is None else ("present" if yours["present"] else "not present")
             parts.append(f"“{text}” {'right' if ok else 'not right'}: expected {'present' if expected else 'not present'}; you said {said}")
-        lines.append(f"Candidate “{inline['candidate']}”: " + "; ".join(parts) + ".")
+        lines.append(f"Candidate “{assignment.hit.payload['inline']['candidate']}”: " + "; ".join(parts) + ".")
     return lines
 
 
