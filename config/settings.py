@@ -247,6 +247,8 @@ CELERY_BEAT_SCHEDULE: dict = {
 # A HIT accepted for a worker (auto-accept, "Start working") is held this long until the page is opened,
 # then for the task type's full duration: one nobody opened is back in the pool within a minute or two.
 HIT_UNOPENED_HOLD_SECONDS = env_int("HIT_UNOPENED_HOLD_SECONDS", 90)
+# How often an open HIT page asks whether its campaign was paused or cancelled, and for the time left.
+HIT_STATUS_POLL_SECONDS = env_int("HIT_STATUS_POLL_SECONDS", 30)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

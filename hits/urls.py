@@ -8,6 +8,7 @@ urlpatterns = [
     path("history/", views.history, name="worker-history"),
     path("settings/", views.worker_settings, name="worker-settings"),
     path("assignments/<int:pk>/", views.assignment_page, name="assignment"),
+    path("assignments/<int:pk>/status/", views.assignment_status, name="assignment-status"),
     path("<slug:slug>/start/", views.start_working, name="start-working"),
     path("<slug:slug>/preview/", views.preview, name="preview"),
     # The HIT page inside MTurk's frame (the ExternalQuestion URL).

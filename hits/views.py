@@ -6,6 +6,9 @@ type renders the HIT's part of the page and validates its answers.
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib import messages
@@ -14,7 +17,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.db import transaction
 from django.db.models import Count, Max, Min, Sum
-from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -25,7 +28,7 @@ from config.ratelimit import rate_limited
 from hits import payouts
 from hits.handlers import AnswerErrors, eligibility, task_handler
 from hits.invitations import InvitationClosed, take_use
-from hits.models import HIT, Assignment, Invitation, Qualification, TaskType
+from hits.models import HIT, Assignment, Batch, Invitation, Qualification, TaskType
 from hits.qualifications import test_progress
 from hits.services import (
     AssignmentClosed,
@@ -75,7 +78,7 @@ def worker_home(request):
                 "current": current_assignment(worker, task_type),
             }
         )
-    return render(request, "hits/home.html", {"worker": worker, "rows": rows})
+    return render(request, "hits/home.html", {"worker": worker, "rows": rows, "session": _session_progress(request)})
 
 
 def _typical_minutes(task_type) -> float | None:
@@ -184,6 +187,38 @@ def _page_context(handler, hit, assignment, data, worker):
     }
 
 
+#: A work session ends after this long without a submission; the next one starts a new count.
+WORK_SESSION_GAP = timedelta(hours=1)
+_WORK_SESSION_COOKIE = "work_session"
+
+
+def _session_progress(request) -> dict:
+    """The HITs submitted in this browser's work session and the rewards they carry (owed once approved).
+
+    Kept in a signed cookie that the submission sets (and that lapses an hour after the last one): showing it
+    costs the HIT page no query."""
+    figures = request.get_signed_cookie(_WORK_SESSION_COOKIE, default=None, salt="work-session", max_age=WORK_SESSION_GAP)
+    try:
+        user, n, earned = json.loads(figures) if figures else (None, 0, "0.00")
+        if user != request.user.pk:
+            raise ValueError("another account's session")
+        return {"n": int(n), "earned": Decimal(earned)}
+    except (ValueError, TypeError, ArithmeticError):
+        return {"n": 0, "earned": Decimal("0.00")}
+
+
+def _count_in_session(request, response, reward):
+    """A submission taken: one more HIT and its reward in the work session's figures."""
+    figures = _session_progress(request)
+    earned = (figures["earned"] + Decimal(reward or 0)).quantize(Decimal("0.01"))
+    value = json.dumps([request.user.pk, figures["n"] + 1, str(earned)])
+    response.set_signed_cookie(
+        _WORK_SESSION_COOKIE, value, salt="work-session", max_age=int(WORK_SESSION_GAP.total_seconds()),
+        httponly=True, samesite="Lax", secure=request.is_secure(),
+    )
+    return response
+
+
 @login_required
 @rate_limited("SUBMIT_RATE_LIMIT", lambda r: f"user:{r.user.pk}")
 def assignment_page(request, pk):
@@ -202,7 +237,9 @@ def assignment_page(request, pk):
             messages.info(request, f"This HIT is {assignment.get_state_display().lower()}.")
             return redirect("worker-home")
         mark_opened(assignment)
-        return render(request, "hits/assignment.html", _page_context(handler, assignment.hit, assignment, None, worker))
+        context = _page_context(handler, assignment.hit, assignment, None, worker)
+        context["session"] = _session_progress(request)
+        return render(request, "hits/assignment.html", context)
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
     action = request.POST["action"]
@@ -230,6 +267,7 @@ def _submit(request, worker, pk):
         handler = task_handler(assignment.hit.task_type.slug)
         context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
         context["errors"] = exc.errors
+        context["session"] = _session_progress(request)
         return render(request, "hits/assignment.html", context, status=400)
     except WorkCancelled as exc:
         # The worker's text stays on the page (to keep a copy); the form cannot be sent again.
@@ -252,9 +290,8 @@ def _submit(request, worker, pk):
         messages.success(request, "Submitted. Thank you!")
         if outcome.assignment.hit.kind == HIT.Kind.QUALIFICATION:
             _tell_test_result(request, worker, outcome.assignment)
-    if worker.auto_accept_next:
-        return _start(request, task_type)
-    return redirect("worker-home")
+    response = _start(request, task_type) if worker.auto_accept_next else redirect("worker-home")
+    return response if outcome.duplicate else _count_in_session(request, response, outcome.assignment.hit.reward)
 
 
 def _tell_test_result(request, worker, assignment) -> None:
@@ -274,6 +311,65 @@ def _tell_test_result(request, worker, assignment) -> None:
             request,
             f"Test finished: you did not pass the {name} test (score {qualification.score:.2f}). Your standing page says when you may try again.",
         )
+        _tell_test_items(request, worker, assignment)
+
+
+def _tell_test_items(request, worker, assignment) -> None:
+    """After a failed test, item by item, what was expected (from the handler). Only a qualification test's own
+    items: gold checks hide among regular HITs and are never explained."""
+    explain = getattr(task_handler(assignment.hit.task_type.slug), "test_feedback", None)
+    if explain is None:
+        return
+    items = Assignment.objects.filter(
+        worker=worker, attempt=assignment.attempt, state__in=Assignment.DONE_STATES, hit__kind=HIT.Kind.QUALIFICATION,
+        hit__batch_id=assignment.hit.batch_id, hit__task_type_id=assignment.hit.task_type_id,
+    ).select_related("hit")
+    for k, line in enumerate(explain(list(items)), start=1):
+        messages.info(request, f"Test item {k}: {line}", extra_tags="test-item")
+
+
+#: What a change of the campaign means to a worker who has one of its HITs open (the status poll shows it).
+_CAMPAIGN_NOTICES = {
+    Batch.State.PAUSED: (
+        "This campaign was paused by its researchers. You may still submit this HIT and be paid for it; "
+        "no new HITs of it are handed out until it resumes."
+    ),
+    Batch.State.CANCELLED: (
+        "This campaign was cancelled by its researchers: this HIT can no longer be submitted, nothing of it is "
+        "saved and nothing is owed for it. Copy what you wrote if you want to keep it, then Return the HIT."
+    ),
+}
+
+
+@login_required
+def assignment_status(request, pk):
+    """A small JSON an open HIT page polls (about every 30 s): the assignment's state, its campaign's, the time
+    left and what a change means for the worker. One query for the assignment; nothing is written."""
+    try:
+        assignment = worker_assignment(_worker(request), pk)
+    except Assignment.DoesNotExist:
+        raise Http404("No such assignment") from None
+    now = timezone.now()
+    open_ = assignment.state == Assignment.State.ASSIGNED and assignment.expires_at > now
+    campaign = assignment.hit.batch.state
+    notice = ""
+    if assignment.state == Assignment.State.ASSIGNED and not open_:
+        notice = "The time for this HIT is up: it can no longer be submitted."
+    elif not open_:
+        notice = f"This HIT is {assignment.get_state_display().lower()}: there is nothing more to do on this page."
+    else:
+        notice = _CAMPAIGN_NOTICES.get(campaign, "")
+    response = JsonResponse({
+        "state": assignment.state,
+        "campaign": campaign,
+        "open": open_,
+        "can_submit": open_ and campaign != Batch.State.CANCELLED,
+        "expires_at": assignment.expires_at.isoformat(),
+        "seconds_left": max(0, int((assignment.expires_at - now).total_seconds())),
+        "notice": notice,
+    })
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @login_required

@@ -225,6 +225,9 @@ class GenerationHandler:
     def grade_qualification(self, assignments):
         return qualification_tests.grade_generation_test(assignments)
 
+    def test_feedback(self, assignments):
+        return qualification_tests.generation_feedback(assignments)
+
 
 class VerificationHandler:
     template_name = "annotation/hits/verification.html"
@@ -293,6 +296,9 @@ class VerificationHandler:
     def grade_qualification(self, assignments):
         return qualification_tests.grade_verification_test(assignments)
 
+    def test_feedback(self, assignments):
+        return qualification_tests.verification_feedback(assignments)
+
 
 def presence_field(k: int) -> str:
     """The form field of the k-th unit (from 1) of a presence HIT, regular or gold alike."""
@@ -346,6 +352,9 @@ class PresenceHandler:
 
     def grade_qualification(self, assignments):
         return qualification_tests.grade_presence_test(assignments)
+
+    def test_feedback(self, assignments):
+        return qualification_tests.presence_feedback(assignments)
 
 
 HANDLERS = {

@@ -1,5 +1,6 @@
 """A worker's keyboard and mouse on HIT pages, in Chromium: Enter never submits, selections fill only the focused
-answer box, verdict shortcuts, words reachable by keyboard, focus on the first error, and a draft kept until submit."""
+answer box, verdict shortcuts, words reachable by keyboard, focus on the first error, and a draft kept until the
+submission is accepted."""
 
 from __future__ import annotations
 
@@ -169,7 +170,8 @@ def test_a_draft_survives_a_reload_until_submit(page, campaign):  # noqa: F811
     assert "restored" in page.inner_text("#selection-hint")
     page.click("#submit")
     page.wait_for_selector("text=Submitted. Thank you!")
-    assert page.evaluate(f"window.localStorage.getItem({key!r})") is None
+    # Dropped once the server has taken the answers (the next page asks the HIT's status).
+    page.wait_for_function(f"window.localStorage.getItem({key!r}) === null")
 
 
 def test_generation_page_fits_a_390px_screen_with_a_grammatical_example(page, campaign):  # noqa: F811
