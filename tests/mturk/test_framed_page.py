@@ -363,3 +363,72 @@ def test_a_nul_character_in_an_answer_is_refused_inside_the_frame_with_the_text_
     # MTurk's frame may show it (the default policy would leave the frame blank).
     assert "https://" in post["Content-Security-Policy"] and "X-Frame-Options" not in post
     assert Assignment.objects.get().state == "assigned"
+
+
+# --- one place, one MTurk assignment: a made-up assignmentId cannot take a worker's place over (issue 27) -----
+
+
+def test_a_made_up_assignment_id_for_a_workers_place_gets_no_form_and_rewrites_nothing(client, published):
+    """Knowing a worker's id and the HIT id is not enough: a cookieless client with a made-up assignmentId is
+    refused with a page saying why, never sees the place's form token, and the place stays bound to A1."""
+    from django.test import Client
+
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    record = MTurkAssignment.objects.get()
+    attacker = Client()  # no cookie, another address
+    forged = open_page(attacker, remote_addr="10.9.8.7", assignmentId="FORGED1", workerId="W1")
+    assert forged.status_code == 409
+    text = forged.content.decode()
+    assert "You already opened this HIT under another MTurk assignment" in text
+    assert str(record.assignment.token) not in text and 'name="token"' not in text
+    assert list(MTurkAssignment.objects.values_list("mturk_assignment_id", "assignment_id")) == [("A1", record.assignment_id)]
+    assert Assignment.objects.count() == 1
+    # The worker's own page still works (and still carries its token).
+    again = open_page(client, assignmentId="A1", workerId="W1")
+    assert again.status_code == 200 and str(record.assignment.token) in again.content.decode()
+
+
+def test_the_forgers_post_is_refused_and_the_workers_own_post_is_accepted(client, published):
+    from django.test import Client
+
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    record = MTurkAssignment.objects.get()
+    attacker = Client()
+    open_page(attacker, remote_addr="10.9.8.7", assignmentId="FORGED1", workerId="W1")
+    hit = record.assignment.hit
+    answers = {"q1": _question(hit), "q1_a1": _first_word(hit)}
+    for token in ("", "guess", str(record.assignment.token)):  # even with the real token, the made-up id is refused
+        post = attacker.post(reverse("mturk-hit"), {"hitId": "HIT1", "assignmentId": "FORGED1", "workerId": "W1", "token": token, **answers})
+        assert post.status_code == 403
+    assert Assignment.objects.get().state == "assigned"
+    own = client.post(reverse("mturk-hit"), {"hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "token": str(record.assignment.token), **answers})
+    assert own.status_code == 200
+    assignment = Assignment.objects.get()
+    assert assignment.state == "pending" and assignment.mturk.mturk_assignment_id == "A1"
+
+
+def test_a_made_up_id_cannot_take_over_a_place_whose_work_is_stored(client, published):
+    """After the worker's submission is stored (pending MTurk's word), a made-up id for the same place is refused
+    too: neither a second place in the worker's name nor a rewrite of the stored id."""
+    from django.test import Client
+
+    _submit(client, "A1", "W1")
+    forged = open_page(Client(), remote_addr="10.9.8.7", assignmentId="FORGED1", workerId="W1")
+    assert forged.status_code == 409
+    assert list(MTurkAssignment.objects.values_list("mturk_assignment_id", flat=True)) == ["A1"]
+    assert Assignment.objects.get().state == "pending"
+
+
+def test_a_new_assignment_id_for_a_returned_place_is_refused_and_the_old_record_kept(client, published):
+    """A worker who returned the HIT on MTurk and accepted it again comes with a new id: refused with a page
+    saying why (a HIT is done once per worker), before and after the old place is freed; A1 is never rewritten."""
+    from hits.services import return_assignment
+
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    old = MTurkAssignment.objects.get()
+    again = open_page(client, assignmentId="A2", workerId="W1")
+    assert again.status_code == 409 and "please return this one too" in again.content.decode()
+    return_assignment(old.assignment.worker, old.assignment_id)
+    assert open_page(client, assignmentId="A2", workerId="W1").status_code in (403, 409)
+    records = dict(MTurkAssignment.objects.values_list("mturk_assignment_id", "assignment__state"))
+    assert records == {"A1": "returned"}
