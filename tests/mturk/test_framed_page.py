@@ -388,8 +388,17 @@ def test_a_made_up_assignment_id_for_a_workers_place_gets_no_form_and_rewrites_n
     assert again.status_code == 200 and str(record.assignment.token) in again.content.decode()
 
 
-def test_the_forgers_post_is_refused_and_the_workers_own_post_is_accepted(client, published):
+def test_the_forgers_post_is_refused_and_the_workers_own_post_is_accepted(client, published, stubbed, settings):
+    """... and the sync then confirms the worker's own work under the id MTurk lists for them (it used to
+    discard it: the stored id had been rewritten to the forger's)."""
     from django.test import Client
+
+    from hits.models import HIT
+    from hits.mturk.sync import sync_batch
+
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    settings.MTURK_APPROVE_AFTER_HOURS = 1000
+    HIT.objects.filter(batch=published.hit.batch).exclude(pk=published.hit_id).delete()
 
     assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
     record = MTurkAssignment.objects.get()
@@ -405,6 +414,10 @@ def test_the_forgers_post_is_refused_and_the_workers_own_post_is_accepted(client
     assert own.status_code == 200
     assignment = Assignment.objects.get()
     assert assignment.state == "pending" and assignment.mturk.mturk_assignment_id == "A1"
+    _listing(stubbed, [("A1", "W1")])
+    report = sync_batch(published.hit.batch)
+    assert (report.confirmed, report.discarded) == (1, 0)
+    assert Assignment.objects.get().state == "submitted"
 
 
 def test_a_made_up_id_cannot_take_over_a_place_whose_work_is_stored(client, published):
