@@ -339,8 +339,6 @@ MTURK_SYNC_INTERVAL = env_int("MTURK_SYNC_INTERVAL", 300)
 # Work submitted on the framed page counts once MTurk lists it; after this many seconds unlisted, the sync asks
 # MTurk about it (GetAssignment) and discards it if MTurk does not have it for that worker.
 MTURK_CONFIRM_GRACE = env_int("MTURK_CONFIRM_GRACE", 1800)
-# A worker arriving at a full HIT: pending submissions older than this that MTurk does not have are discarded at once.
-MTURK_PENDING_CHECK_AFTER = env_int("MTURK_PENDING_CHECK_AFTER", 120)
 CELERY_BEAT_SCHEDULE["mturk-sync"] = {"task": "hits.mturk.sync_all", "schedule": float(MTURK_SYNC_INTERVAL)}
 # Largest bonus one call may give, in USD.
 MAX_BONUS = os.environ.get("MAX_BONUS", "5.00")

@@ -308,48 +308,17 @@ def settle_unconfirmed(batch: Batch, mturk: MTurk, report: SyncReport, now=None)
     for record in MTurkAssignment.objects.filter(
         mturk_hit__hit__batch=batch, assignment__state=Assignment.State.PENDING, assignment__submitted_at__lte=due
     ).select_related("assignment", "mturk_hit").order_by("pk"):
-        _ask_about_pending(record, mturk, report)
-
-
-def _ask_about_pending(record: MTurkAssignment, mturk: MTurk, report: SyncReport) -> None:
-    """One pending submission asked about (GetAssignment): discarded when MTurk has no such assignment or has it
-    for another worker, confirmed when MTurk has it submitted by the same worker, else left as it is."""
-    try:
-        found = mturk.call("GetAssignment", AssignmentId=record.mturk_assignment_id)["Assignment"]
-    except MTurkError as exc:
-        if does_not_exist(exc):
-            discard_submission(record.assignment_id, f"MTurk has no assignment {record.mturk_assignment_id}: {exc.message}"[:900])
-            report.discarded += 1
-        else:
-            report.error(f"GetAssignment {record.mturk_assignment_id}", exc)
-        return
-    if found.get("AssignmentStatus") in ("Submitted", "Approved", "Rejected") or found.get("WorkerId") != record.mturk_worker_id:
-        _confirm_or_discard(record, found, report)
-
-
-def free_unconfirmed_places(published: MTurkHIT, mturk: MTurk | None = None, now=None) -> int:
-    """Places of a full HIT held by submissions MTurk should have by now, asked about at once rather than at the
-    sync; returns how many places were freed.
-
-    The framed page hands a stored submission to MTurk's externalSubmit at once, so MTurk has a real one within
-    seconds: one it does not have ``MTURK_PENDING_CHECK_AFTER`` seconds after it was made (or has for another
-    worker) was made with made-up ids, and is discarded (one GetAssignment per such submission, only when a
-    worker arrives at a HIT with no place left).  Places held by assignments still being worked on are not
-    touched: MTurk cannot tell one of its assignments from a made-up id before it is submitted."""
-    now = now or timezone.now()
-    due = now - timedelta(seconds=settings.MTURK_PENDING_CHECK_AFTER)
-    records = list(
-        MTurkAssignment.objects.filter(
-            mturk_hit=published, assignment__state=Assignment.State.PENDING, assignment__submitted_at__lte=due
-        ).select_related("assignment", "mturk_hit").order_by("assignment__submitted_at", "pk")
-    )
-    if not records:
-        return 0  # nothing to ask: no MTurk client is even made
-    mturk = mturk or for_batch(published.hit.batch)
-    report = SyncReport()
-    for record in records:
-        _ask_about_pending(record, mturk, report)
-    return report.discarded
+        try:
+            found = mturk.call("GetAssignment", AssignmentId=record.mturk_assignment_id)["Assignment"]
+        except MTurkError as exc:
+            if does_not_exist(exc):
+                discard_submission(record.assignment_id, f"MTurk has no assignment {record.mturk_assignment_id}: {exc.message}"[:900])
+                report.discarded += 1
+            else:
+                report.error(f"GetAssignment {record.mturk_assignment_id}", exc)
+            continue
+        if found.get("AssignmentStatus") in ("Submitted", "Approved", "Rejected") or found.get("WorkerId") != record.mturk_worker_id:
+            _confirm_or_discard(record, found, report)
 
 
 def _note_unknown(published: MTurkHIT, item: dict) -> None:

@@ -46,7 +46,6 @@ from config.ratelimit import client_ip, hit_limit, rate_limited
 from hits.handlers import AnswerErrors, task_handler
 from hits.models import Assignment, Worker
 from hits.mturk.models import MTurkAssignment, MTurkHIT
-from hits.mturk.sync import free_unconfirmed_places
 from hits.services import AssignmentClosed, NotEligible, WorkCancelled, accept_next, submit_assignment
 
 PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
@@ -108,7 +107,6 @@ def _worker(mturk_worker_id: str) -> Worker:
     return Worker.objects.get(mturk_worker_id=mturk_worker_id)
 
 
-NO_PLACE = "Sorry, this HIT has no place left for you. Please return it."
 ANOTHER_ASSIGNMENT = (
     "You already opened this HIT under another MTurk assignment, and only that assignment's page can be used "
     "(its place is kept for it). If you returned that assignment on MTurk, please return this one too: "
@@ -136,7 +134,7 @@ def _take(published: MTurkHIT, mturk_assignment_id: str, mturk_worker_id: str, s
     except NotEligible as exc:
         return None, f"Sorry, {exc}. Please return this HIT."
     if assignment is None:
-        return None, NO_PLACE
+        return None, "Sorry, this HIT has no place left for you. Please return it."
     try:
         with transaction.atomic():
             if MTurkAssignment.objects.select_for_update().filter(assignment=assignment).exists():
@@ -190,9 +188,6 @@ def mturk_hit_page(request):
             if _bound_elsewhere(published, worker_id, mturk_assignment_id):
                 return _refuse(request, 409, ANOTHER_ASSIGNMENT)
             record, refusal = _take(published, mturk_assignment_id, worker_id, submit_to)
-            if refusal == NO_PLACE and free_unconfirmed_places(published):
-                # Places held by made-up submissions MTurk never received are free again: try once more.
-                record, refusal = _take(published, mturk_assignment_id, worker_id, submit_to)
             if record is None:
                 return _refuse(request, 409 if refusal == ANOTHER_ASSIGNMENT else 403, refusal)
         if record.assignment.state in Assignment.DONE_STATES or record.assignment.state == Assignment.State.PENDING:

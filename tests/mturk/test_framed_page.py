@@ -445,36 +445,3 @@ def test_a_new_assignment_id_for_a_returned_place_is_refused_and_the_old_record_
     assert open_page(client, assignmentId="A2", workerId="W1").status_code in (403, 409)
     records = dict(MTurkAssignment.objects.values_list("mturk_assignment_id", "assignment__state"))
     assert records == {"A1": "returned"}
-
-
-# --- places held by made-up submissions do not keep a real worker out (issue 27) ---------------------------------
-
-
-def test_a_made_up_submission_holding_the_last_place_is_checked_when_a_real_worker_arrives(client, published, stubbed, settings):
-    """Made-up ids took the only place and stored work (pending MTurk's word).  While the submission is fresh (it
-    may still be on its way to MTurk) an arrival asks MTurk nothing (the Stubber fails on any call) and is told
-    there is no place left.  Once it is old enough that MTurk would have it if it were real, a worker MTurk gave
-    the HIT to arrives: the page asks MTurk about it (one GetAssignment), discards it and gives the real worker
-    the place at once, not after the sync's grace."""
-    from datetime import timedelta
-
-    from django.test import Client
-    from django.utils import timezone
-
-    from hits.models import HIT
-
-    settings.MTURK_PENDING_CHECK_AFTER = 120
-    forged = _submit(Client(), "FORGED01", "NOBODY1")
-    early = open_page(client, remote_addr="10.1.2.3", assignmentId="REAL0001", workerId="REALW1")
-    assert early.status_code == 403 and b"no place left" in early.content
-    assert Assignment.objects.get(pk=forged.assignment_id).state == "pending"
-    Assignment.objects.filter(pk=forged.assignment_id).update(submitted_at=timezone.now() - timedelta(seconds=121))
-    stubbed.add_client_error("get_assignment", service_error_code="RequestError", http_status_code=400,
-                             service_message="Assignment FORGED01 does not exist.",
-                             modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.AssignmentDoesNotExist"},
-                             expected_params={"AssignmentId": "FORGED01"})
-    real = open_page(client, remote_addr="10.1.2.3", assignmentId="REAL0001", workerId="REALW1")
-    assert real.status_code == 200 and 'id="submit"' in real.content.decode()
-    assert Assignment.objects.get(pk=forged.assignment_id).state == "discarded"
-    assert MTurkAssignment.objects.get(mturk_assignment_id="REAL0001").assignment.state == "assigned"
-    assert HIT.objects.get(pk=published.hit_id).n_taken == 1
