@@ -130,7 +130,7 @@ class HIT(models.Model):
     ``n_taken`` counts the assignments that hold or used a place (assigned,
     submitted, approved, rejected); it changes only in the transaction that
     changes those assignments, so the database can refuse an over-filled HIT
-    with a CHECK constraint.
+    with a CHECK constraint (except a HIT published on MTurk: ``overbook``).
     """
 
     class State(models.TextChoices):
