@@ -7,7 +7,9 @@ MTurk loads ``ExternalURL?assignmentId=..&hitId=..&workerId=..&turkSubmitTo=..``
 - otherwise the MTurk worker id is mapped to a platform ``Worker``
   (created on first visit), the local assignment of this HIT is taken for
   them (``hits.services.accept_next``, the same rules as local workers:
-  qualifications, exclusions, blocks) and the page shows the form.
+  qualifications, exclusions, blocks; but never refused for want of a place:
+  MTurk hands out the HIT's places, see ``HIT.overbook``) and the page shows
+  the form.
 - the form posts back here; the answers are validated and stored by
   ``hits.services.submit_assignment`` *first*, then the page posts
   ``assignmentId`` to ``<turkSubmitTo>/mturk/externalSubmit`` so MTurk
