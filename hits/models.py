@@ -130,7 +130,7 @@ class HIT(models.Model):
     ``n_taken`` counts the assignments that hold or used a place (assigned,
     submitted, approved, rejected); it changes only in the transaction that
     changes those assignments, so the database can refuse an over-filled HIT
-    with a CHECK constraint.
+    with a CHECK constraint (except a HIT published on MTurk: ``overbook``).
     """
 
     class State(models.TextChoices):
@@ -161,6 +161,11 @@ class HIT(models.Model):
     priority = models.IntegerField(default=0, help_text="Lower comes first.")
     n_taken = models.PositiveSmallIntegerField(default=0)
     n_submitted = models.PositiveSmallIntegerField(default=0)
+    # Published on MTurk: MTurk hands out its places, and an arrival on the framed page cannot be told from a
+    # made-up id before its work is submitted, so arrivals are never refused for want of a place here (made-up
+    # ids would otherwise keep real workers out); ``n_taken`` may then pass ``max_assignments``, work counts only
+    # once MTurk confirms it, and the HIT completes on ``max_assignments`` confirmed submissions as any other.
+    overbook = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -172,7 +177,9 @@ class HIT(models.Model):
             models.Index(fields=["task_type", "kind", "state", "batch"], name="hit_kind_batch"),
         ]
         constraints = [
-            models.CheckConstraint(condition=Q(n_taken__lte=F("max_assignments")), name="hit_not_overfilled"),
+            models.CheckConstraint(
+                condition=Q(n_taken__lte=F("max_assignments")) | Q(overbook=True), name="hit_not_overfilled"
+            ),
             models.CheckConstraint(condition=Q(n_submitted__lte=F("n_taken")), name="hit_submitted_le_taken"),
             models.CheckConstraint(condition=Q(max_assignments__gte=1), name="hit_max_assignments_positive"),
         ]

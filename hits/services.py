@@ -189,7 +189,9 @@ def _next_hit_sql(eligible_shape: tuple, eligible_sql: str, via_mturk: bool, one
         where = [
             "h.task_type_id = %s",
             "h.state = %s",
-            "h.n_taken < h.max_assignments",
+            # A HIT published on MTurk (``overbook``) never refuses an MTurk arrival for want of a place: MTurk
+            # hands out its places, and made-up ids could otherwise fill them here (see ``HIT.overbook``).
+            "(h.n_taken < h.max_assignments OR h.overbook)" if via_mturk else "h.n_taken < h.max_assignments",
             "b.state = %s",
             "b.backend <> %s" if via_mturk else "b.backend = %s",
             eligible_sql,

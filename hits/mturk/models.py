@@ -43,6 +43,15 @@ class MTurkHIT(models.Model):
     def __str__(self) -> str:
         return f"MTurk HIT {self.mturk_hit_id} (local {self.hit_id})"
 
+    def save(self, *args, **kwargs):
+        adding = self._state.adding
+        super().save(*args, **kwargs)
+        if adding:
+            # From now on MTurk hands out the HIT's places: an arrival is never refused for want of one here
+            # (``HIT.overbook``), in the same transaction as the record of the publication.
+            type(self.hit).objects.filter(pk=self.hit_id).update(overbook=True)
+            self.hit.overbook = True
+
 
 class MTurkAssignment(models.Model):
     """An MTurk assignment and the local assignment it became when the worker opened our page.

@@ -15,9 +15,17 @@ loses nothing already published.
 Mapping of HIT kinds (see README, "MTurk backend"):
 
 - regular HITs: ``MaxAssignments`` = the HIT's own (1 / 2 / 3 per the protocol);
-- gold and qualification HITs are open-ended locally (32767 places): on MTurk
-  they get ``MTURK_OPEN_HIT_ASSIGNMENTS`` (default 9, under the 10 that
-  doubles MTurk's commission);
+- qualification HITs are open-ended locally (32767 places): on MTurk they
+  get ``MTURK_OPEN_HIT_ASSIGNMENTS`` (default 9, under the 10 that doubles
+  MTurk's commission);
+- gold HITs are open-ended locally too, but on MTurk they must not stand out
+  among the regular HITs they sit among: they get the places of those HITs
+  (the fewest any regular HIT of their batch and task type has, e.g. 3 for
+  presence), wait until such HITs exist, and grow by that many places
+  (CreateAdditionalAssignmentsForHIT) each time all their places hold work
+  MTurk confirmed, as long as they stay under 10; then a copy of the gold HIT
+  (same item and key, not open to the workers who judged it) is published
+  as a HIT of its own, and grows the same way (``gold_places``);
 - qualification HITs are shown only to workers *without* the batch's MTurk
   qualification type of their task type (one per campaign, ``DoesNotExist``);
   regular and gold HITs of a type that requires qualification only to workers
@@ -70,9 +78,38 @@ def request_token(hit: HIT) -> str:
 
 
 def mturk_max_assignments(hit: HIT) -> int:
-    if hit.kind in (HIT.Kind.GOLD, HIT.Kind.QUALIFICATION):
+    """The MaxAssignments a HIT is created with on MTurk."""
+    if hit.kind == HIT.Kind.GOLD:
+        return regular_places(hit) or min(hit.max_assignments, settings.MTURK_OPEN_HIT_ASSIGNMENTS)
+    if hit.kind == HIT.Kind.QUALIFICATION:
         return min(hit.max_assignments, settings.MTURK_OPEN_HIT_ASSIGNMENTS)
     return hit.max_assignments
+
+
+def regular_places(hit: HIT) -> int | None:
+    """Places of the regular HITs a gold HIT sits among (its batch and task type): the fewest any of them has (a
+    HIT given replacement places has more; one holding places moved from another is left out).  None if none."""
+    from django.db.models import Min
+
+    regular = HIT.objects.filter(batch_id=hit.batch_id, task_type_id=hit.task_type_id, kind=HIT.Kind.REGULAR)
+    return regular.exclude(payload__has_key="replaces").aggregate(m=Min("max_assignments"))["m"]
+
+
+def gold_places(published: MTurkHIT) -> int:
+    """The places a published gold HIT should have on MTurk now: one step (the regular HITs' places) more each time
+    every place it has holds work MTurk confirmed, so that it never shows more places open than a regular HIT."""
+    from hits.models import Assignment
+
+    step = mturk_max_assignments(published.hit)
+    done = published.assignments.filter(assignment__state__in=Assignment.DONE_STATES).count()
+    return step * (1 + done // step)
+
+
+def places_wanted(published: MTurkHIT) -> int:
+    """The places a published HIT should have on MTurk now, before places lost to unknown submissions."""
+    if published.hit.kind == HIT.Kind.GOLD:
+        return gold_places(published)
+    return mturk_max_assignments(published.hit)
 
 
 def mturk_reward(hit: HIT, regular_reward: Decimal | None = None) -> Decimal:
@@ -91,8 +128,9 @@ def regular_rewards(batch: Batch) -> dict[int, Decimal]:
 
 
 def waits_for_regular_hits(hit: HIT, rewards: dict[int, Decimal]) -> bool:
-    """An unpaid gold HIT is published only once regular HITs of its type exist (it must look like them)."""
-    return hit.kind == HIT.Kind.GOLD and not hit.reward and hit.task_type_id not in rewards
+    """A gold HIT is published only once regular HITs of its type exist in its batch: it must look like them (their
+    reward when it has none, their places)."""
+    return hit.kind == HIT.Kind.GOLD and hit.task_type_id not in rewards
 
 
 def external_question(page_url: str | None = None) -> str:
@@ -267,12 +305,15 @@ def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
         MTurkHIT.objects.filter(hit__batch=batch, hit__state=HIT.State.OPEN).select_related("hit").order_by("pk")
     ):
         lost = published.lost_places
-        wanted = mturk_max_assignments(published.hit) + lost
+        wanted = places_wanted(published) + lost
         extra = wanted - published.max_assignments
         if extra <= 0:
             continue
         if published.deleted_at or published.gone_at or published.max_assignments < 10 <= wanted:
             # MTurk cannot give this HIT more places: the local places it lacks move to a HIT of their own.
+            if published.hit.kind == HIT.Kind.GOLD:
+                report.moved += _copy_gold(published.hit)
+                continue
             movable = mturk_max_assignments(published.hit) - published.max_assignments
             if movable > 0 and published.hit.kind == HIT.Kind.REGULAR:
                 with transaction.atomic():
@@ -306,6 +347,19 @@ def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
             continue
         MTurkHIT.objects.filter(pk=published.pk).update(max_assignments=wanted)
         report.grown += 1
+
+
+def _copy_gold(hit: HIT) -> int:
+    """A gold HIT whose MTurk HIT cannot grow any more: a copy of it (same item and key, not open to the workers
+    who judged it), published as a HIT of its own with a regular HIT's places.  Made once; returns 1 if made."""
+    from hits.places import new_hit_for_places
+
+    with transaction.atomic():
+        hit = HIT.objects.select_for_update().get(pk=hit.pk)
+        if HIT.objects.filter(batch_id=hit.batch_id, payload__gold_copy_of=hit.pk).exists():
+            return 0
+        new_hit_for_places(hit, hit.max_assignments, link="gold_copy_of")
+    return 1
 
 
 def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
@@ -360,7 +414,7 @@ def waiting_commitment(batch: Batch) -> Decimal:
         if not waits_for_regular_hits(hit, rewards):
             total += fees.hit_commitment(mturk_reward(hit, rewards.get(hit.task_type_id)), mturk_max_assignments(hit))
     for published in MTurkHIT.objects.filter(hit__batch=batch, hit__state=HIT.State.OPEN, deleted_at__isnull=True, gone_at__isnull=True).select_related("hit"):
-        wanted = mturk_max_assignments(published.hit)
+        wanted = places_wanted(published)
         if wanted > published.max_assignments:
             total += (published.reward + fees.mturk_fee(published.reward, wanted)) * (wanted - published.max_assignments)
     return total.quantize(fees.CENT)

@@ -21,12 +21,14 @@ source of truth for what it has *paid*.  ``sync_batch`` therefore:
    the ledger still has pending (``settle_batch``);
 6. expires and deletes the MTurk HITs of a finished or cancelled batch;
    expires those of a paused batch, and gives them a new lifetime on resume;
-7. frees the local places of assignments a worker returned or abandoned on
-   MTurk (ListAssignmentsForHIT never shows those; GetHIT's count of
-   assignments in progress tells them), so MTurk's next worker finds one;
-8. rejects submissions MTurk lists that our HIT page never stored (a worker
+7. rejects submissions MTurk lists that our HIT page never stored (a worker
    posting straight to MTurk's ``externalSubmit``) before MTurk's automatic
    approval pays them, and keeps them for the researcher to see.
+
+Places held here by assignments returned or abandoned on MTurk are not freed from MTurk's count of work in
+progress (GetHIT): made-up ids inflate the places held here, so a count cannot tell which holder is gone, and
+freeing the longest-held ones could take the place of a worker still working.  None is needed: a HIT on MTurk
+never refuses an arrival for want of a place (``HIT.overbook``), and such places run out with their time.
 
 One failing MTurk call never stops the rest: each HIT's listing, each money
 call and each expiry is tried on its own; a failure is recorded (on the HIT,
@@ -79,7 +81,6 @@ class SyncReport:
     unknown_rejected: int = 0
     confirmed: int = 0
     discarded: int = 0
-    freed: int = 0
     gone: int = 0
     errors: list = field(default_factory=list)
 
@@ -111,13 +112,6 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
     for published in needs_listing(batch):
         _list_assignments(mturk, published, report, now)
     settle_unconfirmed(batch, mturk, report, now)
-    for published in MTurkHIT.objects.filter(
-        hit__batch=batch, gone_at__isnull=True, deleted_at__isnull=True, assignments__assignment__state=Assignment.State.ASSIGNED
-    ).distinct().order_by("pk"):
-        try:
-            report.freed += free_returned_places(published, mturk)
-        except MTurkError as exc:
-            _hit_failed(published, "GetHIT", exc, report, now)
     _approve_due(batch, now, report)
     settle_batch(batch, mturk, report)
     reject_unknown_submissions(batch, mturk, report, now)
@@ -251,36 +245,6 @@ def _submitted_elsewhere(record: MTurkAssignment, published: MTurkHIT, item: dic
     if item["AssignmentStatus"] == MTurkAssignment.Status.APPROVED:
         # MTurk already paid it (automatic approval): the ledger must say so.
         record_paid_by_mturk(assignment, MTurkHIT.objects.get(pk=published.pk).max_assignments)
-
-
-def free_returned_places(published: MTurkHIT, mturk: MTurk) -> int:
-    """Free the local places of assignments returned or abandoned on MTurk; returns how many were freed.
-
-    MTurk never lists returned or abandoned assignments, but GetHIT counts the assignments in progress
-    (``NumberOfAssignmentsPending``).  Places held here by MTurk workers still working beyond that count
-    were given up on MTurk: the longest-held ones are returned.  The count errs towards freeing too few:
-    submissions waiting for MTurk's confirmation are neither counted nor touched, and a worker who just
-    accepted on MTurk (counted there, not here yet) only lowers the excess.  Never done on a request's word:
-    anyone can open the page with made-up ids, so an arrival cannot be taken as proof of a free place.
-    """
-    from hits.services import return_assignment
-
-    hit = mturk.call("GetHIT", HITId=published.mturk_hit_id)["HIT"]
-    in_progress_on_mturk = int(hit.get("NumberOfAssignmentsPending", 0))
-    held = list(
-        MTurkAssignment.objects.filter(mturk_hit=published, assignment__state=Assignment.State.ASSIGNED)
-        .select_related("assignment__worker").order_by("assignment__accepted_at", "pk")
-    )
-    excess = len(held) - in_progress_on_mturk
-    freed = 0
-    for record in held[: max(excess, 0)]:
-        try:
-            return_assignment(record.assignment.worker, record.assignment_id)
-        except Exception:  # noqa: BLE001 - submitted or expired meanwhile: nothing to free
-            continue
-        log.info("MTurk assignment %s was returned or abandoned on MTurk: its place is free", record.mturk_assignment_id)
-        freed += 1
-    return freed
 
 
 def _confirm_or_discard(record: MTurkAssignment, item: dict, report: SyncReport) -> bool:

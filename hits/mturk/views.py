@@ -7,7 +7,9 @@ MTurk loads ``ExternalURL?assignmentId=..&hitId=..&workerId=..&turkSubmitTo=..``
 - otherwise the MTurk worker id is mapped to a platform ``Worker``
   (created on first visit), the local assignment of this HIT is taken for
   them (``hits.services.accept_next``, the same rules as local workers:
-  qualifications, exclusions, blocks) and the page shows the form.
+  qualifications, exclusions, blocks; but never refused for want of a place:
+  MTurk hands out the HIT's places, see ``HIT.overbook``) and the page shows
+  the form.
 - the form posts back here; the answers are validated and stored by
   ``hits.services.submit_assignment`` *first*, then the page posts
   ``assignmentId`` to ``<turkSubmitTo>/mturk/externalSubmit`` so MTurk
@@ -15,6 +17,11 @@ MTurk loads ``ExternalURL?assignmentId=..&hitId=..&workerId=..&turkSubmitTo=..``
   labels, cross-checks, scores, the next stage) only once the sync sees MTurk
   list the assignment as submitted by the same worker, since anyone can open
   this page with made-up ids (``hits.mturk.sync``).
+
+A worker's place of a HIT is bound to the first MTurk ``assignmentId`` seen for it: another id for the
+same (HIT, worker) is refused with a page saying why (409), never given the place's form or token, and
+the stored id is never rewritten (knowing a worker's id and a HIT id must not be enough to take their
+work over).
 
 There is no login: the assignment's secret token, carried in the form,
 proves the post comes from the page we served, and a worker id that does
@@ -102,6 +109,24 @@ def _worker(mturk_worker_id: str) -> Worker:
     return Worker.objects.get(mturk_worker_id=mturk_worker_id)
 
 
+ANOTHER_ASSIGNMENT = (
+    "You already opened this HIT under another MTurk assignment, and only that assignment's page can be used "
+    "(its place is kept for it). If you returned that assignment on MTurk, please return this one too: "
+    "a HIT is done at most once per worker."
+)
+
+
+def _bound_elsewhere(published: MTurkHIT, mturk_worker_id: str, mturk_assignment_id: str) -> bool:
+    """Whether this worker's place of this HIT is bound to another MTurk assignment (one still holding it)."""
+    return (
+        MTurkAssignment.objects.filter(
+            mturk_hit=published, mturk_worker_id=mturk_worker_id, assignment__state__in=Assignment.TAKING_STATES
+        )
+        .exclude(mturk_assignment_id=mturk_assignment_id)
+        .exists()
+    )
+
+
 def _take(published: MTurkHIT, mturk_assignment_id: str, mturk_worker_id: str, submit_to: str):
     """The local assignment behind an MTurk assignment, taken on first visit. Returns (record, error message)."""
     worker = _worker(mturk_worker_id)
@@ -114,19 +139,17 @@ def _take(published: MTurkHIT, mturk_assignment_id: str, mturk_worker_id: str, s
         return None, "Sorry, this HIT has no place left for you. Please return it."
     try:
         with transaction.atomic():
-            existing = MTurkAssignment.objects.select_for_update().filter(assignment=assignment).first()
-            if existing is not None:
-                # The worker returned the HIT on MTurk and accepted it again: same local assignment, new MTurk id.
-                existing.mturk_assignment_id = mturk_assignment_id
-                existing.submit_to = submit_to
-                existing.save(update_fields=["mturk_assignment_id", "submit_to"])
-                return existing, ""
+            if MTurkAssignment.objects.select_for_update().filter(assignment=assignment).exists():
+                # The place is bound to the MTurk assignment first seen for it (another load raced this one):
+                # never rewritten, so a made-up id can neither take it over nor get its form.
+                return None, ANOTHER_ASSIGNMENT
             return MTurkAssignment.objects.create(
                 mturk_assignment_id=mturk_assignment_id, mturk_hit=published, assignment=assignment,
                 mturk_worker_id=mturk_worker_id, submit_to=submit_to,
             ), ""
     except IntegrityError:  # two loads of the same page at once
-        return MTurkAssignment.objects.get(mturk_assignment_id=mturk_assignment_id), ""
+        record = MTurkAssignment.objects.filter(mturk_assignment_id=mturk_assignment_id, assignment=assignment).first()
+        return (record, "") if record is not None else (None, ANOTHER_ASSIGNMENT)
 
 
 @csrf_exempt
@@ -164,9 +187,11 @@ def mturk_hit_page(request):
             # Ids in a URL are no secret: cap how fast one client can take places of HITs.
             if hit_limit(f"SUBMIT_RATE_LIMIT:mturk-accept:{client_ip(request)}", settings.SUBMIT_RATE_LIMIT):
                 return render(request, "429.html", status=429)
+            if _bound_elsewhere(published, worker_id, mturk_assignment_id):
+                return _refuse(request, 409, ANOTHER_ASSIGNMENT)
             record, refusal = _take(published, mturk_assignment_id, worker_id, submit_to)
             if record is None:
-                return _refuse(request, 403, refusal)
+                return _refuse(request, 409 if refusal == ANOTHER_ASSIGNMENT else 403, refusal)
         if record.assignment.state in Assignment.DONE_STATES or record.assignment.state == Assignment.State.PENDING:
             return render(request, "hits/mturk_submit.html", {"record": record})
         if record.assignment.state != Assignment.State.ASSIGNED:

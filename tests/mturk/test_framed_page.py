@@ -239,47 +239,73 @@ def test_a_submission_mturk_lists_for_the_same_worker_counts(client, published, 
 
 
 def test_an_arrival_never_frees_a_place_on_its_own_word(client, published, stubbed):
-    """W1 holds the only place.  Anyone can open the page with made-up ids, so an arrival at a full HIT is
-    refused without asking MTurk or freeing W1's place (the Stubber would fail on any call); places given up
-    on MTurk are freed by the sync, from MTurk's own count."""
+    """W1 holds the only place.  Anyone can open the page with made-up ids, so an arrival at a full HIT neither
+    asks MTurk nor frees W1's place (the Stubber would fail on any call): MTurk hands out the HIT's places, so
+    the arrival is let in beyond them (``HIT.overbook``)."""
+    from hits.models import HIT
+
     assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
-    refused = open_page(client, assignmentId="FAKE1", workerId="FORGER1")
-    assert refused.status_code == 403 and b"no place left" in refused.content
+    assert open_page(client, assignmentId="FAKE1", workerId="FORGER1").status_code == 200
     assert Assignment.objects.get(worker__mturk_worker_id="W1").state == "assigned"
+    assert HIT.objects.get(pk=published.hit_id).n_taken == 2
 
 
-def test_the_sync_frees_only_what_mturks_count_proves(client, published, stubbed, settings):
-    """Two places held here; MTurk counts one assignment in progress and another being submitted (pending here,
-    not in its count): only the longest-held place beyond MTurk's count is freed."""
+def test_made_up_ids_holding_every_place_do_not_keep_a_real_worker_out(client, published, stubbed, settings):
+    """Issue 27: made-up ids take the HIT's only place (a page opened) and more (a page submitted).  A worker MTurk
+    gave the HIT to still gets the form, their work is the one the sync confirms and the HIT completes with it;
+    the made-up ones never count."""
+    from django.test import Client
+
+    from annotation.models import ContentUnit
     from hits.models import HIT
     from hits.mturk.sync import sync_batch
 
     settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    settings.MTURK_APPROVE_AFTER_HOURS = 1000
     HIT.objects.filter(batch=published.hit.batch).exclude(pk=published.hit_id).delete()
-    HIT.objects.filter(pk=published.hit_id).update(max_assignments=3)
-    MTurkHIT.objects.filter(pk=published.pk).update(max_assignments=3)
-    for n in (1, 2):
-        assert open_page(client, assignmentId=f"A{n}", workerId=f"W{n}").status_code == 200
-    _submit(client, "A3", "W3")  # pending here until MTurk lists it
-    _listing(stubbed, [])
-    stubbed.add_response("get_hit", {"HIT": {"HITId": "HIT1", "NumberOfAssignmentsPending": 1}}, {"HITId": "HIT1"})
-    assert sync_batch(published.hit.batch).freed == 1
+    forger = Client()
+    assert open_page(forger, remote_addr="10.9.8.7", assignmentId="FORGED01", workerId="NOBODY1").status_code == 200
+    _submit(forger, "FORGED02", "NOBODY2")
+    assert HIT.objects.get(pk=published.hit_id).n_taken == 2  # more than its one place
+    real = open_page(client, assignmentId="REAL0001", workerId="REALW1")
+    assert real.status_code == 200 and 'id="submit"' in real.content.decode()
+    genuine = _submit(client, "REAL0001", "REALW1")
+    _listing(stubbed, [("REAL0001", "REALW1")])
+    report = sync_batch(published.hit.batch)
+    assert report.confirmed == 1
+    assert Assignment.objects.get(pk=genuine.assignment_id).state == "submitted"
+    hit = HIT.objects.get(pk=published.hit_id)
+    assert (hit.state, hit.n_submitted) == ("completed", 1)
     states = dict(MTurkAssignment.objects.values_list("mturk_assignment_id", "assignment__state"))
-    assert states == {"A1": "returned", "A2": "assigned", "A3": "pending"}
+    assert states == {"FORGED01": "assigned", "FORGED02": "pending", "REAL0001": "submitted"}
+    assert list(ContentUnit.objects.values_list("author__mturk_worker_id", flat=True)) == ["REALW1"]
 
 
-def test_the_sync_frees_places_abandoned_on_mturk(client, published, stubbed, settings):
+def test_the_sync_never_evicts_a_worker_still_working_on_a_count_made_up_ids_inflate(client, published, stubbed, settings):
+    """W1 works on the HIT; made-up ids open it after them.  MTurk's count of work in progress cannot tell which
+    place here is not MTurk's, so the sync frees none (it used to free the longest-held ones beyond the count:
+    W1's): it asks MTurk nothing about the count (the Stubber fails on any call but the listing), and W1's work
+    is stored and confirmed."""
+    from django.test import Client
+
     from hits.models import HIT
     from hits.mturk.sync import sync_batch
 
     settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    settings.MTURK_APPROVE_AFTER_HOURS = 1000
     HIT.objects.filter(batch=published.hit.batch).exclude(pk=published.hit_id).delete()
     assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    for n in (1, 2):
+        assert open_page(Client(), remote_addr="10.9.8.7", assignmentId=f"FAKE{n}", workerId=f"FORGER{n}").status_code == 200
     _listing(stubbed, [])
-    stubbed.add_response("get_hit", {"HIT": {"HITId": "HIT1", "NumberOfAssignmentsPending": 0}}, {"HITId": "HIT1"})
-    assert sync_batch(published.hit.batch).freed == 1
-    hit = HIT.objects.get(pk=published.hit_id)
-    assert hit.n_taken == 0 and Assignment.objects.get().state == "returned"
+    sync_batch(published.hit.batch)
+    assert dict(MTurkAssignment.objects.values_list("mturk_assignment_id", "assignment__state")) == {
+        "A1": "assigned", "FAKE1": "assigned", "FAKE2": "assigned",
+    }
+    _submit(client, "A1", "W1")
+    _listing(stubbed, [("A1", "W1")])
+    assert sync_batch(published.hit.batch).confirmed == 1
+    assert MTurkAssignment.objects.get(mturk_assignment_id="A1").assignment.state == "submitted"
 
 
 def test_work_posted_straight_to_mturk_after_opening_the_page_is_rejected_and_its_place_freed(client, published, stubbed, settings):
@@ -363,3 +389,85 @@ def test_a_nul_character_in_an_answer_is_refused_inside_the_frame_with_the_text_
     # MTurk's frame may show it (the default policy would leave the frame blank).
     assert "https://" in post["Content-Security-Policy"] and "X-Frame-Options" not in post
     assert Assignment.objects.get().state == "assigned"
+
+
+# --- one place, one MTurk assignment: a made-up assignmentId cannot take a worker's place over (issue 27) -----
+
+
+def test_a_made_up_assignment_id_for_a_workers_place_gets_no_form_and_rewrites_nothing(client, published):
+    """Knowing a worker's id and the HIT id is not enough: a cookieless client with a made-up assignmentId is
+    refused with a page saying why, never sees the place's form token, and the place stays bound to A1."""
+    from django.test import Client
+
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    record = MTurkAssignment.objects.get()
+    attacker = Client()  # no cookie, another address
+    forged = open_page(attacker, remote_addr="10.9.8.7", assignmentId="FORGED1", workerId="W1")
+    assert forged.status_code == 409
+    text = forged.content.decode()
+    assert "You already opened this HIT under another MTurk assignment" in text
+    assert str(record.assignment.token) not in text and 'name="token"' not in text
+    assert list(MTurkAssignment.objects.values_list("mturk_assignment_id", "assignment_id")) == [("A1", record.assignment_id)]
+    assert Assignment.objects.count() == 1
+    # The worker's own page still works (and still carries its token).
+    again = open_page(client, assignmentId="A1", workerId="W1")
+    assert again.status_code == 200 and str(record.assignment.token) in again.content.decode()
+
+
+def test_the_forgers_post_is_refused_and_the_workers_own_post_is_accepted(client, published, stubbed, settings):
+    """... and the sync then confirms the worker's own work under the id MTurk lists for them (it used to
+    discard it: the stored id had been rewritten to the forger's)."""
+    from django.test import Client
+
+    from hits.models import HIT
+    from hits.mturk.sync import sync_batch
+
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    settings.MTURK_APPROVE_AFTER_HOURS = 1000
+    HIT.objects.filter(batch=published.hit.batch).exclude(pk=published.hit_id).delete()
+
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    record = MTurkAssignment.objects.get()
+    attacker = Client()
+    open_page(attacker, remote_addr="10.9.8.7", assignmentId="FORGED1", workerId="W1")
+    hit = record.assignment.hit
+    answers = {"q1": _question(hit), "q1_a1": _first_word(hit)}
+    for token in ("", "guess", str(record.assignment.token)):  # even with the real token, the made-up id is refused
+        post = attacker.post(reverse("mturk-hit"), {"hitId": "HIT1", "assignmentId": "FORGED1", "workerId": "W1", "token": token, **answers})
+        assert post.status_code == 403
+    assert Assignment.objects.get().state == "assigned"
+    own = client.post(reverse("mturk-hit"), {"hitId": "HIT1", "assignmentId": "A1", "workerId": "W1", "token": str(record.assignment.token), **answers})
+    assert own.status_code == 200
+    assignment = Assignment.objects.get()
+    assert assignment.state == "pending" and assignment.mturk.mturk_assignment_id == "A1"
+    _listing(stubbed, [("A1", "W1")])
+    report = sync_batch(published.hit.batch)
+    assert (report.confirmed, report.discarded) == (1, 0)
+    assert Assignment.objects.get().state == "submitted"
+
+
+def test_a_made_up_id_cannot_take_over_a_place_whose_work_is_stored(client, published):
+    """After the worker's submission is stored (pending MTurk's word), a made-up id for the same place is refused
+    too: neither a second place in the worker's name nor a rewrite of the stored id."""
+    from django.test import Client
+
+    _submit(client, "A1", "W1")
+    forged = open_page(Client(), remote_addr="10.9.8.7", assignmentId="FORGED1", workerId="W1")
+    assert forged.status_code == 409
+    assert list(MTurkAssignment.objects.values_list("mturk_assignment_id", flat=True)) == ["A1"]
+    assert Assignment.objects.get().state == "pending"
+
+
+def test_a_new_assignment_id_for_a_returned_place_is_refused_and_the_old_record_kept(client, published):
+    """A worker who returned the HIT on MTurk and accepted it again comes with a new id: refused with a page
+    saying why (a HIT is done once per worker), before and after the old place is freed; A1 is never rewritten."""
+    from hits.services import return_assignment
+
+    assert open_page(client, assignmentId="A1", workerId="W1").status_code == 200
+    old = MTurkAssignment.objects.get()
+    again = open_page(client, assignmentId="A2", workerId="W1")
+    assert again.status_code == 409 and "please return this one too" in again.content.decode()
+    return_assignment(old.assignment.worker, old.assignment_id)
+    assert open_page(client, assignmentId="A2", workerId="W1").status_code in (403, 409)
+    records = dict(MTurkAssignment.objects.values_list("mturk_assignment_id", "assignment__state"))
+    assert records == {"A1": "returned"}

@@ -155,7 +155,8 @@ def test_balance_that_cannot_cover_the_hits_refuses_the_publish(stubbed, mturk_b
 
 
 def test_qualification_types_gold_and_tests_map_to_mturk(stubbed, mturk_batch, task_type, settings):
-    """The batch's qualification type is created once and reused; gold HITs get 9 assignments; tests pay MTurk's minimum."""
+    """The batch's qualification type is created once and reused; tests get 9 assignments and pay MTurk's minimum; a
+    gold HIT waits for the regular HITs it sits among and gets their places."""
     settings.MTURK_LOCALES = ["us", "GB"]
     settings.MTURK_MIN_APPROVAL_RATE = 95
     task_type.requires_qualification = True
@@ -180,20 +181,20 @@ def test_qualification_types_gold_and_tests_map_to_mturk(stubbed, mturk_batch, t
         test, Title="Qualification test: Label it", Reward="0.01", MaxAssignments=9,
         QualificationRequirements=[{"QualificationTypeId": "QUAL1", "Comparator": "DoesNotExist", **guard}, *extra],
     ))
-    stubbed.add_response("create_hit", created("GOLD1"), expected_create(
-        gold, MaxAssignments=9, QualificationRequirements=[{"QualificationTypeId": "QUAL1", "Comparator": "Exists", **guard}, *extra],
-    ))
     publish_batch(mturk_batch)
     # A later regular HIT reuses the qualification type: no second CreateQualificationType.
     regular = make_hit(mturk_batch, task_type)
     stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_response("create_hit", created("GOLD1"), expected_create(
+        gold, MaxAssignments=3, QualificationRequirements=[{"QualificationTypeId": "QUAL1", "Comparator": "Exists", **guard}, *extra],
+    ))
     stubbed.add_response("create_hit", created("REG1"), expected_create(
         regular, QualificationRequirements=[{"QualificationTypeId": "QUAL1", "Comparator": "Exists", **guard}, *extra],
     ))
     publish_batch(mturk_batch)
     assert MTurkQualificationType.objects.get().qualification_type_id == "QUAL1"
     assert MTurkQualificationType.objects.get().batch == mturk_batch
-    assert MTurkHIT.objects.get(mturk_hit_id="GOLD1").max_assignments == 9
+    assert MTurkHIT.objects.get(mturk_hit_id="GOLD1").max_assignments == 3
 
 
 def test_each_campaign_gets_its_own_qualification_type(stubbed, mturk_batch, task_type):
@@ -299,7 +300,7 @@ def test_unpaid_gold_hit_waits_for_regular_hits_of_its_type(stubbed, mturk_batch
     assert publish_batch(mturk_batch).published == 0  # no AWS call either
     regular = make_hit(mturk_batch, task_type, reward=Decimal("0.25"))
     stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
-    stubbed.add_response("create_hit", created("GOLD"), expected_create(gold, MaxAssignments=9, Reward="0.25"))
+    stubbed.add_response("create_hit", created("GOLD"), expected_create(gold, MaxAssignments=3, Reward="0.25"))
     stubbed.add_response("create_hit", created("REG"), expected_create(regular, Reward="0.25"))
     assert publish_batch(mturk_batch).published == 2
 
