@@ -228,6 +228,55 @@ def test_a_budgeted_qa_campaign_routes_presence_as_its_examples_settle(eager_cel
     assert 0 < hybrid["human_units"] < hybrid["n_units"]
 
 
+def test_a_budgeted_qa_campaign_spends_its_budget_in_real_rounds_with_a_retrained_judge(eager_celery, monkeypatch, researcher):
+    """3 rounds in a QA campaign, whose presence HITs arrive as examples settle: no round closes empty at launch,
+    each routes HITs, the judge is retrained on the labels so far before each next round, and the progress page
+    shows each round's HITs, done counts and judge version."""
+    from django.core.management import call_command
+    from django.test import Client
+
+    from annotation.automation.judges import adapt
+
+    monkeypatch.setattr(adapt, "MIN_LABELS", 10)
+    call_command("load_demo", password="demo-pass-123")
+    campaign = Campaign.objects.get(slug="demo-news")
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=3, owner=researcher)
+    campaign.refresh_from_db()
+    launch_campaign(campaign)
+    # At launch no example is settled: no round yet (none opened and closed empty).
+    assert not PresenceRound.objects.filter(campaign=campaign).exists()
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    started = campaign.examples.filter(presence_started=True).count()
+    assert f"Round 1 opens when 2 of the 6 examples have their presence HITs ({started} so far)." in page
+    report = simulate_crowd(campaign, 8, seed=3, max_seconds=300)
+    assert report.campaign_state == "finished"
+    candidates = PresenceCandidate.objects.filter(campaign=campaign)
+    budget = hit_budget(candidates.count(), 0.5)
+    rounds = list(PresenceRound.objects.filter(campaign=campaign).order_by("number"))
+    assert [r.number for r in rounds] == [1, 2, 3]  # no "round 4 of 3"
+    assert all(r.state == "done" and r.routed > 0 for r in rounds)
+    assert sum(r.routed for r in rounds) == budget == candidates.filter(hit__isnull=False).count()
+    # Each round's HITs are the candidates it routed.
+    assert [candidates.filter(round=r.number).count() for r in rounds] == [r.routed for r in rounds]
+    # Round k opened once k/3 of the examples had their presence HITs: round 1 saw fewer candidates than round 3.
+    assert rounds[0].candidates < rounds[2].candidates == candidates.count()
+    # The judge learnt between rounds: each round's version differs from the one before, on more labels.
+    versions = [r.judge_version for r in rounds]
+    assert len(set(versions)) == 3 and "adapted" not in versions[0] and all("adapted" in v for v in versions[1:])
+    assert 0 == rounds[0].training_labels < rounds[1].training_labels < rounds[2].training_labels
+    page = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    import re
+
+    for r in rounds:
+        row = re.search(rf'<tr data-round="{r.number}">(.*?)</tr>', page, re.S).group(1)
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        # Round, state, HITs routed, done, labels learnt from, judge version.
+        assert [cells[0], cells[1], cells[2], cells[3], cells[5]] == [str(r.number), "done", str(r.routed), str(r.routed), r.judge_version]
+    assert "All rounds done." in page
+
+
 def test_a_system_added_after_presence_started_gets_only_its_share_routed(tmp_path, eager_celery, monkeypatch):
     """A finished budgeted campaign takes a new system: its presence HITs become candidates, the campaign runs
     again, and people get only the share of the new HITs (the least-sure first), not all of them."""
