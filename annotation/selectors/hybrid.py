@@ -15,7 +15,7 @@ from django.db.models import Count, Q
 
 from annotation import scoring
 from annotation.scoring.routing import hit_budget
-from annotation.services.hybrid import example_progress, examples_needed, round_due, routing_finished
+from annotation.services.hybrid import example_progress, examples_needed, routing_finished
 from hits.models import HIT
 from annotation.models import AutoPresence, Campaign, GoldPresence, PresenceCandidate, PresenceRound, System, SystemSummary
 
@@ -150,9 +150,13 @@ def routing_progress(campaign: Campaign) -> dict:
     waiting = None
     if last is None or last["state"] == PresenceRound.State.DONE:
         number = 1 if last is None else last["number"] + 1
-        if number <= campaign.n_presence_rounds and not round_due(campaign, number, started, total):
+        if number < campaign.n_presence_rounds and started < examples_needed(campaign, number, total):
             # The next round waits for its part of the examples (a QA campaign's examples settle one by one).
-            waiting = {"round": number, "examples_needed": examples_needed(campaign, number, total), "examples_started": started}
+            waiting = {"round": number, "opens": True, "examples_needed": examples_needed(campaign, number, total),
+                       "examples_started": started}
+    elif last["number"] == campaign.n_presence_rounds and started < total:
+        # The last round takes the share of the examples still to come.
+        waiting = {"round": last["number"], "opens": False, "examples_needed": total, "examples_started": started}
     return {
         "human_share": campaign.human_presence_share,
         "rounds_planned": campaign.n_presence_rounds,

@@ -30,6 +30,9 @@ def store_candidates(campaign: Campaign, rows: list[HIT], *, route: bool = True)
     """Keep unsaved presence HITs as candidates instead of posting them, then ask for a routing pass (unless
     ``route`` is False: the caller asks once for many)."""
     if not rows:
+        if route:
+            # An example with nothing to judge still counts towards the rounds (the last closes on the last example).
+            request_routing(campaign)
         return 0
     PresenceCandidate.objects.bulk_create(
         [
@@ -85,18 +88,34 @@ def example_progress(campaign: Campaign) -> tuple[int, int]:
 
 
 def examples_needed(campaign: Campaign, number: int, total: int) -> int:
-    """Examples whose presence HITs must exist before round ``number`` opens: ``number / rounds`` of them (rounded
-    up), every one for the last round and any extra round.  In an "scu" campaign all exist at launch; in a QA
-    campaign they arrive example by example as QA pairs settle, so the rounds follow the campaign's progress."""
+    """Examples whose presence HITs must exist before round ``number`` (not the last) opens: ``number / rounds`` of
+    them, rounded up; for the last round (and an extra one), every example before it may close.  In an "scu"
+    campaign all exist at launch; in a QA campaign they arrive example by example as QA pairs settle, so the
+    rounds follow the campaign's progress."""
     rounds = campaign.n_presence_rounds
     if number >= rounds:
         return total
     return -(-number * total // rounds)
 
 
-def round_due(campaign: Campaign, number: int, started: int, total: int) -> bool:
-    """True when round ``number`` may open (its predecessor done): enough examples have their presence HITs."""
-    return started >= examples_needed(campaign, number, total)
+def round_due(campaign: Campaign, number: int, progress: tuple[int, int], n_candidates: int, routed: int) -> bool:
+    """True when round ``number`` may open (its predecessor done).  A round before the last: once enough examples
+    have their presence HITs.  The last: once there is something to route (it then takes the candidates still to
+    come, up to the share), or every example has its HITs (a budget of nothing still ends).  An extra round (new
+    HITs after the last, e.g. a system added): once there is something to route."""
+    started, total = progress
+    rounds = campaign.n_presence_rounds
+    if number < rounds:
+        return started >= examples_needed(campaign, number, total)
+    due = round_cap(campaign, number, n_candidates, progress) > routed
+    return due or (number == rounds and started >= total)
+
+
+def round_may_close(campaign: Campaign, number: int, progress: tuple[int, int]) -> bool:
+    """A round whose HITs are done closes, except the last while examples still lack their presence HITs (it
+    takes their share as they come: a QA campaign's last round stays open until its last example settles)."""
+    started, total = progress
+    return number < campaign.n_presence_rounds or started >= total
 
 
 def round_cap(campaign: Campaign, number: int, n_candidates: int, progress: tuple[int, int] | None = None) -> int:
