@@ -203,14 +203,16 @@ def test_the_paper_protocol_is_the_default(tmp_path):
     assert "hybrid" not in campaign_scores(campaign, n_boot=0)
 
 
-def test_a_budgeted_qa_campaign_routes_presence_as_its_examples_settle(eager_celery):
+@pytest.mark.parametrize("n_rounds", [1, 2])
+def test_a_budgeted_qa_campaign_routes_presence_as_its_examples_settle(eager_celery, n_rounds):
     """QA pairs written and verified by the crowd: each example's presence HITs become candidates when its
-    predicates settle, and the rounds route the share of them that arrived."""
+    predicates settle, and the rounds route the share of them that arrived; the last round takes each example's
+    share as it comes and closes on the last (one round: one round, not "round 2 of 1")."""
     from django.core.management import call_command
 
     call_command("load_demo", password="demo-pass-123")
     campaign = Campaign.objects.get(slug="demo-news")
-    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=2)
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=n_rounds)
     campaign.refresh_from_db()
     launch_campaign(campaign)
     campaign.refresh_from_db()
@@ -221,8 +223,9 @@ def test_a_budgeted_qa_campaign_routes_presence_as_its_examples_settle(eager_cel
     budget = hit_budget(candidates.count(), 0.5)
     posted = HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence", kind="regular")
     assert posted.count() == budget == candidates.filter(hit__isnull=False).count()
-    assert all(r.state == "done" for r in PresenceRound.objects.filter(campaign=campaign))
-    assert PresenceRound.objects.filter(campaign=campaign).count() >= 2
+    rounds = PresenceRound.objects.filter(campaign=campaign).order_by("number")
+    assert [(r.number, r.state) for r in rounds] == [(k, "done") for k in range(1, n_rounds + 1)]
+    assert all(r.routed > 0 for r in rounds) and sum(r.routed for r in rounds) == budget
     hybrid = campaign_scores(campaign, n_boot=100)["hybrid"]
     assert hybrid["n_units"] == sum(len(c.units) for c in candidates)
     assert 0 < hybrid["human_units"] < hybrid["n_units"]
