@@ -100,15 +100,16 @@ def examples_needed(campaign: Campaign, number: int, total: int) -> int:
 
 def round_due(campaign: Campaign, number: int, progress: tuple[int, int], n_candidates: int, routed: int) -> bool:
     """True when round ``number`` may open (its predecessor done).  A round before the last: once enough examples
-    have their presence HITs.  The last: once there is something to route (it then takes the candidates still to
-    come, up to the share), or every example has its HITs (a budget of nothing still ends).  An extra round (new
-    HITs after the last, e.g. a system added): once there is something to route."""
+    have their presence HITs and it has something to route (examples without any predicate have none).  The
+    last: once there is something to route (it then takes the candidates still to come, up to the share).  Once
+    every example has its HITs a planned round opens even with nothing to route (a budget of nothing still ends).
+    An extra round (new HITs after the last, e.g. a system added): once there is something to route."""
     started, total = progress
     rounds = campaign.n_presence_rounds
-    if number < rounds:
-        return started >= examples_needed(campaign, number, total)
+    if number < rounds and started < examples_needed(campaign, number, total):
+        return False
     due = round_cap(campaign, number, n_candidates, progress) > routed
-    return due or (number == rounds and started >= total)
+    return due or (number <= rounds and started >= total)
 
 
 def round_may_close(campaign: Campaign, number: int, progress: tuple[int, int]) -> bool:
