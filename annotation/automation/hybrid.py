@@ -10,9 +10,14 @@ whatever is due for the campaign:
 3. it labels every candidate unit (a finished ``AutoscoreRun`` named ``hybrid:<judge>``: the labels
    the scores use where people did not judge);
 4. when a new round is due, the unrouted candidates the judge is least sure of (uncertainty per
-   HIT, ``annotation.scoring.routing``) are posted as presence HITs, up to the round's cap;
-   when new candidates arrive during a round (QA campaigns: examples settle one by one), the
-   round tops up to its cap with the same judge;
+   HIT, ``annotation.scoring.routing``) are posted as presence HITs, up to the round's cap.
+   Round k < R is due once round k-1 is done and k/R of the campaign's examples have their
+   presence HITs, and its cap is k/R of the budget expected once every example has them; the
+   last round opens after round R-1 and takes the rest, staying open until every example has
+   its HITs (``annotation.services.hybrid.round_due``, ``round_cap``): QA campaigns, whose
+   examples settle one by one, get real rounds, not empty ones at launch.  When new candidates
+   arrive during a round (the last round's examples, a system added), the round tops up to its
+   cap with the same judge;
 5. after the last round, the campaign may finish.
 """
 
@@ -193,7 +198,9 @@ def _route(campaign: Campaign) -> dict:
     rounds = campaign.n_presence_rounds
     current = PresenceRound.objects.filter(campaign=campaign).order_by("-number").first()
     open_hits = hybrid.open_routed_hits(campaign)
-    if current is not None and current.state == PresenceRound.State.OPEN and open_hits == 0:
+    progress = hybrid.example_progress(campaign)
+    if (current is not None and current.state == PresenceRound.State.OPEN and open_hits == 0
+            and hybrid.round_may_close(campaign, current.number, progress)):
         hybrid.close_round(campaign, current.number)
         current.state = PresenceRound.State.DONE
     candidates, rows, pairs, human = _candidate_pairs(campaign)
@@ -201,15 +208,23 @@ def _route(campaign: Campaign) -> dict:
     routed = sum(1 for c in candidates if c.hit_id is not None)
     if current is None or current.state == PresenceRound.State.DONE:
         number = 1 if current is None else current.number + 1
-        new_round = number <= rounds or hybrid.round_cap(campaign, number, n_candidates) > routed
+        # A round waits for its part of the examples (QA campaigns: they settle one by one).
+        new_round = hybrid.round_due(campaign, number, progress, n_candidates, routed)
     else:
         number, new_round = current.number, False
-    cap = hybrid.round_cap(campaign, number, n_candidates)
+    if current is None and not new_round:
+        # Before round 1 nothing is routed and no labels are kept: the pass that opens it labels every candidate.
+        return {"round": number, "waiting_for_examples": hybrid.examples_needed(campaign, number, progress[1]) - progress[0]}
+    cap = hybrid.round_cap(campaign, number, n_candidates, progress)
     topping_up = current is not None and current.state == PresenceRound.State.OPEN and cap > routed
     if current is not None and current.state == PresenceRound.State.OPEN and not topping_up:
         return {"round": number, "waiting": open_hits}
-    # The judge learns only between rounds: a top-up uses the round's judge.
-    retrain = campaign.active_rounds and (new_round or not topping_up)
+    retrain = campaign.active_rounds
+    if topping_up:
+        # The judge learns only between rounds: a top-up refits on the labels the round opened with (those of
+        # the earlier rounds' HITs), so it routes with the round's judge, the version the round records.
+        earlier = {(u, s) for i, u, s in rows if candidates[i].round is not None and candidates[i].round < number}
+        human = {key: label for key, label in human.items() if key in earlier}
     human_rows = np.array([i for i, (_, u, s) in enumerate(rows) if (u, s) in human], dtype=np.int64)
     human_labels = np.array([human[(rows[i][1], rows[i][2])] for i in human_rows], dtype=int)
     judge = CampaignJudge(campaign, retrain=retrain)
@@ -250,7 +265,7 @@ def _route(campaign: Campaign) -> dict:
     AutoscoreRun.objects.filter(campaign=campaign, judge_name__startswith="hybrid:").exclude(pk=run.pk).exclude(
         pk__in=PresenceRound.objects.filter(campaign=campaign, labelling_run__isnull=False).values("labelling_run")
     ).delete()
-    result = {"round": number, "new_round": new_round, "posted": posted, "judge_version": version,
+    result = {"round": number if new_round or current is None else current.number, "new_round": new_round, "posted": posted, "judge_version": version,
               "training_labels": labels_used, "candidates": n_candidates}
     if new_round and not posted and number < rounds:
         # Nothing to ask people this round (e.g. a share of 0): go straight on to the next.

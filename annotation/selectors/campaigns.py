@@ -13,7 +13,7 @@ from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.selectors.agreement import verification_agreement
 from annotation.selectors.hybrid import hybrid_scores, routing_progress
 from annotation.selectors.quality import workers_figures
-from annotation.selectors.scores import agreement
+from annotation.selectors.scores import agreement, gold_units_per_system, rank_systems
 from hits.models import HIT, Assignment, BatchBlock, Qualification, TaskType, Worker
 from hits.mturk.status import batch_status
 from hits.qualifications import status_label
@@ -142,28 +142,49 @@ def campaign_workers(campaign: Campaign) -> list[dict]:
 
 
 def leaderboard(campaign: Campaign) -> dict:
-    """Systems ranked by gold QAPyramid with intervals, chart geometry, score distributions and agreement."""
+    """Systems ranked with intervals, chart geometry, score distributions and agreement.
+
+    The ranking (``ranked_by``) is by gold QAPyramid, or under budgeted presence by the hybrid scores (human
+    labels where people judged, the judge's elsewhere): one figure per system over the same units.  A budgeted
+    campaign's gold figures rest on human labels only, over different summaries per system; they come as
+    ``human_only`` (by name, with the summaries and units each rests on), never as the ranking.
+    """
     systems = list(System.objects.filter(campaign=campaign).select_related("score"))
-    ranked = sorted(systems, key=lambda s: -(s.score.qapyramid if hasattr(s, "score") and s.score.qapyramid is not None else -1))
-    distributions: dict[int, list[float]] = {}
-    for system_id, value in SummaryScore.objects.filter(summary__system__campaign=campaign, qapyramid__isnull=False).values_list(
-        "summary__system_id", "qapyramid"
-    ):
-        distributions.setdefault(system_id, []).append(value)
+    hybrid = hybrid_scores(campaign, n_boot=500, with_summaries=True) if campaign.is_hybrid else None
+    if hybrid is not None:
+        dots = hybrid.pop("summary_scores", {})
+        figures = {s.name: hybrid["systems"].get(s.name) or {"qapyramid": None, "ci95": [None, None]} for s in systems}
+    else:
+        distributions: dict[int, list[float]] = {}
+        for system_id, value in SummaryScore.objects.filter(summary__system__campaign=campaign, qapyramid__isnull=False).values_list(
+            "summary__system_id", "qapyramid"
+        ):
+            distributions.setdefault(system_id, []).append(value)
+        dots = {s.name: distributions.get(s.pk, []) for s in systems}
+        figures = {
+            s.name: {
+                "qapyramid": s.score.qapyramid if hasattr(s, "score") else None,
+                "ci95": [s.score.qapyramid_low, s.score.qapyramid_high] if hasattr(s, "score") else [None, None],
+            }
+            for s in systems
+        }
+    by_name = {s.name: s for s in systems}
+    ranked = [by_name[name] for name in rank_systems(figures)]
     # Each row: the bar with its whiskers, and below it a lane of single summaries' dots (drawn under the
     # whiskers they could not be seen).
     width, row_height, left = 640, 44, 220
     chart_rows = []
     for i, system in enumerate(ranked):
-        score = getattr(system, "score", None)
-        q = score.qapyramid if score and score.qapyramid is not None else 0.0
-        lo = score.qapyramid_low if score and score.qapyramid_low is not None else q
-        hi = score.qapyramid_high if score and score.qapyramid_high is not None else q
-        values = sorted(distributions.get(system.pk, []))
+        figure = figures[system.name]
+        q = figure["qapyramid"] if figure["qapyramid"] is not None else 0.0
+        lo = figure["ci95"][0] if figure["ci95"][0] is not None else q
+        hi = figure["ci95"][1] if figure["ci95"][1] is not None else q
+        values = sorted(dots.get(system.name, []))
         chart_rows.append(
             {
                 "system": system,
-                "score": score,
+                "score": getattr(system, "score", None),
+                "figure": figure,
                 "y": i * row_height,
                 "bar": q * width,
                 "lo": left + lo * width,
@@ -172,11 +193,20 @@ def leaderboard(campaign: Campaign) -> dict:
                 "dots": [{"x": left + v * width, "y": 30 + 3 * (k % 3 - 1)} for k, v in enumerate(values)],
             }
         )
+    human_only = None
+    if hybrid is not None:
+        units = gold_units_per_system(campaign)
+        human_only = [
+            {"system": s, "score": getattr(s, "score", None), "n_units": units.get(s.name, 0)}
+            for s in sorted(systems, key=lambda s: s.name)
+        ]
     return {
+        "ranked_by": "hybrid" if hybrid is not None else "gold",
         "rows": chart_rows,
         "chart": {"width": left + width + 24, "height": len(ranked) * row_height + 34, "left": left, "plot": width, "axis_y": len(ranked) * row_height + 4,
                   "ticks": [{"x": left + t / 10 * width, "label": f"{t / 10:.1f}"} for t in range(0, 11, 2)]},
         "agreement": agreement(campaign, n_boot=500),
         "verification": verification_agreement(campaign),
-        "hybrid": hybrid_scores(campaign, n_boot=500) if campaign.is_hybrid else None,
+        "hybrid": hybrid,
+        "human_only": human_only,
     }

@@ -15,7 +15,7 @@ from django.db.models import Count, Q
 
 from annotation import scoring
 from annotation.scoring.routing import hit_budget
-from annotation.services.hybrid import routing_finished
+from annotation.services.hybrid import example_progress, examples_needed, routing_finished
 from hits.models import HIT
 from annotation.models import AutoPresence, Campaign, GoldPresence, PresenceCandidate, PresenceRound, System, SystemSummary
 
@@ -55,8 +55,9 @@ def human_labels(campaign: Campaign, unit_ids=None) -> dict[tuple[int, int], boo
     return labels
 
 
-def hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict | None:
-    """Per-system hybrid scores (see the module docstring); None for a campaign that is not budgeted."""
+def hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT, with_summaries: bool = False) -> dict | None:
+    """Per-system hybrid scores (see the module docstring); None for a campaign that is not budgeted.  With
+    ``with_summaries``, ``summary_scores`` maps each system to its summaries' hybrid scores (the leaderboard's dots)."""
     if not campaign.is_hybrid:
         return None
     run = latest_labelling(campaign)
@@ -115,6 +116,8 @@ def hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT) -> dict | None:
         }
     result["n_units"] = int(counts[:, 0].sum())
     result["human_units"] = int(counts[:, 2].sum())
+    if with_summaries:
+        result["summary_scores"] = {name: [float(v) for v in scores[system_index == position[pk]]] for pk, name in systems}
     return result
 
 
@@ -142,9 +145,23 @@ def routing_progress(campaign: Campaign) -> dict:
         }
         for r in PresenceRound.objects.filter(campaign=campaign).order_by("number")
     ]
+    started, total = example_progress(campaign)
+    last = rounds[-1] if rounds else None
+    waiting = None
+    if last is None or last["state"] == PresenceRound.State.DONE:
+        number = 1 if last is None else last["number"] + 1
+        if number < campaign.n_presence_rounds and started < examples_needed(campaign, number, total):
+            # The next round waits for its part of the examples (a QA campaign's examples settle one by one).
+            waiting = {"round": number, "opens": True, "examples_needed": examples_needed(campaign, number, total),
+                       "examples_started": started}
+    elif last["number"] == campaign.n_presence_rounds and started < total:
+        # The last round takes the share of the examples still to come.
+        waiting = {"round": last["number"], "opens": False, "examples_needed": total, "examples_started": started}
     return {
         "human_share": campaign.human_presence_share,
         "rounds_planned": campaign.n_presence_rounds,
+        "examples": total,
+        "waiting": waiting,
         "candidates": counts["candidates"],
         "budget": budget,
         "routed": counts["routed"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from annotation import scoring
-from annotation.models import Campaign, GoldPresence, PresenceJudgment, SummaryScore, System
+from annotation.models import Campaign, GoldPresence, PresenceJudgment, SummaryScore, System, SystemSummary
 
 N_BOOT = 1000
 
@@ -103,29 +103,56 @@ def summary_scores(campaign: Campaign, system: str | None = None) -> list[dict]:
     return result
 
 
+def rank_systems(systems: dict) -> dict:
+    """``{name: figures}`` ordered best first by ``qapyramid`` (systems without a score last, ties by name),
+    each with its ``rank`` (1-based)."""
+    order = sorted(systems.items(), key=lambda kv: (kv[1].get("qapyramid") is None, -(kv[1].get("qapyramid") or 0.0), kv[0]))
+    return {name: {**figures, "rank": i + 1} for i, (name, figures) in enumerate(order)}
+
+
+def gold_units_per_system(campaign: Campaign, rows=None) -> dict[str, int]:
+    """How many (unit, summary) gold labels each system's gold scores rest on (ties left out by the tie rule do not
+    count); ``rows``: the campaign's ``gold_rows`` when the caller has them."""
+    rows = gold_rows(campaign) if rows is None else rows
+    summaries = dict(SystemSummary.objects.filter(system__campaign=campaign).values_list("pk", "system__name"))
+    counts: dict[str, int] = {}
+    for _, summary, _, present in rows:
+        if present >= 0:
+            counts[summaries[summary]] = counts.get(summaries[summary], 0) + 1
+    return counts
+
+
 def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool = False) -> dict:
     """The campaign's scores in the shape ``manage.py campaign_scores --format json`` prints.
 
+    ``systems`` is the ranking, best first (``ranked_by``): the gold scores, or under budgeted presence the
+    hybrid scores (human labels where people judged, the judge's elsewhere).  A budgeted campaign's gold scores
+    rest on human labels only, over different summaries and units per system: they move to ``human_only``
+    (by name, with the summaries and units each rests on), not a ranking.
     With ``per_summary``, a ``summaries`` list of ``summary_scores`` is added.
     """
     alpha = agreement(campaign, n_boot=n_boot)
-    systems = {}
+    rows = gold_rows(campaign)
+    units = gold_units_per_system(campaign, rows)
+    gold = {}
     for system in System.objects.filter(campaign=campaign).select_related("score").order_by("name"):
         score = getattr(system, "score", None)
-        systems[system.name] = {
+        gold[system.name] = {
             "qapyramid": score.qapyramid if score else None,
             "nqapyramid": score.nqapyramid if score else None,
             "n_summaries": score.n_summaries if score else 0,
+            "n_units": units.get(system.name, 0),
             "ci95": [score.qapyramid_low, score.qapyramid_high] if score else [None, None],
             "predicate_level": score.predicate_level if score else None,
         }
-    n_units = len(gold_rows(campaign))
+    n_units = len(rows)
     extra = {}
     if campaign.is_hybrid:
         from annotation.selectors.hybrid import hybrid_scores
 
-        # Budgeted presence: the scores that mix human and judge labels, with the share people judged.
-        extra["hybrid"] = hybrid_scores(campaign, n_boot=n_boot)
+        # Budgeted presence: the scores that mix human and judge labels, with the share people judged, rank.
+        hybrid = hybrid_scores(campaign, n_boot=n_boot)
+        extra = {"ranked_by": "hybrid", "systems": rank_systems(hybrid["systems"]), "human_only": gold, "hybrid": hybrid}
     result = {
         "campaign": campaign.slug,
         "n_units": n_units,
@@ -133,7 +160,8 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool 
         "alpha": {"pooled": alpha["pooled"], "ci95": alpha["ci95"], "per_system": alpha["per_system"]},
         "percent_agreement": alpha["percent_agreement"],
         "length_penalty_alpha": campaign.length_penalty_alpha,
-        "systems": systems,
+        "ranked_by": "gold",
+        "systems": rank_systems(gold),
         **extra,
     }
     if per_summary:

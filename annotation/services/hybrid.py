@@ -12,6 +12,7 @@ outage delays a round and loses nothing.
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.models import Campaign, Example, PresenceCandidate, PresenceRound
@@ -29,6 +30,9 @@ def store_candidates(campaign: Campaign, rows: list[HIT], *, route: bool = True)
     """Keep unsaved presence HITs as candidates instead of posting them, then ask for a routing pass (unless
     ``route`` is False: the caller asks once for many)."""
     if not rows:
+        if route:
+            # An example with nothing to judge still counts towards the rounds (the last closes on the last example).
+            request_routing(campaign)
         return 0
     PresenceCandidate.objects.bulk_create(
         [
@@ -75,11 +79,60 @@ def total_budget(campaign: Campaign, n_candidates: int | None = None) -> int:
     return hit_budget(n_candidates, campaign.human_presence_share)
 
 
-def round_cap(campaign: Campaign, number: int, n_candidates: int) -> int:
-    """HITs people may have judged by the end of round ``number`` (cumulative; the last round: all the budget)."""
+def example_progress(campaign: Campaign) -> tuple[int, int]:
+    """(examples whose presence HITs exist, all the campaign's examples)."""
+    counts = Example.objects.filter(campaign=campaign).aggregate(
+        total=Count("pk"), started=Count("pk", filter=Q(presence_started=True))
+    )
+    return counts["started"], counts["total"]
+
+
+def examples_needed(campaign: Campaign, number: int, total: int) -> int:
+    """Examples whose presence HITs must exist before round ``number`` (not the last) opens: ``number / rounds`` of
+    them, rounded up; for the last round (and an extra one), every example before it may close.  In an "scu"
+    campaign all exist at launch; in a QA campaign they arrive example by example as QA pairs settle, so the
+    rounds follow the campaign's progress."""
+    rounds = campaign.n_presence_rounds
+    if number >= rounds:
+        return total
+    return -(-number * total // rounds)
+
+
+def round_due(campaign: Campaign, number: int, progress: tuple[int, int], n_candidates: int, routed: int) -> bool:
+    """True when round ``number`` may open (its predecessor done).  A round before the last: once enough examples
+    have their presence HITs and it has something to route (examples without any predicate have none).  The
+    last: once there is something to route (it then takes the candidates still to come, up to the share).  Once
+    every example has its HITs a planned round opens even with nothing to route (a budget of nothing still ends).
+    An extra round (new HITs after the last, e.g. a system added): once there is something to route."""
+    started, total = progress
+    rounds = campaign.n_presence_rounds
+    if number < rounds and started < examples_needed(campaign, number, total):
+        return False
+    due = round_cap(campaign, number, n_candidates, progress) > routed
+    return due or (number <= rounds and started >= total)
+
+
+def round_may_close(campaign: Campaign, number: int, progress: tuple[int, int]) -> bool:
+    """A round whose HITs are done closes, except the last while examples still lack their presence HITs (it
+    takes their share as they come: a QA campaign's last round stays open until its last example settles)."""
+    started, total = progress
+    return number < campaign.n_presence_rounds or started >= total
+
+
+def round_cap(campaign: Campaign, number: int, n_candidates: int, progress: tuple[int, int] | None = None) -> int:
+    """HITs people may have judged by the end of round ``number`` (cumulative): ``number / rounds`` of the budget
+    the campaign will have once every example has its presence HITs (the candidates so far scaled up by the
+    examples still to come; exact once all have them), never more than the share of the candidates so far; the
+    last round (and an extra one): all the budget."""
     rounds = campaign.n_presence_rounds
     budget = total_budget(campaign, n_candidates)
-    return budget if number >= rounds else (budget * number) // rounds
+    if number >= rounds:
+        return budget
+    started, total = progress if progress is not None else example_progress(campaign)
+    if not started:
+        return 0
+    expected = hit_budget(round(n_candidates * max(total, started) / started), campaign.human_presence_share)
+    return min(budget, (expected * number) // rounds)
 
 
 @transaction.atomic

@@ -112,6 +112,36 @@ def test_the_progress_page_shows_the_routing_rounds(page, tmp_path, researcher, 
     assert problems == []
 
 
+def test_the_leaderboard_ranks_a_budgeted_campaign_on_the_hybrid_scores(page, tmp_path, researcher, eager_celery):
+    """Human-only and hybrid rankings differ: the main table and the chart follow the hybrid scores; the human-only
+    figures sit below under their own heading, with the summaries and units each rests on."""
+    from contextlib import nullcontext
+
+    from annotation.selectors.hybrid import hybrid_scores
+    from tests.judges.test_hybrid_pages import _rankings_differ
+
+    campaign = _rankings_differ(tmp_path, researcher, lambda execute: nullcontext())
+    hybrid = hybrid_scores(campaign, n_boot=0)["systems"]
+    expected = sorted(hybrid, key=lambda name: -hybrid[name]["qapyramid"])
+    problems = _watch_console(page)
+    log_in(page, "rita", PASSWORD)
+    page.goto(f"/campaigns/{campaign.slug}/leaderboard/")
+    main = page.locator("#leaderboard tbody tr")
+    assert [main.nth(i).get_attribute("data-system") for i in range(main.count())] == expected
+    headers = [h.strip() for h in page.locator("#leaderboard th").all_inner_texts()]
+    assert headers[2] == "QAPyramid (human + judge)"
+    assert expected[0] == "good" and expected[-1] == "poor"  # on human labels alone poor leads (1.000, one summary)
+    chart_labels = [t.strip() for t in page.locator("#score-chart text[text-anchor=end]").all_text_contents()]
+    assert chart_labels == expected
+    heading = page.locator("h2", has_text="Human labels only (not a ranking)")
+    assert heading.is_visible()
+    # The secondary table comes after the ranking, and says what each figure rests on.
+    assert page.locator("#leaderboard").bounding_box()["y"] < page.locator("#human-only-scores").bounding_box()["y"]
+    poor = [c.strip() for c in page.locator("#human-only-scores tr[data-system=poor] td").all_inner_texts()]
+    assert poor[0] == "poor" and poor[1] == "1.000" and poor[-2:] == ["1", "4"]
+    assert problems == []
+
+
 def test_the_judges_page_draws_the_saved_curve_beside_random(page, tmp_path, researcher, settings, capsys):
     settings.MODELS_DIR = tmp_path / "models"
     folder = write_folder(tmp_path / "curve-data", n_examples=10)

@@ -203,14 +203,16 @@ def test_the_paper_protocol_is_the_default(tmp_path):
     assert "hybrid" not in campaign_scores(campaign, n_boot=0)
 
 
-def test_a_budgeted_qa_campaign_routes_presence_as_its_examples_settle(eager_celery):
+@pytest.mark.parametrize("n_rounds", [1, 2])
+def test_a_budgeted_qa_campaign_routes_presence_as_its_examples_settle(eager_celery, n_rounds):
     """QA pairs written and verified by the crowd: each example's presence HITs become candidates when its
-    predicates settle, and the rounds route the share of them that arrived."""
+    predicates settle, and the rounds route the share of them that arrived; the last round takes each example's
+    share as it comes and closes on the last (one round: one round, not "round 2 of 1")."""
     from django.core.management import call_command
 
     call_command("load_demo", password="demo-pass-123")
     campaign = Campaign.objects.get(slug="demo-news")
-    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=2)
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=n_rounds)
     campaign.refresh_from_db()
     launch_campaign(campaign)
     campaign.refresh_from_db()
@@ -221,11 +223,61 @@ def test_a_budgeted_qa_campaign_routes_presence_as_its_examples_settle(eager_cel
     budget = hit_budget(candidates.count(), 0.5)
     posted = HIT.objects.filter(batch=campaign.batch_id, task_type__slug="presence", kind="regular")
     assert posted.count() == budget == candidates.filter(hit__isnull=False).count()
-    assert all(r.state == "done" for r in PresenceRound.objects.filter(campaign=campaign))
-    assert PresenceRound.objects.filter(campaign=campaign).count() >= 2
+    rounds = PresenceRound.objects.filter(campaign=campaign).order_by("number")
+    assert [(r.number, r.state) for r in rounds] == [(k, "done") for k in range(1, n_rounds + 1)]
+    assert all(r.routed > 0 for r in rounds) and sum(r.routed for r in rounds) == budget
     hybrid = campaign_scores(campaign, n_boot=100)["hybrid"]
     assert hybrid["n_units"] == sum(len(c.units) for c in candidates)
     assert 0 < hybrid["human_units"] < hybrid["n_units"]
+
+
+def test_a_budgeted_qa_campaign_spends_its_budget_in_real_rounds_with_a_retrained_judge(eager_celery, monkeypatch, researcher):
+    """3 rounds in a QA campaign, whose presence HITs arrive as examples settle: no round closes empty at launch,
+    each routes HITs, the judge is retrained on the labels so far before each next round, and the progress page
+    shows each round's HITs, done counts and judge version."""
+    from django.core.management import call_command
+    from django.test import Client
+
+    from annotation.automation.judges import adapt
+
+    monkeypatch.setattr(adapt, "MIN_LABELS", 10)
+    call_command("load_demo", password="demo-pass-123")
+    campaign = Campaign.objects.get(slug="demo-news")
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=3, owner=researcher)
+    campaign.refresh_from_db()
+    launch_campaign(campaign)
+    # At launch no example is settled: no round yet (none opened and closed empty).
+    assert not PresenceRound.objects.filter(campaign=campaign).exists()
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    started = campaign.examples.filter(presence_started=True).count()
+    assert f"Round 1 opens when 2 of the 6 examples have their presence HITs ({started} so far)." in page
+    report = simulate_crowd(campaign, 8, seed=3, max_seconds=300)
+    assert report.campaign_state == "finished"
+    candidates = PresenceCandidate.objects.filter(campaign=campaign)
+    budget = hit_budget(candidates.count(), 0.5)
+    rounds = list(PresenceRound.objects.filter(campaign=campaign).order_by("number"))
+    assert [r.number for r in rounds] == [1, 2, 3]  # no "round 4 of 3"
+    assert all(r.state == "done" and r.routed > 0 for r in rounds)
+    assert sum(r.routed for r in rounds) == budget == candidates.filter(hit__isnull=False).count()
+    # Each round's HITs are the candidates it routed.
+    assert [candidates.filter(round=r.number).count() for r in rounds] == [r.routed for r in rounds]
+    # Round k opened once k/3 of the examples had their presence HITs: round 1 saw fewer candidates than round 3.
+    assert rounds[0].candidates < rounds[2].candidates == candidates.count()
+    # The judge learnt between rounds: each round's version differs from the one before, on more labels.
+    versions = [r.judge_version for r in rounds]
+    assert len(set(versions)) == 3 and "adapted" not in versions[0] and all("adapted" in v for v in versions[1:])
+    assert 0 == rounds[0].training_labels < rounds[1].training_labels < rounds[2].training_labels
+    page = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    import re
+
+    for r in rounds:
+        row = re.search(rf'<tr data-round="{r.number}">(.*?)</tr>', page, re.S).group(1)
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        # Round, state, HITs routed, done, labels learnt from, judge version.
+        assert [cells[0], cells[1], cells[2], cells[3], cells[5]] == [str(r.number), "done", str(r.routed), str(r.routed), r.judge_version]
+    assert "All rounds done." in page
 
 
 def test_a_system_added_after_presence_started_gets_only_its_share_routed(tmp_path, eager_celery, monkeypatch):

@@ -74,7 +74,7 @@ def test_progress_leaderboard_api_and_export_say_what_people_judged(tmp_path, re
     assert 'id="routing-rounds"' in progress and 'data-round="1"' in progress
     assert "16</strong> of a budget of 32 presence HITs" in progress and "out of 64" in progress
     board = client.get(f"/campaigns/{campaign.slug}/leaderboard/").content.decode()
-    assert 'id="hybrid-scores"' in board and "lexical-1/t0.7" in board
+    assert 'data-ranked-by="hybrid"' in board and "lexical-1/t0.7" in board
     for system in ("alpha", "beta", "gamma", "delta"):
         assert f'data-system="{system}"' in board
     api = client.get(f"/api/campaigns/{campaign.slug}/scores/?n_boot=50").json()
@@ -151,3 +151,93 @@ def test_judges_page_draws_the_saved_curve_beside_random(gold_campaign, research
     assert 'id="hybrid-curves"' in html and 'data-curve="demo-curve"' in html
     assert 'data-series="random HITs"' in html and 'data-series="least sure first (' in html
     assert html.count("<polyline") == 4  # Pearson and accuracy, routed and random
+
+
+def _rankings_differ(tmp_path, researcher, capture):
+    """A budgeted campaign without imported labels where people judged little: one "poor" summary, all its units
+    present, and one "good" summary, half its units present.  On human labels alone poor (1.000 from one summary)
+    beats good (0.500 from one summary); with the judge's labels of every other unit, good leads."""
+    from annotation.models import ContentUnit, GoldPresence, SystemSummary
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.scores import recompute_summary_scores
+    from tests.judges.conftest import write_scu_folder
+
+    campaign = import_campaign(name="Ranked", folder=write_scu_folder(tmp_path / "ranked")).campaign
+    GoldPresence.objects.filter(summary__system__campaign=campaign).delete()
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=1, gold_share=0.0, owner=researcher)
+    campaign.refresh_from_db()
+    with capture(execute=True):
+        launch_campaign(campaign)
+    for system, present in (("poor", [1, 1, 1, 1]), ("good", [1, 1, 0, 0])):
+        summary = SystemSummary.objects.get(system__campaign=campaign, system__name=system, example__external_id="ex0")
+        units = ContentUnit.objects.filter(example=summary.example).order_by("index")
+        GoldPresence.objects.bulk_create([
+            GoldPresence(unit=u, summary=summary, present=bool(p), n_judgments=3, n_present=3 * p, origin="majority")
+            for u, p in zip(units, present)
+        ])
+    recompute_summary_scores(campaign)
+    campaign.refresh_from_db()
+    return campaign
+
+
+def test_campaign_scores_rank_a_budgeted_campaign_on_the_hybrid_scores(tmp_path, researcher, django_capture_on_commit_callbacks, capsys):
+    from annotation.selectors.scores import campaign_scores
+
+    campaign = _rankings_differ(tmp_path, researcher, django_capture_on_commit_callbacks)
+    scores = campaign_scores(campaign, n_boot=50)
+    assert scores["ranked_by"] == "hybrid"
+    hybrid = scores["hybrid"]["systems"]
+    assert list(scores["systems"]) == sorted(hybrid, key=lambda name: -hybrid[name]["qapyramid"])
+    assert list(scores["systems"])[0] == "good" and list(scores["systems"])[-1] == "poor"
+    assert [s["rank"] for s in scores["systems"].values()] == [1, 2, 3]
+    assert all(scores["systems"][name]["qapyramid"] == hybrid[name]["qapyramid"] for name in hybrid)
+    # The human-only figures are there, apart, with what each rests on.
+    human = scores["human_only"]
+    assert human["poor"]["qapyramid"] == 1.0 and human["poor"]["n_summaries"] == 1 and human["poor"]["n_units"] == 4
+    assert human["good"]["qapyramid"] == 0.5 and human["good"]["n_summaries"] == 1 and human["good"]["n_units"] == 4
+    assert human["fair"]["qapyramid"] is None and human["fair"]["n_units"] == 0
+    call_command("campaign_scores", campaign=campaign.slug, format="table", bootstrap=20)
+    table = capsys.readouterr().out
+    ranking, human_part = table.split("Human labels only")
+    lines = [line.split() for line in ranking.splitlines() if line.split()[:1] in (["1"], ["2"], ["3"])]
+    assert [line[1] for line in lines] == list(scores["systems"])
+    assert "not a ranking" in human_part
+    poor_line = next(line.split() for line in human_part.splitlines() if line.startswith("poor"))
+    assert poor_line[1] == "1.000" and poor_line[-2:] == ["1", "4"]
+
+
+def test_leaderboard_page_and_api_rank_a_budgeted_campaign_on_the_hybrid_scores(tmp_path, researcher, django_capture_on_commit_callbacks):
+    import re
+
+    from annotation.selectors.hybrid import hybrid_scores
+
+    campaign = _rankings_differ(tmp_path, researcher, django_capture_on_commit_callbacks)
+    hybrid = hybrid_scores(campaign, n_boot=0)["systems"]
+    expected = sorted(hybrid, key=lambda name: -hybrid[name]["qapyramid"])
+    assert expected[0] == "good" and expected[-1] == "poor"
+    client = _owned(campaign, researcher)
+    page = client.get(f"/campaigns/{campaign.slug}/leaderboard/").content.decode()
+    main = re.search(r'<table class="grid" id="leaderboard" data-ranked-by="hybrid">(.*?)</table>', page, re.S).group(1)
+    rows = re.findall(r'<tr data-system="(\w+)"><td>(\d)</td><td>\w+</td>\s*<td class="num">([0-9.]+)</td>', main)
+    assert [(name, rank) for name, rank, _ in rows] == [(name, str(i + 1)) for i, name in enumerate(expected)]
+    assert [float(q) for _, _, q in rows] == [round(hybrid[name]["qapyramid"], 3) for name in expected]
+    # The chart draws the same ranking, bars at the hybrid scores.
+    chart = re.search(r'<svg id="score-chart" data-ranked-by="hybrid".*?</svg>', page, re.S).group(0)
+    labels = re.findall(r'text-anchor="end" font-size="14">(\w+)</text>', chart)
+    bars = [float(w) for w in re.findall(r'<rect x="220" y="6" width="([0-9.]+)"', chart)]
+    assert labels == expected and bars == [round(hybrid[name]["qapyramid"] * 640, 1) for name in expected]
+    # The human-only figures: a secondary table, labelled as such, with their coverage.
+    assert "Human labels only (not a ranking)" in page
+    secondary = re.search(r'<table class="grid" id="human-only-scores">(.*?)</table>', page, re.S).group(1)
+    poor = re.search(r'<tr data-system="poor">(.*?)</tr>', secondary, re.S).group(1)
+    assert "1.000" in poor and '<td class="num" data-field="summaries">1</td>' in poor and '<td class="num" data-field="units">4</td>' in poor
+
+    board = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/").json()
+    assert board["ranked_by"] == "hybrid"
+    assert [row["system"] for row in board["systems"]] == expected and [row["rank"] for row in board["systems"]] == [1, 2, 3]
+    assert all(row["qapyramid"] == pytest.approx(hybrid[row["system"]]["qapyramid"]) and row["score"] is None for row in board["systems"])
+    human = {row["system"]: row for row in board["human_only"]}
+    assert human["poor"]["score"]["qapyramid"] == 1.0 and human["poor"]["score"]["n_summaries"] == 1 and human["poor"]["n_units"] == 4
+    api_scores = client.get(f"/api/campaigns/{campaign.slug}/scores/?n_boot=20").json()
+    assert api_scores["ranked_by"] == "hybrid" and list(api_scores["systems"]) == expected
+    assert api_scores["human_only"]["poor"]["n_units"] == 4

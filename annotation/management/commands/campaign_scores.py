@@ -36,14 +36,38 @@ class Command(BaseCommand):
             self.stdout.write(f"Krippendorff's alpha (pooled): {alpha['pooled']:.3f}  95% CI [{alpha['ci95'][0]:.3f}, {alpha['ci95'][1]:.3f}]")
         else:
             self.stdout.write("Krippendorff's alpha: undefined (no unit with two judgments, or no disagreement possible)")
-        self.stdout.write(f"{'system':<32} {'QAPyramid':>9} {'95% CI':>15} {'nQAPyramid':>10} {'alpha':>6} {'n':>5}")
-        ranked = sorted(result["systems"].items(), key=lambda kv: -(kv[1]["qapyramid"] or -1))
-        for name, s in ranked:
-            ci = s["ci95"]
+        hybrid = result.get("hybrid")
+        if hybrid:
+            # Budgeted presence: the ranking is on the hybrid scores; the human-only figures follow, by name.
             self.stdout.write(
-                f"{name:<32} {_f(s['qapyramid']):>9} {('[' + _f(ci[0]) + ', ' + _f(ci[1]) + ']'):>15} "
-                f"{_f(s['nqapyramid']):>10} {_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
+                f"Ranking (budgeted presence, {hybrid['human_presence_share']:.0%} human share): human labels where people "
+                f"judged, judge {hybrid['judge_version'] or hybrid['judge']} elsewhere"
             )
+            self.stdout.write(f"{'#':>3} {'system':<32} {'QAPyramid':>9} {'95% CI':>15} {'human':>6} {'units':>6} {'alpha':>6} {'n':>5}")
+            for name, s in result["systems"].items():
+                human = "—" if s["human_share"] is None else f"{s['human_share']:.0%}"
+                self.stdout.write(
+                    f"{s['rank']:>3} {name:<32} {_f(s['qapyramid']):>9} {_ci(s['ci95']):>15} {human:>6} {s['n_units']:>6} "
+                    f"{_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
+                )
+            self.stdout.write("")
+            self.stdout.write(
+                "Human labels only (not a ranking: each figure rests on the summaries and units people judged, "
+                "a different part of each system)"
+            )
+            self.stdout.write(f"{'system':<36} {'QAPyramid':>9} {'95% CI':>15} {'nQAPyramid':>10} {'summaries':>9} {'units':>6}")
+            for name, s in result["human_only"].items():
+                self.stdout.write(
+                    f"{name:<36} {_f(s['qapyramid']):>9} {_ci(s['ci95']):>15} {_f(s['nqapyramid']):>10} "
+                    f"{s['n_summaries']:>9} {s['n_units']:>6}"
+                )
+        else:
+            self.stdout.write(f"{'#':>3} {'system':<32} {'QAPyramid':>9} {'95% CI':>15} {'nQAPyramid':>10} {'alpha':>6} {'n':>5}")
+            for name, s in result["systems"].items():
+                self.stdout.write(
+                    f"{s['rank']:>3} {name:<32} {_f(s['qapyramid']):>9} {_ci(s['ci95']):>15} "
+                    f"{_f(s['nqapyramid']):>10} {_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
+                )
         if options["per_summary"]:
             self.stdout.write("")
             self.stdout.write(f"{'example':<24} {'system':<24} {'QAPyramid':>9} {'p_r':>6} {'p_l':>6} {'nQAPyramid':>10} {'length':>6}")
@@ -52,20 +76,11 @@ class Command(BaseCommand):
                     f"{s['example'][:24]:<24} {s['system'][:24]:<24} {_f(s['qapyramid']):>9} {_f(s['p_r']):>6} {_f(s['p_l']):>6} "
                     f"{_f(s['nqapyramid']):>10} {'—' if s['length'] is None else s['length']:>6}"
                 )
-        hybrid = result.get("hybrid")
-        if hybrid:
-            self.stdout.write(
-                f"Budgeted presence ({hybrid['human_presence_share']:.0%} human share): human labels where people judged, "
-                f"judge {hybrid['judge_version'] or hybrid['judge']} elsewhere"
-            )
-            self.stdout.write(f"{'system':<32} {'QAPyramid':>9} {'95% CI':>15} {'human':>6} {'units':>6}")
-            for name, s in sorted(hybrid["systems"].items(), key=lambda kv: -(kv[1]["qapyramid"] or -1)):
-                ci = s["ci95"]
-                human = "—" if s["human_share"] is None else f"{s['human_share']:.0%}"
-                self.stdout.write(
-                    f"{name:<32} {_f(s['qapyramid']):>9} {('[' + _f(ci[0]) + ', ' + _f(ci[1]) + ']'):>15} {human:>6} {s['n_units']:>6}"
-                )
 
 
 def _f(x, digits=3):
     return "—" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(ci):
+    return "[" + _f(ci[0]) + ", " + _f(ci[1]) + "]"

@@ -357,11 +357,33 @@ class LeaderboardRowSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     system = serializers.CharField()
     system_id = serializers.IntegerField()
-    score = SystemScoreSerializer(allow_null=True)
+    qapyramid = serializers.FloatField(allow_null=True, help_text="The score the rank is by (see ranked_by).")
+    ci95 = serializers.ListField(child=serializers.FloatField(allow_null=True), help_text="Its 95% bootstrap interval over examples.")
+    human_share = serializers.FloatField(
+        allow_null=True, help_text="Budgeted presence: the share of the system's units people judged (null otherwise)."
+    )
+    score = SystemScoreSerializer(
+        allow_null=True, help_text="The gold scores (null under budgeted presence: they are in human_only, not this ranking)."
+    )
+
+
+class HumanOnlyRowSerializer(serializers.Serializer):
+    system = serializers.CharField()
+    system_id = serializers.IntegerField()
+    score = SystemScoreSerializer(allow_null=True, help_text="QAPyramid from human labels only; n_summaries: the summaries it rests on.")
+    n_units = serializers.IntegerField(help_text="The (unit, summary) human labels it rests on.")
 
 
 class LeaderboardSerializer(serializers.Serializer):
+    ranked_by = serializers.ChoiceField(
+        choices=["gold", "hybrid"],
+        help_text="gold: gold QAPyramid; hybrid (budgeted presence): human labels where people judged, the judge's elsewhere.",
+    )
     systems = LeaderboardRowSerializer(many=True)
+    human_only = HumanOnlyRowSerializer(
+        many=True, allow_null=True, required=False,
+        help_text="Budgeted presence only, by name, not a ranking: the scores from human labels alone and their coverage.",
+    )
     agreement = serializers.JSONField(help_text="Krippendorff's alpha pooled and per system, with 95% intervals.")
     verification = serializers.JSONField(help_text="Agreement of the two verifiers of each question.")
     hybrid = serializers.JSONField(

@@ -429,18 +429,32 @@ class CampaignViewSet(
     @extend_schema(responses={200: serializers.LeaderboardSerializer})
     @action(detail=True, methods=["get"])
     def leaderboard(self, request, slug=None):
-        """Systems ranked by gold QAPyramid (stale intervals are recomputed first), with agreement."""
+        """Systems ranked by gold QAPyramid, or under budgeted presence by the hybrid scores (``ranked_by``; stale
+        intervals are recomputed first), with agreement; a budgeted campaign's human-only figures in ``human_only``."""
         campaign = self.get_object()
         scores.refresh_stale_intervals(campaign)
         board = leaderboard(campaign)
+        hybrid = board["ranked_by"] == "hybrid"
         rows = [
-            {"rank": i + 1, "system": row["system"].name, "system_id": row["system"].pk, "score": row["score"]}
+            {
+                "rank": i + 1, "system": row["system"].name, "system_id": row["system"].pk,
+                "qapyramid": row["figure"]["qapyramid"], "ci95": row["figure"]["ci95"],
+                "human_share": row["figure"].get("human_share"),
+                # Under budgeted presence the human-only figures are not this ranking's: they are in human_only.
+                "score": None if hybrid else row["score"],
+            }
             for i, row in enumerate(board["rows"])
         ]
+        human_only = None
+        if hybrid:
+            human_only = [
+                {"system": row["system"].name, "system_id": row["system"].pk, "score": row["score"], "n_units": row["n_units"]}
+                for row in board["human_only"]
+            ]
         return Response(
             serializers.LeaderboardSerializer(
-                {"systems": rows, "agreement": board["agreement"], "verification": board["verification"],
-                 "hybrid": board.get("hybrid")}
+                {"ranked_by": board["ranked_by"], "systems": rows, "human_only": human_only, "agreement": board["agreement"],
+                 "verification": board["verification"], "hybrid": board.get("hybrid")}
             ).data
         )
 
