@@ -9,6 +9,7 @@ from annotation.web.views import judges as judge_views
 from annotation.web.views import payouts as payout_views
 from annotation.web.views import review as review_views
 from annotation.web.views import setup as campaign_views
+from annotation.web.views import worker_status as worker_status_views
 
 urlpatterns = [
     # Researcher pages of issue 8 (creating, setting up and growing campaigns; long jobs). Fixed paths
@@ -51,5 +52,9 @@ urlpatterns = [
     path("<slug:slug>/judges/", judge_views.campaign_judges, name="campaign-judges"),
     path("<slug:slug>/qualifications/", views.campaign_qualifications, name="campaign-qualifications"),
     path("<slug:slug>/workers/action/", views.campaign_worker_action, name="campaign-worker-action"),
+    path("<slug:slug>/workers/status/", worker_status_views.campaign_worker_status, name="campaign-worker-status"),
+    path(
+        "<slug:slug>/workers/status/data/", worker_status_views.campaign_worker_status_data, name="campaign-worker-status-data"
+    ),
     path("<slug:slug>/invitations/", invitation_views.campaign_invitations, name="campaign-invitations"),
 ]

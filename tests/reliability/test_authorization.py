@@ -68,6 +68,8 @@ MATRIX = {
     "campaign-review-assignment": ("POST", {"slug": "matrix", "pk": "ASSIGNMENT"}, [LOGIN, 404, 404, 404, 302, 302]),
     "campaign-review-bulk": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # no action chosen: back
     "campaign-payouts": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-worker-status": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-worker-status-data": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-correct-pair": ("POST", {"slug": "matrix", "pk": "UNIT"}, [LOGIN, 404, 404, 404, 302, 302]),
     # REST API (issue 8). Anonymous callers get 401 (they can authenticate with a token), crowd workers 403,
     # a researcher of another campaign 404. Roles run in order on one launched campaign: the owner's

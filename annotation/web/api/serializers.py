@@ -52,6 +52,7 @@ SETTINGS_FIELDS = [
     "gold_share",
     "tie_rule",
     "length_penalty_alpha",
+    "hourly_pay_floor",
 ]
 
 
