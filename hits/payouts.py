@@ -119,4 +119,28 @@ def totals(rows: list[Payout]) -> Totals:
     return t
 
 
-__all__ = ["Payout", "Totals", "payouts", "totals"]
+def payment_records(batch: Batch) -> list[dict]:
+    """The audit trail of money marked paid by hand (``hits.payments.mark_paid``), newest first: per marking
+    and worker, when, by whom, the amount, how many ledger entries and the note."""
+    rows = (
+        LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PAID, settled_at__isnull=False)
+        .exclude(kind=LedgerEntry.Kind.FEE)
+        .values("settled_at", "settled_by__username", "worker__external_id", "settlement_note")
+        .annotate(amount=Sum("amount"), entries=Count("pk"))
+        .order_by("-settled_at", "worker__external_id")
+    )
+    return [
+        {
+            "when": row["settled_at"], "by": row["settled_by__username"], "worker": row["worker__external_id"],
+            "note": row["settlement_note"], "amount": _money(row["amount"]), "entries": row["entries"],
+        }
+        for row in rows
+    ]
+
+
+def last_entry_id(batch: Batch) -> int:
+    """The newest ledger entry of the batch (0 when none): what a payout page was drawn from."""
+    return LedgerEntry.objects.filter(batch=batch).order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+__all__ = ["Payout", "Totals", "last_entry_id", "payment_records", "payouts", "totals"]

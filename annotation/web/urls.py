@@ -37,6 +37,7 @@ urlpatterns = [
     path("<slug:slug>/agreement/", agreement_views.campaign_agreement, name="campaign-agreement"),
     path("<slug:slug>/review/", review_views.campaign_review, name="campaign-review"),
     path("<slug:slug>/payouts/", payout_views.campaign_payouts, name="campaign-payouts"),
+    path("<slug:slug>/payouts/mark-paid/", payout_views.campaign_payouts_mark_paid, name="campaign-payouts-mark-paid"),
     path("<slug:slug>/review/<int:pk>/", review_views.campaign_review_example, name="campaign-review-example"),
     path("<slug:slug>/review/bulk/", review_views.review_bulk, name="campaign-review-bulk"),
     path(

@@ -211,6 +211,7 @@ def _html_endpoints(w):
         ("owner", f"/campaigns/{r}/systems/add/", ["action", "judge", "systems", "summaries"]),
         ("owner", f"/campaigns/{r}/judges/", ["judge", "generate_qas"]),
         ("owner", f"/campaigns/{r}/export/", ["pseudonymise"]),
+        ("owner", f"/campaigns/{r}/payouts/mark-paid/", ["only", "worker", "all", "upto", "note"]),
     ]
 
 
