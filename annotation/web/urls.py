@@ -7,6 +7,7 @@ from annotation.web.views import jobs as job_views
 from annotation.web.views import invitations as invitation_views
 from annotation.web.views import judges as judge_views
 from annotation.web.views import payouts as payout_views
+from annotation.web.views import qualifications as qualification_views
 from annotation.web.views import review as review_views
 from annotation.web.views import setup as campaign_views
 from annotation.web.views import worker_status as worker_status_views
@@ -52,6 +53,16 @@ urlpatterns = [
     path("<slug:slug>/leaderboard/summaries/", views.campaign_leaderboard_summaries, name="campaign-leaderboard-summaries"),
     path("<slug:slug>/judges/", judge_views.campaign_judges, name="campaign-judges"),
     path("<slug:slug>/qualifications/", views.campaign_qualifications, name="campaign-qualifications"),
+    path(
+        "<slug:slug>/qualifications/items/new/<slug:section>/",
+        qualification_views.qualification_item_new,
+        name="campaign-qualification-item-new",
+    ),
+    path(
+        "<slug:slug>/qualifications/items/<int:pk>/",
+        qualification_views.qualification_item_edit,
+        name="campaign-qualification-item-edit",
+    ),
     path("<slug:slug>/workers/action/", views.campaign_worker_action, name="campaign-worker-action"),
     path("<slug:slug>/workers/status/", worker_status_views.campaign_worker_status, name="campaign-worker-status"),
     path(
