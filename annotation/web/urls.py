@@ -54,7 +54,7 @@ urlpatterns = [
     path("<slug:slug>/judges/", judge_views.campaign_judges, name="campaign-judges"),
     path("<slug:slug>/qualifications/", views.campaign_qualifications, name="campaign-qualifications"),
     path(
-        "<slug:slug>/qualifications/items/new/<slug:section>/",
+        "<slug:slug>/qualifications/items/new/",
         qualification_views.qualification_item_new,
         name="campaign-qualification-item-new",
     ),

@@ -68,7 +68,7 @@ MATRIX = {
     "campaign-review-assignment": ("POST", {"slug": "matrix", "pk": "ASSIGNMENT"}, [LOGIN, 404, 404, 404, 302, 302]),
     "campaign-review-bulk": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # no action chosen: back
     "campaign-payouts": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
-    "campaign-qualification-item-new": ("GET", {"slug": "matrix", "section": "generation"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-qualification-item-new": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-qualification-item-edit": ("GET", {"slug": "matrix", "pk": "GOLD_ITEM"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-payouts-mark-paid": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # nobody ticked: back
     "campaign-worker-status": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),

@@ -19,7 +19,7 @@ DEMO = json.loads((Path(__file__).resolve().parents[2] / "annotation/demo/qualif
 
 
 def _new(client, campaign, section, data):
-    return client.post(reverse("campaign-qualification-item-new", args=[campaign.slug, section]), data)
+    return client.post(reverse("campaign-qualification-item-new", args=[campaign.slug]) + f"?kind={section}", data)
 
 
 def _items(campaign):
@@ -34,8 +34,9 @@ def _form_data(response) -> dict:
 
 def test_a_generation_item_made_in_the_browser_equals_the_imported_one(client_rita, draft):
     page = client_rita.get(reverse("campaign-qualifications", args=[draft.slug])).content.decode()
-    assert reverse("campaign-qualification-item-new", args=[draft.slug, "generation"]) in page
-    assert client_rita.get(reverse("campaign-qualification-item-new", args=[draft.slug, "generation"])).status_code == 200
+    new = reverse("campaign-qualification-item-new", args=[draft.slug])
+    assert f"{new}?kind=generation" in page and f"{new}?kind=presence_gold" in page
+    assert client_rita.get(f"{new}?kind=generation").status_code == 200
     response = _new(client_rita, draft, "generation", {
         "sentence": "The mayor opened the new library on Monday.", "predicate": "opened",
         "arguments": "The mayor\nthe new library | new library\non Monday",
@@ -96,7 +97,7 @@ def test_a_gold_item_pays_like_presence_and_a_missing_sentence_is_a_field_error(
     missing = _new(client_rita, draft, "generation", {"sentence": "", "predicate": "opened", "arguments": "The mayor"})
     assert missing.status_code == 400 and "This field is required." in missing.content.decode()
     assert 'value="opened"' in missing.content.decode()
-    assert client_rita.get(reverse("campaign-qualification-item-new", args=[draft.slug, "nonsense"])).status_code == 404
+    assert client_rita.get(reverse("campaign-qualification-item-new", args=[draft.slug]) + "?kind=nonsense").status_code == 404
 
 
 def test_every_demo_item_survives_a_round_trip_and_can_be_changed(client_rita, draft):
@@ -148,4 +149,4 @@ def test_only_the_campaigns_researchers_edit_its_tests(draft, django_user_model)
     client = Client()
     client.force_login(olga)
     assert client.get(reverse("campaign-qualification-item-edit", args=[draft.slug, hit.pk])).status_code == 404
-    assert client.post(reverse("campaign-qualification-item-new", args=[draft.slug, "generation"]), {}).status_code == 404
+    assert client.post(reverse("campaign-qualification-item-new", args=[draft.slug]), {}).status_code == 404

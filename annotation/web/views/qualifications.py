@@ -21,7 +21,9 @@ from annotation.web.views.setup import managed_campaign
 
 
 @login_required
-def qualification_item_new(request, slug, section):
+def qualification_item_new(request, slug):
+    """A new item of the section named by ``?kind=`` (generation by default)."""
+    section = request.GET.get("kind") or "generation"
     if section not in SECTIONS:
         raise Http404("No such kind of qualification item")
     return _item_page(request, managed_campaign(request, slug), section, None)
