@@ -24,8 +24,7 @@ from django.utils import timezone
 
 from hits.models import Assignment, Batch, LedgerEntry, Worker
 from hits.mturk.fees import CENT
-
-ZERO = Decimal("0.00")
+from hits.payouts import ZERO, cents
 
 
 @dataclass
@@ -45,11 +44,6 @@ class WorkerActivity:
         if not self.seconds_worked:
             return None
         return (self.earned * 3600 / Decimal(self.seconds_worked)).quantize(CENT)
-
-
-def _money(value) -> Decimal:
-    # SQLite sums decimals as floats: back to cents.
-    return Decimal(str(value or 0)).quantize(CENT)
 
 
 def worker_activity(batch: Batch, now=None) -> list[WorkerActivity]:
@@ -88,7 +82,7 @@ def worker_activity(batch: Batch, now=None) -> list[WorkerActivity]:
             done=row["done"],
             median_seconds=statistics.median(times[row["worker_id"]]) if row["worker_id"] in times else None,
             seconds_worked=row["seconds"] or 0,
-            earned=_money(ledger.get(row["worker_id"])) + _money(row["awaiting"]),
+            earned=cents(ledger.get(row["worker_id"])) + cents(row["awaiting"]),
         )
         for row in rows
     ]
