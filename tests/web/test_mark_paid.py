@@ -150,3 +150,23 @@ def test_two_researchers_marking_at_once_pay_each_entry_once(draft, rita, django
     assert not errors, errors[:3]
     assert sum(r.amount for r in results) == owed
     assert sum(r.entries for r in results) == LedgerEntry.objects.filter(batch=batch).count() == 3
+
+
+def test_the_api_marks_paid_and_shows_the_worker_status(draft, rita, django_user_model):
+    from rest_framework.test import APIClient
+
+    hits, _, ann, bob = _owed_work(draft, rita, django_user_model)
+    api = APIClient()
+    api.force_authenticate(rita)
+    url = f"/api/campaigns/{draft.slug}/mark-paid/"
+    assert api.post(url, {"workers": "ann"}, format="json").status_code == 400  # a list of external ids
+    done = api.post(url, {"workers": ["ann"], "note": "PayPal 7Q2"}, format="json").json()
+    assert done == {"entries": 2, "amount": str(hits[0].reward + Decimal("1.00")), "workers": ["ann"]}
+    assert api.post(url, {"workers": ["ann"]}, format="json").json()["entries"] == 0  # never twice
+    assert set(LedgerEntry.objects.filter(worker=ann).values_list("settled_by__username", "settlement_note")) == {("rita", "PayPal 7Q2")}
+    status = api.get(f"/api/campaigns/{draft.slug}/worker-status/").json()
+    assert status["floor"] == "12.00" and {w["worker"] for w in status["workers"]} == {"ann", "bob"}
+    Batch.objects.filter(pk=Batch.objects.get(campaign=draft).pk).update(backend=Batch.Backend.MTURK_SANDBOX)
+    refused = api.post(url, {}, format="json")
+    assert refused.status_code == 409 and "MTurk pays" in refused.json()["detail"]
+    assert LedgerEntry.objects.get(worker=bob).state == "owed"
