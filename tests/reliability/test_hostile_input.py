@@ -246,6 +246,7 @@ def _api_endpoints(w):
         ("owner", "post", f"/api/campaigns/{r}/autoscore/"),
         ("owner", "post", f"/api/campaigns/{r}/assignments/{w['done']}/bonus/"),
         ("owner", "post", f"/api/campaigns/{r}/assignments/{w['done']}/reject/"),
+        ("owner", "post", f"/api/campaigns/{r}/mark-paid/"),
     ]
 
 
