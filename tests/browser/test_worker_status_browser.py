@@ -26,6 +26,8 @@ def test_the_status_page_updates_itself(page, tmp_path, django_user_model):
     campaign = import_campaign(name="Live", owner=rita, references=tmp_path / "r.jsonl", summaries=tmp_path / "s.jsonl").campaign
     launch_campaign(campaign)
 
+    refused = []
+    page.on("console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None)
     log_in(page, "rita", PASSWORD)
     page.goto(f"/campaigns/{campaign.slug}/workers/status/")
     assert page.locator("#no-workers").is_visible()
@@ -53,3 +55,4 @@ def test_the_status_page_updates_itself(page, tmp_path, django_user_model):
     assert "below-floor" in (row.get_attribute("class") or "")
     assert row.locator("[data-field=active]").inner_text() == "0"
     assert page.evaluate("window.statusMark") == "same page"
+    assert not refused, refused  # the polling script and its fetches pass the Content-Security-Policy
