@@ -416,6 +416,12 @@ class LedgerEntry(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     settled_at = models.DateTimeField(null=True, blank=True)
+    # Who marked a local worker's money paid (outside the platform), and their note (e.g. a transfer's
+    # reference); MTurk's payments are settled by the sync and carry neither.
+    settled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    settlement_note = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["pk"]

@@ -17,6 +17,7 @@ Amounts:  reward entry = the HIT's reward (as published on MTurk);
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
@@ -203,4 +204,55 @@ def pay_bonus(assignment: Assignment, amount: Decimal, reason: str, by=None) -> 
     return entry
 
 
-__all__ = ["BudgetExceeded", "PaymentError", "approve_assignment", "pay_bonus", "reject_assignment"]
+MTURK_PAYS_ITSELF = (
+    "MTurk pays this campaign's workers itself (the ledger is marked paid when MTurk confirms each payment): "
+    "only local workers' payouts are marked paid by hand"
+)
+
+
+@dataclass
+class MarkedPaid:
+    """What ``mark_paid`` changed: ledger entries now paid, their sum, and the workers they belong to."""
+
+    entries: int = 0
+    amount: Decimal = Decimal("0.00")
+    workers: list = field(default_factory=list)
+
+
+def mark_paid(batch: Batch, by, *, workers=None, upto: int | None = None, note: str = "") -> MarkedPaid:
+    """Record that local workers were paid outside the platform: their owed rewards and bonuses become paid.
+
+    ``workers``: only these workers (ids); ``upto``: only ledger entries up to this id, the last one the
+    researcher saw, so money owed since (work approved after the page was drawn) is not marked paid
+    unseen.  Each entry keeps who marked it (``settled_by``), when (``settled_at``) and ``note``: the
+    audit trail.  Entries already paid are left alone, so marking twice (a double click, two
+    researchers at once: the rows are locked) pays nothing twice.  MTurk batches are refused.
+    """
+    if batch.on_mturk:
+        raise PaymentError(MTURK_PAYS_ITSELF)
+    with transaction.atomic():
+        owed = (
+            LedgerEntry.objects.select_for_update()
+            .filter(batch=batch, state=LedgerEntry.State.OWED)
+            .exclude(kind=LedgerEntry.Kind.FEE)
+        )
+        if workers is not None:
+            owed = owed.filter(worker_id__in=list(workers))
+        if upto is not None:
+            owed = owed.filter(pk__lte=upto)
+        entries = list(owed.order_by("pk"))
+        if not entries:
+            return MarkedPaid()
+        LedgerEntry.objects.filter(pk__in=[e.pk for e in entries], state=LedgerEntry.State.OWED).update(
+            state=LedgerEntry.State.PAID, settled_at=timezone.now(), settled_by=by, settlement_note=(note or "").strip()[:200]
+        )
+    return MarkedPaid(
+        entries=len(entries),
+        amount=sum((e.amount for e in entries), Decimal("0.00")),
+        workers=sorted({e.worker_id for e in entries}),
+    )
+
+
+__all__ = [
+    "BudgetExceeded", "MarkedPaid", "PaymentError", "approve_assignment", "mark_paid", "pay_bonus", "reject_assignment",
+]

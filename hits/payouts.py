@@ -24,7 +24,8 @@ from hits.mturk.fees import CENT
 ZERO = Decimal("0.00")
 
 
-def _money(value) -> Decimal:
+def cents(value) -> Decimal:
+    """A sum from the database as dollars and cents."""
     # SQLite sums decimals as floats: back to cents.
     return Decimal(str(value or 0)).quantize(CENT)
 
@@ -100,11 +101,11 @@ def payouts(batch: Batch | None = None, worker: Worker | None = None) -> list[Pa
     for c in counted:
         r = row(c["worker_id"], c["hit__batch_id"])
         r.approved, r.awaiting_review, r.rejected = c["approved"], c["awaiting"], c["rejected"]
-        r.awaiting_amount = _money(c["awaiting_amount"])
+        r.awaiting_amount = cents(c["awaiting_amount"])
     for m in money:
         r = row(m["worker_id"], m["batch_id"])
-        r.rewards, r.bonuses = _money(m["rewards"]), _money(m["bonuses"])
-        r.owed, r.paid, r.fees = _money(m["owed"]), _money(m["paid"]), _money(m["fees"])
+        r.rewards, r.bonuses = cents(m["rewards"]), cents(m["bonuses"])
+        r.owed, r.paid, r.fees = cents(m["owed"]), cents(m["paid"]), cents(m["fees"])
     for entry in entries.filter(kind=LedgerEntry.Kind.BONUS).order_by("pk"):
         rows[(entry.batch_id, entry.worker_id)].bonus_items.append(entry)
     return sorted(rows.values(), key=lambda r: (r.batch.name, r.batch.pk, r.worker.external_id))
@@ -119,4 +120,28 @@ def totals(rows: list[Payout]) -> Totals:
     return t
 
 
-__all__ = ["Payout", "Totals", "payouts", "totals"]
+def payment_records(batch: Batch) -> list[dict]:
+    """The audit trail of money marked paid by hand (``hits.payments.mark_paid``), newest first: per marking
+    and worker, when, by whom, the amount, how many ledger entries and the note."""
+    rows = (
+        LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PAID, settled_at__isnull=False)
+        .exclude(kind=LedgerEntry.Kind.FEE)
+        .values("settled_at", "settled_by__username", "worker__external_id", "settlement_note")
+        .annotate(amount=Sum("amount"), entries=Count("pk"))
+        .order_by("-settled_at", "worker__external_id")
+    )
+    return [
+        {
+            "when": row["settled_at"], "by": row["settled_by__username"], "worker": row["worker__external_id"],
+            "note": row["settlement_note"], "amount": cents(row["amount"]), "entries": row["entries"],
+        }
+        for row in rows
+    ]
+
+
+def last_entry_id(batch: Batch) -> int:
+    """The newest ledger entry of the batch (0 when none): what a payout page was drawn from."""
+    return LedgerEntry.objects.filter(batch=batch).order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+__all__ = ["Payout", "Totals", "cents", "last_entry_id", "payment_records", "payouts", "totals"]

@@ -95,6 +95,12 @@ class Campaign(models.Model):
     reward_generation = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.32"), validators=REWARD_BOUNDS)
     reward_verification = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.17"), validators=REWARD_BOUNDS)
     reward_presence = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0.20"), validators=REWARD_BOUNDS)
+    # Not in the paper: the least a worker should earn per hour of work (USD; 0 = no floor).  The worker
+    # status page warns about every worker whose effective hourly pay is below it.
+    hourly_pay_floor = models.DecimalField(
+        max_digits=6, decimal_places=2, default=Decimal("12.00"), validators=[MinValueValidator(Decimal("0.00")), MaxValueValidator(Decimal("500.00"))],
+        help_text="Effective hourly pay (earned / time worked) below which a worker is flagged on the worker status page.",
+    )
     # Generation rules.
     max_questions_per_predicate = models.PositiveSmallIntegerField(
         default=5, validators=[MinValueValidator(1), MaxValueValidator(PROTOCOL_MAX_QUESTIONS)]

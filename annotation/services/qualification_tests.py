@@ -239,27 +239,37 @@ def _check_shape(definition: dict) -> None:
                 raise QualificationDefinitionError(f"{section} item {i}: 'reference' must be a string")
 
 
+SECTIONS = ("generation", "verification", "presence", "presence_gold")
+
+
 def build_qualification_hits(campaign: Campaign, definition: dict) -> list[HIT]:
     """Turn a qualification definition (see README) into unsaved HITs; raises on any invalid item."""
     if not isinstance(definition, dict):
         raise QualificationDefinitionError("the definition must be a JSON object with generation/verification/presence lists")
-    unknown = set(definition) - {"generation", "verification", "presence", "presence_gold"}
+    unknown = set(definition) - set(SECTIONS)
     if unknown:
         raise QualificationDefinitionError(f"unknown section(s): {', '.join(sorted(unknown))}")
     _check_shape(definition)
-    hits: list[HIT] = []
+    return [
+        build_item_hit(campaign, section, item, f"{section} item {i}")
+        for section in SECTIONS
+        for i, item in enumerate(definition.get(section, []), start=1)
+    ]
+
+
+def build_item_hit(campaign: Campaign, section: str, item: dict, where: str) -> HIT:
+    """One item of a definition's ``section`` as an unsaved HIT, with every check of the file import;
+    ``where`` starts each error message (e.g. "generation item 2")."""
     common = dict(max_assignments=32767, reward=0)
-    for i, item in enumerate(definition.get("generation", []), start=1):
-        where = f"generation item {i}"
+    if section == "generation":
         sentence = _text(item, "sentence", where)
         start, end = _span(sentence, item.get("predicate"), where)
         arguments = item.get("arguments")
         if not isinstance(arguments, list) or not arguments:
             raise QualificationDefinitionError(f"{where}: 'arguments' must list the key answers of each argument")
         key = [_require_substrings(a, sentence, f"{where}, argument {j}") for j, a in enumerate(arguments, start=1)]
-        hits.append(HIT(task_type=task_type(GENERATION), kind=HIT.Kind.QUALIFICATION, payload={"inline": {"sentence": sentence, "start": start, "end": end}}, answer_key={"arguments": key}, **common))
-    for i, item in enumerate(definition.get("verification", []), start=1):
-        where = f"verification item {i}"
+        return HIT(task_type=task_type(GENERATION), kind=HIT.Kind.QUALIFICATION, payload={"inline": {"sentence": sentence, "start": start, "end": end}}, answer_key={"arguments": key}, **common)
+    if section == "verification":
         sentence = _text(item, "sentence", where)
         start, end = _span(sentence, item.get("predicate"), where)
         questions, verdicts = [], {}
@@ -274,36 +284,49 @@ def build_qualification_hits(campaign: Campaign, definition: dict) -> list[HIT]:
             verdicts[f"k{j}"] = {"valid": q["valid"], "answers": key_answers}
         if not questions:
             raise QualificationDefinitionError(f"{where}: 'questions' must not be empty")
-        hits.append(HIT(task_type=task_type(VERIFICATION), kind=HIT.Kind.QUALIFICATION, payload={"inline": {"sentence": sentence, "start": start, "end": end, "questions": questions}, "pass_above": campaign.verifier_agreement_threshold}, answer_key={"verdicts": verdicts}, **common))
-    for section, kind in (("presence", HIT.Kind.QUALIFICATION), ("presence_gold", HIT.Kind.GOLD)):
-        for i, item in enumerate(definition.get(section, []), start=1):
-            where = f"{section} item {i}"
-            candidate = _text(item, "candidate", where)
-            reference = item.get("reference", "")
-            inline = {"candidate": candidate, "reference": reference, "pairs": []}
-            if item.get("predicate"):
-                start, end = _span(reference, item["predicate"], where)
-                inline["predicate"] = {"start": start, "end": end}
-            labels = {}
-            for j, pair in enumerate(item.get("pairs") or [], start=1):
-                pwhere = f"{where}, pair {j}"
-                if not isinstance(pair.get("present"), bool):
-                    raise QualificationDefinitionError(f"{pwhere}: 'present' must be true or false")
-                if pair.get("question"):
-                    entry = {"id": f"g{j}", "question": _text(pair, "question", pwhere), "answer": _text(pair, "answer", pwhere)}
-                else:
-                    entry = {"id": f"g{j}", "text": _text(pair, "text", pwhere)}
-                inline["pairs"].append(entry)
-                labels[f"g{j}"] = pair["present"]
-            if not labels:
-                raise QualificationDefinitionError(f"{where}: 'pairs' must not be empty")
-            payload = {"inline": inline}
-            if kind == HIT.Kind.QUALIFICATION:
-                payload["pass_above"] = campaign.presence_accuracy_threshold
-            # Gold items pay what the presence HITs they hide among pay: a $0.00 reward would give them away.
-            fields = {**common, "reward": campaign.reward_presence} if kind == HIT.Kind.GOLD else common
-            hits.append(HIT(task_type=task_type(PRESENCE), kind=kind, payload=payload, answer_key={"labels": labels}, **fields))
-    return hits
+        return HIT(task_type=task_type(VERIFICATION), kind=HIT.Kind.QUALIFICATION, payload={"inline": {"sentence": sentence, "start": start, "end": end, "questions": questions}, "pass_above": campaign.verifier_agreement_threshold}, answer_key={"verdicts": verdicts}, **common)
+    if section not in ("presence", "presence_gold"):
+        raise QualificationDefinitionError(f"unknown section: {section}")
+    kind = HIT.Kind.GOLD if section == "presence_gold" else HIT.Kind.QUALIFICATION
+    candidate = _text(item, "candidate", where)
+    reference = item.get("reference", "")
+    inline = {"candidate": candidate, "reference": reference, "pairs": []}
+    if item.get("predicate"):
+        start, end = _span(reference, item["predicate"], where)
+        inline["predicate"] = {"start": start, "end": end}
+    labels = {}
+    for j, pair in enumerate(item.get("pairs") or [], start=1):
+        pwhere = f"{where}, pair {j}"
+        if not isinstance(pair.get("present"), bool):
+            raise QualificationDefinitionError(f"{pwhere}: 'present' must be true or false")
+        if pair.get("question"):
+            entry = {"id": f"g{j}", "question": _text(pair, "question", pwhere), "answer": _text(pair, "answer", pwhere)}
+        else:
+            entry = {"id": f"g{j}", "text": _text(pair, "text", pwhere)}
+        inline["pairs"].append(entry)
+        labels[f"g{j}"] = pair["present"]
+    if not labels:
+        raise QualificationDefinitionError(f"{where}: 'pairs' must not be empty")
+    payload = {"inline": inline}
+    if kind == HIT.Kind.QUALIFICATION:
+        payload["pass_above"] = campaign.presence_accuracy_threshold
+    # Gold items pay what the presence HITs they hide among pay: a $0.00 reward would give them away.
+    fields = {**common, "reward": campaign.reward_presence} if kind == HIT.Kind.GOLD else common
+    return HIT(task_type=task_type(PRESENCE), kind=kind, payload=payload, answer_key={"labels": labels}, **fields)
+
+
+def _require_tests(campaign: Campaign, batch: Batch, hits: list[HIT]) -> None:
+    """The task types the ``hits`` test now require qualification, with the campaign's retake rules."""
+    tested = {h.task_type_id for h in hits if h.kind == HIT.Kind.QUALIFICATION}
+    batch.qualification_cooldown_hours = campaign.qualification_cooldown_hours
+    batch.qualification_max_attempts = campaign.qualification_max_attempts
+    batch.save(update_fields=["qualification_cooldown_hours", "qualification_max_attempts"])
+    # MTurk checks one qualification type per task type before our page is shown (hits.mturk.publishing).
+    TaskType.objects.filter(pk__in=tested).update(
+        requires_qualification=True,
+        qualification_cooldown_hours=campaign.qualification_cooldown_hours,
+        qualification_max_attempts=campaign.qualification_max_attempts,
+    )
 
 
 @transaction.atomic
@@ -324,17 +347,79 @@ def define_qualifications(campaign: Campaign, definition: dict) -> dict[str, int
     for hit in hits:
         key = f"{hit.task_type.slug}{'_gold' if hit.kind == HIT.Kind.GOLD else ''}"
         counts[key] = counts.get(key, 0) + 1
-    tested = {h.task_type_id for h in hits if h.kind == HIT.Kind.QUALIFICATION}
-    batch.qualification_cooldown_hours = campaign.qualification_cooldown_hours
-    batch.qualification_max_attempts = campaign.qualification_max_attempts
-    batch.save(update_fields=["qualification_cooldown_hours", "qualification_max_attempts"])
-    # MTurk checks one qualification type per task type before our page is shown (hits.mturk.publishing).
-    TaskType.objects.filter(pk__in=tested).update(
-        requires_qualification=True,
-        qualification_cooldown_hours=campaign.qualification_cooldown_hours,
-        qualification_max_attempts=campaign.qualification_max_attempts,
-    )
+    _require_tests(campaign, batch, hits)
     return counts
+
+
+# --- one item at a time (the qualification tests page's forms) ----------------------------------------
+
+
+def section_of(hit: HIT) -> str:
+    """The definition section a qualification or gold HIT belongs to."""
+    return "presence_gold" if hit.kind == HIT.Kind.GOLD else hit.task_type.slug
+
+
+def item_definition(hit: HIT) -> dict:
+    """The definition item a qualification or gold HIT was built from (the inverse of ``build_item_hit``)."""
+    inline, key = hit.payload.get("inline", {}), hit.answer_key or {}
+    section = section_of(hit)
+    if section == "generation":
+        return {"sentence": inline["sentence"], "predicate": {"start": inline["start"], "end": inline["end"]},
+                "arguments": key.get("arguments", [])}
+    if section == "verification":
+        verdicts = key.get("verdicts", {})
+        questions = []
+        for q in inline.get("questions", []):
+            verdict = verdicts.get(q["id"], {})
+            entry = {"question": q["question"], "answers": q["answers"], "valid": bool(verdict.get("valid"))}
+            if verdict.get("valid") and verdict.get("answers") != q["answers"]:
+                entry["key_answers"] = verdict.get("answers", [])
+            questions.append(entry)
+        return {"sentence": inline["sentence"], "predicate": {"start": inline["start"], "end": inline["end"]}, "questions": questions}
+    labels = key.get("labels", {})
+    item = {"candidate": inline["candidate"], "reference": inline.get("reference", ""), "pairs": []}
+    if inline.get("predicate"):
+        item["predicate"] = dict(inline["predicate"])
+    for pair in inline.get("pairs", []):
+        entry = {k: v for k, v in pair.items() if k != "id"}
+        entry["present"] = bool(labels.get(pair["id"]))
+        item["pairs"].append(entry)
+    return item
+
+
+def campaign_test_items(campaign: Campaign):
+    """The campaign's qualification and gold HITs in force (not cancelled), by section then id."""
+    if not campaign.batch_id:
+        return HIT.objects.none()
+    return (
+        HIT.objects.filter(batch_id=campaign.batch_id, kind__in=[HIT.Kind.QUALIFICATION, HIT.Kind.GOLD])
+        .exclude(state=HIT.State.CANCELLED)
+        .select_related("task_type")
+        .order_by("kind", "task_type__position", "pk")
+    )
+
+
+@transaction.atomic
+def save_qualification_item(campaign: Campaign, section: str, item: dict, replacing: HIT | None = None) -> HIT:
+    """Add one item to the campaign's tests (or gold items), or change ``replacing``, with the checks of the
+    file import (``build_item_hit``); raises ``QualificationDefinitionError`` and changes nothing when the
+    item is wrong.  An item no worker has taken is changed in place; one already taken is withdrawn
+    (cancelled, its answers kept) and the new version added, as a new definition file does."""
+    _check_shape({section: [item]})
+    hit = build_item_hit(campaign, section, item, "this item")
+    batch = ensure_batch(campaign)
+    if replacing is not None:
+        replacing = HIT.objects.select_for_update().get(pk=replacing.pk, batch=batch)
+        if section_of(replacing) != section:
+            raise QualificationDefinitionError("this item belongs to another task type")
+        if replacing.n_taken == 0 and replacing.state != HIT.State.CANCELLED:
+            hit.pk, hit.created_at, hit.state = replacing.pk, replacing.created_at, replacing.state
+        else:
+            HIT.objects.filter(pk=replacing.pk).update(state=HIT.State.CANCELLED)
+    hit.batch = batch
+    hit.save()
+    _require_tests(campaign, batch, [hit])
+    return hit
 
 
 @transaction.atomic

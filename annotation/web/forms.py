@@ -51,6 +51,7 @@ SETTINGS_GROUPS = [
     ("Where the work runs", ["backend"]),
     ("Redundancy (workers per HIT)", ["assignments_generation", "assignments_verification", "assignments_presence"]),
     ("Rewards per HIT (USD)", ["reward_generation", "reward_verification", "reward_presence"]),
+    ("Fair pay", ["hourly_pay_floor"]),
     (
         "QA generation rules",
         ["max_questions_per_predicate", "max_answers_per_question", "min_kept_qas_per_predicate", "max_redo_rounds",
@@ -88,6 +89,7 @@ class CampaignSettingsForm(forms.ModelForm):
             "reward_generation": "QA generation",
             "reward_verification": "QA verification",
             "reward_presence": "QA presence",
+            "hourly_pay_floor": "Hourly pay floor (USD per hour of work; 0 = none)",
             "min_kept_qas_per_predicate": "Kept QA pairs wanted per predicate",
             "max_redo_rounds": "Redo rounds before a predicate is flagged",
             "review_duplicates": "Review near-duplicate QA pairs before presence",
@@ -132,10 +134,16 @@ class CampaignSettingsForm(forms.ModelForm):
         ]
 
 
+# Settings the paper has no value for: the settings page says so rather than show our default as the paper's.
+NOT_IN_PAPER = {"hourly_pay_floor"}
+
+
 def paper_value(field_name: str):
     """The model default of a setting: the value the QAPyramid paper used (or the protocol implies)."""
     field = Campaign._meta.get_field(field_name)
     value = field.get_default()
+    if field_name in NOT_IN_PAPER:
+        return f"not set (our default: {value})"
     if field.choices:
         return dict(field.flatchoices).get(value, value)
     return value

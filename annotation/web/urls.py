@@ -7,8 +7,10 @@ from annotation.web.views import jobs as job_views
 from annotation.web.views import invitations as invitation_views
 from annotation.web.views import judges as judge_views
 from annotation.web.views import payouts as payout_views
+from annotation.web.views import qualifications as qualification_views
 from annotation.web.views import review as review_views
 from annotation.web.views import setup as campaign_views
+from annotation.web.views import worker_status as worker_status_views
 
 urlpatterns = [
     # Researcher pages of issue 8 (creating, setting up and growing campaigns; long jobs). Fixed paths
@@ -36,6 +38,7 @@ urlpatterns = [
     path("<slug:slug>/agreement/", agreement_views.campaign_agreement, name="campaign-agreement"),
     path("<slug:slug>/review/", review_views.campaign_review, name="campaign-review"),
     path("<slug:slug>/payouts/", payout_views.campaign_payouts, name="campaign-payouts"),
+    path("<slug:slug>/payouts/mark-paid/", payout_views.campaign_payouts_mark_paid, name="campaign-payouts-mark-paid"),
     path("<slug:slug>/review/<int:pk>/", review_views.campaign_review_example, name="campaign-review-example"),
     path("<slug:slug>/review/bulk/", review_views.review_bulk, name="campaign-review-bulk"),
     path(
@@ -50,6 +53,20 @@ urlpatterns = [
     path("<slug:slug>/leaderboard/summaries/", views.campaign_leaderboard_summaries, name="campaign-leaderboard-summaries"),
     path("<slug:slug>/judges/", judge_views.campaign_judges, name="campaign-judges"),
     path("<slug:slug>/qualifications/", views.campaign_qualifications, name="campaign-qualifications"),
+    path(
+        "<slug:slug>/qualifications/items/new/",
+        qualification_views.qualification_item_new,
+        name="campaign-qualification-item-new",
+    ),
+    path(
+        "<slug:slug>/qualifications/items/<int:pk>/",
+        qualification_views.qualification_item_edit,
+        name="campaign-qualification-item-edit",
+    ),
     path("<slug:slug>/workers/action/", views.campaign_worker_action, name="campaign-worker-action"),
+    path("<slug:slug>/workers/status/", worker_status_views.campaign_worker_status, name="campaign-worker-status"),
+    path(
+        "<slug:slug>/workers/status/data/", worker_status_views.campaign_worker_status_data, name="campaign-worker-status-data"
+    ),
     path("<slug:slug>/invitations/", invitation_views.campaign_invitations, name="campaign-invitations"),
 ]

@@ -3,6 +3,8 @@ sharing, filters, pagination, tokens and the docs."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import io
 import re
 import zipfile
@@ -70,6 +72,10 @@ def test_settings_change_while_draft_and_are_refused_after_launch(api_world):
     response = client.patch(url, {"assignments_presence": 5, "reward_presence": "0.25", "tie_rule": "present"}, format="json")
     assert response.status_code == 200 and response.json()["assignments_presence"] == 5
     assert response.json()["reward_presence"] == "0.25"
+    # The hourly pay floor of the worker status page is a setting like the others, with its bounds.
+    assert client.patch(url, {"hourly_pay_floor": "15.00"}, format="json").json()["hourly_pay_floor"] == "15.00"
+    assert set(client.patch(url, {"hourly_pay_floor": "-1"}, format="json").json()) == {"hourly_pay_floor"}
+    assert Campaign.objects.get(slug="parks").hourly_pay_floor == Decimal("15.00")
     bad = client.patch(url, {"writer_valid_threshold": 1.5, "reward_generation": "-1.00", "assignments_generation": 0}, format="json")
     assert bad.status_code == 400
     assert set(bad.json()) == {"writer_valid_threshold", "reward_generation", "assignments_generation"}

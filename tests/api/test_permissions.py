@@ -94,6 +94,8 @@ ENDPOINTS = {
     "campaign-share": ("post", "/api/campaigns/{slug}/share/", {"username": "newbie"}, None, 200),
     "campaign-unshare": ("post", "/api/campaigns/{slug}/unshare/", {"username": "shared1"}, None, 200),
     "campaign-progress": ("get", "/api/campaigns/{slug}/progress/", None, None, 200),
+    "campaign-worker-status": ("get", "/api/campaigns/{slug}/worker-status/", None, _submitted, 200),
+    "campaign-mark-paid": ("post", "/api/campaigns/{slug}/mark-paid/", {"note": "bank transfer"}, _submitted, 200),
     "campaign-cost": ("get", "/api/campaigns/{slug}/cost/", None, None, 200),
     "campaign-scores": ("get", "/api/campaigns/{slug}/scores/?n_boot=20", None, None, 200),
     "campaign-leaderboard": ("get", "/api/campaigns/{slug}/leaderboard/", None, None, 200),

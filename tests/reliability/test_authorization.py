@@ -8,7 +8,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
-from hits.models import Assignment, Invitation, TaskType, Worker
+from hits.models import HIT, Assignment, Invitation, TaskType, Worker
 from hits.services import accept_next
 from tests.conftest import write_jsonl
 
@@ -68,6 +68,11 @@ MATRIX = {
     "campaign-review-assignment": ("POST", {"slug": "matrix", "pk": "ASSIGNMENT"}, [LOGIN, 404, 404, 404, 302, 302]),
     "campaign-review-bulk": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # no action chosen: back
     "campaign-payouts": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-qualification-item-new": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-qualification-item-edit": ("GET", {"slug": "matrix", "pk": "GOLD_ITEM"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-payouts-mark-paid": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # nobody ticked: back
+    "campaign-worker-status": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-worker-status-data": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-correct-pair": ("POST", {"slug": "matrix", "pk": "UNIT"}, [LOGIN, 404, 404, 404, 302, 302]),
     # REST API (issue 8). Anonymous callers get 401 (they can authenticate with a token), crowd workers 403,
     # a researcher of another campaign 404. Roles run in order on one launched campaign: the owner's
@@ -90,6 +95,8 @@ MATRIX = {
     "api-campaign-resume": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 409, 409]),  # not paused
     "api-campaign-cancel": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 409]),
     "api-campaign-retry-routing": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 409, 409]),  # not budgeted: 409
+    "api-campaign-worker-status": ("GET", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    "api-campaign-mark-paid": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),  # nothing owed: 0 marked
     "api-campaign-recompute": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
     "api-campaign-share": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no username given
     "api-campaign-unshare": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 400, 400]),
@@ -139,6 +146,7 @@ def _researcher_object(value):
         "SYSTEM": lambda: System.objects.get(campaign__slug="matrix").pk,
         "SUMMARY": lambda: SystemSummary.objects.get(system__campaign__slug="matrix").pk,
         "PREDICATE": lambda: Predicate.objects.filter(example__campaign__slug="matrix").first().pk,
+        "GOLD_ITEM": lambda: HIT.objects.get(batch__campaign__slug="matrix", kind="gold").pk,
     }
     return lookups[value]() if value in lookups else value
 ROLES = ["anonymous", "worker", "other_worker", "other_researcher", "owner", "staff"]
@@ -198,6 +206,13 @@ def _researcher_page_objects(campaign, owner, tmp_path, settings):
         example=predicate.example, predicate=predicate, kind="qa", index=0, question="Who blamed someone?",
         answers=["Police"], text="Who blamed someone? Police",
     )
+    from annotation.services.qualification_tests import save_qualification_item
+
+    # A gold item (it asks no worker for a test): the qualification item form's route edits it.
+    campaign.refresh_from_db()
+    save_qualification_item(campaign, "presence_gold", {
+        "candidate": "Police blamed him.", "pairs": [{"question": "Who blamed someone?", "answer": "Police", "present": True}],
+    })
 
 
 @pytest.mark.parametrize("name", sorted(MATRIX))

@@ -211,6 +211,11 @@ def _html_endpoints(w):
         ("owner", f"/campaigns/{r}/systems/add/", ["action", "judge", "systems", "summaries"]),
         ("owner", f"/campaigns/{r}/judges/", ["judge", "generate_qas"]),
         ("owner", f"/campaigns/{r}/export/", ["pseudonymise"]),
+        ("owner", f"/campaigns/{r}/payouts/mark-paid/", ["only", "worker", "all", "upto", "note"]),
+        ("owner", f"/campaigns/{d}/qualifications/items/new/?kind=verification",
+         ["sentence", "predicate", "predicate_start", "q1_question", "q1_answers", "q1_valid", "q1_key_answers", "q40_question"]),
+        ("owner", f"/campaigns/{d}/qualifications/items/new/?kind=presence",
+         ["candidate", "reference", "predicate", "predicate_start", "p1_question", "p1_answer", "p1_present"]),
     ]
 
 
@@ -241,6 +246,7 @@ def _api_endpoints(w):
         ("owner", "post", f"/api/campaigns/{r}/autoscore/"),
         ("owner", "post", f"/api/campaigns/{r}/assignments/{w['done']}/bonus/"),
         ("owner", "post", f"/api/campaigns/{r}/assignments/{w['done']}/reject/"),
+        ("owner", "post", f"/api/campaigns/{r}/mark-paid/"),
     ]
 
 

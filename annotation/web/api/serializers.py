@@ -52,6 +52,7 @@ SETTINGS_FIELDS = [
     "gold_share",
     "tie_rule",
     "length_penalty_alpha",
+    "hourly_pay_floor",
 ]
 
 
@@ -158,6 +159,14 @@ class ProblemSerializer(serializers.Serializer):
 
 class ShareSerializer(serializers.Serializer):
     username = serializers.CharField(max_length=150)
+
+
+class MarkPaidSerializer(serializers.Serializer):
+    """Which owed money to mark paid: some workers (external ids; all by default), ledger entries up to an id."""
+
+    workers = serializers.ListField(child=serializers.CharField(max_length=128), required=False, max_length=10_000)
+    upto = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
 class StateSerializer(serializers.Serializer):

@@ -389,6 +389,49 @@ class CampaignViewSet(
         return self._sharing(request, roles.unshare_campaign)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"], url_path="worker-status")
+    def worker_status(self, request, slug=None):
+        """Per worker: HITs held now, done, returned, timed out, median seconds per HIT, hours worked, earned and
+        effective hourly pay, flagged below the campaign's ``hourly_pay_floor`` (money as decimal strings, USD)."""
+        from annotation.selectors.worker_status import worker_status
+
+        return Response(worker_status(self.get_object()))
+
+    MARK_PAID_RESPONSE = inline_serializer(
+        "MarkedPaid",
+        fields={
+            "entries": drf_serializers.IntegerField(), "amount": drf_serializers.CharField(),
+            "workers": drf_serializers.ListField(child=drf_serializers.CharField()),
+        },
+    )
+
+    @extend_schema(request=serializers.MarkPaidSerializer, responses={200: MARK_PAID_RESPONSE, 400: DETAIL, 409: DETAIL})
+    @action(detail=True, methods=["post"], url_path="mark-paid")
+    def mark_paid(self, request, slug=None):
+        """Record that local workers were paid outside the platform: their owed rewards and bonuses become paid,
+        with who and when in the ledger (``workers``: external ids, all by default; ``upto``: ledger entries up to
+        this id only).  Entries already paid are never counted again; an MTurk campaign is a 409."""
+        from hits import payments
+        from hits.models import Batch, Worker
+
+        campaign = self.get_object()
+        form = serializers.MarkPaidSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        names = form.validated_data.get("workers")
+        batch = Batch.objects.filter(pk=campaign.batch_id).first()
+        if batch is None:
+            return Response({"entries": 0, "amount": "0.00", "workers": []})
+        workers = None if names is None else list(Worker.objects.filter(external_id__in=names).values_list("pk", flat=True))
+        try:
+            result = payments.mark_paid(
+                batch, request.user, workers=workers, upto=form.validated_data.get("upto"), note=form.validated_data.get("note", "")
+            )
+        except payments.PaymentError as exc:
+            raise Conflict(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
+        paid = sorted(Worker.objects.filter(pk__in=result.workers).values_list("external_id", flat=True))
+        return Response({"entries": result.entries, "amount": str(result.amount), "workers": paid})
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
     def progress(self, request, slug=None):
         """HITs and assignments per stage, settled and flagged predicates, workers and cost so far (poll this)."""

@@ -310,6 +310,9 @@ def campaign_qualifications(request, slug):
         define_qualifications,
     )
 
+    from annotation.web.qualification_forms import SECTION_TITLES
+    from annotation.web.views.qualifications import test_items
+
     campaign = _visible_campaign(request, slug)
     text, error = "", ""
     if request.method == "POST" and request.POST.get("action") == "accept_siblings":
@@ -358,6 +361,7 @@ def campaign_qualifications(request, slug):
         {
             "campaign": campaign, "current": current, "text": text, "error": error,
             "accepts_siblings": bool(campaign.batch_id and campaign.batch.accepts_group_qualifications),
+            "items": test_items(campaign), "section_titles": SECTION_TITLES,
         },
         status=400 if error else 200,
     )

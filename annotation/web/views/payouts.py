@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import csv
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
-from annotation.web.views.setup import managed_campaign
-from hits import payouts
-from hits.models import Batch
+from annotation.web.views.setup import managed_campaign, parse_id
+from hits import payments, payouts
+from hits.models import Batch, Worker
 
 COLUMNS = ["worker", "approved", "awaiting_review", "rejected", "rewards", "bonuses", "paid", "owed", "fees", "awaiting_amount"]
 
@@ -34,5 +36,50 @@ def campaign_payouts(request, slug):
     return render(
         request,
         "annotation/campaign_payouts.html",
-        {"campaign": campaign, "rows": rows, "total": total, "on_mturk": batch is not None and batch.on_mturk},
+        {"campaign": campaign, "rows": rows, "total": total, "on_mturk": batch is not None and batch.on_mturk,
+         **_marking(batch)},
     )
+
+
+def _marking(batch) -> dict:
+    """What the page needs to mark payouts paid: the newest ledger entry shown, and the audit trail."""
+    if batch is None:
+        return {"upto": 0, "records": []}
+    return {"upto": payouts.last_entry_id(batch), "records": payouts.payment_records(batch)}
+
+
+@login_required
+@require_POST
+def campaign_payouts_mark_paid(request, slug):
+    """Mark local workers' owed money paid: one worker (``only``), the workers ticked (``worker``), or all (``all``).
+    Only the ledger entries the page showed (``upto``) are marked; MTurk campaigns are refused."""
+    campaign = managed_campaign(request, slug)
+    batch = Batch.objects.filter(pk=campaign.batch_id).first()
+    if batch is None:
+        messages.error(request, "Nothing is owed: the campaign has no work yet.")
+        return redirect("campaign-payouts", slug=slug)
+    if request.POST.get("only"):
+        names = [request.POST["only"]]
+    elif request.POST.get("all"):
+        names = None
+    else:
+        names = request.POST.getlist("worker")
+        if not names:
+            messages.error(request, "Tick the workers you paid first (or use a row's own button).")
+            return redirect("campaign-payouts", slug=slug)
+    workers = None if names is None else list(Worker.objects.filter(external_id__in=names).values_list("pk", flat=True))
+    upto = parse_id(request.POST.get("upto")) or None
+    try:
+        result = payments.mark_paid(batch, request.user, workers=workers, upto=upto, note=request.POST.get("note", ""))
+    except payments.PaymentError as exc:
+        messages.error(request, f"Nothing was marked paid: {exc}.")
+    else:
+        if result.entries:
+            messages.success(
+                request,
+                f"Marked paid: ${result.amount} to {len(result.workers)} worker{'s' if len(result.workers) != 1 else ''} "
+                f"({result.entries} ledger entr{'ies' if result.entries != 1 else 'y'}).",
+            )
+        else:
+            messages.info(request, "Nothing to mark: what the page showed as owed is already marked paid.")
+    return redirect("campaign-payouts", slug=slug)
