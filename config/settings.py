@@ -247,6 +247,12 @@ CELERY_BEAT_SCHEDULE: dict = {
 # A HIT accepted for a worker (auto-accept, "Start working") is held this long until the page is opened,
 # then for the task type's full duration: one nobody opened is back in the pool within a minute or two.
 HIT_UNOPENED_HOLD_SECONDS = env_int("HIT_UNOPENED_HOLD_SECONDS", 90)
+# The HIT drawn for a worker's next HIT of a type (gold or not) is kept this long, or until they take it or
+# it stops being open to them: previewing again shows it again and "Start" takes it (no re-rolling the draw).
+HIT_DRAW_KEEP_SECONDS = env_int("HIT_DRAW_KEEP_SECONDS", 3600)
+# A worker's accuracy on gold checks is shown to them only after every this many regular HITs of the campaign
+# (and only with at least two new gold answers in it): never moved by a single gold HIT.
+GOLD_FEEDBACK_EVERY = max(1, env_int("GOLD_FEEDBACK_EVERY", 10))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

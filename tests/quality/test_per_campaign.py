@@ -21,7 +21,7 @@ from annotation.services.pipeline import launch_campaign
 from annotation.services.roles import make_researcher
 from hits import qualifications
 from hits.models import HIT, Assignment, Batch, BatchBlock, Qualification, QualificationEvent, TaskType, Worker
-from hits.services import accept_next, available_hits, expire_assignments, return_assignment, submit_assignment, worker_for_user
+from hits.services import accept_next, available_hits, expire_assignments, record_choice, return_assignment, submit_assignment, worker_for_user
 from tests.conftest import DEMO_DIR, write_jsonl
 
 pytestmark = pytest.mark.django_db
@@ -84,6 +84,8 @@ def _answer_generation(assignment, right=True):
 def _take_test(worker, campaign, right=True):
     """Take, one by one, every generation test item of ``campaign`` the worker can be handed; returns how many."""
     generation = _generation()
+    # The worker starts from the campaign (the home page's button): its test is offered to them from then on.
+    record_choice(worker, Batch.objects.get(pk=campaign.batch_id), "start")
     taken = 0
     for hit in HIT.objects.filter(batch_id=campaign.batch_id, task_type=generation, kind=HIT.Kind.QUALIFICATION).order_by("pk"):
         assignment = accept_next(worker, generation, hit_id=hit.pk)
@@ -108,7 +110,10 @@ def test_a_campaign_without_tests_serves_new_workers_while_another_campaign_has_
     worker = _worker(django_user_model, "newbie")
     offered = available_hits(worker, _generation())
     assert offered.filter(batch_id=open_campaign.batch_id, kind="regular").count() == 3
-    # The tested campaign offers its test items only.
+    # The tested campaign offers nothing to a worker who has not chosen it, then its test items only.
+    assert not offered.filter(batch_id=tested.batch_id).exists()
+    record_choice(worker, Batch.objects.get(pk=tested.batch_id), "start")
+    offered = available_hits(worker, _generation())
     assert set(offered.filter(batch_id=tested.batch_id).values_list("kind", flat=True)) == {"qualification"}
     client = Client()
     client.force_login(worker.user)
@@ -145,6 +150,7 @@ def test_grading_counts_only_items_the_worker_can_be_handed(tmp_path, people, dj
 def test_a_returned_or_expired_test_item_can_be_taken_again(tmp_path, people, django_user_model, how):
     campaign = _campaign(tmp_path, f"rita-{how}", people["rita"], tests=_definition(n_generation=1))
     worker = _worker(django_user_model, f"w-{how}")
+    record_choice(worker, Batch.objects.get(pk=campaign.batch_id), "invitation")
     first = accept_next(worker, _generation())
     assert first.hit.kind == "qualification"
     if how == "returned":
@@ -200,6 +206,8 @@ def test_a_campaign_may_accept_qualifications_from_its_owners_other_campaigns(tm
     worker = _worker(django_user_model, "veteran")
     _take_test(worker, first)
     assert _state(worker, first) == "qualified"
+    for campaign in (second, oscars):  # the worker starts from these campaigns too
+        record_choice(worker, Batch.objects.get(pk=campaign.batch_id), "start")
 
     def kinds_in(campaign):
         return set(available_hits(worker, _generation()).filter(batch_id=campaign.batch_id).values_list("kind", flat=True))
