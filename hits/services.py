@@ -196,6 +196,12 @@ _SHUFFLE_PRIME = 2147483647
 rng = random.SystemRandom()
 
 
+def seed_hand_out(seed: int | None) -> None:
+    """Make the hand-out's draws follow ``seed`` (a simulated crowd served in-process); None: unpredictable again."""
+    global rng
+    rng = random.Random(seed) if seed is not None else random.SystemRandom()
+
+
 def _next_hit_sql(
     eligible_shape: tuple, eligible_sql: str, via_mturk: bool, one_hit: bool, gold: str | None, same_batch: bool,
     avoid: bool = False, wait: bool = False,
@@ -693,6 +699,7 @@ __all__ = [
     "mark_opened",
     "preview_next",
     "record_choice",
+    "seed_hand_out",
     "return_assignment",
     "set_batch_state",
     "submit_assignment",
