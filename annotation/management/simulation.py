@@ -386,7 +386,9 @@ def simulate_crowd(
     answerer = Answerer(rng, accuracy, accuracies)
     password = f"sim-{rng.getrandbits(64):x}"
     names = ensure_simulated_workers(n_workers, careless, password)
-    for username, _ in names:  # the simulated crowd was invited to this campaign: its tests are offered to them
+    campaign.refresh_from_db(fields=["batch"])
+    for username, _ in names if campaign.batch_id else []:
+        # The simulated crowd was invited to this campaign: its tests are offered to them.
         record_choice(Worker.objects.get(user__username=username), campaign.batch, BatchChoice.How.INVITATION)
     report = SimulationReport()
     people = []
