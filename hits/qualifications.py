@@ -6,6 +6,10 @@ revocation or block never changes what a worker may do in another batch.
 - A batch *tests* a task type when it has open qualification HITs of that
   type.  There a new worker is shown only those test items; a batch that does
   not test the type lets every worker do its regular and gold HITs.
+- A local batch's test items are handed only to a worker who chose the batch
+  (``BatchChoice``: signed up through its invitation, or started work from it)
+  and only while it has regular HITs of the type open to them: one batch's
+  test never stands in front of another batch's work.
 - When the worker has submitted every test item they were or can be handed
   in that batch, the type's handler grades the test
   (``handler.grade_qualification(assignments)``) and the worker becomes
