@@ -14,6 +14,33 @@ from hits.services import accept_next
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def _together(workers, act):
+    """A thread per worker running ``act(worker)``, all held until ``go()``; ``finish()`` waits for them and
+    returns what they raised."""
+    barrier = threading.Barrier(len(workers) + 1)
+    errors: list[BaseException] = []
+
+    def run(worker):
+        try:
+            barrier.wait(timeout=30)
+            act(worker)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+
+    def finish():
+        for t in threads:
+            t.join(timeout=120)
+        return errors
+
+    return lambda: barrier.wait(timeout=30), finish
+
+
 def test_fifty_workers_clicking_at_once_never_overfill():
     if connection.vendor != "postgresql":
         pytest.skip("row locks (SELECT ... FOR UPDATE SKIP LOCKED) are exercised on PostgreSQL")
@@ -21,30 +48,20 @@ def test_fifty_workers_clicking_at_once_never_overfill():
     batch = Batch.objects.create(name="b", reference="test:concurrency")
     HIT.objects.bulk_create([HIT(batch=batch, task_type=task_type, max_assignments=3) for _ in range(40)])
     workers = Worker.objects.bulk_create([Worker(external_id=f"c{i}") for i in range(50)])
-    barrier = threading.Barrier(len(workers))
-    errors: list[BaseException] = []
     taken = Counter()
 
     def work(worker):
-        try:
-            barrier.wait(timeout=30)
-            while True:
-                assignment = accept_next(worker, task_type)
-                if assignment is None:
-                    break
-                taken[worker.pk] += 1
-                # Hand it in at once so the worker can take the next one.
-                Assignment.objects.filter(pk=assignment.pk).update(state="submitted")
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        while True:
+            assignment = accept_next(worker, task_type)
+            if assignment is None:
+                break
+            taken[worker.pk] += 1
+            # Hand it in at once so the worker can take the next one.
+            Assignment.objects.filter(pk=assignment.pk).update(state="submitted")
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    go, finish = _together(workers, work)
+    go()
+    errors = finish()
     assert not errors, errors[:3]
     assert sum(taken.values()) == 40 * 3
     per_hit = Counter(Assignment.objects.values_list("hit_id", flat=True))
@@ -72,29 +89,18 @@ def test_concurrent_accepts_of_a_test_item_with_places_left_all_succeed():
     HIT.objects.create(batch=batch, task_type=task_type, max_assignments=3)  # the campaign's real work
     workers = Worker.objects.bulk_create([Worker(external_id=f"t{i}") for i in range(12)])
     BatchChoice.objects.bulk_create([BatchChoice(worker=w, batch=batch, how="invitation") for w in workers])
-    barrier = threading.Barrier(len(workers) + 1)
-    errors: list[BaseException] = []
     got = {}
 
     def work(worker):
-        try:
-            barrier.wait(timeout=30)
-            got[worker.pk] = accept_next(worker, task_type)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        got[worker.pk] = accept_next(worker, task_type)
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in workers]
-    for t in threads:
-        t.start()
+    go, finish = _together(workers, work)
     # Another hand-out holds the item's row while all twelve ask (as one of them would, a moment longer).
     with transaction.atomic():
         assert list(HIT.objects.select_for_update().filter(pk=item.pk))
-        barrier.wait(timeout=30)
+        go()
         time.sleep(1.0)
-    for t in threads:
-        t.join(timeout=120)
+    errors = finish()
     assert not errors, errors[:3]
     assert all(a is not None and a.hit_id == item.pk for a in got.values()), {k: v and v.hit_id for k, v in got.items()}
     assert len(got) == 12
