@@ -25,7 +25,7 @@ from config.ratelimit import rate_limited
 from hits import payouts
 from hits.handlers import AnswerErrors, eligibility, task_handler
 from hits.invitations import InvitationClosed, take_use
-from hits.models import HIT, Assignment, Batch, BatchChoice, Invitation, Qualification, TaskType
+from hits.models import HIT, Assignment, Batch, BatchChoice, Invitation, Qualification, TaskType, Worker
 from hits.qualifications import test_progress
 from hits.services import (
     AssignmentClosed,
@@ -343,6 +343,12 @@ def join(request, token):
     invitation = Invitation.objects.filter(token=token).first()
     if invitation is None or not invitation.usable(timezone.now()):
         return render(request, "hits/join_closed.html", status=404)
+    existing = Worker.objects.filter(user=request.user).first() if request.user.is_authenticated else None
+    if existing is not None and invitation.batch_id is not None and invitation.batch.state == Batch.State.ACTIVE:
+        # A worker with an account already: the link invites them to its campaign (no new account, no use taken).
+        record_choice(existing, invitation.batch, BatchChoice.How.INVITATION)
+        messages.success(request, f"You joined {invitation.batch.name}: its work (and its qualification test, if it has one) is offered to you.")
+        return redirect("worker-home")
     form = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:

@@ -423,3 +423,19 @@ def test_a_test_is_not_offered_by_a_campaign_with_no_work_left_for_the_worker(tm
     HIT.objects.filter(batch_id=campaign.batch_id, kind="regular").update(state=HIT.State.COMPLETED)
     assert not available_hits(worker, _generation()).exists()
     assert accept_next(worker, _generation()) is None
+
+
+def test_a_worker_with_an_account_joins_another_campaign_through_its_link(tmp_path, people, django_user_model):
+    from hits.invitations import create_invitation
+
+    campaign = _campaign(tmp_path, "oscar-second", people["oscar"], tests=_definition())
+    worker = _worker(django_user_model, "regular-worker")
+    assert not available_hits(worker, _generation()).filter(batch_id=campaign.batch_id).exists()
+    invitation = create_invitation(batch=Batch.objects.get(pk=campaign.batch_id), max_uses=1)
+    client = Client()
+    client.force_login(worker.user)
+    response = client.get(f"/join/{invitation.token}/", follow=True)
+    assert b"You joined oscar-second" in response.content
+    assert set(available_hits(worker, _generation()).filter(batch_id=campaign.batch_id).values_list("kind", flat=True)) == {"qualification"}
+    invitation.refresh_from_db()
+    assert invitation.uses == 0 and User.objects.count() == 4  # no account made, no use taken
