@@ -295,6 +295,10 @@ def _draw(worker, task_type, allowed: Eligibility, *, batch_id: int | None = Non
     stored = sql.fetchone(_draw_sql(), [sql.param(expires_at, timezone.now()), worker.pk, task_type.pk])
     if stored is not None and stored[0] is not None and stored[3]:
         hit = _next_hit(worker, task_type, allowed, stored[0], False)
+        if hit is not None and hit.kind == HIT.Kind.GOLD:
+            # Gold only beside regular work: a gold draw kept while the batch's regular work ran out lapses.
+            regular = available_hits(worker, task_type, allowed).filter(batch_id=hit.batch_id, kind=HIT.Kind.REGULAR)
+            hit = hit if regular.exists() else None
         if hit is not None and (batch_id is None or hit.batch_id == batch_id):
             return _Drawn(hit, stored, True)
     passed = stored[1] if stored is not None else None

@@ -7,7 +7,7 @@ import random
 import pytest
 from django.test import Client
 
-from hits.models import HIT, Assignment, Batch, TaskType, Worker
+from hits.models import HIT, Assignment, Batch, Draw, Worker
 from hits.services import accept_next, preview_next, worker_for_user
 from tests.conftest import launched_scu_campaign
 
@@ -98,6 +98,9 @@ def test_no_gold_is_handed_out_once_no_regular_work_is_left(tmp_path, django_use
     campaign, presence = _queue(tmp_path, n_regular=2, n_gold=4, gold_share=0.5)
     worker = Worker.objects.create(external_id="late-judge")
     others = [Worker.objects.create(external_id=f"other{i}") for i in range(2)]
+    # A gold HIT drawn (previewed) while regular work was left lapses when it runs out.
+    while preview_next(worker, presence).kind != HIT.Kind.GOLD:
+        Draw.objects.filter(worker=worker).delete()
     for hit in HIT.objects.filter(kind=HIT.Kind.REGULAR):
         Assignment.objects.create(hit=hit, worker=others[0], accepted_at=hit.created_at, expires_at=hit.created_at, state="submitted")
         HIT.objects.filter(pk=hit.pk).update(n_taken=1, n_submitted=1, state=HIT.State.COMPLETED)
