@@ -249,6 +249,12 @@ CELERY_BEAT_SCHEDULE: dict = {
 HIT_UNOPENED_HOLD_SECONDS = env_int("HIT_UNOPENED_HOLD_SECONDS", 90)
 # How often an open HIT page asks whether its campaign was paused or cancelled, and for the time left.
 HIT_STATUS_POLL_SECONDS = env_int("HIT_STATUS_POLL_SECONDS", 30)
+# The HIT drawn for a worker's next HIT of a type (gold or not) is kept this long, or until they take it or
+# it stops being open to them: previewing again shows it again and "Start" takes it (no re-rolling the draw).
+HIT_DRAW_KEEP_SECONDS = env_int("HIT_DRAW_KEEP_SECONDS", 3600)
+# A worker's accuracy on gold checks is shown to them only after every this many regular HITs of the campaign
+# (and only with at least two new gold answers in it): never moved by a single gold HIT.
+GOLD_FEEDBACK_EVERY = max(1, env_int("GOLD_FEEDBACK_EVERY", 10))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

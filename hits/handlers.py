@@ -55,6 +55,8 @@ class Eligibility:
 
     default: frozenset = frozenset()
     batches: Mapping[int, tuple[frozenset, int]] = field(default_factory=dict)
+    # Batches whose qualification test the worker could take once they choose the batch (start work from it).
+    choosable: frozenset = frozenset()
 
     def __bool__(self) -> bool:
         return bool(self.default) or any(kinds for kinds, _ in self.batches.values())

@@ -259,6 +259,44 @@ class Assignment(models.Model):
         return f"assignment {self.pk} of {self.hit} by {self.worker}"
 
 
+class Draw(models.Model):
+    """The HIT drawn for a worker's next HIT of a task type (``hits.services``), kept until ``expires_at``.
+
+    Previewing shows it and "Start" takes it, whatever HIT the page posts: the gold draw is made once per HIT
+    taken, never again on each preview.  ``passed_hit_id`` is the HIT the worker last gave back (skip or
+    return): the next draw moves on to another HIT when there is one.
+    """
+
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="+")
+    task_type = models.ForeignKey(TaskType, on_delete=models.CASCADE, related_name="+")
+    hit = models.ForeignKey(HIT, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    passed_hit_id = models.BigIntegerField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["worker", "task_type"], name="draw_one_per_worker_and_type")]
+
+
+class BatchChoice(models.Model):
+    """A worker chose a batch (a campaign): signed up through its invitation, or started work from it.
+
+    A batch's qualification test is offered only to workers who chose the batch (``hits.qualifications``).
+    """
+
+    class How(models.TextChoices):
+        INVITATION = "invitation", "Signed up through its invitation"
+        START = "start", "Started work from it"
+        WORK = "work", "Worked on it before choices were recorded"
+
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="batch_choices")
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="choices")
+    how = models.CharField(max_length=12, choices=How.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["worker", "batch"], name="batch_choice_unique")]
+
+
 class Invitation(models.Model):
     """A sign-up link for new workers; limited in uses and time, optionally for one batch (a campaign)."""
 

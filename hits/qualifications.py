@@ -6,6 +6,10 @@ revocation or block never changes what a worker may do in another batch.
 - A batch *tests* a task type when it has open qualification HITs of that
   type.  There a new worker is shown only those test items; a batch that does
   not test the type lets every worker do its regular and gold HITs.
+- A local batch's test items are handed only to a worker who chose the batch
+  (``BatchChoice``: signed up through its invitation, or started work from it)
+  and only while it has regular HITs of the type open to them: one batch's
+  test never stands in front of another batch's work.
 - When the worker has submitted every test item they were or can be handed
   in that batch, the type's handler grades the test
   (``handler.grade_qualification(assignments)``) and the worker becomes
@@ -37,7 +41,7 @@ from django.utils import timezone
 
 from hits import sql
 from hits.handlers import Eligibility
-from hits.models import HIT, Assignment, Batch, BatchBlock, Qualification, QualificationEvent, TaskType, Worker
+from hits.models import HIT, Assignment, Batch, BatchBlock, BatchChoice, HITExclusion, Qualification, QualificationEvent, TaskType, Worker
 from hits.signals import batch_block_changed, qualification_changed, worker_blocked
 
 REGULAR_KINDS = (HIT.Kind.REGULAR, HIT.Kind.GOLD)
@@ -96,42 +100,63 @@ def can_attempt(qualification: Qualification | None, limits, now=None) -> tuple[
 def _rule_sql() -> str:
     """One statement for the eligibility rule (asked on every hand-out, see hits.sql): the worker's
     qualifications of the type with their batch's group ("q"), the batches testing the type now with the
-    group each accepts ("t"), and the batches the worker is blocked from ("x")."""
+    group each accepts, whether the batch is local, whether the worker chose it and whether it has regular
+    work open to them ("t"), and the batches the worker is blocked from ("x")."""
 
     def build():
         nulls = ", ".join(["NULL"] * len(Qualification._meta.concrete_fields))
         b = sql.table(Batch)
+        h = sql.table(HIT)
         return (
             "SELECT 'q', q.batch_id, b.qualification_group, b.qualification_cooldown_hours, b.qualification_max_attempts, "
-            f"{sql.columns(Qualification, 'q')} FROM {sql.table(Qualification)} q "
+            f"NULL, NULL, NULL, {sql.columns(Qualification, 'q')} FROM {sql.table(Qualification)} q "
             f"JOIN {b} b ON b.id = q.batch_id WHERE q.worker_id = %s AND q.task_type_id = %s "
+            "UNION ALL SELECT 't', t.batch_id, t.grp, t.cooldown, t.max_attempts, t.local_batch, "
+            f"EXISTS (SELECT 1 FROM {sql.table(BatchChoice)} c WHERE c.worker_id = %s AND c.batch_id = t.batch_id), "
+            f"EXISTS (SELECT 1 FROM {h} r WHERE r.batch_id = t.batch_id AND r.task_type_id = %s AND r.kind = %s "
+            "AND r.state = %s AND r.n_taken < r.max_assignments "
+            f"AND NOT EXISTS (SELECT 1 FROM {sql.table(HITExclusion)} e WHERE e.hit_id = r.id AND e.worker_id = %s) "
+            f"AND NOT EXISTS (SELECT 1 FROM {sql.table(Assignment)} a WHERE a.hit_id = r.id AND a.worker_id = %s)), "
             # DISTINCT inside a subquery: PostgreSQL would type a DISTINCT branch's NULLs as text.
-            f"UNION ALL SELECT 't', t.batch_id, t.grp, t.cooldown, t.max_attempts, {nulls} FROM (SELECT DISTINCT h.batch_id AS batch_id, "
+            f"{nulls} FROM (SELECT DISTINCT h.batch_id AS batch_id, "
             "CASE WHEN b.accepts_group_qualifications THEN b.qualification_group ELSE '' END AS grp, "
-            "b.qualification_cooldown_hours AS cooldown, b.qualification_max_attempts AS max_attempts "
-            f"FROM {sql.table(HIT)} h JOIN {b} b ON b.id = h.batch_id "
+            "b.qualification_cooldown_hours AS cooldown, b.qualification_max_attempts AS max_attempts, "
+            "b.backend = %s AS local_batch "
+            f"FROM {h} h JOIN {b} b ON b.id = h.batch_id "
             "WHERE h.task_type_id = %s AND h.kind = %s AND h.state = %s AND b.state = %s) t "
-            f"UNION ALL SELECT 'x', x.batch_id, '', NULL, NULL, {nulls} FROM {sql.table(BatchBlock)} x WHERE x.worker_id = %s"
+            f"UNION ALL SELECT 'x', x.batch_id, '', NULL, NULL, NULL, NULL, NULL, {nulls} FROM {sql.table(BatchBlock)} x WHERE x.worker_id = %s"
         )
 
     return sql.statement("qualification-rule", build)
 
 
 def qualification_rule(worker: Worker, task_type: TaskType) -> Eligibility:
-    """Eligibility rule registered with ``hits.handlers``: which HITs of a type a worker may get, per batch."""
+    """Eligibility rule registered with ``hits.handlers``: which HITs of a type a worker may get, per batch.
+
+    A local batch's test is offered only to a worker who chose that batch (``BatchChoice``: invited to it,
+    or started work from it) and only while it has regular work open to them; one they could choose is
+    listed in ``Eligibility.choosable``.  On MTurk the worker chose the HIT there.
+    """
     regular = frozenset(REGULAR_KINDS)
     rows = sql.fetchall(
         _rule_sql(),
-        [worker.pk, task_type.pk, task_type.pk, HIT.Kind.QUALIFICATION, HIT.State.OPEN, Batch.State.ACTIVE, worker.pk],
+        [
+            worker.pk, task_type.pk,
+            worker.pk, task_type.pk, HIT.Kind.REGULAR, HIT.State.OPEN, worker.pk, worker.pk,
+            Batch.Backend.LOCAL, task_type.pk, HIT.Kind.QUALIFICATION, HIT.State.OPEN, Batch.State.ACTIVE,
+            worker.pk,
+        ],
     )
     own: dict[int, Qualification] = {}
     qualified_groups: dict[str, set[int]] = {}
     tested: dict[int, str] = {}
     limits: dict[int, SimpleNamespace] = {}
+    offered: dict[int, tuple[bool, bool]] = {}  # batch id -> (the worker may be handed its test, may choose it)
     blocked: set[int] = set()
-    for source, batch_id, group, cooldown, max_attempts, *columns in rows:
+    for source, batch_id, group, cooldown, max_attempts, local_batch, chosen, has_work, *columns in rows:
         if source == "t":
             limits[batch_id] = SimpleNamespace(qualification_cooldown_hours=cooldown, qualification_max_attempts=max_attempts)
+            offered[batch_id] = (not local_batch or (bool(chosen) and bool(has_work)), bool(local_batch and not chosen and has_work))
         if source == "q":
             own[batch_id] = qualification = sql.instance(Qualification, columns)
             if qualification.state == Qualification.State.QUALIFIED and group:
@@ -141,6 +166,7 @@ def qualification_rule(worker: Worker, task_type: TaskType) -> Eligibility:
         else:
             blocked.add(batch_id)
     batches: dict[int, tuple[frozenset, int]] = {}
+    choosable: set[int] = set()
     for batch_id, group in tested.items():
         qualification = own.get(batch_id)
         if qualification is not None and qualification.state == Qualification.State.QUALIFIED:
@@ -151,13 +177,17 @@ def qualification_rule(worker: Worker, task_type: TaskType) -> Eligibility:
             batches[batch_id] = (regular, 1)  # qualified in another campaign this one accepts
         else:
             allowed, _ = can_attempt(qualification, limits[batch_id])
-            batches[batch_id] = (frozenset({HIT.Kind.QUALIFICATION}) if allowed else frozenset(), current_attempt(qualification))
+            handed, may_choose = offered[batch_id]
+            batches[batch_id] = (frozenset({HIT.Kind.QUALIFICATION}) if allowed and handed else frozenset(), current_attempt(qualification))
+            if allowed and may_choose:
+                choosable.add(batch_id)
     for batch_id, qualification in own.items():
         if qualification.state in (Qualification.State.REVOKED, Qualification.State.REVIEW):
             batches[batch_id] = (frozenset(), 1)
     for batch_id in blocked:
         batches[batch_id] = (frozenset(), 1)
-    return Eligibility(regular, batches)
+        choosable.discard(batch_id)
+    return Eligibility(regular, batches, frozenset(choosable))
 
 
 def test_progress(worker: Worker, hit: HIT, attempt: int) -> tuple[int, int]:

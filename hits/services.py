@@ -15,13 +15,14 @@ import random
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from hits.handlers import AnswerErrors, Eligibility, eligibility, task_handler
 from hits import qualifications, sql
-from hits.models import HIT, Assignment, Batch, HITExclusion, TaskType, Worker
+from hits.models import HIT, Assignment, Batch, BatchChoice, Draw, HITExclusion, TaskType, Worker
 from hits.mturk.publishing import publish_soon
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,11 @@ def worker_for_user(user) -> Worker:
         return Worker.objects.create(user=user, external_id=external_id)
     except IntegrityError:  # created concurrently by another request of the same user
         return Worker.objects.get(user=user)
+
+
+def record_choice(worker: Worker, batch: Batch, how: str) -> None:
+    """The worker chose this batch (a campaign): its qualification test is offered to them from now on."""
+    BatchChoice.objects.get_or_create(worker=worker, batch=batch, defaults={"how": how})
 
 
 def available_hits(worker: Worker, task_type: TaskType, allowed: Eligibility | None = None, via_mturk: bool = False):
@@ -182,8 +188,30 @@ def _eligibility_sql(allowed: Eligibility, worker_id: int) -> tuple[tuple, str, 
     return tuple(shape), "(" + " OR ".join(parts) + ")", params
 
 
-def _next_hit_sql(eligible_shape: tuple, eligible_sql: str, via_mturk: bool, one_hit: bool, gold: str | None, same_batch: bool) -> str:
-    """The hand-out's query; ``gold`` is None (any kind), "without" or "only"."""
+#: Gold HITs of a batch are tried in an order drawn afresh for each gold draw: ((id mod P) x a + b) mod P.
+_SHUFFLE_PRIME = 2147483647
+
+#: The hand-out's randomness (the gold draw, the order of gold HITs): unpredictable.  Tests put a seeded
+#: ``random.Random`` here.
+rng = random.SystemRandom()
+
+
+def seed_hand_out(seed: int | None) -> None:
+    """Make the hand-out's draws follow ``seed`` (a simulated crowd served in-process); None: unpredictable again."""
+    global rng
+    rng = random.Random(seed) if seed is not None else random.SystemRandom()
+
+
+def _next_hit_sql(
+    eligible_shape: tuple, eligible_sql: str, via_mturk: bool, one_hit: bool, gold: str | None, same_batch: bool,
+    avoid: bool = False, wait: bool = False,
+) -> str:
+    """The hand-out's query; ``gold`` is None (any kind), "without" or "only" (in a shuffled order).
+
+    ``wait``: wait for a HIT another worker's hand-out has locked rather than skip it (one named HIT, or a
+    second look when every HIT left was locked: a gold or test item with many places is locked by each
+    hand-out in turn, and skipping it would tell workers nothing is left while places are).
+    """
 
     def build():
         where = [
@@ -205,19 +233,92 @@ def _next_hit_sql(eligible_shape: tuple, eligible_sql: str, via_mturk: bool, one
             where.append("h.kind = %s")
         if same_batch:
             where.append("h.batch_id = %s")
+        if avoid:
+            where.append("h.id <> %s")
+        order = (
+            f"((h.id %% {_SHUFFLE_PRIME}) * %s + %s) %% {_SHUFFLE_PRIME}, h.id" if gold == "only" else "h.priority, h.id"
+        )
         return (
             f"SELECT {sql.columns(HIT, 'h')}, {sql.columns(Batch, 'b')} FROM {sql.table(HIT)} h "
             f"JOIN {sql.table(Batch)} b ON b.id = h.batch_id WHERE " + " AND ".join(where)
-            + " ORDER BY h.priority, h.id LIMIT 1" + sql.lock_clause("h", skip_locked=True)
+            + f" ORDER BY {order} LIMIT 1" + sql.lock_clause("h", skip_locked=not wait)
         )
 
-    return sql.statement(("next", eligible_shape, via_mturk, one_hit, gold, same_batch), build)
+    return sql.statement(("next", eligible_shape, via_mturk, one_hit, gold, same_batch, avoid, wait), build)
+
+
+def _draw_sql() -> str:
+    return sql.statement(
+        "draw",
+        lambda: (
+            f"SELECT d.hit_id, d.passed_hit_id, d.expires_at, d.expires_at > %s FROM {sql.table(Draw)} d "
+            "WHERE d.worker_id = %s AND d.task_type_id = %s"
+        ),
+    )
+
+
+def _keep_draw(worker_id: int, task_type_id: int, hit_id: int | None, passed_hit_id: int | None, expires_at) -> None:
+    """Store the worker's draw of a type (one row per worker and type, written in one statement)."""
+    text = sql.statement(
+        "draw-keep",
+        lambda: (
+            f"INSERT INTO {sql.table(Draw)} (worker_id, task_type_id, hit_id, passed_hit_id, expires_at) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (worker_id, task_type_id) DO UPDATE SET hit_id = excluded.hit_id, "
+            "passed_hit_id = excluded.passed_hit_id, expires_at = excluded.expires_at"
+        ),
+    )
+    sql.execute(text, [worker_id, task_type_id, hit_id, passed_hit_id, sql.param(Draw._meta.get_field("expires_at"), expires_at)])
+
+
+def _pass_hit(worker_id: int, task_type_id: int, hit_id: int) -> None:
+    """The worker gave ``hit_id`` back: their next new draw moves on from it (a HIT drawn before stays drawn)."""
+    text = sql.statement(
+        "draw-pass",
+        lambda: (
+            f"INSERT INTO {sql.table(Draw)} (worker_id, task_type_id, passed_hit_id) VALUES (%s, %s, %s) "
+            "ON CONFLICT (worker_id, task_type_id) DO UPDATE SET passed_hit_id = excluded.passed_hit_id"
+        ),
+    )
+    sql.execute(text, [worker_id, task_type_id, hit_id])
+
+
+@dataclass
+class _Drawn:
+    hit: HIT | None
+    stored: tuple | None  # the worker's draw row as read: (hit id, passed HIT id, expires at)
+    kept: bool  # ``hit`` is the HIT drawn before (preview or an earlier hand-out)
+
+
+def _draw(worker, task_type, allowed: Eligibility, *, batch_id: int | None = None, moving_on: bool = False) -> _Drawn:
+    """The worker's drawn HIT of this type, locked: the one drawn before while it is still open to them
+    (``batch_id``: only a HIT of that batch), else a new draw.  A new draw avoids the HIT last given back;
+    it falls back to it when nothing else is left, unless ``moving_on`` (a skip)."""
+    expires_at = Draw._meta.get_field("expires_at")
+    stored = sql.fetchone(_draw_sql(), [sql.param(expires_at, timezone.now()), worker.pk, task_type.pk])
+    if stored is not None and stored[0] is not None and stored[3]:
+        hit = _next_hit(worker, task_type, allowed, stored[0], False)
+        if hit is not None and hit.kind == HIT.Kind.GOLD:
+            # Gold only beside regular work: a gold draw kept while the batch's regular work ran out lapses.
+            regular = available_hits(worker, task_type, allowed).filter(batch_id=hit.batch_id, kind=HIT.Kind.REGULAR)
+            hit = hit if regular.exists() else None
+        if hit is not None and (batch_id is None or hit.batch_id == batch_id):
+            return _Drawn(hit, stored, True)
+    passed = stored[1] if stored is not None else None
+    hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, avoid=passed)
+    if hit is None and passed is not None and not moving_on:
+        hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id)
+    return _Drawn(hit, stored, False)
 
 
 def accept_next(
-    worker: Worker, task_type: TaskType, hit_id: int | None = None, via_mturk: bool = False, *, unopened_hold: int | None = None
+    worker: Worker, task_type: TaskType, hit_id: int | None = None, via_mturk: bool = False, *, unopened_hold: int | None = None,
+    batch_id: int | None = None, moving_on: bool = False,
 ) -> Assignment | None:
     """Give the worker the next HIT of this type (or the HIT ``hit_id``); None when nothing is left.
+
+    Without ``hit_id`` (the platform's own pages) the worker gets the HIT drawn for them (``preview_next``
+    shows it), or a new draw: ``batch_id`` keeps it to one batch (a campaign the worker started from),
+    ``moving_on`` (a skip) never hands again the HIT just given back.
 
     A worker who already holds a live assignment of this type gets it back
     rather than a second one.  With ``unopened_hold`` (seconds) the place is
@@ -233,7 +334,12 @@ def accept_next(
         return existing
     now = timezone.now()
     with transaction.atomic():
-        hit = _next_hit(worker, task_type, allowed, hit_id, via_mturk)
+        drawn = None
+        if hit_id is None and not via_mturk:
+            drawn = _draw(worker, task_type, allowed, batch_id=batch_id, moving_on=moving_on)
+            hit = drawn.hit
+        else:
+            hit = _next_hit(worker, task_type, allowed, hit_id, via_mturk)
         if hit is None:
             return None
         attempt = allowed.attempt(hit.batch_id, hit.kind)
@@ -247,6 +353,11 @@ def accept_next(
             expires_at=now + timedelta(seconds=min(task_type.assignment_duration, unopened_hold or task_type.assignment_duration)),
         )
         sql.insert(assignment)
+        stored = drawn.stored if drawn is not None else None
+        if stored is not None and (stored[0] is not None or stored[1] is not None) and (drawn.kept or batch_id is None):
+            # The draw is used up, and what was given back before no longer matters (a draw kept while the
+            # worker started from another campaign stays for later).
+            _keep_draw(worker.pk, task_type.pk, None, None, None)
         return assignment
 
 
@@ -277,30 +388,56 @@ _last_expiry = float("-inf")
 
 
 def preview_next(worker: Worker, task_type: TaskType) -> HIT | None:
-    """The HIT ``accept_next`` would hand the worker now (gold mixed in the same way), without taking it."""
+    """The HIT ``accept_next`` will hand the worker (gold mixed in the same way), without taking it: the draw
+    is kept (``settings.HIT_DRAW_KEEP_SECONDS``), so previewing again shows the same HIT and "Start" takes it."""
     allowed = eligibility(worker, task_type)
     if not allowed:
         return None
     with transaction.atomic():
-        return _next_hit(worker, task_type, allowed, None, False)
+        drawn = _draw(worker, task_type, allowed)
+        if drawn.hit is not None and not drawn.kept:
+            passed = drawn.stored[1] if drawn.stored is not None else None
+            _keep_draw(worker.pk, task_type.pk, drawn.hit.pk, passed, timezone.now() + timedelta(seconds=settings.HIT_DRAW_KEEP_SECONDS))
+        return drawn.hit
 
 
-def _next_hit(worker, task_type, allowed: Eligibility, hit_id, via_mturk):
-    """Lock and return the next HIT (its batch loaded); gold HITs are mixed in at their batch's ``gold_share``."""
+def _next_hit(worker, task_type, allowed: Eligibility, hit_id, via_mturk, *, batch_id: int | None = None, avoid: int | None = None):
+    """Lock and return the next HIT (its batch loaded); gold HITs are mixed in at their batch's ``gold_share``.
+
+    Gold comes only beside regular work: the gold HIT is one of the batch of the regular HIT the worker would
+    get otherwise, chosen at random among those open to them (no HIT is everyone's gold check), and none
+    when no regular work is left for them.  ``batch_id``: HITs of that batch only; ``avoid``: not that HIT.
+    """
     eligible_shape, eligible_sql, eligible_params = _eligibility_sql(allowed, worker.pk)
     kinds = allowed.kinds()
 
-    def first(gold=None, batch_id=None):
+    def first(gold=None, in_batch=None):
         params = [task_type.pk, HIT.State.OPEN, Batch.State.ACTIVE, Batch.Backend.LOCAL, *eligible_params, worker.pk]
         if hit_id is not None:
             params.append(hit_id)
         if gold is not None:
             params.append(HIT.Kind.GOLD)
-        if batch_id is not None:
-            params.append(batch_id)
-        # Planned on every call, never prepared: its best plan depends on the worker and the queue.
-        statement = _next_hit_sql(eligible_shape, eligible_sql, via_mturk, hit_id is not None, gold, batch_id is not None)
-        row = sql.fetchone(statement, params, prepare=False)
+        if in_batch is not None:
+            params.append(in_batch)
+        if avoid is not None and hit_id is None:
+            params.append(avoid)
+        if gold == "only":
+            params += [rng.randrange(1, _SHUFFLE_PRIME), rng.randrange(_SHUFFLE_PRIME)]
+
+        def run(wait):
+            # Planned on every call, never prepared: its best plan depends on the worker and the queue.
+            statement = _next_hit_sql(
+                eligible_shape, eligible_sql, via_mturk, hit_id is not None, gold, in_batch is not None,
+                avoid is not None and hit_id is None, wait,
+            )
+            return sql.fetchone(statement, params, prepare=False)
+
+        # One named HIT: wait for its lock.  Otherwise skip locked HITs, and look again waiting only when
+        # every HIT left was locked (PostgreSQL re-checks a HIT's places once its lock is released).  Not for
+        # gold: with every gold HIT locked for a moment, the worker simply gets the regular HIT.
+        row = run(wait=hit_id is not None)
+        if row is None and hit_id is None and gold != "only" and connection.features.has_select_for_update_skip_locked:
+            row = run(wait=True)
         if row is None:
             return None
         hit, batch = sql.instances(row, HIT, Batch)
@@ -310,11 +447,13 @@ def _next_hit(worker, task_type, allowed: Eligibility, hit_id, via_mturk):
     if not allowed or (hit_id is not None and not sql.is_storable_id(hit_id)):
         return None
     if hit_id is not None or HIT.Kind.GOLD not in kinds:
-        return first()
-    hit = first(gold="without")
-    share = hit.batch.gold_share if hit is not None else 1.0
-    if share > 0 and random.random() < share:
-        gold_hit = first(gold="only", batch_id=hit.batch_id if hit is not None else None)
+        return first(in_batch=batch_id)
+    hit = first(gold="without", in_batch=batch_id)
+    if hit is None:
+        return None  # no regular work left for this worker: no gold either
+    share = hit.batch.gold_share
+    if share > 0 and rng.random() < share:
+        gold_hit = first(gold="only", in_batch=hit.batch_id)
         if gold_hit is not None:
             return gold_hit
     return hit
@@ -505,6 +644,9 @@ def return_assignment(worker: Worker, assignment_id: int, *, skipped: bool = Fal
         if assignment.state != Assignment.State.ASSIGNED:
             raise AssignmentClosed(f"this HIT is already {assignment.get_state_display().lower()}")
         _release(assignment, Assignment.State.RETURNED)
+        # The worker's next HIT of the type moves on to another one when there is one.
+        task_type_id = HIT.objects.filter(pk=assignment.hit_id).values_list("task_type_id", flat=True).get()
+        _pass_hit(worker.pk, task_type_id, assignment.hit_id)
         if skipped:
             Assignment.objects.filter(pk=assignment.pk).update(skipped=True)
         assignment.refresh_from_db()
@@ -561,6 +703,9 @@ __all__ = [
     "expire_assignments",
     "expire_due",
     "mark_opened",
+    "preview_next",
+    "record_choice",
+    "seed_hand_out",
     "return_assignment",
     "set_batch_state",
     "submit_assignment",

@@ -16,7 +16,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.db import transaction
-from django.db.models import Count, Max, Min, Sum
+from django.db.models import Count, Max, Min, Q, Sum
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -28,7 +28,7 @@ from config.ratelimit import rate_limited
 from hits import payouts
 from hits.handlers import AnswerErrors, eligibility, task_handler
 from hits.invitations import InvitationClosed, take_use
-from hits.models import HIT, Assignment, Batch, Invitation, Qualification, TaskType
+from hits.models import HIT, Assignment, Batch, BatchChoice, Invitation, Qualification, TaskType, Worker
 from hits.qualifications import test_progress
 from hits.services import (
     AssignmentClosed,
@@ -40,6 +40,7 @@ from hits.services import (
     expire_due,
     mark_opened,
     preview_next,
+    record_choice,
     return_assignment,
     submit_assignment,
     worker_assignment,
@@ -59,19 +60,24 @@ def worker_home(request):
     for task_type in TaskType.objects.all():
         allowed = eligibility(worker, task_type)
         available = available_hits(worker, task_type, allowed) if allowed else None
-        offer = (
-            available.aggregate(n=Count("pk"), low=Min("reward"), high=Max("reward")) if available is not None else {"n": 0}
-        )
+        per_campaign = list(
+            available.order_by("batch__name", "batch_id").values("batch_id", "batch__name")
+            .annotate(n=Count("pk"), low=Min("reward"), high=Max("reward"), tests=Count("pk", filter=Q(kind=HIT.Kind.QUALIFICATION)))
+        ) if available is not None else []
+        rewards = [r for c in per_campaign for r in (c["low"], c["high"])]
+        # Campaigns whose qualification test the worker may take once they start from that campaign.
+        to_choose = list(Batch.objects.filter(pk__in=allowed.choosable).order_by("name").values("id", "name")) if allowed.choosable else []
         rows.append(
             {
                 "task_type": task_type,
                 "eligible": bool(allowed),
-                "available": offer["n"],
-                "reward_low": offer.get("low"),
-                "reward_high": offer.get("high"),
-                "campaigns": list(
-                    available.order_by().values_list("batch__name", flat=True).distinct()[:4]
-                ) if offer["n"] else [],
+                "available": sum(c["n"] for c in per_campaign),
+                "reward_low": min(rewards) if rewards else None,
+                "reward_high": max(rewards) if rewards else None,
+                "campaigns": [
+                    {"id": c["batch_id"], "name": c["batch__name"], "n": c["n"], "test": c["tests"] == c["n"]} for c in per_campaign
+                ],
+                "tests_to_choose": to_choose,
                 "minutes": _typical_minutes(task_type),
                 "why_not": "" if allowed else _why_not(worker),
                 "held_back": _held_back(worker, task_type),
@@ -125,41 +131,59 @@ def _held_back(worker, task_type) -> list[str]:
     return lines
 
 
-def _start(request, task_type, hit_id=None):
+def _start(request, task_type, *, batch=None, moving_on=False):
     worker = _worker(request)
     expire_due()
     try:
-        assignment = accept_next(worker, task_type, hit_id=hit_id, unopened_hold=settings.HIT_UNOPENED_HOLD_SECONDS)
+        assignment = accept_next(
+            worker, task_type, unopened_hold=settings.HIT_UNOPENED_HOLD_SECONDS,
+            batch_id=batch.pk if batch is not None else None, moving_on=moving_on,
+        )
     except NotEligible as exc:
         messages.error(request, str(exc).capitalize() + ".")
         return redirect("worker-home")
     if assignment is None:
-        messages.info(request, f"No {task_type.name} HITs are available right now. Thank you!")
+        where = f" in {batch.name}" if batch is not None else ""
+        other = "other " if moving_on else ""
+        messages.info(request, ("Skipped. " if moving_on else "") + f"No {other}{task_type.name} HITs{where} are available right now. Thank you!")
         return redirect("worker-home")
+    if moving_on:
+        messages.info(request, "Skipped. Here is another one.")
     return redirect("assignment", pk=assignment.pk)
+
+
+def _posted_id(value) -> int | None:
+    # isascii: "²" and other digits of other scripts pass isdigit() but not int().
+    return int(value) if value and value.isascii() and value.isdigit() and len(value) < 19 else None
 
 
 @login_required
 @require_POST
 def start_working(request, slug):
+    """The worker's next HIT of a type: the one drawn for them (what the preview showed), never one the page
+    names, so no one can pick their HITs and step around gold checks.  ``campaign`` (a button per campaign on
+    the home page): a HIT of that campaign, and the worker has chosen it (its qualification test is offered)."""
     task_type = get_object_or_404(TaskType, slug=slug)
-    hit_id = request.POST.get("hit")
-    # isascii: "²" and other digits of other scripts pass isdigit() but not int().
-    hit_id = int(hit_id) if hit_id and hit_id.isascii() and hit_id.isdigit() else None
-    # The server chooses the HIT: a posted id counts only when it is the one this worker's preview showed
-    # (chosen as the hand-out chooses, gold mixed in), so no one can pick their HITs and step around gold checks.
-    previewed = request.session.pop(f"previewed-{task_type.slug}", None)
-    return _start(request, task_type, hit_id if hit_id is not None and hit_id == previewed else None)
+    batch = None
+    batch_id = _posted_id(request.POST.get("campaign"))
+    if batch_id is not None:
+        batch = Batch.objects.filter(
+            pk=batch_id, state=Batch.State.ACTIVE, backend=Batch.Backend.LOCAL, hits__task_type=task_type
+        ).distinct().first()
+        if batch is None:
+            messages.info(request, f"That campaign has no {task_type.name} HITs right now.")
+            return redirect("worker-home")
+        record_choice(_worker(request), batch, BatchChoice.How.START)
+    return _start(request, task_type, batch=batch)
 
 
 @login_required
 def preview(request, slug):
-    """A read-only look at the next HIT the worker would get, before accepting it."""
+    """A read-only look at the next HIT the worker would get, before accepting it: the HIT drawn for them,
+    the same on every preview until they take it (or the draw is no longer open to them, or expires)."""
     task_type = get_object_or_404(TaskType, slug=slug)
     worker = _worker(request)
     hit = preview_next(worker, task_type)
-    if hit is not None:
-        request.session[f"previewed-{task_type.slug}"] = hit.pk
     if hit is None:
         messages.info(request, f"No {task_type.name} HITs are available right now.")
         return redirect("worker-home")
@@ -250,8 +274,7 @@ def assignment_page(request, pk):
         messages.info(request, str(exc).capitalize() + ".")
         return redirect("worker-home")
     if action == "skip":
-        messages.info(request, "Skipped. Here is another one.")
-        return _start(request, task_type)
+        return _start(request, task_type, moving_on=True)
     messages.info(request, "HIT returned.")
     return redirect("worker-home")
 
@@ -416,6 +439,12 @@ def join(request, token):
     invitation = Invitation.objects.filter(token=token).first()
     if invitation is None or not invitation.usable(timezone.now()):
         return render(request, "hits/join_closed.html", status=404)
+    existing = Worker.objects.filter(user=request.user).first() if request.user.is_authenticated else None
+    if existing is not None and invitation.batch_id is not None and invitation.batch.state == Batch.State.ACTIVE:
+        # A worker with an account already: the link invites them to its campaign (no new account, no use taken).
+        record_choice(existing, invitation.batch, BatchChoice.How.INVITATION)
+        messages.success(request, f"You joined {invitation.batch.name}: its work (and its qualification test, if it has one) is offered to you.")
+        return redirect("worker-home")
     form = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -423,7 +452,10 @@ def join(request, token):
                 # The use and the account together: concurrent sign-ups never pass the link's limit.
                 take_use(invitation)
                 user = form.save()
-                worker_for_user(user)
+                worker = worker_for_user(user)
+                if invitation.batch_id is not None:
+                    # Invited to a campaign: its qualification test is offered to this worker.
+                    record_choice(worker, invitation.batch, BatchChoice.How.INVITATION)
         except InvitationClosed:
             return render(request, "hits/join_closed.html", status=404)
         login(request, user, backend="config.auth.WorkerModelBackend")

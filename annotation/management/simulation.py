@@ -43,7 +43,8 @@ from django.core.handlers.wsgi import WSGIHandler
 from annotation.text.spans import normalise, sentence_tokens
 from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, SystemSummary
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
-from hits.models import HIT, Assignment, Worker
+from hits.models import HIT, Assignment, BatchChoice, Worker
+from hits.services import record_choice, seed_hand_out
 
 TASK_ORDER = (GENERATION, VERIFICATION, PRESENCE)
 _CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
@@ -385,6 +386,10 @@ def simulate_crowd(
     answerer = Answerer(rng, accuracy, accuracies)
     password = f"sim-{rng.getrandbits(64):x}"
     names = ensure_simulated_workers(n_workers, careless, password)
+    campaign.refresh_from_db(fields=["batch"])
+    for username, _ in names if campaign.batch_id else []:
+        # The simulated crowd was invited to this campaign: its tests are offered to them.
+        record_choice(Worker.objects.get(user__username=username), campaign.batch, BatchChoice.How.INVITATION)
     report = SimulationReport()
     people = []
 
@@ -415,9 +420,9 @@ def _run_rounds(campaign, rng, report, base_url, one_round, *, max_seconds, max_
     does not expect a change; fills and returns ``report``."""
     server = None
     if base_url is None:
-        # The platform draws gold HITs into a worker's stream with the ``random`` module; served
-        # in-process, the whole run (not only the simulated answers) then follows the seed.
-        random.seed(rng.getrandbits(64))
+        # The platform's hand-out draws gold HITs into a worker's stream at random; served in-process, the
+        # whole run (not only the simulated answers) then follows the seed.
+        seed_hand_out(rng.getrandbits(64))
         server, base_url = serve_in_background()
     started = time.perf_counter()
     try:
@@ -443,6 +448,7 @@ def _run_rounds(campaign, rng, report, base_url, one_round, *, max_seconds, max_
         if server is not None:
             server.shutdown()
             server.server_close()
+            seed_hand_out(None)
     campaign.refresh_from_db()
     report.campaign_state = campaign.state
     report.seconds = time.perf_counter() - started

@@ -37,13 +37,53 @@ def threshold_check(numerator: int, n: int, threshold: float, grace: int) -> Che
     return Check(value, n, threshold, "ok" if value > threshold else "failing")
 
 
-def worker_figures(campaign: Campaign, worker: Worker) -> dict[str, dict]:
-    """The worker's figures per task type in a campaign, each against its threshold."""
-    return workers_figures(campaign, [worker.pk])[worker.pk]
+#: A release of the worker's gold figure holds at least this many gold answers not shown before.
+GOLD_RELEASE_MIN = 2
 
 
-def workers_figures(campaign: Campaign, worker_ids) -> dict[int, dict[str, dict]]:
-    """``worker_figures`` of many workers at once: a fixed number of grouped queries, however many workers."""
+def worker_figures(campaign: Campaign, worker: Worker, *, as_shown: bool = False) -> dict[str, dict]:
+    """The worker's figures per task type in a campaign, each against its threshold.
+
+    ``as_shown``: as the worker's own standing page shows them, the gold figure as of ``gold_released``.
+    """
+    released = {worker.pk: gold_released(campaign, worker)} if as_shown else None
+    return workers_figures(campaign, [worker.pk], gold_until=released)[worker.pk]
+
+
+def gold_released(campaign: Campaign, worker: Worker, every: int | None = None):
+    """The moment up to which the worker's gold answers count in the figure shown to them (None: none yet).
+
+    The figure moves only when the worker's regular HITs of the campaign reach a multiple of ``every``
+    (``settings.GOLD_FEEDBACK_EVERY``), and only with at least ``GOLD_RELEASE_MIN`` gold answers not shown
+    before: a change never points at one gold HIT, nor at its answer key.
+    """
+    from django.conf import settings
+
+    every = every or settings.GOLD_FEEDBACK_EVERY
+    done = (
+        Assignment.objects.filter(
+            worker=worker, hit__batch_id=campaign.batch_id, hit__kind__in=[HIT.Kind.REGULAR, HIT.Kind.GOLD],
+            state__in=Assignment.DONE_STATES,
+        )
+        .order_by("submitted_at", "pk")
+        .values_list("hit__kind", "submitted_at")
+    )
+    released, regular, waiting = None, 0, 0
+    for kind, submitted_at in done:
+        if kind == HIT.Kind.GOLD:
+            waiting += 1
+            continue
+        regular += 1
+        if regular % every == 0 and waiting >= GOLD_RELEASE_MIN:
+            released, waiting = submitted_at, 0
+    return released
+
+
+def workers_figures(campaign: Campaign, worker_ids, *, gold_until: dict | None = None) -> dict[int, dict[str, dict]]:
+    """``worker_figures`` of many workers at once: a fixed number of grouped queries, however many workers.
+
+    ``gold_until``: worker id -> the moment up to which their gold answers count (None: none count).
+    """
     worker_ids = list(dict.fromkeys(worker_ids))
     grace = campaign.grace_period_items
     batch_id = campaign.batch_id
@@ -87,9 +127,11 @@ def workers_figures(campaign: Campaign, worker_ids) -> dict[int, dict[str, dict]
             tally[2] += int(other == is_valid)
 
     gold = {w: [0, 0] for w in worker_ids}  # right, total
-    for worker_id, answers, key in Assignment.objects.filter(
+    for worker_id, answers, key, submitted_at in Assignment.objects.filter(
         worker_id__in=worker_ids, hit__batch_id=batch_id, hit__kind=HIT.Kind.GOLD, state__in=Assignment.DONE_STATES
-    ).values_list("worker_id", "answers", "hit__answer_key"):
+    ).values_list("worker_id", "answers", "hit__answer_key", "submitted_at"):
+        if gold_until is not None and (gold_until.get(worker_id) is None or submitted_at >= gold_until[worker_id]):
+            continue
         labels = (key or {}).get("labels", {})
         for label in (answers or {}).get("labels", []):
             expected = labels.get(str(label["unit"]))

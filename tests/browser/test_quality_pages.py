@@ -7,22 +7,19 @@ import json
 import pytest
 
 from annotation.services import qualification_tests
-from annotation.services.campaign_import import import_campaign
-from annotation.services.pipeline import launch_campaign
 from hits.models import HIT, Qualification
 from tests.browser.conftest import log_in
-from tests.conftest import DEMO_DIR, write_jsonl
+from tests.conftest import DEMO_DIR, launched_scu_campaign
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "browser-test-password-2"
 
 
 def test_presence_qualification_test_then_standing_page(page, tmp_path, django_user_model):
-    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
-    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
-    campaign = import_campaign(name="Qual browser", references=refs, summaries=sums).campaign
+    # A campaign with presence work open: its presence test is offered to a worker who starts from it.
+    rows = [(f"d{i}", f"Reference {i} says a thing .", f"System summary {i} .", [f"fact a of {i}", f"fact b of {i}"]) for i in range(2)]
+    campaign = launched_scu_campaign(tmp_path / "scu", "Qual browser", rows, gold_share=0.0)
     qualification_tests.define_qualifications(campaign, json.loads((DEMO_DIR / "qualifications.json").read_text()))
-    launch_campaign(campaign)
     django_user_model.objects.create_user(username="quinn", password=PASSWORD)
     log_in(page, "quinn", PASSWORD)
     page.goto("/work/")
@@ -30,7 +27,8 @@ def test_presence_qualification_test_then_standing_page(page, tmp_path, django_u
     with page.expect_navigation():
         page.check("input[name=auto_accept_next]")
     assert "Auto-accept is on." in page.inner_text(".messages")
-    page.click("tr[data-task=presence] button:has-text('Start working')")
+    # The campaign asks for its test first; the worker chooses to take it.
+    page.click(f"tr[data-task=presence] form.campaign-test[data-campaign='{campaign.batch_id}'] button")
     for n in range(4):
         # Auto-accept is on: each submission leads straight to the next HIT of the test.
         page.wait_for_selector(".presence-row")

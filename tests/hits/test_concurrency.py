@@ -6,12 +6,39 @@ import threading
 from collections import Counter
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 
 from hits.models import HIT, Assignment, Batch, TaskType, Worker
 from hits.services import accept_next
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _together(workers, act):
+    """A thread per worker running ``act(worker)``, all held until ``go()``; ``finish()`` waits for them and
+    returns what they raised."""
+    barrier = threading.Barrier(len(workers) + 1)
+    errors: list[BaseException] = []
+
+    def run(worker):
+        try:
+            barrier.wait(timeout=30)
+            act(worker)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+
+    def finish():
+        for t in threads:
+            t.join(timeout=120)
+        return errors
+
+    return lambda: barrier.wait(timeout=30), finish
 
 
 def test_fifty_workers_clicking_at_once_never_overfill():
@@ -21,30 +48,20 @@ def test_fifty_workers_clicking_at_once_never_overfill():
     batch = Batch.objects.create(name="b", reference="test:concurrency")
     HIT.objects.bulk_create([HIT(batch=batch, task_type=task_type, max_assignments=3) for _ in range(40)])
     workers = Worker.objects.bulk_create([Worker(external_id=f"c{i}") for i in range(50)])
-    barrier = threading.Barrier(len(workers))
-    errors: list[BaseException] = []
     taken = Counter()
 
     def work(worker):
-        try:
-            barrier.wait(timeout=30)
-            while True:
-                assignment = accept_next(worker, task_type)
-                if assignment is None:
-                    break
-                taken[worker.pk] += 1
-                # Hand it in at once so the worker can take the next one.
-                Assignment.objects.filter(pk=assignment.pk).update(state="submitted")
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        while True:
+            assignment = accept_next(worker, task_type)
+            if assignment is None:
+                break
+            taken[worker.pk] += 1
+            # Hand it in at once so the worker can take the next one.
+            Assignment.objects.filter(pk=assignment.pk).update(state="submitted")
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    go, finish = _together(workers, work)
+    go()
+    errors = finish()
     assert not errors, errors[:3]
     assert sum(taken.values()) == 40 * 3
     per_hit = Counter(Assignment.objects.values_list("hit_id", flat=True))
@@ -52,3 +69,40 @@ def test_fifty_workers_clicking_at_once_never_overfill():
     pairs = Counter(Assignment.objects.values_list("hit_id", "worker_id"))
     assert max(pairs.values()) == 1
     assert all(h.n_taken == 3 for h in HIT.objects.all())
+
+
+def test_concurrent_accepts_of_a_test_item_with_places_left_all_succeed():
+    """Twelve workers start a campaign's test at once: its first item has 32,767 places, so every one of them
+    gets it, none hears "No HITs available" because another worker's hand-out held the item's row."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks (SELECT ... FOR UPDATE SKIP LOCKED) are exercised on PostgreSQL")
+    import time
+
+    from hits.models import BatchChoice
+    from hits.qualifications import qualification_rule
+    from hits.handlers import register_eligibility_rule
+
+    register_eligibility_rule(qualification_rule)  # (registered at start-up; a no-op then)
+    task_type = TaskType.objects.create(slug="tested", name="Tested", assignment_duration=600)
+    batch = Batch.objects.create(name="b", reference="test:tested")
+    item = HIT.objects.create(batch=batch, task_type=task_type, kind=HIT.Kind.QUALIFICATION, max_assignments=32767)
+    HIT.objects.create(batch=batch, task_type=task_type, max_assignments=3)  # the campaign's real work
+    workers = Worker.objects.bulk_create([Worker(external_id=f"t{i}") for i in range(12)])
+    BatchChoice.objects.bulk_create([BatchChoice(worker=w, batch=batch, how="invitation") for w in workers])
+    got = {}
+
+    def work(worker):
+        got[worker.pk] = accept_next(worker, task_type)
+
+    go, finish = _together(workers, work)
+    # Another hand-out holds the item's row while all twelve ask (as one of them would, a moment longer).
+    with transaction.atomic():
+        assert list(HIT.objects.select_for_update().filter(pk=item.pk))
+        go()
+        time.sleep(1.0)
+    errors = finish()
+    assert not errors, errors[:3]
+    assert all(a is not None and a.hit_id == item.pk for a in got.values()), {k: v and v.hit_id for k, v in got.items()}
+    assert len(got) == 12
+    item.refresh_from_db()
+    assert item.n_taken == 12

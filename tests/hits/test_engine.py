@@ -174,6 +174,10 @@ def test_eligibility_rules_narrow_the_kinds_of_hit(echo):
         return ["qualification"] if w.external_id == "w0" and t.slug == "echo" else None
 
     register_eligibility_rule(only_qualification)
+    # A batch's test is handed only to a worker who chose the batch (started work from it).
+    from hits.services import record_choice
+
+    record_choice(worker, batch, "start")
     try:
         assert accept_next(worker, task_type).hit == qual
     finally:

@@ -21,7 +21,7 @@ from annotation.services.pipeline import launch_campaign
 from annotation.services.roles import make_researcher
 from hits import qualifications
 from hits.models import HIT, Assignment, Batch, BatchBlock, Qualification, QualificationEvent, TaskType, Worker
-from hits.services import accept_next, available_hits, expire_assignments, return_assignment, submit_assignment, worker_for_user
+from hits.services import accept_next, available_hits, expire_assignments, record_choice, return_assignment, submit_assignment, worker_for_user
 from tests.conftest import DEMO_DIR, write_jsonl
 
 pytestmark = pytest.mark.django_db
@@ -84,6 +84,8 @@ def _answer_generation(assignment, right=True):
 def _take_test(worker, campaign, right=True):
     """Take, one by one, every generation test item of ``campaign`` the worker can be handed; returns how many."""
     generation = _generation()
+    # The worker starts from the campaign (the home page's button): its test is offered to them from then on.
+    record_choice(worker, Batch.objects.get(pk=campaign.batch_id), "start")
     taken = 0
     for hit in HIT.objects.filter(batch_id=campaign.batch_id, task_type=generation, kind=HIT.Kind.QUALIFICATION).order_by("pk"):
         assignment = accept_next(worker, generation, hit_id=hit.pk)
@@ -108,7 +110,10 @@ def test_a_campaign_without_tests_serves_new_workers_while_another_campaign_has_
     worker = _worker(django_user_model, "newbie")
     offered = available_hits(worker, _generation())
     assert offered.filter(batch_id=open_campaign.batch_id, kind="regular").count() == 3
-    # The tested campaign offers its test items only.
+    # The tested campaign offers nothing to a worker who has not chosen it, then its test items only.
+    assert not offered.filter(batch_id=tested.batch_id).exists()
+    record_choice(worker, Batch.objects.get(pk=tested.batch_id), "start")
+    offered = available_hits(worker, _generation())
     assert set(offered.filter(batch_id=tested.batch_id).values_list("kind", flat=True)) == {"qualification"}
     client = Client()
     client.force_login(worker.user)
@@ -145,6 +150,7 @@ def test_grading_counts_only_items_the_worker_can_be_handed(tmp_path, people, dj
 def test_a_returned_or_expired_test_item_can_be_taken_again(tmp_path, people, django_user_model, how):
     campaign = _campaign(tmp_path, f"rita-{how}", people["rita"], tests=_definition(n_generation=1))
     worker = _worker(django_user_model, f"w-{how}")
+    record_choice(worker, Batch.objects.get(pk=campaign.batch_id), "invitation")
     first = accept_next(worker, _generation())
     assert first.hit.kind == "qualification"
     if how == "returned":
@@ -200,6 +206,8 @@ def test_a_campaign_may_accept_qualifications_from_its_owners_other_campaigns(tm
     worker = _worker(django_user_model, "veteran")
     _take_test(worker, first)
     assert _state(worker, first) == "qualified"
+    for campaign in (second, oscars):  # the worker starts from these campaigns too
+        record_choice(worker, Batch.objects.get(pk=campaign.batch_id), "start")
 
     def kinds_in(campaign):
         return set(available_hits(worker, _generation()).filter(batch_id=campaign.batch_id).values_list("kind", flat=True))
@@ -342,3 +350,92 @@ def test_the_server_chooses_the_hit_of_a_type_with_gold(tmp_path, people, django
     previewed = preview.context["hit"].pk
     client.post("/work/presence/start/", {"hit": previewed})
     assert Assignment.objects.get(worker=other).hit_id == previewed
+
+
+# --- 4. the hand-out is fair across campaigns (issue 27) -------------------------------------------
+
+
+def _join(invitation, name):
+    """Sign up through an invitation link, as a new worker does."""
+    client = Client()
+    response = client.post(f"/join/{invitation.token}/", {"username": name, "password1": PASSWORD, "password2": PASSWORD})
+    assert response.status_code == 302, response.content[:500]
+    return client, worker_for_user(User.objects.get(username=name))
+
+
+def _held(worker):
+    return Assignment.objects.filter(worker=worker, state="assigned").select_related("hit").get().hit
+
+
+def test_another_researchers_test_never_hides_the_campaign_a_worker_joined(tmp_path, people, django_user_model):
+    from hits.invitations import create_invitation
+
+    # Rita's tested campaign comes first in the queue; her other campaign has no test; Oscar invites workers.
+    ritas_test = _campaign(tmp_path, "rita-tested", people["rita"], tests=_definition())
+    ritas_open = _campaign(tmp_path, "rita-open", people["rita"])
+    oscars = _campaign(tmp_path, "oscar-invites", people["oscar"], tests=_definition())
+    invitation = create_invitation(batch=Batch.objects.get(pk=oscars.batch_id), max_uses=20)
+    for name in ("invitee-1", "invitee-2", "invitee-3"):
+        client, worker = _join(invitation, name)
+        page = client.post("/work/generation/start/")["Location"]
+        seen = [_held(worker)]
+        for _ in range(5):  # Skip moves on: across items and campaigns, never back to the one just skipped
+            page = client.post(page, {"action": "skip"})["Location"]
+            seen.append(_held(worker))
+        batches = {h.batch_id for h in seen}
+        assert ritas_test.batch_id not in batches, "handed another researcher's test"
+        assert any(h.batch_id == oscars.batch_id and h.kind == "qualification" for h in seen)  # the test of the campaign joined
+        assert all(a.pk != b.pk for a, b in zip(seen, seen[1:])), [h.pk for h in seen]
+        assert ritas_open.batch_id in batches  # the other campaign's work is reachable
+        Assignment.objects.filter(worker=worker, state="assigned").update(state="returned")
+        HIT.objects.update(n_taken=0)
+
+
+def test_the_home_page_starts_work_in_a_chosen_campaign_and_offers_tests_only_there(tmp_path, people, django_user_model):
+    ritas_test = _campaign(tmp_path, "rita-tested", people["rita"], tests=_definition())
+    oscars_open = _campaign(tmp_path, "oscar-open", people["oscar"])
+    worker = _worker(django_user_model, "browser")
+    client = Client()
+    client.force_login(worker.user)
+    home = client.get("/work/").content.decode()
+    # Oscar's work has a start button; Rita's campaign offers its test, taken only if the worker asks.
+    assert f'class="inline campaign-start" data-campaign="{oscars_open.batch_id}"' in home
+    assert f'class="inline campaign-test" data-campaign="{ritas_test.batch_id}"' in home
+    client.post("/work/generation/start/")
+    assert _held(worker).batch_id == oscars_open.batch_id
+    Assignment.objects.filter(worker=worker).update(state="returned")
+    HIT.objects.update(n_taken=0)
+    client.post("/work/generation/start/", {"campaign": ritas_test.batch_id})
+    held = _held(worker)
+    assert held.batch_id == ritas_test.batch_id and held.kind == "qualification"
+    assert worker.batch_choices.filter(batch_id=ritas_test.batch_id, how="start").exists()
+    # A campaign id that is not a running campaign of the type is refused with a message, nothing taken.
+    Assignment.objects.filter(worker=worker).update(state="returned")
+    response = client.post("/work/generation/start/", {"campaign": "999999"}, follow=True)
+    assert b"That campaign has no" in response.content and not Assignment.objects.filter(worker=worker, state="assigned").exists()
+
+
+def test_a_test_is_not_offered_by_a_campaign_with_no_work_left_for_the_worker(tmp_path, people, django_user_model):
+    campaign = _campaign(tmp_path, "rita-done", people["rita"], tests=_definition())
+    worker = _worker(django_user_model, "too-late")
+    record_choice(worker, Batch.objects.get(pk=campaign.batch_id), "start")
+    assert set(available_hits(worker, _generation()).values_list("kind", flat=True)) == {"qualification"}
+    HIT.objects.filter(batch_id=campaign.batch_id, kind="regular").update(state=HIT.State.COMPLETED)
+    assert not available_hits(worker, _generation()).exists()
+    assert accept_next(worker, _generation()) is None
+
+
+def test_a_worker_with_an_account_joins_another_campaign_through_its_link(tmp_path, people, django_user_model):
+    from hits.invitations import create_invitation
+
+    campaign = _campaign(tmp_path, "oscar-second", people["oscar"], tests=_definition())
+    worker = _worker(django_user_model, "regular-worker")
+    assert not available_hits(worker, _generation()).filter(batch_id=campaign.batch_id).exists()
+    invitation = create_invitation(batch=Batch.objects.get(pk=campaign.batch_id), max_uses=1)
+    client = Client()
+    client.force_login(worker.user)
+    response = client.get(f"/join/{invitation.token}/", follow=True)
+    assert b"You joined oscar-second" in response.content
+    assert set(available_hits(worker, _generation()).filter(batch_id=campaign.batch_id).values_list("kind", flat=True)) == {"qualification"}
+    invitation.refresh_from_db()
+    assert invitation.uses == 0 and User.objects.count() == 4  # no account made, no use taken

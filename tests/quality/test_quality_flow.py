@@ -19,7 +19,7 @@ from annotation.text.questions import content_word_violations
 from hits.handlers import AnswerErrors
 from hits import qualifications
 from hits.models import HIT, Batch, Qualification, QualificationEvent, TaskType, Worker
-from hits.services import NotEligible, accept_next, submit_assignment
+from hits.services import NotEligible, accept_next, record_choice, submit_assignment
 from tests.conftest import DEMO_DIR, write_jsonl
 
 
@@ -28,6 +28,11 @@ def small_campaign(tmp_path):
     refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
     sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
     return import_campaign(name="Quals", references=refs, summaries=sums).campaign
+
+
+def _choose(worker, campaign):
+    """The worker starts from the campaign (or was invited to it): its tests are offered to them."""
+    record_choice(worker, Batch.objects.get(pk=Campaign.objects.get(pk=campaign.pk).batch_id), "start")
 
 
 def _demo_definition():
@@ -49,6 +54,7 @@ def test_new_worker_sees_only_the_test_then_real_hits_once_qualified(small_campa
     launch_campaign(small_campaign)
     worker = Worker.objects.create(external_id="newbie")
     generation = TaskType.objects.get(slug="generation")
+    _choose(worker, small_campaign)
     for _ in range(4):
         assignment = accept_next(worker, generation)
         assert assignment.hit.kind == "qualification"
@@ -75,6 +81,9 @@ def test_failed_worker_retries_after_the_cooldown_a_limited_number_of_times(smal
     launch_campaign(small_campaign)
     worker = Worker.objects.create(external_id="struggler")
     presence = TaskType.objects.get(slug="presence")
+    _choose(worker, small_campaign)
+    # The campaign's presence test is offered while it has presence work (a judge's HIT of its own).
+    HIT.objects.create(batch_id=Campaign.objects.get(pk=small_campaign.pk).batch_id, task_type=presence, payload={}, max_assignments=3)
 
     def take_test_wrongly():
         for _ in range(4):
@@ -104,6 +113,7 @@ def test_borderline_generation_test_goes_to_review_and_a_researcher_decides(smal
     launch_campaign(small_campaign)
     worker = Worker.objects.create(external_id="borderline")
     generation = TaskType.objects.get(slug="generation")
+    _choose(worker, small_campaign)
     for _ in range(4):
         assignment = accept_next(worker, generation)
         inline = assignment.hit.payload["inline"]

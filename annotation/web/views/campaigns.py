@@ -158,7 +158,8 @@ def worker_quality(request):
                     "retry": why_not if qualification and qualification.state == Qualification.State.FAILED else "",
                 }
             )
-        figures = worker_figures(campaign, worker) if campaign.batch_id in worked else None
+        # Gold figures as released to the worker (in batches, never moved by one gold HIT).
+        figures = worker_figures(campaign, worker, as_shown=True) if campaign.batch_id in worked else None
         campaigns.append(
             {"campaign": campaign, "rows": rows, "figures": figures, "blocked": campaign.batch_id in blocks, "block_reason": blocks.get(campaign.batch_id, "")}
         )
