@@ -298,12 +298,11 @@ def campaign_leaderboard_summaries(request, slug):
 @login_required
 def campaign_qualifications(request, slug):
     """Define the campaign's qualification tests and gold items: paste or upload the JSON definition."""
-    import json
-
     from django.db.models import Count
 
     from hits.models import HIT
 
+    from annotation.importing.safe_json import JSONProblem, load_json
     from annotation.services.qualification_tests import (
         QualificationDefinitionError,
         accept_sibling_qualifications,
@@ -333,11 +332,9 @@ def campaign_qualifications(request, slug):
             text = request.POST.get("definition", "")
         if not error:
             try:
-                counts = define_qualifications(campaign, json.loads(text))
-            except json.JSONDecodeError as exc:
-                error = f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-            except RecursionError:
-                error = "Not valid JSON: nested too deeply."
+                counts = define_qualifications(campaign, load_json(text))
+            except JSONProblem as exc:
+                error = f"Not valid JSON: {exc.describe().removeprefix('bad JSON: ')}."
             except QualificationDefinitionError as exc:
                 error = f"{str(exc)[:1].upper()}{str(exc)[1:]}. Nothing was changed."
             else:
