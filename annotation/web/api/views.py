@@ -955,10 +955,28 @@ class AssignmentViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"])
     def bonus(self, request, campaign_slug=None, pk=None):
-        """Pay the worker of submitted or approved work a bonus (at most MAX_BONUS); returns the ledger entry."""
+        """Pay the worker of submitted or approved work a bonus; returns the ledger entry.
+
+        The assignment's bonuses together may be at most MAX_BONUS.  Send an
+        ``Idempotency-Key`` header (or an ``idempotency_key`` field): a repeat
+        with the same key returns the first entry (``Idempotent-Replayed: true``)
+        and pays nothing more; the same key with another body is a 409.
+        """
+        header = request.headers.get("Idempotency-Key")
+        field = request.data.get("idempotency_key") if hasattr(request.data, "get") else None
+        if header is not None and field is not None and header != field:
+            raise ValidationError({"idempotency_key": ["differs from the Idempotency-Key header"]})
+        key = header if header is not None else field
+        if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 255 or not key.isprintable()):
+            raise ValidationError({"idempotency_key": ["give 1 to 255 printable characters (a UUID, say)"]})
 
         def review(assignment, data, payments):
-            return payments.pay_bonus(assignment, data["amount"], data["reason"], by=request.user)
+            return payments.pay_bonus(assignment, data["amount"], data["reason"], by=request.user, idempotency_key=key)
 
         entry = self._review(request, serializers.BonusSerializer, review)
-        return Response(serializers.LedgerEntrySerializer(entry).data, status=status.HTTP_201_CREATED)
+        replayed = getattr(entry, "replayed", False)
+        return Response(
+            serializers.LedgerEntrySerializer(entry).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Idempotent-Replayed": "true" if replayed else "false"},
+        )
