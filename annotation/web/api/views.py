@@ -27,7 +27,7 @@ from rest_framework import mixins, serializers as drf_serializers, status, views
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, ParseError, PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ParseError, PermissionDenied, ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -49,7 +49,7 @@ from annotation.models import (
     SystemSummary,
     Verification,
 )
-from annotation.selectors.campaigns import campaign_overview, campaign_progress, campaign_workers, campaigns_visible_to, leaderboard
+from annotation.selectors.campaigns import campaign_overview, campaign_progress, campaign_worker, campaign_workers, campaigns_visible_to, leaderboard
 from annotation.selectors.scores import campaign_scores
 from annotation.services import pipeline, predicates as predicate_service, quality, scores
 from annotation.services.campaign_import import PREDICATES_AUTO, PREDICATES_NONE, import_campaign
@@ -788,9 +788,11 @@ class WorkerViewSet(CampaignScoped, viewsets.GenericViewSet):
         return self.get_paginated_response(serializers.WorkerRowSerializer(page, many=True).data)
 
     def _worker(self, form) -> Worker:
-        worker = Worker.objects.filter(external_id=form.validated_data["worker"]).first()
+        # As the workers page: only a worker of this campaign, and the same 404 for a name unknown anywhere,
+        # so the endpoint neither touches other campaigns' workers nor tells who is registered.
+        worker = campaign_worker(self.campaign, form.validated_data["worker"])
         if worker is None:
-            raise ValidationError({"worker": [f"no worker '{form.validated_data['worker']}'"]})
+            raise NotFound("No such worker in this campaign.")
         return worker
 
     @extend_schema(request=serializers.WorkerActionSerializer, responses={200: OpenApiTypes.OBJECT, 400: DETAIL})

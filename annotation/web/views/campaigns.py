@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.models import Example, Predicate, ReferenceSentence
-from annotation.selectors.campaigns import campaign_overview, campaign_progress as progress_of, campaigns_visible_to
+from annotation.selectors.campaigns import campaign_overview, campaign_progress as progress_of, campaign_worker, campaigns_visible_to
 from annotation.services import pipeline
 
 
@@ -199,18 +199,16 @@ WORKER_ACTIONS = ("reinstate", "revoke", "block", "unblock", "exclude", "include
 def campaign_worker_action(request, slug):
     """Researcher decisions about a worker; each is logged with who made it."""
     from hits import qualifications
-    from hits.models import TaskType, Worker
+    from hits.models import TaskType
 
     from annotation.services import quality
     from hits.services import PlacesRefused
 
-    from hits.models import Assignment
-
     campaign = _visible_campaign(request, slug)
     # Only workers who worked on this campaign, and only within it: another campaign's workers and decisions
     # are not this researcher's to change (platform-wide blocks are an admin's, in the Django admin).
-    worker = get_object_or_404(Worker, external_id=request.POST.get("worker", ""))
-    if campaign.batch_id is None or not Assignment.objects.filter(worker=worker, hit__batch_id=campaign.batch_id).exists():
+    worker = campaign_worker(campaign, request.POST.get("worker", ""))
+    if worker is None:
         raise Http404("No such worker in this campaign")
     batch = campaign.batch
     action = request.POST.get("action", "")
