@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
 
+from annotation.services.spreadsheets import csv_writer
 from annotation.web.views.setup import managed_campaign
 from hits import payouts
 from hits.models import Batch
@@ -25,7 +24,7 @@ def campaign_payouts(request, slug):
     if request.GET.get("format") == "csv":
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{campaign.slug}-payouts.csv"'
-        writer = csv.writer(response)
+        writer = csv_writer(response)
         writer.writerow(["campaign", *COLUMNS])
         for row in rows:
             writer.writerow([campaign.slug, row.worker.external_id, *(getattr(row, c) for c in COLUMNS[1:])])
