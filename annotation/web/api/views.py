@@ -53,7 +53,7 @@ from annotation.selectors.campaigns import campaign_overview, campaign_progress,
 from annotation.selectors.scores import campaign_scores
 from annotation.services import pipeline, predicates as predicate_service, quality, scores
 from annotation.services.campaign_import import PREDICATES_AUTO, PREDICATES_NONE, import_campaign
-from config.ratelimit import login_failed, login_refused
+from config.ratelimit import login_failed, login_refused, login_succeeded
 from hits.models import Assignment, Worker
 
 
@@ -128,6 +128,7 @@ class TokenView(APIView):
         if not serializer.is_valid():
             login_failed(request)
             raise ValidationError(serializer.errors)
+        login_succeeded(request, username)
         token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
         return Response({"token": token.key})
 
