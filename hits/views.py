@@ -141,8 +141,9 @@ def _start(request, task_type, hit_id=None):
 def start_working(request, slug):
     task_type = get_object_or_404(TaskType, slug=slug)
     hit_id = request.POST.get("hit")
-    # isascii: "²" and other digits of other scripts pass isdigit() but not int().
-    hit_id = int(hit_id) if hit_id and hit_id.isascii() and hit_id.isdigit() else None
+    # isascii: "²" and other digits of other scripts pass isdigit() but not int(); a cap on the length:
+    # int() refuses more than 4,300 digits with a ValueError (a 500), and no HIT id has more than 18.
+    hit_id = int(hit_id) if hit_id and len(hit_id) <= 18 and hit_id.isascii() and hit_id.isdigit() else None
     # The server chooses the HIT: a posted id counts only when it is the one this worker's preview showed
     # (chosen as the hand-out chooses, gold mixed in), so no one can pick their HITs and step around gold checks.
     previewed = request.session.pop(f"previewed-{task_type.slug}", None)
