@@ -955,6 +955,12 @@ class AssignmentViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         request=serializers.BonusSerializer,
         responses={201: serializers.LedgerEntrySerializer, 400: DETAIL, 409: DETAIL},
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                description="Any 1-255 printable characters (a UUID): a repeat with the same key returns the first entry and pays nothing more.",
+            )
+        ],
     )
     @action(detail=True, methods=["post"])
     def bonus(self, request, campaign_slug=None, pk=None):
