@@ -1,8 +1,14 @@
-"""A small fixed-window rate limiter on Django's cache (Redis when configured, local memory otherwise)."""
+"""A small sliding-window rate limiter on Django's cache (Redis when configured, local memory otherwise).
+
+Each bucket keeps the times of its requests of the last window: a limit of 10/60 admits at most 10
+requests in any 60 seconds, also across the clock's minute (a fixed window let 2 x 10 through there).
+Refused requests are not counted, so a client that keeps knocking is admitted again as its old requests
+leave the window."""
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 import time
 import unicodedata
 from functools import wraps
@@ -18,49 +24,66 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), int(seconds or 60)
 
 
-def _redis_count(key: str, window: int, incr: bool = True):
-    """Count one request in Redis in one round trip (the cache's key, so ``cache.get`` reads it);
-    None when the cache is not Redis."""
+# The log of a bucket: a sorted set (Redis) or a dict (other caches) of member -> time of its last request.
+# A member is one request (a fresh name) or, for a distinct-count bucket, one client address.
+_SLIDING_LOG = """
+local key, now, window, limit, member, count = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local known = redis.call('ZSCORE', key, member)
+local n = redis.call('ZCARD', key)
+if count == '0' then return n end
+if (not known) and n >= limit then return -1 end
+redis.call('ZADD', key, now, member)
+redis.call('EXPIRE', key, math.ceil(window) + 1)
+return n
+"""
+
+
+def _redis_log(key: str, window: int, limit: int, member: str, count: bool):
+    """Run the sliding-window step in Redis atomically (one Lua script); None when the cache is not Redis."""
     client_of = getattr(getattr(cache, "_cache", None), "get_client", None)
     if client_of is None or not hasattr(cache, "make_and_validate_key"):
         return None
     key = cache.make_and_validate_key(key)
-    pipe = client_of(key, write=True).pipeline(transaction=True)
-    # SET NX starts the window's count (and its expiry) only if it is not there yet; INCR counts.
-    pipe.set(key, 0, nx=True, ex=window + 1)
-    pipe.incr(key, 1 if incr else 0)
-    return pipe.execute()[1]
+    return int(client_of(key, write=True).eval(_SLIDING_LOG, 1, key, repr(time.time()), window, limit, member, "1" if count else "0"))
 
 
-def hit_limit(bucket: str, rate: str) -> bool:
-    """Count one request in the bucket's current window; True when the limit is exceeded."""
+def _local_log(key: str, window: int, limit: int, member: str, count: bool) -> int:
+    """The same step on another cache backend (local memory: one process, which is what it serves)."""
+    now = time.time()
+    log = {m: t for m, t in (cache.get(key) or {}).items() if t > now - window}
+    n = len(log)
+    if not count:
+        return n
+    if member not in log and n >= limit:
+        return -1
+    log[member] = now
+    cache.set(key, log, timeout=window + 1)
+    return n
+
+
+def _sliding(bucket: str, rate: str, member: str | None, count: bool) -> int | None:
     limit, window = parse_rate(rate)
     if limit <= 0:
-        return False
-    key = f"ratelimit:{bucket}:{int(time.time() // window)}"
-    count = _redis_count(key, window)
-    if count is not None:
-        return count > limit
-    if cache.add(key, 1, timeout=window + 1):
-        return False
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.add(key, 1, timeout=window + 1)
-        return False
-    return count > limit
+        return None
+    key = f"ratelimit:{bucket}"
+    member = member if member is not None else f"{time.time()!r}:{secrets.token_hex(4)}"
+    found = _redis_log(key, window, limit, member, count)
+    return _local_log(key, window, limit, member, count) if found is None else found
+
+
+def hit_limit(bucket: str, rate: str, member: str | None = None) -> bool:
+    """Count one request in the bucket; True (and not counted) when ``rate`` requests were already counted
+    in the last window (a sliding window: no burst across a boundary).  With ``member``, the bucket counts
+    distinct members (e.g. client addresses): a member already counted is never refused by it."""
+    return _sliding(bucket, rate, member, True) == -1
 
 
 def limit_reached(bucket: str, rate: str) -> bool:
-    """Whether the bucket's current window is already full, without counting a request."""
-    limit, window = parse_rate(rate)
-    if limit <= 0:
-        return False
-    key = f"ratelimit:{bucket}:{int(time.time() // window)}"
-    count = _redis_count(key, window, incr=False)
-    if count is None:
-        count = cache.get(key, 0)
-    return count >= limit
+    """Whether the bucket's last window is already full, without counting a request."""
+    limit, _ = parse_rate(rate)
+    n = _sliding(bucket, rate, None, False)
+    return n is not None and n >= limit
 
 
 def client_ip(request) -> str:
@@ -84,39 +107,59 @@ def rate_limited(setting: str, key):
 
 # --- logins ------------------------------------------------------------------------------------
 #
-# Every way in (the login page, /api/token/, the admin's login) shares two limits:
-# - LOGIN_RATE_LIMIT counts every attempt on one account, whatever the address, keyed on the user
-#   name as the login form reads it (stripped; NFKC and case folded, so "rita", " Rita " and
-#   "ｒｉｔａ" are one account's attempts): padding a name with spaces no longer buys fresh tries;
+# Every way in (the login page, /api/token/, the admin's login) shares these limits, all sliding windows:
+# - LOGIN_RATE_LIMIT counts attempts on one account from one client address, keyed on the user name as
+#   the login form reads it (stripped; NFKC and case folded, so "rita", " Rita " and "ｒｉｔａ" are one
+#   account's attempts) and the address.  A stranger guessing at an account from their address is
+#   stopped there, and only there: the account's owner coming from another address is not locked out;
+# - LOGIN_ACCOUNT_ADDRESSES_LIMIT counts the distinct addresses trying one account (guessing spread over
+#   many addresses).  Past it, addresses new to the account wait; an address the account signed in from
+#   before (remembered KNOWN_ADDRESS_DAYS) is never held by it, so the owner still gets in;
 # - LOGIN_ADDRESS_RATE_LIMIT counts failed attempts from one client address, whatever the names
 #   (spraying many accounts); successful logins do not count, so a class behind one address can
 #   sign in together.
 # Counts live in the cache: Redis when configured, so all web processes share them.
+
+KNOWN_ADDRESS_DAYS = 90
 
 
 def normalised_username(value) -> str:
     return unicodedata.normalize("NFKC", str(value or "")).strip().casefold()[:150]
 
 
-def _account_bucket(username) -> str:
+def _account(username) -> str:
     # Hashed: any user name makes a valid cache key.
-    return "LOGIN_RATE_LIMIT:" + hashlib.sha256(normalised_username(username).encode("utf-8", "replace")).hexdigest()[:32]
+    return hashlib.sha256(normalised_username(username).encode("utf-8", "replace")).hexdigest()[:32]
 
 
 def _address_bucket(request) -> str:
     return f"LOGIN_ADDRESS_RATE_LIMIT:{client_ip(request)}"
 
 
+def _known_key(request, username) -> str:
+    return f"login-known:{_account(username)}:{hashlib.sha256(client_ip(request).encode()).hexdigest()[:16]}"
+
+
 def login_refused(request, username) -> bool:
     """Count a login attempt; True when it must be refused (429) before checking the password."""
     if limit_reached(_address_bucket(request), settings.LOGIN_ADDRESS_RATE_LIMIT):
         return True
-    return hit_limit(_account_bucket(username), settings.LOGIN_RATE_LIMIT)
+    account, address = _account(username), client_ip(request)
+    if hit_limit(f"LOGIN_RATE_LIMIT:{account}:{address}", settings.LOGIN_RATE_LIMIT):
+        return True
+    if cache.get(_known_key(request, username)):
+        return False
+    return hit_limit(f"LOGIN_ACCOUNT_ADDRESSES_LIMIT:{account}", settings.LOGIN_ACCOUNT_ADDRESSES_LIMIT, member=address)
 
 
 def login_failed(request) -> None:
     """Count a failed login against the client's address."""
     hit_limit(_address_bucket(request), settings.LOGIN_ADDRESS_RATE_LIMIT)
+
+
+def login_succeeded(request, username) -> None:
+    """Remember the address as one the account signs in from: the many-addresses limit never holds it."""
+    cache.set(_known_key(request, username), 1, timeout=KNOWN_ADDRESS_DAYS * 86400)
 
 
 def login_limited(view):
@@ -126,11 +169,14 @@ def login_limited(view):
     def wrapped(request, *args, **kwargs):
         if request.method != "POST":
             return view(request, *args, **kwargs)
-        if login_refused(request, request.POST.get("username", "")):
+        username = request.POST.get("username", "")
+        if login_refused(request, username):
             return render(request, "429.html", status=429)
         response = view(request, *args, **kwargs)
         if response.status_code != 302:
             login_failed(request)
+        else:
+            login_succeeded(request, username)
         return response
 
     return wrapped

@@ -316,6 +316,7 @@ SESSION_ENGINE = (
 # failed logins per client address (config/ratelimit.py), submissions per worker.
 LOGIN_RATE_LIMIT = os.environ.get("LOGIN_RATE_LIMIT", "10/60")
 LOGIN_ADDRESS_RATE_LIMIT = os.environ.get("LOGIN_ADDRESS_RATE_LIMIT", "20/60")
+LOGIN_ACCOUNT_ADDRESSES_LIMIT = os.environ.get("LOGIN_ACCOUNT_ADDRESSES_LIMIT", "10/600")
 SUBMIT_RATE_LIMIT = os.environ.get("SUBMIT_RATE_LIMIT", "120/60")
 
 # Amazon Mechanical Turk backend (hits.mturk).  AWS credentials come only from the standard AWS chain

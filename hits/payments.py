@@ -16,6 +16,7 @@ Amounts:  reward entry = the HIT's reward (as published on MTurk);
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -165,12 +166,44 @@ def reject_assignment(assignment: Assignment, message: str, by=None, *, settle: 
     return assignment
 
 
-def pay_bonus(assignment: Assignment, amount: Decimal, reason: str, by=None) -> LedgerEntry:
+class BonusNeedsConfirming(PaymentError):
+    """The assignment already has a bonus and the caller asked to pay only a first one."""
+
+
+class IdempotencyKeyReused(PaymentError):
+    """The idempotency key was already used for a different bonus (another assignment, amount or reason)."""
+
+
+def bonus_request_token(idempotency_key: str, by) -> str:
+    """The ledger's request token for a bonus asked with ``idempotency_key`` by ``by`` (keys are per user).
+
+    Deterministic, so a repeated call finds the first call's entry; hashed, so
+    any key fits the 64-character column and MTurk's UniqueRequestToken.
+    """
+    who = getattr(by, "pk", None) or 0
+    return "bonus-k-" + hashlib.sha256(f"{who}:{idempotency_key}".encode()).hexdigest()[:48]
+
+
+def pay_bonus(
+    assignment: Assignment,
+    amount: Decimal,
+    reason: str,
+    by=None,
+    *,
+    first_only: bool = False,
+    idempotency_key: str | None = None,
+) -> LedgerEntry:
     """Give the worker of a submitted or approved assignment a bonus; returns the ledger entry.
 
-    ``amount`` is in USD, more than 0 and at most ``MAX_BONUS``; ``reason``
-    is shown to the worker (required by MTurk).  On MTurk the bonus and its
-    20% fee count against the batch's budget cap.
+    ``amount`` is in USD, more than 0; the assignment's bonuses together may
+    be at most ``MAX_BONUS``.  ``reason`` is shown to the worker (required by
+    MTurk).  On MTurk the bonus and its 20% fee count against the batch's
+    budget cap.  Bonuses of one assignment are serialised by its row lock, so
+    concurrent calls see each other's bonus: ``first_only`` refuses to pay
+    when the assignment already has one (``BonusNeedsConfirming``).  With
+    ``idempotency_key``, a repeat of the same call returns the first call's
+    entry (its ``replayed`` attribute set) and pays nothing more; the same key
+    with another assignment, amount or reason is ``IdempotencyKeyReused``.
     """
     try:
         amount = Decimal(str(amount)).quantize(fees.CENT)
@@ -184,11 +217,28 @@ def pay_bonus(assignment: Assignment, amount: Decimal, reason: str, by=None) -> 
         raise PaymentError(f"a bonus may be at most ${limit} (MAX_BONUS)")
     if not reason:
         raise PaymentError("a bonus needs a reason the worker will read")
+    token = bonus_request_token(idempotency_key, by) if idempotency_key else f"bonus-{uuid.uuid4().hex}"
     with transaction.atomic():
         assignment = _locked(assignment)
+        if idempotency_key:
+            earlier = LedgerEntry.objects.filter(request_token=token).first()
+            if earlier is not None:
+                if (earlier.assignment_id, earlier.kind, earlier.amount, earlier.reason) != (
+                    assignment.pk, LedgerEntry.Kind.BONUS, amount, reason[:1000]
+                ):
+                    raise IdempotencyKeyReused("this idempotency key was already used for a different bonus")
+                earlier.replayed = True
+                return earlier
         if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.APPROVED):
             raise PaymentError(
                 f"bonuses are paid on submitted or approved work; this assignment is {assignment.get_state_display().lower()}"
+            )
+        if first_only and assignment.bonus > 0:
+            raise BonusNeedsConfirming(f"this assignment already has a bonus of ${assignment.bonus}")
+        if assignment.bonus + amount > limit:
+            raise PaymentError(
+                f"the assignment already has bonuses of ${assignment.bonus}; together they may be at most "
+                f"${limit} (MAX_BONUS), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
             )
         batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
         if batch.on_mturk and batch.budget_cap is not None:
@@ -197,10 +247,11 @@ def pay_bonus(assignment: Assignment, amount: Decimal, reason: str, by=None) -> 
                 raise BudgetExceeded(
                     f"the bonus would bring the batch to ${after}, over its budget cap of ${batch.budget_cap}"
                 )
-        entry = _record(assignment, LedgerEntry.Kind.BONUS, amount, reason, by, f"bonus-{uuid.uuid4().hex}")
+        entry = _record(assignment, LedgerEntry.Kind.BONUS, amount, reason, by, token)
         assignment.bonus = assignment.bonus + amount
         assignment.save(update_fields=["bonus"])
         _after_commit(assignment, True)
+    entry.replayed = False
     return entry
 
 
@@ -254,5 +305,6 @@ def mark_paid(batch: Batch, by, *, workers=None, upto: int | None = None, note: 
 
 
 __all__ = [
-    "BudgetExceeded", "MarkedPaid", "PaymentError", "approve_assignment", "mark_paid", "pay_bonus", "reject_assignment",
+    "BonusNeedsConfirming", "BudgetExceeded", "IdempotencyKeyReused", "MarkedPaid", "PaymentError",
+    "approve_assignment", "bonus_request_token", "mark_paid", "pay_bonus", "reject_assignment",
 ]

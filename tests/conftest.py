@@ -14,9 +14,8 @@ DEMO_DIR = REPO / "annotation" / "demo"
 
 @pytest.fixture
 def pinned_rate_window(monkeypatch):
-    """Stop the rate limiter's clock for the test: its fixed windows start on the clock's
-    multiples of the window length, so a test's requests could otherwise straddle two windows
-    and a limit of N would let up to 2N through."""
+    """Stop the rate limiter's clock for the test: a slow test's requests then all fall in one
+    sliding window, so a limit of N admits exactly N whatever the test's speed."""
     import time
     from types import SimpleNamespace
 

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 
+from annotation.importing.safe_json import JSONProblem, load_json
 from annotation.text.predicates import strip_sentence_tags
 
 
@@ -176,12 +176,9 @@ def _json_objects(name: str, lines: list[str], problems: ProblemList):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.add(name, number, None, f"bad JSON: {exc.msg} at column {exc.colno}")
-            continue
-        except RecursionError:  # Python's decoder recurses per level: thousands of brackets exhaust the stack
-            problems.add(name, number, None, "bad JSON: nested too deeply")
+            obj = load_json(line)
+        except JSONProblem as exc:
+            problems.add(name, number, exc.field, exc.with_column())
             continue
         if not isinstance(obj, dict):
             problems.add(name, number, None, f"expected a JSON object, found {type(obj).__name__}")

@@ -87,6 +87,21 @@ def campaign_progress(campaign: Campaign) -> dict:
 TASK_SLUGS = (GENERATION, VERIFICATION, PRESENCE)
 
 
+def campaign_worker(campaign: Campaign, external_id) -> Worker | None:
+    """The worker called ``external_id`` if they took a HIT of the campaign, else None.
+
+    A researcher's decisions about workers (exclude, include, block, revoke) are
+    about this campaign's workers only; a name that exists elsewhere on the
+    platform and one that does not exist at all get the same None, so these
+    pages and endpoints do not tell who else is registered.
+    """
+    if not campaign.batch_id or not isinstance(external_id, str) or not external_id:
+        return None
+    return (
+        Worker.objects.filter(external_id=external_id, assignments__hit__batch_id=campaign.batch_id).distinct().first()
+    )
+
+
 def campaign_workers(campaign: Campaign) -> list[dict]:
     """One row per worker who did HITs of the campaign: status per task type, HITs, time and figures."""
     if not campaign.batch_id:

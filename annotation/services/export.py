@@ -4,8 +4,8 @@
   pairs (or units) per predicate, gold labels per system, and per-system
   summary scores;
 - ``judgments.csv``: every presence judgment (worker ids pseudonymised on
-  request, excluded judgments marked); cells that a spreadsheet would read
-  as a formula are prefixed with a quote;
+  request, excluded judgments marked); text cells that a spreadsheet would
+  read as a formula are prefixed with a quote (``annotation.services.spreadsheets``);
 - ``verifications.csv``: every verifier's verdict on every QA pair (valid or
   not, the answers they selected);
 - ``systems.csv``: the system-level score table (QAPyramid with its 95%
@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 from pathlib import Path
@@ -33,15 +32,7 @@ from annotation.models import (
     SystemSummary,
     Verification,
 )
-
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(value) -> str:
-    """Text a spreadsheet will not run as a formula (OWASP's advice: prefix with a quote)."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_START) else text
-
+from annotation.services.spreadsheets import csv_writer
 
 def pseudonym(worker_id: str, salt: str) -> str:
     return "w-" + hashlib.sha256(f"{salt}:{worker_id}".encode()).hexdigest()[:12]
@@ -102,7 +93,7 @@ def export_campaign(
     progress(n_total - 2, n_total, "judgments")
     n_judgments = 0
     with (out / "judgments.csv").open("w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
+        writer = csv_writer(f)
         writer.writerow(["example", "system", "unit", "question", "answers", "worker", "present", "excluded", "assignment"])
         rows = PresenceJudgment.objects.filter(summary__system__campaign=campaign).values_list(
             "summary__example__external_id", "summary__system__name", "unit_id", "unit__question", "unit__answers",
@@ -110,33 +101,31 @@ def export_campaign(
         ).order_by("summary__example__position", "summary__system__name", "unit_id", "pk")
         for example_id, system, unit_id, question, answers, worker, present, excluded, assignment in rows.iterator(chunk_size=5000):
             writer.writerow([
-                spreadsheet_safe(example_id), spreadsheet_safe(system), unit_id, spreadsheet_safe(question),
-                spreadsheet_safe(" / ".join(answers or [])), spreadsheet_safe(pseudonym(worker, salt) if pseudonymise else worker),
-                int(present), int(excluded), assignment or "",
+                example_id, system, unit_id, question, " / ".join(answers or []),
+                pseudonym(worker, salt) if pseudonymise else worker, int(present), int(excluded), assignment or "",
             ])
             n_judgments += 1
     worker_name = (lambda w: pseudonym(w, salt)) if pseudonymise else (lambda w: w)
     n_verifications = 0
     with (out / "verifications.csv").open("w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
+        writer = csv_writer(f)
         writer.writerow(["example", "unit", "question", "worker", "valid", "answers", "assignment"])
         rows = Verification.objects.filter(unit__example__campaign=campaign).values_list(
             "unit__example__external_id", "unit_id", "unit__question", "worker__external_id", "valid", "answers", "assignment_id",
         ).order_by("unit__example__position", "unit_id", "pk")
         for example_id, unit_id, question, worker, valid, answers, assignment in rows.iterator(chunk_size=5000):
             writer.writerow([
-                spreadsheet_safe(example_id), unit_id, spreadsheet_safe(question), spreadsheet_safe(worker_name(worker)),
-                int(valid), spreadsheet_safe(" / ".join(answers or [])), assignment or "",
+                example_id, unit_id, question, worker_name(worker), int(valid), " / ".join(answers or []), assignment or "",
             ])
             n_verifications += 1
     with (out / "systems.csv").open("w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
+        writer = csv_writer(f)
         writer.writerow(["system", "qapyramid", "ci95_low", "ci95_high", "nqapyramid", "predicate_level", "alpha", "summaries"])
         for system in System.objects.filter(campaign=campaign).select_related("score").order_by("name"):
             score = getattr(system, "score", None)
             figures = [score.qapyramid, score.qapyramid_low, score.qapyramid_high, score.nqapyramid, score.predicate_level,
                        score.alpha, score.n_summaries] if score else [None] * 6 + [0]
-            writer.writerow([spreadsheet_safe(system.name), *("" if v is None else v for v in figures)])
+            writer.writerow([system.name, *figures])
     settings = model_to_dict(campaign, exclude=["owner", "shared_with", "batch"])
     settings = {k: (str(v) if not isinstance(v, (int, float, str, bool, type(None))) else v) for k, v in settings.items()}
     extra = {}

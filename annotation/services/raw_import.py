@@ -12,7 +12,6 @@ names its place in the file as a path of keys.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from annotation.importing.readers import CampaignImportError, Problem
+from annotation.importing.safe_json import JSONProblem, load_json
 from annotation.models import Campaign, ContentUnit, Example, Predicate, PresenceJudgment, System, SystemSummary
 from annotation.services.gold import refresh_gold
 from hits.models import Worker
@@ -116,13 +116,11 @@ def import_qapyramid_raw(path: Path | str, *, name: str, slug: str | None = None
     elif Campaign.objects.filter(slug=final_slug).exists():
         problems.append(Problem("--campaign", None, "slug", f"a campaign with slug '{final_slug}' already exists"))
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = load_json(path.read_bytes())
     except FileNotFoundError:
         raise CampaignImportError([Problem(str(path), None, None, "file not found")]) from None
-    except UnicodeDecodeError as exc:
-        raise CampaignImportError([Problem(path.name, None, None, f"not valid UTF-8 at byte {exc.start}")]) from None
-    except json.JSONDecodeError as exc:
-        raise CampaignImportError([Problem(path.name, exc.lineno, None, f"bad JSON: {exc.msg} at column {exc.colno}")]) from None
+    except JSONProblem as exc:
+        raise CampaignImportError([Problem(path.name, exc.line, exc.field, exc.with_column())]) from None
     rows, parse_problems = _parse(data, path.name)
     problems += parse_problems
     if problems:

@@ -122,8 +122,9 @@ ENDPOINTS = {
     "gold-list": ("get", "/api/campaigns/{slug}/gold/", None, None, 200),
     "gold-detail": ("get", "/api/campaigns/{slug}/gold/{gold}/", None, None, 200),
     "worker-list": ("get", "/api/campaigns/{slug}/workers/", None, None, 200),
-    "worker-exclude": ("post", "/api/campaigns/{slug}/workers/exclude/", {"worker": "crowd1"}, None, 200),
-    "worker-include": ("post", "/api/campaigns/{slug}/workers/include/", {"worker": "crowd1"}, None, 200),
+    # crowd1 has worked in the campaign (a worker of another campaign is a 404: tests/api/test_worker_scope.py).
+    "worker-exclude": ("post", "/api/campaigns/{slug}/workers/exclude/", {"worker": "crowd1"}, _submitted, 200),
+    "worker-include": ("post", "/api/campaigns/{slug}/workers/include/", {"worker": "crowd1"}, _submitted, 200),
     "autoscore-list": ("get", "/api/campaigns/{slug}/autoscore/", None, None, 200),
     "autoscore-detail": ("get", "/api/campaigns/{slug}/autoscore/{run}/", None, None, 200),
     "autoscore-start": ("post", "/api/campaigns/{slug}/autoscore/", {"judge": "lexical"}, None, 201),

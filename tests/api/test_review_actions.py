@@ -120,16 +120,19 @@ def test_bonus_is_recorded_in_the_ledger(api_world, settings):
     settings.MAX_BONUS = "2.00"
     assignment = submitted_assignment(api_world)
     client = client_for(api_world, "owner")
-    response = client.post(_url(assignment, "bonus"), {"amount": "2.00", "reason": "Very careful work"}, format="json")
+    response = client.post(_url(assignment, "bonus"), {"amount": "1.75", "reason": "Very careful work"}, format="json")
     assert response.status_code == 201, response.content
-    assert response.json()["kind"] == "bonus" and Decimal(response.json()["amount"]) == Decimal("2.00")
+    assert response.json()["kind"] == "bonus" and Decimal(response.json()["amount"]) == Decimal("1.75")
     assert client.post(_url(assignment, "bonus"), {"amount": "0.25", "reason": "And more"}, format="json").status_code == 201
+    # MAX_BONUS bounds the assignment's bonuses together, not each call.
+    over = client.post(_url(assignment, "bonus"), {"amount": "0.01", "reason": "One cent more"}, format="json")
+    assert over.status_code == 409 and "at most $2.00 (MAX_BONUS), so at most $0.00 more" in over.json()["detail"]
     assignment.refresh_from_db()
-    assert assignment.bonus == Decimal("2.25")
+    assert assignment.bonus == Decimal("2.00")
     bonuses = _entries(assignment, LedgerEntry.Kind.BONUS)
-    assert sorted(e.amount for e in bonuses) == [Decimal("0.25"), Decimal("2.00")]
+    assert sorted(e.amount for e in bonuses) == [Decimal("0.25"), Decimal("1.75")]
     assert {e.created_by.username for e in bonuses} == {"owner1"}
-    assert client.get(_url(assignment)).json()["bonus"] == "2.25"
+    assert client.get(_url(assignment)).json()["bonus"] == "2.00"
 
 
 # --- scoping and filters ---------------------------------------------------------------------

@@ -168,21 +168,71 @@ def test_padded_user_names_share_one_accounts_limit_on_every_login(django_user_m
     django_user_model.objects.create_superuser("root", password="the-right-password-2")
     for path, name, right in (("/accounts/login/", "rita", "the-right-password-1"), ("/admin/login/", "root", "the-right-password-2")):
         client = Client()
-        codes = [
-            client.post(path, {"username": name + " " * i, "password": "wrong"}, REMOTE_ADDR=f"10.0.0.{i}").status_code
-            for i in range(1, 41)
-        ]
+        codes = [client.post(path, {"username": name + " " * i, "password": "wrong"}, REMOTE_ADDR="10.0.0.1").status_code for i in range(1, 16)]
         assert codes[:10] == [200] * 10 and set(codes[10:]) == {429}, (path, codes)
-        # The padded (or otherwise spelled) right password waits too.
-        assert client.post(path, {"username": f" {name.upper()}  ", "password": right}, REMOTE_ADDR="10.0.1.1").status_code == 429
+        # The padded (or otherwise spelled) right password waits too, from that address.
+        assert client.post(path, {"username": f" {name.upper()}  ", "password": right}, REMOTE_ADDR="10.0.0.1").status_code == 429
     api = APIClient()
     django_user_model.objects.create_user("tokenuser", password="the-right-password-3")
     codes = [
-        api.post("/api/token/", {"username": "tokenuser" + " " * i, "password": "wrong"}, format="json", REMOTE_ADDR=f"10.0.2.{i}").status_code
-        for i in range(1, 41)
+        api.post("/api/token/", {"username": "tokenuser" + " " * i, "password": "wrong"}, format="json", REMOTE_ADDR="10.0.2.1").status_code
+        for i in range(1, 16)
     ]
     assert codes[:10] == [400] * 10 and set(codes[10:]) == {429}, codes
-    assert api.post("/api/token/", {"username": "tokenuser ", "password": "the-right-password-3"}, format="json").status_code == 429
+    assert api.post("/api/token/", {"username": "tokenuser ", "password": "the-right-password-3"}, format="json", REMOTE_ADDR="10.0.2.1").status_code == 429
+
+
+def test_a_stranger_guessing_does_not_lock_the_owner_out(django_user_model, login_limits):
+    """Issue 27, L5: the account limit counted every address; a stranger's ten wrong guesses gave the owner 429s everywhere."""
+    from rest_framework.test import APIClient
+
+    django_user_model.objects.create_user("rita", password="the-right-password-1")
+    stranger = Client()
+    codes = [stranger.post("/accounts/login/", {"username": "rita", "password": f"guess{i}"}, REMOTE_ADDR="203.0.113.7").status_code for i in range(15)]
+    assert codes[:10] == [200] * 10 and set(codes[10:]) == {429}, codes
+    assert APIClient().post("/api/token/", {"username": "rita", "password": "x"}, format="json", REMOTE_ADDR="203.0.113.7").status_code == 429
+    # The owner, from their own address, signs in on every way in.
+    assert Client().post("/accounts/login/", {"username": "rita", "password": "the-right-password-1"}, REMOTE_ADDR="198.51.100.2").status_code == 302
+    token = APIClient().post("/api/token/", {"username": "rita", "password": "the-right-password-1"}, format="json", REMOTE_ADDR="198.51.100.2")
+    assert token.status_code == 200
+
+
+def test_guessing_from_many_addresses_holds_only_addresses_new_to_the_account(django_user_model, login_limits, settings):
+    settings.LOGIN_ACCOUNT_ADDRESSES_LIMIT = "10/600"
+    django_user_model.objects.create_user("rita", password="the-right-password-1")
+    assert Client().post("/accounts/login/", {"username": "rita", "password": "the-right-password-1"}, REMOTE_ADDR="198.51.100.2").status_code == 302
+    codes = [Client().post("/accounts/login/", {"username": "rita", "password": "x"}, REMOTE_ADDR=f"203.0.113.{i}").status_code for i in range(1, 16)]
+    assert codes[:9] == [200] * 9 and set(codes[9:]) == {429}, codes  # the owner's address was the first of ten
+    # A new address waits; the address the owner signed in from before does not.
+    assert Client().post("/accounts/login/", {"username": "rita", "password": "the-right-password-1"}, REMOTE_ADDR="192.0.2.50").status_code == 429
+    assert Client().post("/accounts/login/", {"username": "rita", "password": "the-right-password-1"}, REMOTE_ADDR="198.51.100.2").status_code == 302
+
+
+def test_login_limit_slides_across_the_minute(django_user_model, settings, monkeypatch):
+    """Issue 27, L5: sixteen attempts in 7.2 s across a minute boundary all passed a 10/60 fixed window."""
+    from types import SimpleNamespace
+
+    from django.core.cache import cache
+
+    import config.ratelimit
+
+    cache.clear()
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.LOGIN_RATE_LIMIT = "10/60"
+    django_user_model.objects.create_user("rita", password="the-right-password-1")
+    minute = (int(__import__("time").time()) // 60 + 1) * 60
+    clock = {"now": minute - 3.6}
+    monkeypatch.setattr(config.ratelimit, "time", SimpleNamespace(time=lambda: clock["now"]))
+    client, codes = Client(), []
+    for _ in range(16):
+        codes.append(client.post("/accounts/login/", {"username": "rita", "password": "x"}, REMOTE_ADDR="203.0.113.9").status_code)
+        clock["now"] += 0.48
+    assert codes == [200] * 10 + [429] * 6, codes
+    # A minute after the first attempts, room comes back one attempt at a time.
+    clock["now"] = minute - 3.6 + 60.1
+    assert client.post("/accounts/login/", {"username": "rita", "password": "x"}, REMOTE_ADDR="203.0.113.9").status_code == 200
+    assert client.post("/accounts/login/", {"username": "rita", "password": "x"}, REMOTE_ADDR="203.0.113.9").status_code == 429
+    cache.clear()
 
 
 def test_spraying_many_user_names_from_one_address_is_limited(django_user_model, login_limits):

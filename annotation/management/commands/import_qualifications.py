@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.importing.safe_json import JSONProblem, load_json
 from annotation.management.campaigns import campaign_from_slug
 from annotation.services.qualification_tests import QualificationDefinitionError, define_qualifications
 
@@ -22,11 +22,11 @@ class Command(BaseCommand):
         campaign = campaign_from_slug(options["campaign"])
         path = Path(options["path"])
         try:
-            definition = json.loads(path.read_text(encoding="utf-8"))
+            definition = load_json(path.read_bytes())
         except FileNotFoundError:
             raise CommandError(f"{path}: file not found") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CommandError(f"{path.name}: not valid JSON ({exc})") from None
+        except JSONProblem as exc:
+            raise CommandError(f"{path.name}: {exc.describe()}; nothing was changed") from None
         try:
             counts = define_qualifications(campaign, definition)
         except QualificationDefinitionError as exc:

@@ -487,11 +487,14 @@ class BonusSerializer(serializers.Serializer):
         max_digits=6, decimal_places=2, min_value=Decimal("0.01"), help_text="USD, more than 0 and at most MAX_BONUS."
     )
     reason = serializers.CharField(max_length=1000, help_text="Shown to the worker (required).")
+    idempotency_key = serializers.CharField(
+        max_length=255, required=False, help_text="As the Idempotency-Key header (either may be sent; if both, they must agree)."
+    )
 
     def validate_amount(self, value):
         limit = Decimal(str(settings.MAX_BONUS))
         if value > limit:
-            raise serializers.ValidationError(f"a bonus may be at most ${limit} (MAX_BONUS)")
+            raise serializers.ValidationError(f"a bonus may be at most ${limit} (MAX_BONUS; the assignment's bonuses together too)")
         return value
 
 

@@ -27,7 +27,7 @@ from rest_framework import mixins, serializers as drf_serializers, status, views
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, ParseError, PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ParseError, PermissionDenied, ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -49,11 +49,11 @@ from annotation.models import (
     SystemSummary,
     Verification,
 )
-from annotation.selectors.campaigns import campaign_overview, campaign_progress, campaign_workers, campaigns_visible_to, leaderboard
+from annotation.selectors.campaigns import campaign_overview, campaign_progress, campaign_worker, campaign_workers, campaigns_visible_to, leaderboard
 from annotation.selectors.scores import campaign_scores
 from annotation.services import pipeline, predicates as predicate_service, quality, scores
 from annotation.services.campaign_import import PREDICATES_AUTO, PREDICATES_NONE, import_campaign
-from config.ratelimit import login_failed, login_refused
+from config.ratelimit import login_failed, login_refused, login_succeeded
 from hits.models import Assignment, Worker
 
 
@@ -128,6 +128,7 @@ class TokenView(APIView):
         if not serializer.is_valid():
             login_failed(request)
             raise ValidationError(serializer.errors)
+        login_succeeded(request, username)
         token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
         return Response({"token": token.key})
 
@@ -845,9 +846,11 @@ class WorkerViewSet(CampaignScoped, viewsets.GenericViewSet):
         return self.get_paginated_response(serializers.WorkerRowSerializer(page, many=True).data)
 
     def _worker(self, form) -> Worker:
-        worker = Worker.objects.filter(external_id=form.validated_data["worker"]).first()
+        # As the workers page: only a worker of this campaign, and the same 404 for a name unknown anywhere,
+        # so the endpoint neither touches other campaigns' workers nor tells who is registered.
+        worker = campaign_worker(self.campaign, form.validated_data["worker"])
         if worker is None:
-            raise ValidationError({"worker": [f"no worker '{form.validated_data['worker']}'"]})
+            raise NotFound("No such worker in this campaign.")
         return worker
 
     @extend_schema(request=serializers.WorkerActionSerializer, responses={200: OpenApiTypes.OBJECT, 400: DETAIL})
@@ -1009,13 +1012,37 @@ class AssignmentViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         request=serializers.BonusSerializer,
         responses={201: serializers.LedgerEntrySerializer, 400: DETAIL, 409: DETAIL},
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                description="Any 1-255 printable characters (a UUID): a repeat with the same key returns the first entry and pays nothing more.",
+            )
+        ],
     )
     @action(detail=True, methods=["post"])
     def bonus(self, request, campaign_slug=None, pk=None):
-        """Pay the worker of submitted or approved work a bonus (at most MAX_BONUS); returns the ledger entry."""
+        """Pay the worker of submitted or approved work a bonus; returns the ledger entry.
+
+        The assignment's bonuses together may be at most MAX_BONUS.  Send an
+        ``Idempotency-Key`` header (or an ``idempotency_key`` field): a repeat
+        with the same key returns the first entry (``Idempotent-Replayed: true``)
+        and pays nothing more; the same key with another body is a 409.
+        """
+        header = request.headers.get("Idempotency-Key")
+        field = request.data.get("idempotency_key") if hasattr(request.data, "get") else None
+        if header is not None and field is not None and header != field:
+            raise ValidationError({"idempotency_key": ["differs from the Idempotency-Key header"]})
+        key = header if header is not None else field
+        if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 255 or not key.isprintable()):
+            raise ValidationError({"idempotency_key": ["give 1 to 255 printable characters (a UUID, say)"]})
 
         def review(assignment, data, payments):
-            return payments.pay_bonus(assignment, data["amount"], data["reason"], by=request.user)
+            return payments.pay_bonus(assignment, data["amount"], data["reason"], by=request.user, idempotency_key=key)
 
         entry = self._review(request, serializers.BonusSerializer, review)
-        return Response(serializers.LedgerEntrySerializer(entry).data, status=status.HTTP_201_CREATED)
+        replayed = getattr(entry, "replayed", False)
+        return Response(
+            serializers.LedgerEntrySerializer(entry).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Idempotent-Replayed": "true" if replayed else "false"},
+        )

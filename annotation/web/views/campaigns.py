@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.models import Example, Predicate, ReferenceSentence
-from annotation.selectors.campaigns import campaign_overview, campaign_progress as progress_of, campaigns_visible_to
+from annotation.selectors.campaigns import campaign_overview, campaign_progress as progress_of, campaign_worker, campaigns_visible_to
 from annotation.services import pipeline
 
 
@@ -200,18 +200,16 @@ WORKER_ACTIONS = ("reinstate", "revoke", "block", "unblock", "exclude", "include
 def campaign_worker_action(request, slug):
     """Researcher decisions about a worker; each is logged with who made it."""
     from hits import qualifications
-    from hits.models import TaskType, Worker
+    from hits.models import TaskType
 
     from annotation.services import quality
     from hits.services import PlacesRefused
 
-    from hits.models import Assignment
-
     campaign = _visible_campaign(request, slug)
     # Only workers who worked on this campaign, and only within it: another campaign's workers and decisions
     # are not this researcher's to change (platform-wide blocks are an admin's, in the Django admin).
-    worker = get_object_or_404(Worker, external_id=request.POST.get("worker", ""))
-    if campaign.batch_id is None or not Assignment.objects.filter(worker=worker, hit__batch_id=campaign.batch_id).exists():
+    worker = campaign_worker(campaign, request.POST.get("worker", ""))
+    if worker is None:
         raise Http404("No such worker in this campaign")
     batch = campaign.batch
     action = request.POST.get("action", "")
@@ -299,12 +297,11 @@ def campaign_leaderboard_summaries(request, slug):
 @login_required
 def campaign_qualifications(request, slug):
     """Define the campaign's qualification tests and gold items: paste or upload the JSON definition."""
-    import json
-
     from django.db.models import Count
 
     from hits.models import HIT
 
+    from annotation.importing.safe_json import JSONProblem, load_json
     from annotation.services.qualification_tests import (
         QualificationDefinitionError,
         accept_sibling_qualifications,
@@ -337,11 +334,9 @@ def campaign_qualifications(request, slug):
             text = request.POST.get("definition", "")
         if not error:
             try:
-                counts = define_qualifications(campaign, json.loads(text))
-            except json.JSONDecodeError as exc:
-                error = f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-            except RecursionError:
-                error = "Not valid JSON: nested too deeply."
+                counts = define_qualifications(campaign, load_json(text))
+            except JSONProblem as exc:
+                error = f"Not valid JSON: {exc.describe().removeprefix('bad JSON: ')}."
             except QualificationDefinitionError as exc:
                 error = f"{str(exc)[:1].upper()}{str(exc)[1:]}. Nothing was changed."
             else:

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from annotation.services.spreadsheets import csv_writer
 from annotation.web.views.setup import managed_campaign, parse_id
 from hits import payments, payouts
 from hits.models import Batch, Worker
@@ -27,7 +26,7 @@ def campaign_payouts(request, slug):
     if request.GET.get("format") == "csv":
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{campaign.slug}-payouts.csv"'
-        writer = csv.writer(response)
+        writer = csv_writer(response)
         writer.writerow(["campaign", *COLUMNS])
         for row in rows:
             writer.writerow([campaign.slug, row.worker.external_id, *(getattr(row, c) for c in COLUMNS[1:])])

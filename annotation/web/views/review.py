@@ -231,15 +231,21 @@ def review_assignment(request, slug, pk):
             messages.success(request, f"Assignment {assignment.pk} of {assignment.worker} rejected; the worker sees your message.")
         else:
             amount = form.cleaned_data["amount"]
-            if assignment.bonus > 0 and request.POST.get("confirm_second_bonus") != "1":
-                # A second bonus is rarely meant (a double click, a stale page): it needs saying so.
+            try:
+                # A second bonus is rarely meant (a double click, a stale page): it needs saying so.  The check
+                # is made under the assignment's row lock, so two clicks at once cannot both be "the first".
+                payments.pay_bonus(
+                    assignment, amount, message, by=request.user,
+                    first_only=request.POST.get("confirm_second_bonus") != "1",
+                )
+            except payments.BonusNeedsConfirming:
+                assignment.refresh_from_db(fields=["bonus"])
                 messages.error(
                     request,
                     f"Assignment {assignment.pk} already has a bonus of ${assignment.bonus}: "
                     f"confirm to pay {assignment.worker} a second one of ${amount}.",
                 )
                 return _back(back, slug)
-            payments.pay_bonus(assignment, amount, message, by=request.user)
             messages.success(request, f"Bonus of ${amount} for {assignment.worker} recorded.")
     except payments.PaymentError as exc:
         messages.error(request, f"Assignment {assignment.pk}: {str(exc)[:1].upper()}{str(exc)[1:]}.")
