@@ -13,7 +13,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.db import transaction
-from django.db.models import Count, Max, Min, Sum
+from django.db.models import Count, Max, Min, Q, Sum
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -56,8 +56,12 @@ def worker_home(request):
     for task_type in TaskType.objects.all():
         allowed = eligibility(worker, task_type)
         available = available_hits(worker, task_type, allowed) if allowed else None
+        paid = ~Q(kind=HIT.Kind.QUALIFICATION)  # test items are unpaid: labelled so, not listed at $0
         offer = (
-            available.aggregate(n=Count("pk"), low=Min("reward"), high=Max("reward")) if available is not None else {"n": 0}
+            available.aggregate(
+                n=Count("pk"), low=Min("reward", filter=paid), high=Max("reward", filter=paid),
+                tests=Count("pk", filter=~paid),
+            ) if available is not None else {"n": 0}
         )
         rows.append(
             {
@@ -66,6 +70,7 @@ def worker_home(request):
                 "available": offer["n"],
                 "reward_low": offer.get("low"),
                 "reward_high": offer.get("high"),
+                "tests": offer.get("tests", 0),
                 "campaigns": list(
                     available.order_by().values_list("batch__name", flat=True).distinct()[:4]
                 ) if offer["n"] else [],
@@ -342,11 +347,14 @@ def _work_on_offer() -> list[dict]:
 
     offer = []
     for task_type in TaskType.objects.all():
-        open_hits = HIT.objects.filter(
-            task_type=task_type, state=HIT.State.OPEN, kind=HIT.Kind.REGULAR,
-            batch__state=Batch.State.ACTIVE, batch__backend=Batch.Backend.LOCAL,
+        open_items = HIT.objects.filter(
+            task_type=task_type, state=HIT.State.OPEN, batch__state=Batch.State.ACTIVE,
+            batch__backend=Batch.Backend.LOCAL,
         )
-        figures = open_hits.aggregate(n=Count("pk"), low=Min("reward"), high=Max("reward"))
-        offer.append({"task_type": task_type, "open": figures["n"], "reward_low": figures["low"],
+        figures = open_items.filter(kind=HIT.Kind.REGULAR).aggregate(
+            n=Count("pk"), low=Min("reward"), high=Max("reward")
+        )
+        tests = open_items.filter(kind=HIT.Kind.QUALIFICATION).count()
+        offer.append({"task_type": task_type, "open": figures["n"], "tests": tests, "reward_low": figures["low"],
                       "reward_high": figures["high"], "minutes": _typical_minutes(task_type)})
     return offer

@@ -11,3 +11,17 @@ def errors_for(errors, name):
     if not errors:
         return []
     return errors.get(name, [])
+
+
+@register.filter
+def money(value):
+    """An amount as money: "$0.32" (aggregates come back from SQLite as floats with long tails)."""
+    from hits.payouts import _money
+
+    return f"${_money(value)}"
+
+
+@register.inclusion_tag("hits/_pay.html")
+def pay(low, high, n_tests=0):
+    """What a task pays: the reward range of its paid HITs, and "unpaid test" beside open test items."""
+    return {"low": low, "high": high, "n_tests": n_tests}
