@@ -260,3 +260,11 @@ def test_home_labels_test_items_unpaid_instead_of_listing_them_at_zero(tested, d
     row = html.split('data-task="generation"')[1].split("</tr>")[0]
     # A newcomer is handed only the test items: they are unpaid, not "$0".
     assert "unpaid test" in row and "$0" not in row
+
+
+def test_history_labels_a_test_item_unpaid(tested, django_user_model):
+    client = _client(django_user_model, "tom")
+    page = client.post("/work/generation/start/")["Location"]
+    client.post(page, {"action": "submit", "q1": "Who opened something?", "q1_a1": "The mayor"})
+    history = client.get("/work/history/").content.decode().split('id="hits"')[1]
+    assert "unpaid test" in history and "$0.00" not in history
