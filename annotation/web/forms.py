@@ -159,11 +159,14 @@ class AssignmentReviewForm(forms.Form):
         action = data.get("action")
         if action == "reject" and not (data.get("message") or "").strip():
             self.add_error("message", "Say why the work is rejected: the worker sees this message.")
-        if action == "bonus":
-            if data.get("amount") is None:
-                self.add_error("amount", "Give the bonus amount in USD.")
-            if not (data.get("message") or "").strip():
-                self.add_error("message", "Give the reason for the bonus: the worker sees it.")
+        amount = data.get("amount")
+        if action == "bonus" and amount is None:
+            self.add_error("amount", "Give the bonus amount in USD.")
+        if action == "reject" and amount is not None:
+            # A typed bonus is never dropped silently: approving pays it too, rejecting refuses it.
+            self.add_error("amount", "Rejected work gets no bonus: clear the bonus amount, or approve the work with it.")
+        if (action == "bonus" or action == "approve" and amount is not None) and not (data.get("message") or "").strip():
+            self.add_error("message", "Give the reason for the bonus: the worker sees it.")
         return data
 
 

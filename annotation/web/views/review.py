@@ -222,6 +222,15 @@ def review_assignment(request, slug, pk):
                 messages.error(request, f"Assignment {assignment.pk}: {error}")
         return _back(back, slug)
     action, message = form.cleaned_data["action"], form.cleaned_data["message"].strip()
+    amount = form.cleaned_data["amount"]  # with "approve" too: the work is approved and the bonus paid
+    if amount is not None and assignment.bonus > 0 and request.POST.get("confirm_second_bonus") != "1":
+        # A second bonus is rarely meant (a double click, a stale page): it needs saying so.
+        messages.error(
+            request,
+            f"Assignment {assignment.pk} already has a bonus of ${assignment.bonus}: "
+            f"confirm to pay {assignment.worker} a second one of ${amount}.",
+        )
+        return _back(back, slug)
     try:
         if action == "approve":
             payments.approve_assignment(assignment, message=message, by=request.user)
@@ -229,16 +238,7 @@ def review_assignment(request, slug, pk):
         elif action == "reject":
             payments.reject_assignment(assignment, message, by=request.user)
             messages.success(request, f"Assignment {assignment.pk} of {assignment.worker} rejected; the worker sees your message.")
-        else:
-            amount = form.cleaned_data["amount"]
-            if assignment.bonus > 0 and request.POST.get("confirm_second_bonus") != "1":
-                # A second bonus is rarely meant (a double click, a stale page): it needs saying so.
-                messages.error(
-                    request,
-                    f"Assignment {assignment.pk} already has a bonus of ${assignment.bonus}: "
-                    f"confirm to pay {assignment.worker} a second one of ${amount}.",
-                )
-                return _back(back, slug)
+        if amount is not None and action != "reject":
             payments.pay_bonus(assignment, amount, message, by=request.user)
             messages.success(request, f"Bonus of ${amount} for {assignment.worker} recorded.")
     except payments.PaymentError as exc:
