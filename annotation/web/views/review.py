@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.web.views.setup import managed_campaign, paginate, parse_id
@@ -47,8 +48,18 @@ def campaign_review(request, slug):
                 waiting.values("hit__task_type__slug", "hit__task_type__name").annotate(n=Count("pk")).order_by("hit__task_type__position")
             ),
             "n_waiting": waiting.count(),
+            # A refused bulk decision comes back here with its choices (``_back_to_bulk``).
+            "bulk_worker": request.GET.get("worker", ""), "bulk_task": request.GET.get("task", ""),
         },
     )
+
+
+def _back_to_bulk(slug: str, worker: str, task: str):
+    """The review page with the bulk form's filters as they were chosen."""
+    from urllib.parse import urlencode
+
+    query = urlencode({k: v for k, v in (("worker", worker), ("task", task)) if v})
+    return redirect(reverse("campaign-review", args=[slug]) + (f"?{query}#bulk-review" if query else ""))
 
 
 def _submitted(campaign):
@@ -85,10 +96,10 @@ def review_bulk(request, slug):
     task = (request.POST.get("task") or "").strip()
     if action not in ("approve", "reject"):
         messages.error(request, "Choose to approve or to reject.")
-        return redirect("campaign-review", slug=slug)
+        return _back_to_bulk(slug, worker, task)
     if action == "reject" and not message:
         messages.error(request, "Say why the work is rejected: every worker concerned sees this message.")
-        return redirect("campaign-review", slug=slug)
+        return _back_to_bulk(slug, worker, task)
     chosen = _submitted(campaign).select_related("hit__batch", "hit__task_type", "hit__mturk", "worker")
     if request.POST.get("confirmed") == "1":
         ids = [i for i in map(parse_id, request.POST.getlist("ids")) if i]
@@ -122,7 +133,7 @@ def review_bulk(request, slug):
     chosen = list(chosen.order_by("worker__external_id", "pk"))
     if not chosen:
         messages.info(request, "No submitted work matches: nothing to decide.")
-        return redirect("campaign-review", slug=slug)
+        return _back_to_bulk(slug, worker, task)
     by_worker: dict[str, int] = {}
     for a in chosen:
         by_worker[a.worker.external_id] = by_worker.get(a.worker.external_id, 0) + 1
