@@ -176,18 +176,23 @@ def campaign_review_example(request, slug, pk):
     ).order_by("index")
     predicate_ids = list(Predicate.objects.filter(example=example).values_list("pk", flat=True))
     summaries = list(SystemSummary.objects.filter(example=example).select_related("system").order_by("system__name"))
-    kept = list(units.filter(state=ContentUnit.State.KEPT).select_related("predicate").order_by("predicate__start", "index"))
+    if campaign.unit_type == "scu":  # an "scu" campaign's units are its imported SCUs (never verified, so never "kept")
+        kept = list(units.filter(kind=ContentUnit.Kind.SCU).order_by("index"))
+    else:
+        kept = list(units.filter(state=ContentUnit.State.KEPT).select_related("predicate").order_by("predicate__start", "index"))
     judgments: dict[tuple[int, int], list] = {}
     for j in PresenceJudgment.objects.filter(summary__in=summaries).select_related("worker").order_by("pk"):
         judgments.setdefault((j.unit_id, j.summary_id), []).append(j)
     gold: dict[tuple[int, int], GoldPresence] = {}
     for g in GoldPresence.objects.filter(summary__in=summaries).order_by("origin"):
         gold[(g.unit_id, g.summary_id)] = g  # "majority" sorts after "imported": the crowd's label wins
+    judge = _judge_labels(campaign, summaries)
     presence = [
         {
             "summary": summary,
             "rows": [
-                {"unit": unit, "judgments": judgments.get((unit.pk, summary.pk), []), "gold": gold.get((unit.pk, summary.pk))}
+                {"unit": unit, "judgments": judgments.get((unit.pk, summary.pk), []), "gold": gold.get((unit.pk, summary.pk)),
+                 "left_to_judge": (unit.pk, summary.pk) in judge, "judge": judge.get((unit.pk, summary.pk))}
                 for unit in kept
             ],
         }
@@ -209,6 +214,29 @@ def campaign_review_example(request, slug, pk):
             "next": Example.objects.filter(campaign=campaign, position__gt=example.position).order_by("position").first(),
         },
     )
+
+
+def _judge_labels(campaign, summaries) -> dict:
+    """(unit, summary) -> the judge's label (an ``AutoPresence``, or None before its labelling pass) of the units
+    a budgeted campaign left to its judge (not routed to people), so that review does not call them "none yet"."""
+    from annotation.models import AutoPresence, PresenceCandidate
+    from annotation.selectors.hybrid import latest_labelling
+
+    if not campaign.is_hybrid:
+        return {}
+    left = {
+        (unit, summary_id): None
+        for summary_id, units in PresenceCandidate.objects.filter(
+            campaign=campaign, summary__in=summaries, hit__isnull=True
+        ).values_list("summary_id", "units")
+        for unit in units
+    }
+    run = latest_labelling(campaign)
+    if run is not None and left:
+        for label in AutoPresence.objects.filter(run=run, summary__in=summaries, unit__isnull=False).select_related("run"):
+            if (label.unit_id, label.summary_id) in left:
+                left[(label.unit_id, label.summary_id)] = label
+    return left
 
 
 def _assignment_of_campaign(campaign, pk) -> Assignment:
