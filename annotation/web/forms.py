@@ -75,8 +75,16 @@ SETTINGS_GROUPS = [
 ]
 
 
+#: Settings of the QA stages (writing and verifying QA pairs): an "scu" campaign, whose units are imported, has none.
+QA_ONLY_SETTINGS = (
+    "assignments_generation", "assignments_verification", "reward_generation", "reward_verification",
+    "max_questions_per_predicate", "max_answers_per_question", "min_kept_qas_per_predicate", "max_redo_rounds",
+    "review_duplicates", "writer_valid_threshold", "writer_min_questions_per_predicate", "verifier_agreement_threshold",
+)
+
+
 class CampaignSettingsForm(forms.ModelForm):
-    """Every setting of a campaign; the model's defaults are the paper's values."""
+    """Every setting of a campaign that applies to it; the model's defaults are the paper's values."""
 
     class Meta:
         model = Campaign
@@ -108,6 +116,10 @@ class CampaignSettingsForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if self.instance.unit_type == Campaign.UnitType.SCU:
+            for name in QA_ONLY_SETTINGS:  # not shown, not posted: the saved values stay as they are
+                del self.fields[name]
+            self.fields["reward_presence"].label = "Presence"
         # The bounds are the model's validators (the API checks the same); the browser is told them too.
         for name, field in self.fields.items():
             for validator in Campaign._meta.get_field(name).validators:
@@ -127,9 +139,11 @@ class CampaignSettingsForm(forms.ModelForm):
 
     def groups(self):
         """(title, [bound field, paper value]) for the template."""
-        return [
-            (title, [(self[name], paper_value(name)) for name in names]) for title, names in SETTINGS_GROUPS
+        groups = [
+            (title, [(self[name], paper_value(name)) for name in names if name in self.fields])
+            for title, names in SETTINGS_GROUPS
         ]
+        return [(title, rows) for title, rows in groups if rows]
 
 
 def paper_value(field_name: str):
@@ -138,6 +152,8 @@ def paper_value(field_name: str):
     value = field.get_default()
     if field.choices:
         return dict(field.flatchoices).get(value, value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return value
 
 

@@ -16,9 +16,11 @@ def errors_for(errors, name):
 @register.filter
 def money(value):
     """An amount as money: "$0.32" (aggregates come back from SQLite as floats with long tails)."""
-    from hits.payouts import _money
+    from decimal import Decimal
 
-    return f"${_money(value)}"
+    from hits.mturk.fees import CENT
+
+    return f"${Decimal(str(value or 0)).quantize(CENT)}"
 
 
 @register.inclusion_tag("hits/_pay.html")

@@ -14,6 +14,7 @@ from annotation.services import roles
 from annotation.web.forms import AddSystemForm, CampaignSettingsForm, CampaignUploadForm
 from annotation.models import Job
 from annotation.models import Campaign, Predicate, ReferenceSentence
+from annotation.models.stages import SCU_UNITS_PER_HIT
 from annotation.selectors.campaigns import campaign_overview, campaigns_visible_to
 from annotation.services import uploads
 from annotation.services.costs import campaign_cost_preview
@@ -178,7 +179,7 @@ def campaign_settings(request, slug):
     return render(
         request,
         "annotation/campaign_settings.html",
-        {"campaign": campaign, "form": form, "editable": editable, "cost": cost},
+        {"campaign": campaign, "form": form, "editable": editable, "cost": cost, "scu_units_per_hit": SCU_UNITS_PER_HIT},
         status=status,
     )
 
