@@ -43,6 +43,10 @@ class Worker(models.Model):
     )
     # Worked examples on HIT pages start collapsed once the worker has seen them.
     seen_instructions = models.JSONField(default=list, blank=True)
+    # The link the worker signed up with (None for MTurk workers, imported ones and accounts made otherwise).
+    invitation = models.ForeignKey(
+        "Invitation", null=True, blank=True, on_delete=models.SET_NULL, related_name="registrations", editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

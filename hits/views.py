@@ -25,7 +25,7 @@ from config.ratelimit import rate_limited
 from hits import payouts
 from hits.handlers import AnswerErrors, eligibility, task_handler
 from hits.invitations import InvitationClosed, take_use
-from hits.models import HIT, Assignment, Invitation, Qualification, TaskType
+from hits.models import HIT, Assignment, Invitation, Qualification, TaskType, Worker
 from hits.qualifications import test_progress
 from hits.services import (
     AssignmentClosed,
@@ -332,7 +332,9 @@ def join(request, token):
                 # The use and the account together: concurrent sign-ups never pass the link's limit.
                 take_use(invitation)
                 user = form.save()
-                worker_for_user(user)
+                worker = worker_for_user(user)
+                # Who registered through which link: the admin lists each invitation's registrations.
+                Worker.objects.filter(pk=worker.pk).update(invitation=invitation)
         except InvitationClosed:
             return render(request, "hits/join_closed.html", status=404)
         login(request, user, backend="config.auth.WorkerModelBackend")
