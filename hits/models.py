@@ -192,6 +192,7 @@ class HITExclusion(models.Model):
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="+")
 
     class Meta:
+        verbose_name = "HIT exclusion"
         constraints = [models.UniqueConstraint(fields=["hit", "worker"], name="hit_exclusion_unique")]
 
 
@@ -376,6 +377,7 @@ class FollowUp(models.Model):
 
     class Meta:
         ordering = ["pk"]
+        verbose_name = "follow-up"
 
 
 class LedgerEntry(models.Model):
@@ -416,6 +418,7 @@ class LedgerEntry(models.Model):
 
     class Meta:
         ordering = ["pk"]
+        verbose_name_plural = "ledger entries"
         constraints = [
             models.UniqueConstraint(
                 fields=["assignment"], condition=Q(kind="reward"), name="ledger_one_reward_per_assignment"

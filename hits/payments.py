@@ -180,7 +180,7 @@ def pay_bonus(assignment: Assignment, amount: Decimal, reason: str, by=None) -> 
     if amount <= 0:
         raise PaymentError("a bonus must be more than $0.00")
     if amount > limit:
-        raise PaymentError(f"a bonus may be at most ${limit} (MAX_BONUS)")
+        raise PaymentError(f"a bonus may be at most ${limit} (the platform's limit per bonus)")
     if not reason:
         raise PaymentError("a bonus needs a reason the worker will read")
     with transaction.atomic():

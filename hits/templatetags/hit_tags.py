@@ -27,3 +27,10 @@ def money(value):
 def pay(low, high, n_tests=0):
     """What a task pays: the reward range of its paid HITs, and "unpaid test" beside open test items."""
     return {"low": low, "high": high, "n_tests": n_tests}
+
+
+@register.filter
+def full_stop(text):
+    """End a sentence once: a reason typed with its own full stop does not get a second one ("..")."""
+    text = str(text or "").rstrip()
+    return text if text.endswith((".", "!", "?", "…")) else f"{text}."

@@ -144,3 +144,18 @@ def test_the_admin_lists_who_registered_through_each_invitation(world):
     # A link nobody used says so.
     unused = Invitation.objects.create(note="unused")
     assert "Nobody yet." in client.get(f"/admin/hits/invitation/{unused.pk}/change/").content.decode()
+
+
+def test_admin_model_names_are_spelled_right(world):
+    """Issue 28: "Ledger entrys" in the admin."""
+    index = world["client"].get("/admin/").content.decode()
+    assert "entrys" not in index.lower()
+    assert "Ledger entries" in index
+    assert "Ledger entries" in world["client"].get("/admin/hits/ledgerentry/").content.decode()
+    # The models the admin does not list are named right too (deletion summaries and errors name them).
+    from django.apps import apps
+
+    names = {m._meta.label: str(m._meta.verbose_name_plural) for m in apps.get_models()}
+    assert not [label for label, plural in names.items() if plural.endswith("ys") or plural.endswith("entrys")]
+    assert names["hits.FollowUp"] == "follow-ups" and names["hits.HITExclusion"] == "HIT exclusions"
+    assert names["hits.MTurkUnknownSubmission"] == "MTurk submissions not made through the HIT page"

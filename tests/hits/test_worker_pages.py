@@ -268,3 +268,23 @@ def test_history_labels_a_test_item_unpaid(tested, django_user_model):
     client.post(page, {"action": "submit", "q1": "Who opened something?", "q1_a1": "The mayor"})
     history = client.get("/work/history/").content.decode().split('id="hits"')[1]
     assert "unpaid test" in history and "$0.00" not in history
+
+
+def test_a_reason_typed_with_its_full_stop_is_not_shown_with_two(launched, django_user_model):
+    """Issue 28: a reason ending ".." (the page added its own full stop to the researcher's)."""
+    from hits.models import BatchBlock
+
+    client = _client(django_user_model, "rory")
+    client.get("/work/")
+    worker = Worker.objects.get(user__username="rory")
+    Worker.objects.filter(pk=worker.pk).update(blocked=True, blocked_reason="Copied answers.")
+    home = client.get("/work/").content.decode()
+    assert "your account is blocked: Copied answers. <a" in home and ".." not in home.replace("...", "")
+    Worker.objects.filter(pk=worker.pk).update(blocked=False, blocked_reason="")
+    client.post("/work/generation/start/")  # worked on the campaign: its standing page lists it
+    launched.refresh_from_db()
+    BatchBlock.objects.create(worker=worker, batch=launched.batch, reason="Too fast.")
+    standing = client.get("/work/quality/").content.decode()
+    assert "stopped your work on it: Too fast.</p>" in standing
+    BatchBlock.objects.filter(worker=worker).update(reason="too fast")
+    assert "stopped your work on it: too fast.</p>" in client.get("/work/quality/").content.decode()

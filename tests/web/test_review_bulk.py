@@ -82,3 +82,15 @@ def test_a_refused_bulk_reject_keeps_the_chosen_filters(client_rita, draft):
     assert '<option value="bob" selected>' in page and '<option value="ann">' in page
     assert f'<option value="{hit.task_type.slug}" selected>' in page
     assert Assignment.objects.filter(state="submitted").count() == 2
+
+
+def test_a_bonus_over_the_limit_is_refused_in_plain_words(client_rita, draft, settings):
+    """Issue 28: "(MAX_BONUS)", a setting's name, in a message to the researcher."""
+    settings.MAX_BONUS = "2.00"
+    launch_campaign(draft)
+    draft.refresh_from_db()
+    assignment = _submitted(HIT.objects.filter(batch_id=draft.batch_id).first(), "ann")
+    url = f"/campaigns/{draft.slug}/review/assignments/{assignment.pk}/"
+    page = client_rita.post(url, {"action": "bonus", "amount": "2.50", "message": "good"}, follow=True).content.decode()
+    assert "a bonus may be at most $2.00 (the platform" in page.replace("&#x27;", "'").lower()
+    assert "MAX_BONUS" not in page and Assignment.objects.get(pk=assignment.pk).bonus == 0
