@@ -24,6 +24,7 @@ from django.views.decorators.http import require_POST
 from config.ratelimit import rate_limited
 from hits import payouts
 from hits.handlers import AnswerErrors, eligibility, task_handler
+from hits.wording import as_sentence
 from hits.invitations import InvitationClosed, take_use
 from hits.models import HIT, Assignment, Invitation, Qualification, TaskType, Worker
 from hits.qualifications import test_progress
@@ -133,7 +134,7 @@ def _start(request, task_type, hit_id=None):
     try:
         assignment = accept_next(worker, task_type, hit_id=hit_id, unopened_hold=settings.HIT_UNOPENED_HOLD_SECONDS)
     except NotEligible as exc:
-        messages.error(request, str(exc).capitalize() + ".")
+        messages.error(request, as_sentence(exc))
         return redirect("worker-home")
     if assignment is None:
         messages.info(request, f"No {task_type.name} HITs are available right now. Thank you!")
@@ -215,7 +216,7 @@ def assignment_page(request, pk):
     try:
         return_assignment(worker, assignment.pk, skipped=action == "skip")
     except AssignmentClosed as exc:
-        messages.info(request, str(exc).capitalize() + ".")
+        messages.info(request, as_sentence(exc))
         return redirect("worker-home")
     if action == "skip":
         messages.info(request, "Skipped. Here is another one.")
@@ -241,10 +242,10 @@ def _submit(request, worker, pk):
         assignment = worker_assignment(worker, pk)
         handler = task_handler(assignment.hit.task_type.slug)
         context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
-        context["refused"] = str(exc)[:1].upper() + str(exc)[1:] + "."
+        context["refused"] = as_sentence(exc)
         return render(request, "hits/assignment.html", context, status=409)
     except AssignmentClosed as exc:
-        messages.error(request, str(exc).capitalize() + ". Here is the next one.")
+        messages.error(request, as_sentence(exc) + " Here is the next one.")
         return _start(request, exc.task_type)
     task_type = outcome.assignment.hit.task_type
     if outcome.duplicate:

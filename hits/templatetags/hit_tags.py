@@ -32,5 +32,6 @@ def pay(low, high, n_tests=0):
 @register.filter
 def full_stop(text):
     """End a sentence once: a reason typed with its own full stop does not get a second one ("..")."""
-    text = str(text or "").rstrip()
-    return text if text.endswith((".", "!", "?", "…")) else f"{text}."
+    from hits.wording import full_stop as ended
+
+    return ended(text) if text else "."

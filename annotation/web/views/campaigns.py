@@ -9,6 +9,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from hits.wording import as_sentence
 from annotation.models import Example, Predicate, ReferenceSentence
 from annotation.selectors.campaigns import campaign_overview, campaign_progress as progress_of, campaigns_visible_to
 from annotation.services import pipeline
@@ -86,7 +87,7 @@ def campaign_control(request, slug):
     try:
         result = service(campaign)
     except pipeline.LaunchError as exc:
-        messages.error(request, str(exc).capitalize() + ".")
+        messages.error(request, as_sentence(exc))
     else:
         messages.success(request, message.format(n=result))
     return redirect("campaign-progress", slug=slug)
@@ -339,7 +340,7 @@ def campaign_qualifications(request, slug):
             except RecursionError:
                 error = "Not valid JSON: nested too deeply."
             except QualificationDefinitionError as exc:
-                error = f"{str(exc)[:1].upper()}{str(exc)[1:]}. Nothing was changed."
+                error = f"{as_sentence(exc)} Nothing was changed."
             else:
                 messages.success(request, "Qualification tests saved: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ".")
                 return redirect("campaign-qualifications", slug=slug)

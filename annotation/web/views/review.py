@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from hits.wording import as_sentence
 from annotation.web.views.setup import managed_campaign, paginate, parse_id
 from annotation.web.forms import AssignmentReviewForm, QAPairCorrectionForm
 from annotation.models import ContentUnit, Example, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
@@ -281,7 +282,7 @@ def review_assignment(request, slug, pk):
             payments.pay_bonus(assignment, amount, message, by=request.user)
             messages.success(request, f"Bonus of ${amount} for {assignment.worker} recorded.")
     except payments.PaymentError as exc:
-        messages.error(request, f"Assignment {assignment.pk}: {str(exc)[:1].upper()}{str(exc)[1:]}.")
+        messages.error(request, f"Assignment {assignment.pk}: {as_sentence(exc)}")
     return _back(back, slug)
 
 
