@@ -57,13 +57,17 @@ def _estimate(campaign, progress) -> dict | None:
         return None
     generation = progress["stages"].get("generation") or {}
     redo, settled = generation.get("redo") or 0, progress["settled"]
-    assumed = campaign_cost_preview(campaign, redo_share=ASSUMED_REDO_SHARE).total
+    preview = campaign_cost_preview(campaign, redo_share=ASSUMED_REDO_SHARE)
+    assumed = preview.total
+    # Gold checks are in the estimate: the page says how many, and at how many judges each.
+    gold = next((s for s in preview.stages if s.task_type == "gold"), None)
     if not settled and not redo:
-        return {"assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": None, "updated": None}
+        return {"assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": None, "updated": None,
+                "gold": gold}
     observed = min(float(campaign.max_redo_rounds), redo / max(settled, 1))
     return {
         "assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": observed,
-        "updated": campaign_cost_preview(campaign, redo_share=observed).total,
+        "updated": campaign_cost_preview(campaign, redo_share=observed).total, "gold": gold,
     }
 
 
