@@ -1,4 +1,7 @@
 from django.contrib import admin
+from django.db.models import Count
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
 from . import qualifications
 from .invitations import invitation_url, revoke_invitation
@@ -20,11 +23,12 @@ from .models import (
 
 @admin.register(Worker)
 class WorkerAdmin(admin.ModelAdmin):
-    list_display = ("external_id", "mturk_worker_id", "user", "blocked", "created_at")
-    list_filter = ("blocked",)
+    list_display = ("external_id", "mturk_worker_id", "user", "blocked", "invitation", "created_at")
+    list_filter = ("blocked", "invitation")
     search_fields = ("external_id", "mturk_worker_id", "user__username")
-    fields = ("external_id", "mturk_worker_id", "user", "blocked", "blocked_reason", "auto_accept_next", "created_at")
-    readonly_fields = ("created_at",)
+    fields = ("external_id", "mturk_worker_id", "user", "blocked", "blocked_reason", "auto_accept_next", "invitation",
+              "created_at")
+    readonly_fields = ("invitation", "created_at")
 
     def save_model(self, request, obj, form, change):
         # "Blocked" is a platform-wide block: it goes through the logged action (the worker sees the reason,
@@ -135,11 +139,34 @@ class BatchBlockAdmin(ReadOnlyAdmin):
 
 @admin.register(Invitation)
 class InvitationAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "batch", "uses", "max_uses", "expires_at", "revoked_at", "link")
+    list_display = ("__str__", "batch", "uses", "max_uses", "expires_at", "revoked_at", "registered", "link")
     list_filter = ("batch",)
-    fields = ("note", "batch", "max_uses", "expires_at", "uses", "revoked_at", "token", "created_by", "link")
-    readonly_fields = ("uses", "revoked_at", "token", "created_by", "link")
+    fields = ("note", "batch", "max_uses", "expires_at", "uses", "revoked_at", "token", "created_by", "link",
+              "registrations")
+    readonly_fields = ("uses", "revoked_at", "token", "created_by", "link", "registrations")
     actions = ["revoke"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(n_registered=Count("registrations"))
+
+    @admin.display(description="Registered", ordering="n_registered")
+    def registered(self, obj):
+        return obj.n_registered
+
+    @admin.display(description="Registrations through this link")
+    def registrations(self, obj):
+        """Who signed up with the link, when (each opens its worker)."""
+        workers = list(obj.registrations.select_related("user").order_by("created_at")) if obj.pk else []
+        if not workers:
+            return "Nobody yet."
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "", '<li><a href="{}">{}</a> ({}), {}</li>',
+                ((reverse("admin:hits_worker_change", args=[w.pk]), w.external_id,
+                  w.user.username if w.user else "no account", w.created_at.strftime("%Y-%m-%d %H:%M UTC")) for w in workers),
+            ),
+        )
 
     @admin.display(description="Link")
     def link(self, obj):

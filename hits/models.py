@@ -43,6 +43,10 @@ class Worker(models.Model):
     )
     # Worked examples on HIT pages start collapsed once the worker has seen them.
     seen_instructions = models.JSONField(default=list, blank=True)
+    # The link the worker signed up with (None for MTurk workers, imported ones and accounts made otherwise).
+    invitation = models.ForeignKey(
+        "Invitation", null=True, blank=True, on_delete=models.SET_NULL, related_name="registrations", editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -195,6 +199,7 @@ class HITExclusion(models.Model):
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="+")
 
     class Meta:
+        verbose_name = "HIT exclusion"
         constraints = [models.UniqueConstraint(fields=["hit", "worker"], name="hit_exclusion_unique")]
 
 
@@ -417,6 +422,7 @@ class FollowUp(models.Model):
 
     class Meta:
         ordering = ["pk"]
+        verbose_name = "follow-up"
 
 
 class LedgerEntry(models.Model):
@@ -463,6 +469,7 @@ class LedgerEntry(models.Model):
 
     class Meta:
         ordering = ["pk"]
+        verbose_name_plural = "ledger entries"
         constraints = [
             models.UniqueConstraint(
                 fields=["assignment"], condition=Q(kind="reward"), name="ledger_one_reward_per_assignment"

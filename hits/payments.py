@@ -214,7 +214,7 @@ def pay_bonus(
     if amount <= 0:
         raise PaymentError("a bonus must be more than $0.00")
     if amount > limit:
-        raise PaymentError(f"a bonus may be at most ${limit} (MAX_BONUS)")
+        raise PaymentError(f"a bonus may be at most ${limit} (the platform's limit per bonus)")
     if not reason:
         raise PaymentError("a bonus needs a reason the worker will read")
     token = bonus_request_token(idempotency_key, by) if idempotency_key else f"bonus-{uuid.uuid4().hex}"

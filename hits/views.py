@@ -27,6 +27,7 @@ from django.views.decorators.http import require_POST
 from config.ratelimit import rate_limited
 from hits import payouts
 from hits.handlers import AnswerErrors, eligibility, task_handler
+from hits.wording import as_sentence
 from hits.invitations import InvitationClosed, take_use
 from hits.models import HIT, Assignment, Batch, BatchChoice, Invitation, Qualification, TaskType, Worker
 from hits.qualifications import test_progress
@@ -60,11 +61,12 @@ def worker_home(request):
     for task_type in TaskType.objects.all():
         allowed = eligibility(worker, task_type)
         available = available_hits(worker, task_type, allowed) if allowed else None
+        paid = ~Q(kind=HIT.Kind.QUALIFICATION)  # test items are unpaid: labelled so, not listed at $0
         per_campaign = list(
             available.order_by("batch__name", "batch_id").values("batch_id", "batch__name")
-            .annotate(n=Count("pk"), low=Min("reward"), high=Max("reward"), tests=Count("pk", filter=Q(kind=HIT.Kind.QUALIFICATION)))
+            .annotate(n=Count("pk"), low=Min("reward", filter=paid), high=Max("reward", filter=paid), tests=Count("pk", filter=~paid))
         ) if available is not None else []
-        rewards = [r for c in per_campaign for r in (c["low"], c["high"])]
+        rewards = [r for c in per_campaign for r in (c["low"], c["high"]) if r is not None]
         # Campaigns whose qualification test the worker may take once they start from that campaign.
         to_choose = list(Batch.objects.filter(pk__in=allowed.choosable).order_by("name").values("id", "name")) if allowed.choosable else []
         rows.append(
@@ -74,6 +76,7 @@ def worker_home(request):
                 "available": sum(c["n"] for c in per_campaign),
                 "reward_low": min(rewards) if rewards else None,
                 "reward_high": max(rewards) if rewards else None,
+                "tests": sum(c["tests"] for c in per_campaign),
                 "campaigns": [
                     {"id": c["batch_id"], "name": c["batch__name"], "n": c["n"], "test": c["tests"] == c["n"]} for c in per_campaign
                 ],
@@ -140,7 +143,7 @@ def _start(request, task_type, *, batch=None, moving_on=False):
             batch_id=batch.pk if batch is not None else None, moving_on=moving_on,
         )
     except NotEligible as exc:
-        messages.error(request, str(exc).capitalize() + ".")
+        messages.error(request, as_sentence(exc))
         return redirect("worker-home")
     if assignment is None:
         where = f" in {batch.name}" if batch is not None else ""
@@ -271,7 +274,7 @@ def assignment_page(request, pk):
     try:
         return_assignment(worker, assignment.pk, skipped=action == "skip")
     except AssignmentClosed as exc:
-        messages.info(request, str(exc).capitalize() + ".")
+        messages.info(request, as_sentence(exc))
         return redirect("worker-home")
     if action == "skip":
         return _start(request, task_type, moving_on=True)
@@ -297,10 +300,10 @@ def _submit(request, worker, pk):
         assignment = worker_assignment(worker, pk)
         handler = task_handler(assignment.hit.task_type.slug)
         context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
-        context["refused"] = str(exc)[:1].upper() + str(exc)[1:] + "."
+        context["refused"] = as_sentence(exc)
         return render(request, "hits/assignment.html", context, status=409)
     except AssignmentClosed as exc:
-        messages.error(request, str(exc).capitalize() + ". Here is the next one.")
+        messages.error(request, as_sentence(exc) + " Here is the next one.")
         return _start(request, exc.task_type)
     task_type = outcome.assignment.hit.task_type
     if outcome.duplicate:
@@ -456,6 +459,8 @@ def join(request, token):
                 if invitation.batch_id is not None:
                     # Invited to a campaign: its qualification test is offered to this worker.
                     record_choice(worker, invitation.batch, BatchChoice.How.INVITATION)
+                # Who registered through which link: the admin lists each invitation's registrations.
+                Worker.objects.filter(pk=worker.pk).update(invitation=invitation)
         except InvitationClosed:
             return render(request, "hits/join_closed.html", status=404)
         login(request, user, backend="config.auth.WorkerModelBackend")
@@ -470,11 +475,14 @@ def _work_on_offer() -> list[dict]:
 
     offer = []
     for task_type in TaskType.objects.all():
-        open_hits = HIT.objects.filter(
-            task_type=task_type, state=HIT.State.OPEN, kind=HIT.Kind.REGULAR,
-            batch__state=Batch.State.ACTIVE, batch__backend=Batch.Backend.LOCAL,
+        open_items = HIT.objects.filter(
+            task_type=task_type, state=HIT.State.OPEN, batch__state=Batch.State.ACTIVE,
+            batch__backend=Batch.Backend.LOCAL,
         )
-        figures = open_hits.aggregate(n=Count("pk"), low=Min("reward"), high=Max("reward"))
-        offer.append({"task_type": task_type, "open": figures["n"], "reward_low": figures["low"],
+        figures = open_items.filter(kind=HIT.Kind.REGULAR).aggregate(
+            n=Count("pk"), low=Min("reward"), high=Max("reward")
+        )
+        tests = open_items.filter(kind=HIT.Kind.QUALIFICATION).count()
+        offer.append({"task_type": task_type, "open": figures["n"], "tests": tests, "reward_low": figures["low"],
                       "reward_high": figures["high"], "minutes": _typical_minutes(task_type)})
     return offer

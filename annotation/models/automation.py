@@ -27,6 +27,7 @@ class JudgeCacheEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "judge cache entries"
         constraints = [
             models.UniqueConstraint(fields=["judge_version", "pair_hash"], name="judge_cache_unique_pair"),
             models.CheckConstraint(

@@ -36,9 +36,14 @@ def campaign_overview(queryset: QuerySet[Campaign]) -> QuerySet[Campaign]:
     ).select_related("owner")
 
 
+def campaign_stages(campaign: Campaign) -> tuple[str, ...]:
+    """The stages a campaign goes through: an "scu" campaign has its units already, so presence only."""
+    return (PRESENCE,) if campaign.unit_type == Campaign.UnitType.SCU else (GENERATION, VERIFICATION, PRESENCE)
+
+
 def campaign_progress(campaign: Campaign) -> dict:
     """Per-stage HIT and assignment counts, redo rounds, flagged predicates, workers and cost (a few queries)."""
-    stages = {slug: None for slug in (GENERATION, VERIFICATION, PRESENCE)}
+    stages = {slug: None for slug in campaign_stages(campaign)}
     if campaign.batch_id:
         open_ = Q(state__in=HIT.UNFINISHED_STATES)  # a paused campaign's HITs still wait for work
         rows = (
@@ -57,7 +62,8 @@ def campaign_progress(campaign: Campaign) -> dict:
         )
         for row in rows:
             row["percent"] = round(100 * (row["submitted"] or 0) / row["slots"]) if row["slots"] else 0
-            stages[row["task_type__slug"]] = row
+            if row["task_type__slug"] in stages:
+                stages[row["task_type__slug"]] = row
     assignments = Assignment.objects.filter(hit__batch_id=campaign.batch_id) if campaign.batch_id else Assignment.objects.none()
     cost = assignments.filter(state__in=Assignment.DONE_STATES).exclude(state=Assignment.State.REJECTED).aggregate(
         reward=Sum("hit__reward"), bonus=Sum("bonus")

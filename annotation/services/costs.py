@@ -11,6 +11,14 @@ preview *estimates* the later stages from what the protocol implies:
   campaign, ``assignments_presence`` each; with a human presence share below
   100%, only that share of them (the judge labels the rest), and the preview
   says what that saves.
+- gold checks: presence HITs with known answers, paid the presence reward
+  to every judge who meets them (each judge meets each at most once, and a
+  judge with no regular HIT left is handed the gold checks they have not
+  done).  The estimate counts the campaign's imported gold items and, in an
+  "scu" campaign with imported labels, the ``gold_share`` of its presence
+  HITs that become gold checks, each judged by ``assignments_presence``
+  judges (the fewest who can finish the presence HITs; every further judge
+  adds ``gold_per_judge``).
 
 Redo rounds cannot be known in advance: ``redo_share`` (the expected share of
 predicates that go round again, default 10%) adds their generation and
@@ -26,9 +34,10 @@ from decimal import Decimal
 
 from django.db.models import Count
 
-from annotation.models import Campaign, ContentUnit, Predicate, SystemSummary
+from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, SystemSummary
 from annotation.scoring.routing import hit_budget
 # The commission lives with the MTurk backend (hits.mturk), which charges it to the ledger and the budget cap too.
+from hits.models import HIT
 from hits.mturk.fees import CENT, mturk_fee
 
 
@@ -54,10 +63,10 @@ class CostPreview:
     human_presence_share: float = 1.0
     presence_hits_full: int = 0
     saving: Decimal = Decimal("0.00")
-
-    @property
-    def presence_hits_human(self) -> int:
-        return sum(s.hits for s in self.stages if s.task_type == "presence")
+    #: Presence HITs people judge (regular ones and those that became gold checks).
+    presence_hits_human: int = 0
+    #: What one more judge meeting every gold check adds (rewards and fees).
+    gold_per_judge: Decimal = Decimal("0.00")
 
     @property
     def rewards(self) -> Decimal:
@@ -85,6 +94,7 @@ class CostPreview:
             "human_presence_share": self.human_presence_share,
             "presence_hits_full": self.presence_hits_full,
             "saving": str(self.saving),
+            "gold_per_judge": str(self.gold_per_judge),
         }
 
 
@@ -130,9 +140,35 @@ def campaign_cost_preview(campaign: Campaign, backend: str | None = None, redo_s
     full = _stage("presence", presence_hits, campaign.assignments_presence, campaign.reward_presence, with_fee)
     share = campaign.human_presence_share
     # Budgeted presence: people judge at most the share of presence HITs (the judge labels the rest).
-    presence = full if share >= 1 else _stage(
-        "presence", hit_budget(presence_hits, share), campaign.assignments_presence, campaign.reward_presence, with_fee
-    )
+    human = presence_hits if share >= 1 else hit_budget(presence_hits, share)
+    presence = _stage("presence", human, campaign.assignments_presence, campaign.reward_presence, with_fee)
+    saving = full.total - presence.total
+    # Gold checks: an "scu" campaign's share of its (human) presence HITs, keyed by imported labels, plus the
+    # imported gold items of any campaign; each is paid to every judge who meets it.
+    share_gold = 0
+    if campaign.unit_type == Campaign.UnitType.SCU and campaign.gold_share > 0 and GoldPresence.objects.filter(
+        summary__system__campaign=campaign, origin=GoldPresence.Origin.IMPORTED
+    ).exists():
+        share_gold = round(human * campaign.gold_share)
+    gold_items = share_gold + _imported_gold_items(campaign)
+    if share_gold:
+        presence = _stage("presence", human - share_gold, campaign.assignments_presence, campaign.reward_presence,
+                          with_fee)
     stages.append(presence)
+    gold_per_judge = Decimal("0.00")
+    if gold_items:
+        stages.append(_stage("gold", gold_items, campaign.assignments_presence, campaign.reward_presence, with_fee))
+        gold_per_judge = _stage("gold", gold_items, 1, campaign.reward_presence, with_fee).total
     return CostPreview(backend=backend, stages=stages, human_presence_share=share, presence_hits_full=presence_hits,
-                       saving=full.total - presence.total)
+                       saving=saving, presence_hits_human=human, gold_per_judge=gold_per_judge)
+
+
+def _imported_gold_items(campaign: Campaign) -> int:
+    """The campaign's gold items defined with its qualification tests (not the presence HITs turned gold)."""
+    if campaign.batch_id is None:
+        return 0
+    return (
+        HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.GOLD, payload__has_key="inline")
+        .exclude(state=HIT.State.CANCELLED)
+        .count()
+    )

@@ -76,8 +76,16 @@ SETTINGS_GROUPS = [
 ]
 
 
+#: Settings of the QA stages (writing and verifying QA pairs): an "scu" campaign, whose units are imported, has none.
+QA_ONLY_SETTINGS = (
+    "assignments_generation", "assignments_verification", "reward_generation", "reward_verification",
+    "max_questions_per_predicate", "max_answers_per_question", "min_kept_qas_per_predicate", "max_redo_rounds",
+    "review_duplicates", "writer_valid_threshold", "writer_min_questions_per_predicate", "verifier_agreement_threshold",
+)
+
+
 class CampaignSettingsForm(forms.ModelForm):
-    """Every setting of a campaign; the model's defaults are the paper's values."""
+    """Every setting of a campaign that applies to it; the model's defaults are the paper's values."""
 
     class Meta:
         model = Campaign
@@ -110,6 +118,10 @@ class CampaignSettingsForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if self.instance.unit_type == Campaign.UnitType.SCU:
+            for name in QA_ONLY_SETTINGS:  # not shown, not posted: the saved values stay as they are
+                del self.fields[name]
+            self.fields["reward_presence"].label = "Presence"
         # The bounds are the model's validators (the API checks the same); the browser is told them too.
         for name, field in self.fields.items():
             for validator in Campaign._meta.get_field(name).validators:
@@ -129,9 +141,11 @@ class CampaignSettingsForm(forms.ModelForm):
 
     def groups(self):
         """(title, [bound field, paper value]) for the template."""
-        return [
-            (title, [(self[name], paper_value(name)) for name in names]) for title, names in SETTINGS_GROUPS
+        groups = [
+            (title, [(self[name], paper_value(name)) for name in names if name in self.fields])
+            for title, names in SETTINGS_GROUPS
         ]
+        return [(title, rows) for title, rows in groups if rows]
 
 
 # Settings the paper has no value for: the settings page says so rather than show our default as the paper's.
@@ -146,6 +160,8 @@ def paper_value(field_name: str):
         return f"not set (our default: {value})"
     if field.choices:
         return dict(field.flatchoices).get(value, value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return value
 
 
@@ -167,11 +183,14 @@ class AssignmentReviewForm(forms.Form):
         action = data.get("action")
         if action == "reject" and not (data.get("message") or "").strip():
             self.add_error("message", "Say why the work is rejected: the worker sees this message.")
-        if action == "bonus":
-            if data.get("amount") is None:
-                self.add_error("amount", "Give the bonus amount in USD.")
-            if not (data.get("message") or "").strip():
-                self.add_error("message", "Give the reason for the bonus: the worker sees it.")
+        amount = data.get("amount")
+        if action == "bonus" and amount is None:
+            self.add_error("amount", "Give the bonus amount in USD.")
+        if action == "reject" and amount is not None:
+            # A typed bonus is never dropped silently: approving pays it too, rejecting refuses it.
+            self.add_error("amount", "Rejected work gets no bonus: clear the bonus amount, or approve the work with it.")
+        if (action == "bonus" or action == "approve" and amount is not None) and not (data.get("message") or "").strip():
+            self.add_error("message", "Give the reason for the bonus: the worker sees it.")
         return data
 
 

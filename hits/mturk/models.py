@@ -102,6 +102,7 @@ class MTurkUnknownSubmission(models.Model):
 
     class Meta:
         verbose_name = "MTurk submission not made through the HIT page"
+        verbose_name_plural = "MTurk submissions not made through the HIT page"
 
     def __str__(self) -> str:
         return f"unknown MTurk assignment {self.mturk_assignment_id}"

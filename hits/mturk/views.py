@@ -47,6 +47,7 @@ from django.views.decorators.csrf import csrf_exempt
 from config.ratelimit import client_ip, hit_limit, rate_limited
 from hits.handlers import AnswerErrors, task_handler
 from hits.models import Assignment, Worker
+from hits.wording import as_sentence
 from hits.mturk.models import MTurkAssignment, MTurkHIT
 from hits.services import AssignmentClosed, NotEligible, WorkCancelled, accept_next, submit_assignment
 
@@ -206,7 +207,7 @@ def mturk_hit_page(request):
         return _page(request, published.hit, assignment, record, data=request.POST, errors=exc.errors, status=400)
     except WorkCancelled as exc:
         # As on the local page: the worker's text stays on the page (to keep a copy); the form cannot be sent again.
-        refused = f"{str(exc)[:1].upper()}{str(exc)[1:]}. Please return this HIT on MTurk."
+        refused = f"{as_sentence(exc)} Please return this HIT on MTurk."
         return _page(request, published.hit, assignment, record, data=request.POST, status=409, refused=refused)
     except AssignmentClosed as exc:
         return _refuse(request, 410, f"Sorry, {exc}. Please return it on MTurk.")

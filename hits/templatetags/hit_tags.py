@@ -29,3 +29,27 @@ def status_poll_seconds():
     from django.conf import settings
 
     return settings.HIT_STATUS_POLL_SECONDS
+
+
+@register.filter
+def money(value):
+    """An amount as money: "$0.32" (aggregates come back from SQLite as floats with long tails)."""
+    from decimal import Decimal
+
+    from hits.mturk.fees import CENT
+
+    return f"${Decimal(str(value or 0)).quantize(CENT)}"
+
+
+@register.inclusion_tag("hits/_pay.html")
+def pay(low, high, n_tests=0):
+    """What a task pays: the reward range of its paid HITs, and "unpaid test" beside open test items."""
+    return {"low": low, "high": high, "n_tests": n_tests}
+
+
+@register.filter
+def full_stop(text):
+    """End a sentence once: a reason typed with its own full stop does not get a second one ("..")."""
+    from hits.wording import full_stop as ended
+
+    return ended(text) if text else "."

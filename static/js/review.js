@@ -19,8 +19,11 @@
     if (form.classList.contains("review-form")) {
       var select = form.querySelector("select[name=action]");
       var already = parseFloat(select ? select.getAttribute("data-bonus") : "0") || 0;
-      if (select && select.value === "bonus" && already > 0) {
-        var amount = form.querySelector("input[name=amount]").value || "?";
+      var typed = form.querySelector("input[name=amount]");
+      var amount = typed ? typed.value : "";
+      // "Approve" with an amount typed pays the bonus too, so it asks the same question.
+      if (select && (select.value === "bonus" || select.value === "approve" && amount) && already > 0) {
+        amount = amount || "?";
         var worker = form.closest("tr").children[2].textContent.trim();
         if (!window.confirm("This assignment already has a $" + already.toFixed(2) + " bonus. Pay " + worker + " a second bonus of $" + amount + "?")) {
           event.preventDefault();

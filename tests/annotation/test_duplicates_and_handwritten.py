@@ -170,3 +170,17 @@ def test_a_budgeted_launch_asks_for_one_routing_pass_for_all_examples_settled_at
     launch_campaign(campaign)
     assert PresenceCandidate.objects.filter(campaign=campaign).count() == 4
     assert asked == [campaign.pk]
+
+
+def test_a_refusal_quoting_the_sentence_keeps_its_capitals(campaign, researcher):
+    """Issue 28 (wording): messages built with str.capitalize() lower-cased everything after the first letter."""
+    Campaign.objects.filter(pk=campaign.pk).update(owner=researcher)
+    client = Client()
+    client.force_login(researcher)
+    sentence = Example.objects.get(external_id="e2").sentences.get()
+    assert sentence.text != sentence.text.lower()
+    bad = client.post(f"/campaigns/{campaign.slug}/handwritten/add/",
+                      {"sentence": sentence.pk, "predicate_text": "contract", "question": "What is new?", "answer": "A new deal"})
+    html = bad.content.decode()
+    assert bad.status_code == 400 and f"is not in the sentence “{sentence.text}”" in html
+    assert ".." not in html.split('class="errors', 1)[-1].split("</", 1)[0]

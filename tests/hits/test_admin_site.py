@@ -121,3 +121,41 @@ def test_the_admin_refuses_a_reserved_slug_like_every_other_way(world, rf):
         form = form_class(data={**data, "slug": reserved}, instance=campaign)
         assert not form.is_valid() and "address of a page" in str(form.errors["slug"])
     assert Campaign.objects.get(pk=campaign.pk).slug == original
+
+
+def test_the_admin_lists_who_registered_through_each_invitation(world):
+    """Issue 28: the admin could not see who registered through which invitation."""
+    from hits.models import Invitation
+
+    spring, autumn = Invitation.objects.create(note="spring"), Invitation.objects.create(note="autumn")
+    for name in ("una", "vic"):
+        Client().post(f"/join/{spring.token}/", {"username": name, "password1": "pw-long-enough-42", "password2": "pw-long-enough-42"})
+    Client().post(f"/join/{autumn.token}/", {"username": "wes", "password1": "pw-long-enough-42", "password2": "pw-long-enough-42"})
+    client = world["client"]
+    page = client.get(f"/admin/hits/invitation/{spring.pk}/change/").content.decode()
+    section = page.split("Registrations through this link")[1]
+    assert "(una)" in section and "(vic)" in section and "(wes)" not in section
+    una = Worker.objects.get(user__username="una")
+    assert f"/admin/hits/worker/{una.pk}/change/" in section
+    listing = client.get("/admin/hits/invitation/").content.decode()
+    assert "Registered" in listing
+    workers = client.get(f"/admin/hits/worker/?invitation__id__exact={autumn.pk}").content.decode()
+    assert "wes" in workers and "una" not in workers
+    # A link nobody used says so.
+    unused = Invitation.objects.create(note="unused")
+    assert "Nobody yet." in client.get(f"/admin/hits/invitation/{unused.pk}/change/").content.decode()
+
+
+def test_admin_model_names_are_spelled_right(world):
+    """Issue 28: "Ledger entrys" in the admin."""
+    index = world["client"].get("/admin/").content.decode()
+    assert "entrys" not in index.lower()
+    assert "Ledger entries" in index
+    assert "Ledger entries" in world["client"].get("/admin/hits/ledgerentry/").content.decode()
+    # The models the admin does not list are named right too (deletion summaries and errors name them).
+    from django.apps import apps
+
+    names = {m._meta.label: str(m._meta.verbose_name_plural) for m in apps.get_models()}
+    assert not [label for label, plural in names.items() if plural.endswith("ys") or plural.endswith("entrys")]
+    assert names["hits.FollowUp"] == "follow-ups" and names["hits.HITExclusion"] == "HIT exclusions"
+    assert names["hits.MTurkUnknownSubmission"] == "MTurk submissions not made through the HIT page"

@@ -223,3 +223,68 @@ def test_a_nul_character_in_an_answer_is_refused_with_the_text_shown_back(launch
     # Elsewhere the plain page stays (nothing a worker typed into a HIT to give back).
     other = client.post("/work/settings/", {"next": "/work/\x00"})
     assert other.status_code == 400 and b"nul-typed" not in other.content
+
+
+@pytest.fixture
+def tested(tmp_path, researcher):
+    """A launched campaign that tests every task type (the demo's tests and gold items)."""
+    import json
+
+    from annotation.services.qualification_tests import define_qualifications
+    from tests.conftest import DEMO_DIR
+
+    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
+    campaign = import_campaign(name="Tested", owner=researcher, references=refs, summaries=sums).campaign
+    define_qualifications(campaign, json.loads((DEMO_DIR / "qualifications.json").read_text()))
+    launch_campaign(campaign)
+    return campaign
+
+
+def test_join_page_shows_money_as_money_and_counts_open_test_items(tested, client):
+    """Issue 28: "$0.320000000000000" and "Open now 0 / —" while a campaign's tests were open."""
+    import re
+
+    invitation = Invitation.objects.create()
+    html = client.get(f"/join/{invitation.token}/").content.decode()
+    generation = html.split('data-task="generation"')[1].split("</tr>")[0]
+    assert re.search(r"\$0\.32(?!\d)", generation) and "0.3200" not in generation
+    assert "1 HIT · 4 test items" in generation and "unpaid test" in generation
+    # No verification HIT yet, but its test is open: the row says so instead of "0" and "—".
+    verification = html.split('data-task="verification"')[1].split("</tr>")[0]
+    assert "0 HITs · 4 test items" in verification and "unpaid test" in verification and "—" not in verification
+
+
+def test_home_labels_test_items_unpaid_instead_of_listing_them_at_zero(tested, django_user_model):
+    html = _client(django_user_model, "tess").get("/work/").content.decode()
+    row = html.split('data-task="generation"')[1].split("</tr>")[0]
+    # A newcomer is handed only the test items: they are unpaid, not "$0".
+    assert "unpaid test" in row and "$0" not in row
+
+
+def test_history_labels_a_test_item_unpaid(tested, django_user_model):
+    client = _client(django_user_model, "tom")
+    page = client.post("/work/generation/start/")["Location"]
+    client.post(page, {"action": "submit", "q1": "Who opened something?", "q1_a1": "The mayor"})
+    history = client.get("/work/history/").content.decode().split('id="hits"')[1]
+    assert "unpaid test" in history and "$0.00" not in history
+
+
+def test_a_reason_typed_with_its_full_stop_is_not_shown_with_two(launched, django_user_model):
+    """Issue 28: a reason ending ".." (the page added its own full stop to the researcher's)."""
+    from hits.models import BatchBlock
+
+    client = _client(django_user_model, "rory")
+    client.get("/work/")
+    worker = Worker.objects.get(user__username="rory")
+    Worker.objects.filter(pk=worker.pk).update(blocked=True, blocked_reason="Copied answers.")
+    home = client.get("/work/").content.decode()
+    assert "your account is blocked: Copied answers. <a" in home and ".." not in home.replace("...", "")
+    Worker.objects.filter(pk=worker.pk).update(blocked=False, blocked_reason="")
+    client.post("/work/generation/start/")  # worked on the campaign: its standing page lists it
+    launched.refresh_from_db()
+    BatchBlock.objects.create(worker=worker, batch=launched.batch, reason="Too fast.")
+    standing = client.get("/work/quality/").content.decode()
+    assert "stopped your work on it: Too fast.</p>" in standing
+    BatchBlock.objects.filter(worker=worker).update(reason="too fast")
+    assert "stopped your work on it: too fast.</p>" in client.get("/work/quality/").content.decode()

@@ -161,3 +161,32 @@ def test_review_actions_need_csrf_and_the_campaign(draft, rita, django_user_mode
     other.force_login(stranger)
     assert other.get(reverse("campaign-review", args=[draft.slug])).status_code == 404
     assert other.post(reverse("campaign-correct-pair", args=[draft.slug, unit.pk]), {"question": "Q?", "answers": "x"}).status_code == 404
+
+
+def test_a_bonus_typed_with_approve_is_paid_and_with_reject_refused(client_rita, draft):
+    """Issue 28: a typed bonus was silently dropped when the decision stayed on "Approve"."""
+    from hits.models import LedgerEntry
+
+    settle_with_kept_pairs(draft)
+    draft.refresh_from_db()
+    workers, _ = _judge(draft, lambda i, u, s: True)
+    first = _submitted_presence_assignment(draft, workers[0])
+    second = _submitted_presence_assignment(draft, workers[1])
+    url = reverse("campaign-review-example", args=[draft.slug, SystemSummary.objects.get(pk=first.hit.payload["summary"]).example_id])
+    # Rejecting with a bonus typed: refused, said so, nothing changes.
+    action = reverse("campaign-review-assignment", args=[draft.slug, second.pk])
+    response = client_rita.post(action, {"action": "reject", "message": "sloppy", "amount": "0.30", "next": url}, follow=True)
+    assert "Rejected work gets no bonus" in response.content.decode()
+    assert Assignment.objects.get(pk=second.pk).state == "submitted"
+    # Approving with a bonus but no reason: refused too (the worker sees the reason).
+    action = reverse("campaign-review-assignment", args=[draft.slug, first.pk])
+    response = client_rita.post(action, {"action": "approve", "message": "", "amount": "0.30", "next": url}, follow=True)
+    assert "Give the reason for the bonus" in response.content.decode()
+    assert Assignment.objects.get(pk=first.pk).state == "submitted"
+    # Approving with a bonus and a message: both happen.
+    response = client_rita.post(action, {"action": "approve", "message": "great care", "amount": "0.30", "next": url}, follow=True)
+    page = response.content.decode()
+    assert "approved" in page and "Bonus of $0.30" in page
+    approved = Assignment.objects.get(pk=first.pk)
+    assert approved.state == "approved" and approved.bonus == Decimal("0.30")
+    assert LedgerEntry.objects.filter(assignment=approved, kind=LedgerEntry.Kind.BONUS, amount=Decimal("0.30")).exists()

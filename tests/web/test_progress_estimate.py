@@ -33,3 +33,21 @@ def test_estimate_its_assumption_and_the_observed_redo_rate(client_rita, draft):
     assert re.search(r'id="observed-redo">50%<', html)
     updated = campaign_cost_preview(draft, redo_share=0.5).total
     assert f'id="estimate-updated">${updated:.2f}<' in html and updated > assumed
+
+
+def test_the_estimate_counts_the_gold_checks_and_says_so(client_rita, draft):
+    """Issue 28: $6.24 spent against an estimate of $5.04 (the gold checks' pay was left out)."""
+    import json
+
+    from annotation.services.qualification_tests import define_qualifications
+    from tests.conftest import DEMO_DIR
+
+    without = campaign_cost_preview(draft, redo_share=0.10).total
+    define_qualifications(draft, json.loads((DEMO_DIR / "qualifications.json").read_text()))
+    launch_campaign(draft)
+    draft.refresh_from_db()
+    html = client_rita.get(f"/campaigns/{draft.slug}/progress/").content.decode()
+    assumed = campaign_cost_preview(draft, redo_share=0.10).total
+    assert assumed == without + 4 * 3 * draft.reward_presence
+    assert f'id="estimate">${assumed:.2f}</strong>' in html
+    assert "It includes 4 gold checks, each paid to 3 judges ($2.40)" in html

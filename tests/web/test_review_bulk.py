@@ -65,3 +65,32 @@ def test_a_bulk_decision_on_mturk_settles_once(client_rita, draft, monkeypatch, 
                          {"action": "approve", "confirmed": "1", "ids": [str(a.pk) for a in chosen]})
     assert all(Assignment.objects.get(pk=a.pk).state == "approved" for a in chosen)
     assert [s for s in sent if s[0] == "hits.mturk.settle_batch"] == [("hits.mturk.settle_batch", [draft.batch_id])]
+
+
+def test_a_refused_bulk_reject_keeps_the_chosen_filters(client_rita, draft):
+    """Issue 28: a bulk reject refused for want of a message came back with every filter reset."""
+    launch_campaign(draft)
+    draft.refresh_from_db()
+    hit = HIT.objects.filter(batch_id=draft.batch_id).first()
+    _submitted(hit, "ann")
+    _submitted(HIT.objects.filter(batch_id=draft.batch_id).last(), "bob")
+    url = f"/campaigns/{draft.slug}/review/bulk/"
+    response = client_rita.post(url, {"action": "reject", "worker": "bob", "task": hit.task_type.slug, "message": ""},
+                                follow=True)
+    page = response.content.decode()
+    assert "Say why the work is rejected" in page
+    assert '<option value="bob" selected>' in page and '<option value="ann">' in page
+    assert f'<option value="{hit.task_type.slug}" selected>' in page
+    assert Assignment.objects.filter(state="submitted").count() == 2
+
+
+def test_a_bonus_over_the_limit_is_refused_in_plain_words(client_rita, draft, settings):
+    """Issue 28: "(MAX_BONUS)", a setting's name, in a message to the researcher."""
+    settings.MAX_BONUS = "2.00"
+    launch_campaign(draft)
+    draft.refresh_from_db()
+    assignment = _submitted(HIT.objects.filter(batch_id=draft.batch_id).first(), "ann")
+    url = f"/campaigns/{draft.slug}/review/assignments/{assignment.pk}/"
+    page = client_rita.post(url, {"action": "bonus", "amount": "2.50", "message": "good"}, follow=True).content.decode()
+    assert "a bonus may be at most $2.00 (the platform" in page.replace("&#x27;", "'").lower()
+    assert "MAX_BONUS" not in page and Assignment.objects.get(pk=assignment.pk).bonus == 0

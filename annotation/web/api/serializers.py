@@ -484,7 +484,7 @@ class RejectSerializer(serializers.Serializer):
 
 class BonusSerializer(serializers.Serializer):
     amount = serializers.DecimalField(
-        max_digits=6, decimal_places=2, min_value=Decimal("0.01"), help_text="USD, more than 0 and at most MAX_BONUS."
+        max_digits=6, decimal_places=2, min_value=Decimal("0.01"), help_text="USD, more than 0 and at most the platform's limit per bonus (setting MAX_BONUS)."
     )
     reason = serializers.CharField(max_length=1000, help_text="Shown to the worker (required).")
     idempotency_key = serializers.CharField(
@@ -494,7 +494,7 @@ class BonusSerializer(serializers.Serializer):
     def validate_amount(self, value):
         limit = Decimal(str(settings.MAX_BONUS))
         if value > limit:
-            raise serializers.ValidationError(f"a bonus may be at most ${limit} (MAX_BONUS; the assignment's bonuses together too)")
+            raise serializers.ValidationError(f"a bonus may be at most ${limit} (the platform's limit per bonus; the assignment's bonuses together too)")
         return value
 
 

@@ -32,6 +32,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from hits.wording import as_sentence
 from annotation.services import roles
 from annotation.web.api import filters, serializers
 from annotation.web.api.permissions import CanManageCampaignOrReadOnly, IsResearcher
@@ -296,7 +297,7 @@ class CampaignViewSet(
         try:
             result = service(campaign)
         except pipeline.LaunchError as exc:
-            raise Conflict(str(exc).capitalize() + ".") from None
+            raise Conflict(as_sentence(exc)) from None
         campaign.refresh_from_db()
         return Response({"slug": campaign.slug, "state": campaign.state, "detail": done.format(n=result)})
 
@@ -349,7 +350,7 @@ class CampaignViewSet(
         try:
             retry_routing(campaign, judge)
         except RoutingRetryError as exc:
-            raise Conflict(str(exc).capitalize() + ".") from None
+            raise Conflict(as_sentence(exc)) from None
         campaign.refresh_from_db()
         return Response({"slug": campaign.slug, "state": campaign.state,
                          "detail": f"Routing pass asked for with the judge {campaign.presence_judge}."})
@@ -979,7 +980,7 @@ class AssignmentViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
                 locked = Assignment.objects.select_for_update(of=("self",)).get(pk=assignment.pk)
                 result = review(locked, form.validated_data, payments)
         except payments.PaymentError as exc:
-            raise Conflict(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
+            raise Conflict(as_sentence(exc)) from None
         return result
 
     def _assignment_response(self, assignment):

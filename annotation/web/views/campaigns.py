@@ -9,6 +9,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from hits.wording import as_sentence
 from annotation.models import Example, Predicate, ReferenceSentence
 from annotation.selectors.campaigns import campaign_overview, campaign_progress as progress_of, campaign_worker, campaigns_visible_to
 from annotation.services import pipeline
@@ -56,13 +57,17 @@ def _estimate(campaign, progress) -> dict | None:
         return None
     generation = progress["stages"].get("generation") or {}
     redo, settled = generation.get("redo") or 0, progress["settled"]
-    assumed = campaign_cost_preview(campaign, redo_share=ASSUMED_REDO_SHARE).total
+    preview = campaign_cost_preview(campaign, redo_share=ASSUMED_REDO_SHARE)
+    assumed = preview.total
+    # Gold checks are in the estimate: the page says how many, and at how many judges each.
+    gold = next((s for s in preview.stages if s.task_type == "gold"), None)
     if not settled and not redo:
-        return {"assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": None, "updated": None}
+        return {"assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": None, "updated": None,
+                "gold": gold}
     observed = min(float(campaign.max_redo_rounds), redo / max(settled, 1))
     return {
         "assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": observed,
-        "updated": campaign_cost_preview(campaign, redo_share=observed).total,
+        "updated": campaign_cost_preview(campaign, redo_share=observed).total, "gold": gold,
     }
 
 
@@ -86,7 +91,7 @@ def campaign_control(request, slug):
     try:
         result = service(campaign)
     except pipeline.LaunchError as exc:
-        messages.error(request, str(exc).capitalize() + ".")
+        messages.error(request, as_sentence(exc))
     else:
         messages.success(request, message.format(n=result))
     return redirect("campaign-progress", slug=slug)
@@ -338,7 +343,7 @@ def campaign_qualifications(request, slug):
             except JSONProblem as exc:
                 error = f"Not valid JSON: {exc.describe().removeprefix('bad JSON: ')}."
             except QualificationDefinitionError as exc:
-                error = f"{str(exc)[:1].upper()}{str(exc)[1:]}. Nothing was changed."
+                error = f"{as_sentence(exc)} Nothing was changed."
             else:
                 messages.success(request, "Qualification tests saved: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ".")
                 return redirect("campaign-qualifications", slug=slug)

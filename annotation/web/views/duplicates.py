@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from hits.wording import as_sentence
 from annotation.models import ContentUnit, Example, ReferenceSentence
 from annotation.services import duplicates
 from annotation.services.predicates import add_handwritten_pair, examples_without_predicates
@@ -37,7 +38,7 @@ def campaign_duplicates(request, slug):
             else:
                 messages.error(request, "Unknown action.")
         except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages).capitalize() + ".")
+            messages.error(request, as_sentence(" ".join(exc.messages)))
         return redirect("campaign-duplicates", slug=slug)
     held = []
     for example, found in duplicates.held_examples(campaign):
@@ -60,7 +61,7 @@ def campaign_handwritten_pair(request, slug):
         return render(
             request,
             "annotation/campaign_handwritten.html",
-            {"campaign": campaign, **handwritten_context(campaign), "error": " ".join(exc.messages).capitalize() + ".",
+            {"campaign": campaign, **handwritten_context(campaign), "error": as_sentence(" ".join(exc.messages)),
              "typed": {"sentence": sentence.pk, **values}},
             status=400,
         )

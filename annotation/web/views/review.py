@@ -10,8 +10,10 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from hits.wording import as_sentence
 from annotation.web.views.setup import managed_campaign, paginate, parse_id
 from annotation.web.forms import AssignmentReviewForm, QAPairCorrectionForm
 from annotation.models import ContentUnit, Example, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
@@ -47,8 +49,18 @@ def campaign_review(request, slug):
                 waiting.values("hit__task_type__slug", "hit__task_type__name").annotate(n=Count("pk")).order_by("hit__task_type__position")
             ),
             "n_waiting": waiting.count(),
+            # A refused bulk decision comes back here with its choices (``_back_to_bulk``).
+            "bulk_worker": request.GET.get("worker", ""), "bulk_task": request.GET.get("task", ""),
         },
     )
+
+
+def _back_to_bulk(slug: str, worker: str, task: str):
+    """The review page with the bulk form's filters as they were chosen."""
+    from urllib.parse import urlencode
+
+    query = urlencode({k: v for k, v in (("worker", worker), ("task", task)) if v})
+    return redirect(reverse("campaign-review", args=[slug]) + (f"?{query}#bulk-review" if query else ""))
 
 
 def _submitted(campaign):
@@ -85,10 +97,10 @@ def review_bulk(request, slug):
     task = (request.POST.get("task") or "").strip()
     if action not in ("approve", "reject"):
         messages.error(request, "Choose to approve or to reject.")
-        return redirect("campaign-review", slug=slug)
+        return _back_to_bulk(slug, worker, task)
     if action == "reject" and not message:
         messages.error(request, "Say why the work is rejected: every worker concerned sees this message.")
-        return redirect("campaign-review", slug=slug)
+        return _back_to_bulk(slug, worker, task)
     chosen = _submitted(campaign).select_related("hit__batch", "hit__task_type", "hit__mturk", "worker")
     if request.POST.get("confirmed") == "1":
         ids = [i for i in map(parse_id, request.POST.getlist("ids")) if i]
@@ -122,7 +134,7 @@ def review_bulk(request, slug):
     chosen = list(chosen.order_by("worker__external_id", "pk"))
     if not chosen:
         messages.info(request, "No submitted work matches: nothing to decide.")
-        return redirect("campaign-review", slug=slug)
+        return _back_to_bulk(slug, worker, task)
     by_worker: dict[str, int] = {}
     for a in chosen:
         by_worker[a.worker.external_id] = by_worker.get(a.worker.external_id, 0) + 1
@@ -165,18 +177,23 @@ def campaign_review_example(request, slug, pk):
     ).order_by("index")
     predicate_ids = list(Predicate.objects.filter(example=example).values_list("pk", flat=True))
     summaries = list(SystemSummary.objects.filter(example=example).select_related("system").order_by("system__name"))
-    kept = list(units.filter(state=ContentUnit.State.KEPT).select_related("predicate").order_by("predicate__start", "index"))
+    if campaign.unit_type == "scu":  # an "scu" campaign's units are its imported SCUs (never verified, so never "kept")
+        kept = list(units.filter(kind=ContentUnit.Kind.SCU).order_by("index"))
+    else:
+        kept = list(units.filter(state=ContentUnit.State.KEPT).select_related("predicate").order_by("predicate__start", "index"))
     judgments: dict[tuple[int, int], list] = {}
     for j in PresenceJudgment.objects.filter(summary__in=summaries).select_related("worker").order_by("pk"):
         judgments.setdefault((j.unit_id, j.summary_id), []).append(j)
     gold: dict[tuple[int, int], GoldPresence] = {}
     for g in GoldPresence.objects.filter(summary__in=summaries).order_by("origin"):
         gold[(g.unit_id, g.summary_id)] = g  # "majority" sorts after "imported": the crowd's label wins
+    judge = _judge_labels(campaign, summaries)
     presence = [
         {
             "summary": summary,
             "rows": [
-                {"unit": unit, "judgments": judgments.get((unit.pk, summary.pk), []), "gold": gold.get((unit.pk, summary.pk))}
+                {"unit": unit, "judgments": judgments.get((unit.pk, summary.pk), []), "gold": gold.get((unit.pk, summary.pk)),
+                 "left_to_judge": (unit.pk, summary.pk) in judge, "judge": judge.get((unit.pk, summary.pk))}
                 for unit in kept
             ],
         }
@@ -198,6 +215,29 @@ def campaign_review_example(request, slug, pk):
             "next": Example.objects.filter(campaign=campaign, position__gt=example.position).order_by("position").first(),
         },
     )
+
+
+def _judge_labels(campaign, summaries) -> dict:
+    """(unit, summary) -> the judge's label (an ``AutoPresence``, or None before its labelling pass) of the units
+    a budgeted campaign left to its judge (not routed to people), so that review does not call them "none yet"."""
+    from annotation.models import AutoPresence, PresenceCandidate
+    from annotation.selectors.hybrid import latest_labelling
+
+    if not campaign.is_hybrid:
+        return {}
+    left = {
+        (unit, summary_id): None
+        for summary_id, units in PresenceCandidate.objects.filter(
+            campaign=campaign, summary__in=summaries, hit__isnull=True
+        ).values_list("summary_id", "units")
+        for unit in units
+    }
+    run = latest_labelling(campaign)
+    if run is not None and left:
+        for label in AutoPresence.objects.filter(run=run, summary__in=summaries, unit__isnull=False).select_related("run"):
+            if (label.unit_id, label.summary_id) in left:
+                left[(label.unit_id, label.summary_id)] = label
+    return left
 
 
 def _assignment_of_campaign(campaign, pk) -> Assignment:
@@ -222,6 +262,7 @@ def review_assignment(request, slug, pk):
                 messages.error(request, f"Assignment {assignment.pk}: {error}")
         return _back(back, slug)
     action, message = form.cleaned_data["action"], form.cleaned_data["message"].strip()
+    amount = form.cleaned_data["amount"]  # with "approve" too: the work is approved and the bonus paid
     try:
         if action == "approve":
             payments.approve_assignment(assignment, message=message, by=request.user)
@@ -229,8 +270,7 @@ def review_assignment(request, slug, pk):
         elif action == "reject":
             payments.reject_assignment(assignment, message, by=request.user)
             messages.success(request, f"Assignment {assignment.pk} of {assignment.worker} rejected; the worker sees your message.")
-        else:
-            amount = form.cleaned_data["amount"]
+        if amount is not None and action != "reject":
             try:
                 # A second bonus is rarely meant (a double click, a stale page): it needs saying so.  The check
                 # is made under the assignment's row lock, so two clicks at once cannot both be "the first".
@@ -248,7 +288,7 @@ def review_assignment(request, slug, pk):
                 return _back(back, slug)
             messages.success(request, f"Bonus of ${amount} for {assignment.worker} recorded.")
     except payments.PaymentError as exc:
-        messages.error(request, f"Assignment {assignment.pk}: {str(exc)[:1].upper()}{str(exc)[1:]}.")
+        messages.error(request, f"Assignment {assignment.pk}: {as_sentence(exc)}")
     return _back(back, slug)
 
 

@@ -10,10 +10,12 @@ from django.db.models import Count, Prefetch
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from hits.wording import as_sentence
 from annotation.services import roles
 from annotation.web.forms import AddSystemForm, CampaignSettingsForm, CampaignUploadForm
 from annotation.models import Job
 from annotation.models import Campaign, Predicate, ReferenceSentence
+from annotation.models.stages import SCU_UNITS_PER_HIT
 from annotation.selectors.campaigns import campaign_overview, campaigns_visible_to
 from annotation.services import uploads
 from annotation.services.costs import campaign_cost_preview
@@ -178,7 +180,7 @@ def campaign_settings(request, slug):
     return render(
         request,
         "annotation/campaign_settings.html",
-        {"campaign": campaign, "form": form, "editable": editable, "cost": cost},
+        {"campaign": campaign, "form": form, "editable": editable, "cost": cost, "scu_units_per_hit": SCU_UNITS_PER_HIT},
         status=status,
     )
 
@@ -261,7 +263,7 @@ def campaign_predicate_add(request, slug):
     try:
         predicate = add_predicate(sentence, begin, begin + len(span), lemma=(request.POST.get("lemma") or "").strip())
     except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages).capitalize() + ".")
+        messages.error(request, as_sentence(" ".join(exc.messages)))
     else:
         messages.success(request, f"Predicate '{predicate.text}' added to {sentence.example.external_id}.")
     return _back_to_predicates(slug, request)
@@ -279,7 +281,7 @@ def campaign_predicate_remove(request, slug):
     try:
         remove_predicate(predicate)
     except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages).capitalize() + ".")
+        messages.error(request, as_sentence(" ".join(exc.messages)))
     else:
         request.session[UNDO_KEY] = removed
         messages.success(request, f"Predicate '{predicate.text}' removed.")
@@ -395,7 +397,7 @@ def campaign_predicates_redetect(request, slug):
     try:
         n = redetect_predicates(campaign)
     except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages).capitalize() + ".")
+        messages.error(request, as_sentence(" ".join(exc.messages)))
     else:
         messages.success(request, f"Predicates found again: the campaign has {n} predicates (your own edits were kept).")
     return redirect("campaign-predicates", slug=slug)
