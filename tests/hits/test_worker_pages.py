@@ -255,8 +255,21 @@ def test_join_page_shows_money_as_money_and_counts_open_test_items(tested, clien
     assert "0 HITs · 4 test items" in verification and "unpaid test" in verification and "—" not in verification
 
 
+def _chose(username, campaign):
+    """The worker chose the campaign (a campaign's test is offered only then: issue 27)."""
+    from django.contrib.auth import get_user_model
+
+    from hits.models import BatchChoice
+    from hits.services import record_choice, worker_for_user
+
+    worker = worker_for_user(get_user_model().objects.get(username=username))
+    record_choice(worker, campaign.batch, BatchChoice.How.START)
+
+
 def test_home_labels_test_items_unpaid_instead_of_listing_them_at_zero(tested, django_user_model):
-    html = _client(django_user_model, "tess").get("/work/").content.decode()
+    client = _client(django_user_model, "tess")
+    _chose("tess", tested)
+    html = client.get("/work/").content.decode()
     row = html.split('data-task="generation"')[1].split("</tr>")[0]
     # A newcomer is handed only the test items: they are unpaid, not "$0".
     assert "unpaid test" in row and "$0" not in row
@@ -264,6 +277,7 @@ def test_home_labels_test_items_unpaid_instead_of_listing_them_at_zero(tested, d
 
 def test_history_labels_a_test_item_unpaid(tested, django_user_model):
     client = _client(django_user_model, "tom")
+    _chose("tom", tested)
     page = client.post("/work/generation/start/")["Location"]
     client.post(page, {"action": "submit", "q1": "Who opened something?", "q1_a1": "The mayor"})
     history = client.get("/work/history/").content.decode().split('id="hits"')[1]
