@@ -11,8 +11,10 @@ CORE := $(VENV)/.installed-core
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Where the platform keeps its files (config/settings.py's default; an exported DATA_DIR wins for both).
+DATA_DIR ?= var
 
-.PHONY: demo test bench install core judges browser migrate clean
+.PHONY: demo test bench install core judges browser migrate served-at clean
 
 install: $(STAMP)
 core: $(CORE)
@@ -48,8 +50,13 @@ browser:
 migrate: core
 	DEBUG=1 $(BIN)/python manage.py migrate --noinput
 
+# The address `make demo` serves on, for the links commands print (manage.py invite) when PUBLIC_BASE_URL is
+# unset; pages use the address they were asked on (config/baseurl.py).
+served-at:
+	@mkdir -p "$(DATA_DIR)" && echo "http://$(HOST):$(PORT)" > "$(DATA_DIR)/served-at"
+
 # Starts without the automatic judges' torch and transformers (`make judges` adds them; the judges page says so).
-demo: core migrate
+demo: core migrate served-at
 	DEBUG=1 $(BIN)/python manage.py load_demo
 	@echo "Serving on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
 	DEBUG=1 $(BIN)/python manage.py runserver $(HOST):$(PORT)

@@ -101,8 +101,9 @@ LLM_RETRIES = env_int("LLM_RETRIES", 3)
 LLM_TIMEOUT = env_int("LLM_TIMEOUT", 30)
 EXPORTS_DIR = Path(os.environ.get("EXPORTS_DIR", DATA_DIR / "exports")).resolve()
 
-# Public base URL of HIT pages (MTurk's ExternalQuestion must point at HTTPS).
-PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Public base URL of absolute links (invitation links; MTurk's ExternalQuestion, which must be HTTPS). Unset: links
+# use the address a request came in on, and commands the one `make demo` serves on (config/baseurl.py).
+PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "").strip().rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

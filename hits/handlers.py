@@ -75,6 +75,10 @@ class Eligibility:
             return self.batches[batch_id][1]
         return 1
 
+    def only(self, batch_id: int) -> "Eligibility":
+        """The same, within one batch: nothing anywhere else."""
+        return Eligibility(frozenset(), {batch_id: self.batches.get(batch_id, (self.default, 1))})
+
     def groups(self) -> list[tuple[tuple[str, ...], int, tuple[int, ...]]]:
         """The batches named here grouped by what they allow: [(kinds, attempt, batch ids)], empty groups left out."""
         grouped: dict[tuple, list[int]] = {}
@@ -112,14 +116,17 @@ def eligibility(worker: "Worker", task_type: "TaskType") -> Eligibility:
 
     Blocked workers get nothing.  Without rules, a worker may do regular and
     gold HITs everywhere.  Rules (e.g. qualifications) narrow this down: the
-    first rule with an opinion decides.
+    first rule with an opinion decides.  A worker kept to one batch
+    (``only_batch``, the simulated crowd) gets what the rules allow there only.
     """
     from hits.models import HIT
 
     if worker.blocked:
         return Eligibility()
+    allowed = Eligibility(frozenset({HIT.Kind.REGULAR, HIT.Kind.GOLD}))
     for rule in _eligibility_rules:
         decision = rule(worker, task_type)
         if decision is not None:
-            return decision if isinstance(decision, Eligibility) else Eligibility(frozenset(decision))
-    return Eligibility(frozenset({HIT.Kind.REGULAR, HIT.Kind.GOLD}))
+            allowed = decision if isinstance(decision, Eligibility) else Eligibility(frozenset(decision))
+            break
+    return allowed.only(worker.only_batch_id) if worker.only_batch_id is not None else allowed

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from config.baseurl import public_base_url
 from hits.models import Batch, Invitation
 
 
@@ -56,8 +56,9 @@ def create_invitation(*, batch: Batch | None = None, max_uses: int = 100, expire
     return Invitation.objects.create(batch=batch, max_uses=max_uses, expires_at=expires_at, note=note, created_by=by)
 
 
-def invitation_url(invitation: Invitation) -> str:
-    return settings.PUBLIC_BASE_URL + reverse("join", args=[invitation.token])
+def invitation_url(invitation: Invitation, request=None) -> str:
+    """The sign-up link; its address as ``config.baseurl.public_base_url`` gives it (the request's, when given)."""
+    return public_base_url(request) + reverse("join", args=[invitation.token])
 
 
 def revoke_invitation(invitation: Invitation) -> None:

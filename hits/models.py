@@ -47,6 +47,11 @@ class Worker(models.Model):
     invitation = models.ForeignKey(
         "Invitation", null=True, blank=True, on_delete=models.SET_NULL, related_name="registrations", editable=False
     )
+    # The simulated crowd's workers (manage.py simulate_crowd): HITs, tests and gold checks of this batch only.
+    only_batch = models.ForeignKey(
+        "hits.Batch", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="A simulated worker: the hand-out gives them work of this batch (campaign) only.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -350,8 +350,15 @@ def template_questions(sentence: str, start: int, end: int, lemma: str) -> list[
     return unique
 
 
-def ensure_simulated_workers(n: int, careless: int, password: str) -> list[tuple[str, bool]]:
-    """Accounts sim-1.. and sim-careless-1.. with a known password; returns (username, careless)."""
+def ensure_simulated_workers(n: int, careless: int, password: str, batch_id: int | None = None) -> list[tuple[str, bool]]:
+    """Accounts sim-1.. and sim-careless-1.. with a known password; returns (username, careless).
+
+    With ``batch_id`` (the simulated campaign's batch) the workers are kept to it: the hand-out gives them that
+    batch's HITs, tests and gold checks only (``Worker.only_batch``), and a HIT of another batch one of them still
+    holds from an earlier run is given back, never worked on.
+    """
+    from hits.services import return_assignment
+
     User = get_user_model()
     names = [(f"sim-careless-{i}", True) for i in range(1, careless + 1)]
     names += [(f"sim-{i}", False) for i in range(1, n - careless + 1)]
@@ -360,9 +367,14 @@ def ensure_simulated_workers(n: int, careless: int, password: str) -> list[tuple
         user.set_password(password)
         user.save()
         worker, _ = Worker.objects.get_or_create(user=user, defaults={"external_id": username})
-        if worker.auto_accept_next:
+        if worker.auto_accept_next or worker.only_batch_id != batch_id:
             worker.auto_accept_next = False
-            worker.save(update_fields=["auto_accept_next"])
+            worker.only_batch_id = batch_id
+            worker.save(update_fields=["auto_accept_next", "only_batch"])
+        if batch_id is not None:
+            held = Assignment.objects.filter(worker=worker, state=Assignment.State.ASSIGNED).exclude(hit__batch_id=batch_id)
+            for pk in held.values_list("pk", flat=True):
+                return_assignment(worker, pk)
     return names
 
 
@@ -385,9 +397,12 @@ def simulate_crowd(
     rng = random.Random(seed)
     answerer = Answerer(rng, accuracy, accuracies)
     password = f"sim-{rng.getrandbits(64):x}"
-    names = ensure_simulated_workers(n_workers, careless, password)
-    campaign.refresh_from_db(fields=["batch"])
-    for username, _ in names if campaign.batch_id else []:
+    if campaign.batch_id is None:
+        campaign.refresh_from_db(fields=["batch"])  # launched since the caller loaded it
+    if campaign.batch_id is None:
+        raise ValueError(f"campaign '{campaign.slug}' has no HITs yet: launch it first")
+    names = ensure_simulated_workers(n_workers, careless, password, campaign.batch_id)
+    for username, _ in names:
         # The simulated crowd was invited to this campaign: its tests are offered to them.
         record_choice(Worker.objects.get(user__username=username), campaign.batch, BatchChoice.How.INVITATION)
     report = SimulationReport()

@@ -48,6 +48,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.urls import reverse
 
+from config.baseurl import public_base_url
 from hits.models import HIT, Batch
 from hits.mturk import fees
 from hits.mturk.client import MTurk, MTurkError, for_batch, hit_id_in, token_already_used
@@ -134,7 +135,7 @@ def waits_for_regular_hits(hit: HIT, rewards: dict[int, Decimal]) -> bool:
 
 
 def external_question(page_url: str | None = None) -> str:
-    url = page_url or settings.PUBLIC_BASE_URL + reverse("mturk-hit")
+    url = page_url or public_base_url() + reverse("mturk-hit")
     return EXTERNAL_QUESTION.format(url=escape(url), height=settings.MTURK_FRAME_HEIGHT)
 
 

@@ -197,6 +197,22 @@ def test_command_line_success_and_single_line_failure(small_files, tmp_path, cap
     assert not Campaign.objects.filter(slug="other").exists()
 
 
+def test_command_line_asks_whose_campaign_it_is_once_the_platform_has_researchers(small_files, django_user_model, capsys):
+    from annotation.services.roles import make_researcher
+
+    refs, sums = small_files
+    call_command("import_campaign", name="Nobodys", references=str(refs), summaries=str(sums))
+    assert "No owner: only admins see this campaign" in capsys.readouterr().out
+    make_researcher(django_user_model.objects.create_user("rita", password="a-long-test-password"))
+    with pytest.raises(CommandError) as info:
+        call_command("import_campaign", name="Orphan", references=str(refs), summaries=str(sums))
+    assert str(info.value).startswith("--owner is required") and "rita" in str(info.value)
+    assert not Campaign.objects.filter(slug="orphan").exists()
+    call_command("import_campaign", name="Ritas", references=str(refs), summaries=str(sums), owner="rita")
+    assert "Owner: rita" in capsys.readouterr().out
+    assert Campaign.objects.get(slug="ritas").owner.username == "rita"
+
+
 def test_command_line_exit_code_is_non_zero(small_files, tmp_path):
     import subprocess
     import sys

@@ -15,6 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from annotation.services.campaign_import import import_campaign
+from annotation.services.pipeline import ensure_batch
 from annotation.services.roles import make_researcher
 from hits.invitations import create_invitation
 from hits.models import Invitation, Worker
@@ -128,3 +129,45 @@ def test_ten_concurrent_sign_ups_on_a_one_use_link_create_one_account():
     assert sorted(statuses) == [302] + [404] * 9
     assert User.objects.filter(username__startswith="racer").count() == 1
     assert Invitation.objects.get(pk=invitation.pk).uses == 1
+
+
+@pytest.mark.django_db
+def test_links_carry_the_address_the_page_was_asked_on_or_public_base_url(tmp_path, django_user_model, settings):
+    rita = django_user_model.objects.create_user("rita", password=PASSWORD)
+    campaign = _campaign(tmp_path, "Ritas", owner=rita)
+    invitation = create_invitation(batch=ensure_batch(campaign))
+    settings.PUBLIC_BASE_URL = ""
+    client = Client(HTTP_HOST="localhost:8811")
+    client.force_login(rita)
+    page = client.get(f"/campaigns/{campaign.slug}/invitations/").content.decode()
+    assert f'value="http://localhost:8811/join/{invitation.token}/"' in page
+    assert "127.0.0.1:8000" not in page
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    page = client.get(f"/campaigns/{campaign.slug}/invitations/").content.decode()
+    assert f'value="https://studio.example.org/join/{invitation.token}/"' in page
+
+
+@pytest.mark.django_db
+def test_the_invite_command_prints_the_address_make_demo_serves_on(tmp_path, settings):
+    import subprocess
+
+    from tests.conftest import REPO
+
+    campaign = _campaign(tmp_path, "Invited")
+    settings.PUBLIC_BASE_URL = ""
+    settings.DATA_DIR = tmp_path / "var"
+
+    def printed():
+        out = io.StringIO()
+        call_command("invite", "--campaign", campaign.slug, stdout=out, stderr=io.StringIO())
+        return out.getvalue().strip()
+
+    assert printed().startswith("http://127.0.0.1:8000/join/")  # nothing served yet: Django's default address
+    # `make demo PORT=8811` writes where it serves before it starts (the same target, run alone here).
+    subprocess.run(["make", "--no-print-directory", "served-at", "PORT=8811", f"DATA_DIR={settings.DATA_DIR}"],
+                   cwd=REPO, check=True, capture_output=True, timeout=60)
+    link = printed()
+    token = Invitation.objects.order_by("-pk").first().token
+    assert link == f"http://127.0.0.1:8811/join/{token}/"
+    settings.PUBLIC_BASE_URL = "https://studio.example.org"
+    assert printed().startswith("https://studio.example.org/join/")

@@ -111,7 +111,7 @@ def test_commands_show_a_progress_bar_on_stderr_with_progress(draft, tmp_path, c
     refs.write_text('{"id": "x", "reference": "Rain fell."}\n')
     sums = tmp_path / "s.jsonl"
     sums.write_text('{"id": "x", "system": "s", "summary": "It rained."}\n')
-    call_command("import_campaign", name="Bar", references=str(refs), summaries=str(sums), progress=True)
+    call_command("import_campaign", name="Bar", references=str(refs), summaries=str(sums), progress=True, owner="rita")
     captured = capsys.readouterr()
     assert "100%  4/4  imported" in captured.err and "Imported campaign 'Bar'" in captured.out
 

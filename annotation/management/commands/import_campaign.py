@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.importing.readers import CampaignImportError
 from annotation.management.progress import ProgressBar
 from annotation.services.campaign_import import PREDICATES_AUTO, import_campaign
+from annotation.services.roles import researchers
 
 
 class Command(BaseCommand):
@@ -35,7 +36,11 @@ class Command(BaseCommand):
             default=PREDICATES_AUTO,
             help="'auto' (spaCy, default), 'none', or a JSONL file {id, start, end, lemma?} of reference offsets.",
         )
-        parser.add_argument("--owner", help="Username of the researcher who owns the campaign.")
+        parser.add_argument(
+            "--owner",
+            help="Username of the researcher who owns the campaign (required once the platform has researchers: "
+            "a campaign without an owner is seen by admins only).",
+        )
         parser.add_argument("--description", default="", help="Free-text description.")
         parser.add_argument("--progress", action="store_true", help="Show a progress bar on stderr even when it is not a terminal.")
 
@@ -46,6 +51,14 @@ class Command(BaseCommand):
                 owner = get_user_model().objects.get(username=options["owner"])
             except get_user_model().DoesNotExist:
                 raise CommandError(f"no user named '{options['owner']}'") from None
+        else:
+            names = list(researchers().values_list("username", flat=True)[:6])
+            if names:
+                listed = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+                raise CommandError(
+                    f"--owner is required: name the researcher who owns the campaign ({listed}); "
+                    "without an owner only admins would see it. Nothing imported."
+                )
         bar = ProgressBar.for_command(self, options)
         try:
             report = import_campaign(
@@ -68,5 +81,9 @@ class Command(BaseCommand):
             raise CommandError(f"nothing imported: {exc}") from None
         bar.close()
         self.stdout.write(report.summary_line())
+        if owner is not None:
+            self.stdout.write(f"Owner: {owner.get_username()} (and the admins; share it from its settings page).")
+        else:
+            self.stdout.write("No owner: only admins see this campaign (the platform has no researcher yet).")
         if report.systems_without_labels:
             self.stdout.write("Systems without gold labels: " + ", ".join(report.systems_without_labels))

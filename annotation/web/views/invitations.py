@@ -45,7 +45,7 @@ def campaign_invitations(request, slug):
         status = 400
     now = timezone.now()
     invitations = [
-        {"invitation": i, "url": invitation_url(i), "usable": i.usable(now)}
+        {"invitation": i, "url": invitation_url(i, request), "usable": i.usable(now)}
         for i in (Invitation.objects.filter(batch_id=campaign.batch_id).select_related("created_by") if campaign.batch_id else [])
     ]
     return render(

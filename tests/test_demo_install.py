@@ -1,0 +1,87 @@
+"""The demo install (`make demo`: requirements.txt alone, no torch) runs a budgeted campaign to its end.
+
+A fresh virtual environment is built from requirements.txt exactly as `make demo` builds it (pip may use the
+machine's cache), and a budgeted-presence campaign with the lexical judge is imported, worked through by
+``simulate_crowd`` and scored there, on the embedded SQLite database with in-process tasks, as on the demo.
+91 s on a 2-core machine (43 s pip), up to 7 minutes when it is busy; `-m "not install"` leaves it out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO
+from tests.judges.test_hybrid_campaign import write_folder
+
+pytestmark = pytest.mark.install
+
+SHARE = """
+from annotation.models import Campaign
+Campaign.objects.filter(slug="budgeted").update(
+    human_presence_share=0.5, presence_rounds=2, active_rounds=True, gold_share=0.0, assignments_presence=2,
+    presence_judge="lexical")
+"""
+
+
+def run(python, *args, env, timeout=600):
+    result = subprocess.run([str(python), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"{' '.join(map(str, args))} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    return result.stdout
+
+
+def test_a_budgeted_campaign_runs_to_its_end_on_the_demo_install(tmp_path):
+    venv = tmp_path / "venv"
+    started = time.perf_counter()
+    # The Makefile's core target in a new environment of the same Python (without compiling every module to
+    # bytecode first: the same packages, a minute less).
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile", "-r", "requirements.txt"],
+                         cwd=REPO, capture_output=True, text=True, timeout=1200)
+    assert pip.returncode == 0, pip.stdout[-4000:] + pip.stderr[-4000:]
+    installed = time.perf_counter() - started
+    run_budgeted_campaign(venv, tmp_path)
+    print(f"demo install: pip {installed:.0f} s, whole test {time.perf_counter() - started:.0f} s")
+
+
+def run_budgeted_campaign(venv, tmp_path):
+    """Import, run and score a budgeted campaign with the lexical judge using ``venv``'s Python."""
+    python = venv / "bin" / "python"
+    env = {
+        key: value for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "VIRTUAL_ENV", "PYTHONPATH", "DJANGO_SETTINGS_MODULE")
+    }
+    env.update(DEBUG="1", DATA_DIR=str(tmp_path / "var"), PATH=f"{venv / 'bin'}:{env.get('PATH', '')}")
+    # What the demo install does not have.
+    probe = subprocess.run([str(python), "-c", "import torch"], capture_output=True, text=True)
+    assert "No module named 'torch'" in probe.stderr
+
+    folder = write_folder(tmp_path / "data")
+    run(python, "manage.py", "migrate", "--noinput", env=env)
+    run(python, "manage.py", "import_campaign", "--name", "Budgeted", "--folder", str(folder), env=env)
+    run(python, "manage.py", "shell", "-c", SHARE, env=env)
+    out = run(
+        python, "manage.py", "simulate_crowd", "--campaign", "budgeted", "--workers", "6", "--accuracy", "1.0",
+        "--seed", "7", "--max-seconds", "300", env=env,
+    )
+    assert "campaign finished" in out, out
+    scores = json.loads(run(python, "manage.py", "campaign_scores", "--campaign", "budgeted", "--format", "json",
+                            "--bootstrap", "200", env=env))
+    hybrid = scores["hybrid"]
+    assert hybrid["human_presence_share"] == 0.5 and hybrid["judge_version"].startswith("lexical")
+    assert 0 < hybrid["human_units"] < hybrid["n_units"] == 4 * 8 * 8
+    # People (right every time) and the judge together land near each system's true score from the labels.
+    for system, values in hybrid["systems"].items():
+        labels = [[int(x) for x in line.split("\t")] for line in (folder / "labels" / f"{system}.label").read_text().splitlines()]
+        truth = float(np.mean([np.mean(row) for row in labels]))
+        assert abs(values["qapyramid"] - truth) < 0.15, (system, values, truth)
+        low, high = values["ci95"]
+        assert low <= values["qapyramid"] <= high and 0 < values["human_share"] < 1
+    ranked = sorted(hybrid["systems"], key=lambda name: -hybrid["systems"][name]["qapyramid"])
+    assert ranked[0] == "alpha" and ranked[-1] == "delta"
