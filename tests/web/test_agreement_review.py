@@ -190,3 +190,21 @@ def test_a_bonus_typed_with_approve_is_paid_and_with_reject_refused(client_rita,
     approved = Assignment.objects.get(pk=first.pk)
     assert approved.state == "approved" and approved.bonus == Decimal("0.30")
     assert LedgerEntry.objects.filter(assignment=approved, kind=LedgerEntry.Kind.BONUS, amount=Decimal("0.30")).exists()
+
+
+def test_approve_with_a_refused_bonus_changes_nothing(client_rita, draft, settings):
+    """A decision and its typed bonus stand or fall together: a bonus over the assignment's limit left the work
+    approved and the bonus dropped (the researcher had to type it again on a row that no longer offered it)."""
+    from hits.models import LedgerEntry
+
+    settings.MAX_BONUS = "0.50"
+    settle_with_kept_pairs(draft)
+    draft.refresh_from_db()
+    workers, _ = _judge(draft, lambda i, u, s: True)
+    first = _submitted_presence_assignment(draft, workers[0])
+    url = reverse("campaign-review-example", args=[draft.slug, SystemSummary.objects.get(pk=first.hit.payload["summary"]).example_id])
+    action = reverse("campaign-review-assignment", args=[draft.slug, first.pk])
+    response = client_rita.post(action, {"action": "approve", "message": "great care", "amount": "0.80", "next": url}, follow=True)
+    assert response.status_code == 200
+    assert Assignment.objects.get(pk=first.pk).state == "submitted"
+    assert not LedgerEntry.objects.filter(assignment_id=first.pk).exists()

@@ -8,6 +8,7 @@ from decimal import Decimal
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -264,31 +265,39 @@ def review_assignment(request, slug, pk):
     action, message = form.cleaned_data["action"], form.cleaned_data["message"].strip()
     amount = form.cleaned_data["amount"]  # with "approve" too: the work is approved and the bonus paid
     try:
-        if action == "approve":
-            payments.approve_assignment(assignment, message=message, by=request.user)
-            messages.success(request, f"Assignment {assignment.pk} of {assignment.worker} approved.")
-        elif action == "reject":
-            payments.reject_assignment(assignment, message, by=request.user)
-            messages.success(request, f"Assignment {assignment.pk} of {assignment.worker} rejected; the worker sees your message.")
-        if amount is not None and action != "reject":
-            try:
+        # The decision and a typed bonus stand or fall together: a refused bonus (over the limit, a second one
+        # not confirmed) undoes the approval too, so the researcher can correct the bonus and decide again.
+        with transaction.atomic():
+            if action == "approve":
+                payments.approve_assignment(assignment, message=message, by=request.user)
+            elif action == "reject":
+                payments.reject_assignment(assignment, message, by=request.user)
+            if amount is not None and action != "reject":
                 # A second bonus is rarely meant (a double click, a stale page): it needs saying so.  The check
                 # is made under the assignment's row lock, so two clicks at once cannot both be "the first".
                 payments.pay_bonus(
                     assignment, amount, message, by=request.user,
                     first_only=request.POST.get("confirm_second_bonus") != "1",
                 )
-            except payments.BonusNeedsConfirming:
-                assignment.refresh_from_db(fields=["bonus"])
-                messages.error(
-                    request,
-                    f"Assignment {assignment.pk} already has a bonus of ${assignment.bonus}: "
-                    f"confirm to pay {assignment.worker} a second one of ${amount}.",
-                )
-                return _back(back, slug)
-            messages.success(request, f"Bonus of ${amount} for {assignment.worker} recorded.")
+    except payments.BonusNeedsConfirming:
+        assignment.refresh_from_db(fields=["bonus"])
+        undone = " Nothing was changed: approve it again with the bonus confirmed, or without it." if action == "approve" else ""
+        messages.error(
+            request,
+            f"Assignment {assignment.pk} already has a bonus of ${assignment.bonus}: "
+            f"confirm to pay {assignment.worker} a second one of ${amount}.{undone}",
+        )
+        return _back(back, slug)
     except payments.PaymentError as exc:
-        messages.error(request, f"Assignment {assignment.pk}: {as_sentence(exc)}")
+        undone = " Nothing was changed (the approval waits with the bonus)." if action == "approve" and amount is not None else ""
+        messages.error(request, f"Assignment {assignment.pk}: {as_sentence(exc)}{undone}")
+        return _back(back, slug)
+    if action == "approve":
+        messages.success(request, f"Assignment {assignment.pk} of {assignment.worker} approved.")
+    elif action == "reject":
+        messages.success(request, f"Assignment {assignment.pk} of {assignment.worker} rejected; the worker sees your message.")
+    if amount is not None and action != "reject":
+        messages.success(request, f"Bonus of ${amount} for {assignment.worker} recorded.")
     return _back(back, slug)
 
 
