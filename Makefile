@@ -52,8 +52,9 @@ migrate: core
 
 # The address `make demo` serves on, for the links commands print (manage.py invite) when PUBLIC_BASE_URL is
 # unset; pages use the address they were asked on (config/baseurl.py).
+# HOST=0.0.0.0 (every interface) is no address another machine can open: nothing is written then.
 served-at:
-	@mkdir -p "$(DATA_DIR)" && echo "http://$(HOST):$(PORT)" > "$(DATA_DIR)/served-at"
+	@mkdir -p "$(DATA_DIR)" && case "$(HOST)" in 0.0.0.0|::) rm -f "$(DATA_DIR)/served-at" ;; *) echo "http://$(HOST):$(PORT)" > "$(DATA_DIR)/served-at" ;; esac
 
 # Starts without the automatic judges' torch and transformers (`make judges` adds them; the judges page says so).
 demo: core migrate served-at

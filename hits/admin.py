@@ -147,6 +147,8 @@ class InvitationAdmin(admin.ModelAdmin):
     actions = ["revoke"]
 
     def get_queryset(self, request):
+        # The page's own address for the links it shows (no PUBLIC_BASE_URL: the host and port it was asked on).
+        self.request = request
         return super().get_queryset(request).annotate(n_registered=Count("registrations"))
 
     @admin.display(description="Registered", ordering="n_registered")
@@ -170,7 +172,7 @@ class InvitationAdmin(admin.ModelAdmin):
 
     @admin.display(description="Link")
     def link(self, obj):
-        return invitation_url(obj) if obj.pk else ""
+        return invitation_url(obj, getattr(self, "request", None)) if obj.pk else ""
 
     def save_model(self, request, obj, form, change):
         if not change:

@@ -466,11 +466,14 @@ def join(request, token):
         login(request, user, backend="config.auth.WorkerModelBackend")
         messages.success(request, "Welcome! Pick a task to start.")
         return redirect(reverse("worker-home"))
-    return render(request, "hits/join.html", {"form": form, "invitation": invitation, "work": _work_on_offer()})
+    return render(request, "hits/join.html", {"form": form, "invitation": invitation, "work": _work_on_offer(invitation)})
 
 
-def _work_on_offer() -> list[dict]:
-    """What the work is, what it pays and how long it takes, per task type (for people deciding to join)."""
+def _work_on_offer(invitation: Invitation | None = None) -> list[dict]:
+    """What the work is, what it pays and how long it takes, per task type (for people deciding to join).
+
+    A link to one campaign shows that campaign's work only: the tests of other campaigns are offered to
+    those who chose them, not to this link's newcomers."""
     from hits.models import Batch
 
     offer = []
@@ -479,6 +482,8 @@ def _work_on_offer() -> list[dict]:
             task_type=task_type, state=HIT.State.OPEN, batch__state=Batch.State.ACTIVE,
             batch__backend=Batch.Backend.LOCAL,
         )
+        if invitation is not None and invitation.batch_id is not None:
+            open_items = open_items.filter(batch_id=invitation.batch_id)
         figures = open_items.filter(kind=HIT.Kind.REGULAR).aggregate(
             n=Count("pk"), low=Min("reward"), high=Max("reward")
         )

@@ -302,3 +302,21 @@ def test_a_reason_typed_with_its_full_stop_is_not_shown_with_two(launched, djang
     assert "stopped your work on it: Too fast.</p>" in standing
     BatchBlock.objects.filter(worker=worker).update(reason="too fast")
     assert "stopped your work on it: too fast.</p>" in client.get("/work/quality/").content.decode()
+
+
+def test_a_campaigns_join_page_shows_that_campaigns_work_only(tested, tmp_path, researcher, client):
+    """A link to one campaign advertised every campaign's open test items, though another campaign's test is
+    offered only to workers who chose it (issue 27): newcomers of this link would never be handed them."""
+    refs = write_jsonl(tmp_path / "r2.jsonl", [{"id": "f1", "reference": "The council closed the bridge."}])
+    sums = write_jsonl(tmp_path / "s2.jsonl", [{"id": "f1", "system": "s", "summary": "The bridge closed."}])
+    other = import_campaign(name="Untested", owner=researcher, references=refs, summaries=sums).campaign
+    launch_campaign(other)
+    other.refresh_from_db()
+    link = Invitation.objects.create(batch=other.batch)
+    generation = client.get(f"/join/{link.token}/").content.decode().split('data-task="generation"')[1].split("</tr>")[0]
+    assert "test item" not in generation and "unpaid test" not in generation
+    # The tested campaign's own link still shows its test items.
+    tested.refresh_from_db()
+    own = Invitation.objects.create(batch=tested.batch)
+    generation = client.get(f"/join/{own.token}/").content.decode().split('data-task="generation"')[1].split("</tr>")[0]
+    assert "4 test items" in generation

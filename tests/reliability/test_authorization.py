@@ -42,6 +42,8 @@ MATRIX = {
     "worker-quality": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
     "worker-settings": ("POST", {}, [LOGIN, 302, 302, 302, 302, 302]),
     "assignment": ("GET", {"pk": "ASSIGNMENT"}, [LOGIN, 200, 404, 404, 404, 404]),
+    # An open HIT page's status (paused, cancelled, time left): the assignment's own worker only.
+    "assignment-status": ("GET", {"pk": "ASSIGNMENT"}, [LOGIN, 200, 404, 404, 404, 404]),
     "start-working": ("POST", {"slug": "generation"}, [LOGIN, 302, 302, 302, 302, 302]),
     "preview": ("GET", {"slug": "generation"}, [LOGIN, 302, 302, 302, 302, 302]),  # the only HIT is taken
     # MTurk's framed HIT page: no login; without MTurk's hitId/assignmentId/workerId it refuses everyone.

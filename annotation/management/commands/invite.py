@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.campaigns import campaign_from_slug
 from annotation.services.pipeline import ensure_batch
+from config.baseurl import SERVED_AT, served_address
 from hits.invitations import InvitationBoundsError, check_invitation, create_invitation, invitation_url
 
 
@@ -30,4 +32,8 @@ class Command(BaseCommand):
         invitation = create_invitation(batch=ensure_batch(campaign), **values)
         expiry = f"until {invitation.expires_at:%Y-%m-%d %H:%M} UTC" if invitation.expires_at else "without expiry"
         self.stderr.write(f"{invitation.max_uses} use{'s' if invitation.max_uses != 1 else ''}, {expiry}:")
+        if not settings.PUBLIC_BASE_URL:
+            # Say where the address comes from: a served-at file left by an earlier `make demo` may be stale.
+            source = f"{settings.DATA_DIR / SERVED_AT}, written by make demo" if served_address() else "the default address"
+            self.stderr.write(f"(address from {source}; set PUBLIC_BASE_URL to choose another)")
         self.stdout.write(invitation_url(invitation))

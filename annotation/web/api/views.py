@@ -429,7 +429,7 @@ class CampaignViewSet(
                 batch, request.user, workers=workers, upto=form.validated_data.get("upto"), note=form.validated_data.get("note", "")
             )
         except payments.PaymentError as exc:
-            raise Conflict(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
+            raise Conflict(as_sentence(exc)) from None
         paid = sorted(Worker.objects.filter(pk__in=result.workers).values_list("external_id", flat=True))
         return Response({"entries": result.entries, "amount": str(result.amount), "workers": paid})
 

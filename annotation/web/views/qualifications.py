@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
+from hits.wording import as_sentence
 from annotation.services.qualification_tests import (
     SECTIONS,
     QualificationDefinitionError,
@@ -49,7 +50,7 @@ def _item_page(request, campaign, section, hit):
             try:
                 saved = save_qualification_item(campaign, section, form.item(), replacing=hit)
             except QualificationDefinitionError as exc:
-                error = f"{str(exc)[:1].upper()}{str(exc)[1:]}. Nothing was saved."
+                error = f"{as_sentence(exc)} Nothing was saved."
             else:
                 changed = "changed" if hit is not None and saved.pk == hit.pk else "saved"
                 if hit is not None and saved.pk != hit.pk:
