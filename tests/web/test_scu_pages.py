@@ -71,3 +71,19 @@ def test_qa_campaign_keeps_its_qa_settings_and_stages(client_rita, draft):
     launch_campaign(draft)
     page = client_rita.get(f"/campaigns/{draft.slug}/progress/").content.decode()
     assert 'data-stage="generation"' in page and "Predicates settled" in page
+
+
+def test_scu_progress_shows_its_cost_estimate_with_its_gold_checks(client_rita, scu):
+    """The progress page's estimate was for QA campaigns only, so an "scu" campaign's gold checks (its gold
+    share of presence HITs) appeared in no estimate there."""
+    from annotation.services.costs import campaign_cost_preview
+
+    Campaign.objects.filter(pk=scu.pk).update(gold_share=0.5)
+    scu.refresh_from_db()
+    preview = campaign_cost_preview(scu, redo_share=0.0)
+    gold = next(s for s in preview.stages if s.task_type == "gold")
+    launch_campaign(scu)
+    page = client_rita.get(f"/campaigns/{scu.slug}/progress/").content.decode()
+    assert f'id="estimate">${preview.total:.2f}<' in page
+    assert 'id="estimate-gold"' in page and f"(${gold.total})" in page
+    assert "go round again" not in page

@@ -53,7 +53,12 @@ def _estimate(campaign, progress) -> dict | None:
     share observed so far (redo generation HITs per predicate that has finished its rounds)."""
     from annotation.services.costs import campaign_cost_preview
 
-    if campaign.unit_type != "qa" or not progress["n_predicates"]:
+    if campaign.unit_type != "qa":
+        # An "scu" campaign has presence only (no generation to redo): the estimate with its gold checks.
+        preview = campaign_cost_preview(campaign, redo_share=0.0)
+        gold = next((s for s in preview.stages if s.task_type == "gold"), None)
+        return {"assumed": preview.total, "gold": gold, "redo": False} if preview.total else None
+    if not progress["n_predicates"]:
         return None
     generation = progress["stages"].get("generation") or {}
     redo, settled = generation.get("redo") or 0, progress["settled"]
@@ -63,11 +68,11 @@ def _estimate(campaign, progress) -> dict | None:
     gold = next((s for s in preview.stages if s.task_type == "gold"), None)
     if not settled and not redo:
         return {"assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": None, "updated": None,
-                "gold": gold}
+                "gold": gold, "redo": True}
     observed = min(float(campaign.max_redo_rounds), redo / max(settled, 1))
     return {
         "assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": observed,
-        "updated": campaign_cost_preview(campaign, redo_share=observed).total, "gold": gold,
+        "updated": campaign_cost_preview(campaign, redo_share=observed).total, "gold": gold, "redo": True,
     }
 
 
