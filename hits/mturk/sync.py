@@ -12,7 +12,9 @@ source of truth for what it has *paid*.  ``sync_batch`` therefore:
    submitted by the same worker, it is confirmed and counts from now on
    (``hits.services.confirm_submission``); listed for another worker, or
    still unknown to MTurk ``MTURK_CONFIRM_GRACE`` seconds after it was made
-   (GetAssignment), it is discarded and its place freed;
+   (GetAssignment), it is discarded and its place freed; once one is confirmed, the
+   same worker's other assignments of the HIT (other MTurk ids opened in their
+   name, ``Assignment.overbook``) are discarded: only the one MTurk lists counts;
 3. mirrors MTurk's own decisions (an assignment MTurk auto-approved is
    approved locally, and its reward recorded);
 4. approves submitted work older than ``MTURK_APPROVE_AFTER_HOURS`` that no
@@ -52,7 +54,7 @@ from hits.models import HIT, Assignment, Batch, LedgerEntry
 from hits.mturk import fees
 from hits.mturk.client import MTurk, MTurkError, does_not_exist, for_batch, token_already_used
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkUnknownSubmission
-from hits.services import confirm_submission, discard_submission
+from hits.services import confirm_submission, discard_other_places, discard_submission
 
 log = logging.getLogger(__name__)
 
@@ -260,6 +262,11 @@ def _confirm_or_discard(record: MTurkAssignment, item: dict, report: SyncReport)
         return False
     if confirm_submission(record.assignment_id):
         report.confirmed += 1
+    # The worker's other assignments of this HIT (other MTurk ids opened in their name): MTurk never gives a
+    # worker two of one HIT, so they are made up; discarded, they are never confirmed nor paid.
+    report.discarded += discard_other_places(
+        record.assignment_id, f"MTurk lists assignment {record.mturk_assignment_id} as this worker's assignment of this HIT"
+    )
     record.assignment.refresh_from_db()
     return True
 
