@@ -77,14 +77,15 @@ def available_hits(worker: Worker, task_type: TaskType, allowed: Eligibility | N
     local = Q(batch__backend=Batch.Backend.LOCAL)
     eligible = Q(pk__in=[])
     named = list(allowed.batches)
+    # Through MTurk, a HIT published there is taken only by confirmed work (see ``_eligibility_sql``).
+    mine = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker)
+    if via_mturk:
+        mine = mine.filter(Q(hit__overbook=False) | Q(state__in=Assignment.DONE_STATES))
     if allowed.default:
-        taken = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker)
-        eligible |= Q(kind__in=allowed.default) & ~Q(batch_id__in=named) & ~Exists(taken)
+        eligible |= Q(kind__in=allowed.default) & ~Q(batch_id__in=named) & ~Exists(mine)
     for kinds, attempt, batch_ids in allowed.groups():
         # A test item counts as taken at this attempt only while a place is held (returned or expired: again).
-        taken = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker).filter(
-            ~Q(hit__kind=HIT.Kind.QUALIFICATION) | Q(attempt=attempt, state__in=Assignment.TAKING_STATES)
-        )
+        taken = mine.filter(~Q(hit__kind=HIT.Kind.QUALIFICATION) | Q(attempt=attempt, state__in=Assignment.TAKING_STATES))
         eligible |= Q(batch_id__in=batch_ids, kind__in=kinds) & ~Exists(taken)
     return (
         HIT.objects.filter(
