@@ -536,3 +536,41 @@ def test_of_two_submissions_in_one_workers_name_only_the_one_mturk_lists_counts(
     # Once the worker's work is confirmed, any further id in their name is refused.
     again = open_page(client, assignmentId="A9", workerId="W1")
     assert again.status_code == 409 and "You already did this HIT" in again.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_loads_of_one_new_assignment_id_at_once_leave_one_place_on_postgresql(published):
+    """Six loads of the same new MTurk assignment at once (a double click, a reload): one local assignment and
+    one record, every page carries its token; a load that lost the race never leaves a place held by nobody."""
+    import threading
+
+    from django.db import connection, connections
+    from django.test import Client
+
+    from hits.models import HIT
+
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent page loads are exercised on PostgreSQL")
+    Worker.objects.create(external_id="mturk:W1", mturk_worker_id="W1")
+    barrier = threading.Barrier(6)
+    pages, errors = [], []
+
+    def load():
+        try:
+            barrier.wait(timeout=30)
+            pages.append(open_page(Client(), assignmentId="A1", workerId="W1"))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=load) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors[:3]
+    record = MTurkAssignment.objects.get()
+    assert [page.status_code for page in pages] == [200] * 6
+    assert all(str(record.assignment.token) in page.content.decode() for page in pages)
+    assert Assignment.objects.count() == 1 and HIT.objects.get(pk=published.hit_id).n_taken == 1
