@@ -245,6 +245,10 @@ class Assignment(models.Model):
     paid = models.BooleanField(default=False)
     # Given back with "Skip" (to get another HIT) rather than "Return": the worker's history says which.
     skipped = models.BooleanField(default=False)
+    # Taken from MTurk's frame on a HIT published there (``HIT.overbook``): one such assignment per MTurk
+    # assignment id, so a worker may hold several of one HIT (a made-up id must not lock the real one out);
+    # the sync confirms the one MTurk lists for the worker and discards the others.
+    overbook = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-accepted_at"]
@@ -254,10 +258,17 @@ class Assignment(models.Model):
         ]
         constraints = [
             # Only places held count: a test item returned or expired may be taken again in the same attempt.
+            # Not for MTurk arrivals on a HIT published there (``overbook``): one per MTurk assignment id.
             models.UniqueConstraint(
                 fields=["hit", "worker", "attempt"],
-                condition=Q(state__in=["assigned", "pending", "submitted", "approved", "rejected"]),
+                condition=Q(state__in=["assigned", "pending", "submitted", "approved", "rejected"], overbook=False),
                 name="assignment_one_per_worker_and_hit",
+            ),
+            # Work that counts (confirmed, for MTurk): once per worker and HIT, whatever the backend.
+            models.UniqueConstraint(
+                fields=["hit", "worker", "attempt"],
+                condition=Q(state__in=["submitted", "approved", "rejected"]),
+                name="assignment_work_once_per_worker_and_hit",
             ),
             models.CheckConstraint(
                 condition=Q(submitted_at__isnull=True) | Q(state__in=["submitted", "approved", "rejected", "pending", "discarded"]),

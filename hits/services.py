@@ -77,14 +77,15 @@ def available_hits(worker: Worker, task_type: TaskType, allowed: Eligibility | N
     local = Q(batch__backend=Batch.Backend.LOCAL)
     eligible = Q(pk__in=[])
     named = list(allowed.batches)
+    # Through MTurk, a HIT published there is taken only by confirmed work (see ``_eligibility_sql``).
+    mine = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker)
+    if via_mturk:
+        mine = mine.filter(Q(hit__overbook=False) | Q(state__in=Assignment.DONE_STATES))
     if allowed.default:
-        taken = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker)
-        eligible |= Q(kind__in=allowed.default) & ~Q(batch_id__in=named) & ~Exists(taken)
+        eligible |= Q(kind__in=allowed.default) & ~Q(batch_id__in=named) & ~Exists(mine)
     for kinds, attempt, batch_ids in allowed.groups():
         # A test item counts as taken at this attempt only while a place is held (returned or expired: again).
-        taken = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker).filter(
-            ~Q(hit__kind=HIT.Kind.QUALIFICATION) | Q(attempt=attempt, state__in=Assignment.TAKING_STATES)
-        )
+        taken = mine.filter(~Q(hit__kind=HIT.Kind.QUALIFICATION) | Q(attempt=attempt, state__in=Assignment.TAKING_STATES))
         eligible |= Q(batch_id__in=batch_ids, kind__in=kinds) & ~Exists(taken)
     return (
         HIT.objects.filter(
@@ -159,17 +160,25 @@ def _assignment_sql(lock: bool) -> str:
     )
 
 
-def _eligibility_sql(allowed: Eligibility, worker_id: int) -> tuple[tuple, str, list]:
-    """The hand-out's condition for what ``allowed`` lets the worker take: (shape, SQL, parameters)."""
+def _eligibility_sql(allowed: Eligibility, worker_id: int, via_mturk: bool = False) -> tuple[tuple, str, list]:
+    """The hand-out's condition for what ``allowed`` lets the worker take: (shape, SQL, parameters).
+
+    ``via_mturk``: on a HIT published on MTurk (``overbook``) only work that counts (confirmed) keeps the worker
+    from another assignment of it: each MTurk assignment id gets its own (``Assignment.overbook``), so a made-up
+    id opened first in the worker's name never locks their real assignment out."""
+    confirmed = ""
+    if via_mturk:
+        confirmed = f" AND (NOT h.overbook OR a.state IN ({', '.join(['%s'] * len(Assignment.DONE_STATES))}))"
     taken = (
         f"NOT EXISTS (SELECT 1 FROM {sql.table(Assignment)} a WHERE a.hit_id = h.id AND a.worker_id = %s "
-        f"AND (h.kind <> %s OR (a.attempt = %s AND a.state IN ({', '.join(['%s'] * len(Assignment.TAKING_STATES))}))))"
+        f"AND (h.kind <> %s OR (a.attempt = %s AND a.state IN ({', '.join(['%s'] * len(Assignment.TAKING_STATES))})))"
+        f"{confirmed})"
     )
     parts, params, shape = [], [], []
     named = sorted(allowed.batches)
 
     def taken_params(attempt):
-        return [worker_id, HIT.Kind.QUALIFICATION, attempt, *Assignment.TAKING_STATES]
+        return [worker_id, HIT.Kind.QUALIFICATION, attempt, *Assignment.TAKING_STATES, *(Assignment.DONE_STATES if via_mturk else ())]
 
     if allowed.default:
         kinds = sorted(allowed.default)
@@ -330,7 +339,8 @@ def accept_next(
     if not allowed:
         raise NotEligible(f"you may not do {task_type.name} HITs at the moment")
     existing = current_assignment(worker, task_type)
-    if existing is not None and (hit_id is None or existing.hit_id == hit_id):
+    if existing is not None and (hit_id is None or existing.hit_id == hit_id) and not (via_mturk and existing.overbook):
+        # (An MTurk arrival on a HIT published there gets an assignment of its own: one per MTurk assignment id.)
         return existing
     now = timezone.now()
     with transaction.atomic():
@@ -351,6 +361,7 @@ def accept_next(
             attempt=attempt,
             accepted_at=now,
             expires_at=now + timedelta(seconds=min(task_type.assignment_duration, unopened_hold or task_type.assignment_duration)),
+            overbook=via_mturk and hit.overbook,
         )
         sql.insert(assignment)
         stored = drawn.stored if drawn is not None else None
@@ -408,7 +419,7 @@ def _next_hit(worker, task_type, allowed: Eligibility, hit_id, via_mturk, *, bat
     get otherwise, chosen at random among those open to them (no HIT is everyone's gold check), and none
     when no regular work is left for them.  ``batch_id``: HITs of that batch only; ``avoid``: not that HIT.
     """
-    eligible_shape, eligible_sql, eligible_params = _eligibility_sql(allowed, worker.pk)
+    eligible_shape, eligible_sql, eligible_params = _eligibility_sql(allowed, worker.pk, via_mturk)
     kinds = allowed.kinds()
 
     def first(gold=None, in_batch=None):
@@ -628,6 +639,26 @@ def discard_submission(assignment_id: int, reason: str) -> bool:
         HIT.objects.filter(pk=assignment.hit_id).update(n_taken=F("n_taken") - 1)
     log.warning("discarded unconfirmed submission %s of HIT %s: %s", assignment_id, assignment.hit_id, reason)
     return True
+
+
+def discard_other_places(assignment_id: int, reason: str) -> int:
+    """MTurk confirmed ``assignment_id``: the same worker's other assignments of its HIT not confirmed (made-up
+    MTurk ids opened in their name, ``Assignment.overbook``) are discarded and their places freed; their
+    answers, if any, never count.  Returns how many were discarded."""
+    with transaction.atomic():
+        confirmed = Assignment.objects.get(pk=assignment_id)
+        others = list(
+            Assignment.objects.select_for_update()
+            .filter(hit_id=confirmed.hit_id, worker_id=confirmed.worker_id, state__in=[Assignment.State.ASSIGNED, Assignment.State.PENDING])
+            .exclude(pk=assignment_id)
+            .values_list("pk", flat=True)
+        )
+        if others:
+            Assignment.objects.filter(pk__in=others).update(state=Assignment.State.DISCARDED, review_message=reason[:1000])
+            HIT.objects.filter(pk=confirmed.hit_id).update(n_taken=F("n_taken") - len(others))
+    for pk in others:
+        log.warning("discarded assignment %s of HIT %s: %s", pk, confirmed.hit_id, reason)
+    return len(others)
 
 
 def _release(assignment: Assignment, state: str) -> None:

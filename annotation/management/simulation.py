@@ -520,7 +520,7 @@ def _work_once(person: HttpWorker, slug: str, careless: bool, answerer: Answerer
 # --- simulated MTurk workers, through the MTurk stand-in (hits.mturk.standin) ----------------------
 
 _TOKEN_INPUT = re.compile(r'name="token" value="([^"]+)"')
-_SUBMIT_FORM = re.compile(r'<form method="post" id="mturk-submit" action="([^"]+)">(.*?)</form>', re.DOTALL)
+_SUBMIT_FORM = re.compile(r'<form method="post" id="mturk-submit"[^>]*? action="([^"]+)">(.*?)</form>', re.DOTALL)
 _HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
 
 

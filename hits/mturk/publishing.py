@@ -25,7 +25,10 @@ Mapping of HIT kinds (see README, "MTurk backend"):
   (CreateAdditionalAssignmentsForHIT) each time all their places hold work
   MTurk confirmed, as long as they stay under 10; then a copy of the gold HIT
   (same item and key, not open to the workers who judged it) is published
-  as a HIT of its own, and grows the same way (``gold_places``);
+  as a HIT of its own, and grows the same way (``gold_places``); once the
+  batch has no open regular HIT of their type, gold HITs are neither
+  published, grown nor copied, and the sync expires them on MTurk
+  (``idle_gold_types``);
 - qualification HITs are shown only to workers *without* the batch's MTurk
   qualification type of their task type (one per campaign, ``DoesNotExist``);
   regular and gold HITs of a type that requires qualification only to workers
@@ -126,6 +129,15 @@ def regular_rewards(batch: Batch) -> dict[int, Decimal]:
 
     rows = HIT.objects.filter(batch=batch, kind=HIT.Kind.REGULAR).values("task_type_id").annotate(m=Max("reward"))
     return {row["task_type_id"]: row["m"] for row in rows}
+
+
+def idle_gold_types(batch: Batch) -> set[int]:
+    """Task types whose gold HITs the batch must not offer on MTurk now: gold HITs of the type exist, but no open
+    regular HIT of it (no gold without regular work, issue 27).  Their gold is neither published, grown nor
+    copied, and the sync expires what is on MTurk (``hits.mturk.sync``) until regular work of the type is back."""
+    gold = HIT.objects.filter(batch=batch, kind=HIT.Kind.GOLD).values_list("task_type_id", flat=True).distinct()
+    working = HIT.objects.filter(batch=batch, kind=HIT.Kind.REGULAR, state=HIT.State.OPEN).values_list("task_type_id", flat=True).distinct()
+    return set(gold) - set(working)
 
 
 def waits_for_regular_hits(hit: HIT, rewards: dict[int, Decimal]) -> bool:
@@ -302,9 +314,12 @@ def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
     Its request token names the new total, so a retried call cannot add the places twice."""
     from hits.places import new_hit_for_places
 
+    idle = idle_gold_types(batch)
     for published in (
         MTurkHIT.objects.filter(hit__batch=batch, hit__state=HIT.State.OPEN).select_related("hit").order_by("pk")
     ):
+        if published.hit.kind == HIT.Kind.GOLD and published.hit.task_type_id in idle:
+            continue  # no open regular HIT of its type: no more gold places, nor a copy
         lost = published.lost_places
         wanted = places_wanted(published) + lost
         extra = wanted - published.max_assignments
@@ -367,7 +382,11 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
     report = PublishReport()
     _grow(batch, mturk, report)
     rewards = regular_rewards(batch)
-    pending = [hit for hit in unpublished_hits(batch) if not waits_for_regular_hits(hit, rewards)]
+    idle = idle_gold_types(batch)
+    pending = [
+        hit for hit in unpublished_hits(batch)
+        if not waits_for_regular_hits(hit, rewards) and not (hit.kind == HIT.Kind.GOLD and hit.task_type_id in idle)
+    ]
     selected, committed = [], fees.committed(batch)
     for hit in pending:
         if limit is not None and len(selected) >= limit:

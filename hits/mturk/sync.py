@@ -12,7 +12,9 @@ source of truth for what it has *paid*.  ``sync_batch`` therefore:
    submitted by the same worker, it is confirmed and counts from now on
    (``hits.services.confirm_submission``); listed for another worker, or
    still unknown to MTurk ``MTURK_CONFIRM_GRACE`` seconds after it was made
-   (GetAssignment), it is discarded and its place freed;
+   (GetAssignment), it is discarded and its place freed; once one is confirmed, the
+   same worker's other assignments of the HIT (other MTurk ids opened in their
+   name, ``Assignment.overbook``) are discarded: only the one MTurk lists counts;
 3. mirrors MTurk's own decisions (an assignment MTurk auto-approved is
    approved locally, and its reward recorded);
 4. approves submitted work older than ``MTURK_APPROVE_AFTER_HOURS`` that no
@@ -21,6 +23,8 @@ source of truth for what it has *paid*.  ``sync_batch`` therefore:
    the ledger still has pending (``settle_batch``);
 6. expires and deletes the MTurk HITs of a finished or cancelled batch;
    expires those of a paused batch, and gives them a new lifetime on resume;
+   expires the gold HITs of a task type with no open regular HIT left in
+   the batch (no gold without regular work), reopened if regular work returns;
 7. rejects submissions MTurk lists that our HIT page never stored (a worker
    posting straight to MTurk's ``externalSubmit``) before MTurk's automatic
    approval pays them, and keeps them for the researcher to see.
@@ -52,7 +56,7 @@ from hits.models import HIT, Assignment, Batch, LedgerEntry
 from hits.mturk import fees
 from hits.mturk.client import MTurk, MTurkError, does_not_exist, for_batch, token_already_used
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkUnknownSubmission
-from hits.services import confirm_submission, discard_submission
+from hits.services import confirm_submission, discard_other_places, discard_submission
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +125,28 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
         # Paused: MTurk stops showing the HITs (nothing is deleted), so workers do not accept what we would refuse.
         expire_batch(batch, mturk, delete=False, report=report)
     else:
-        _reopen_expired(batch, mturk, now, report)
+        idle = _expire_idle_gold(batch, mturk, now, report)
+        _reopen_expired(batch, mturk, now, report, idle)
     return report
+
+
+def _idle_gold(batch: Batch, idle_types: set[int]):
+    return MTurkHIT.objects.filter(
+        hit__batch=batch, hit__kind=HIT.Kind.GOLD, hit__task_type_id__in=idle_types, deleted_at__isnull=True, gone_at__isnull=True
+    )
+
+
+def _expire_idle_gold(batch: Batch, mturk: MTurk, now, report: SyncReport) -> set[int]:
+    """No gold without regular work (issue 27): the gold HITs on MTurk of a task type with no open regular HIT in
+    the batch are expired (UpdateExpirationForHIT, as for a paused batch); they get a new lifetime if regular work
+    of the type comes back.  Returns those task types."""
+    from hits.mturk.publishing import idle_gold_types
+
+    idle = idle_gold_types(batch)
+    for published in _idle_gold(batch, idle).filter(expired_at__isnull=True).order_by("pk"):
+        if _expire(mturk, published, report, now):
+            report.expired += 1
+    return idle
 
 
 def _hit_failed(published: MTurkHIT, what: str, exc: MTurkError, report: SyncReport, now) -> None:
@@ -142,11 +166,12 @@ def _hit_ok(published: MTurkHIT) -> None:
         published.failures, published.last_error = 0, ""
 
 
-def _reopen_expired(batch: Batch, mturk: MTurk, now, report: SyncReport) -> None:
-    """After a pause: give the open HITs MTurk expired a fresh lifetime (UpdateExpirationForHIT in the future)."""
+def _reopen_expired(batch: Batch, mturk: MTurk, now, report: SyncReport, idle_gold_types: set[int] = frozenset()) -> None:
+    """After a pause: give the open HITs MTurk expired a fresh lifetime (UpdateExpirationForHIT in the future),
+    except gold HITs of a task type with no open regular HIT (``idle_gold_types``)."""
     paused = MTurkHIT.objects.filter(
         hit__batch=batch, hit__state=HIT.State.OPEN, expired_at__isnull=False, deleted_at__isnull=True, gone_at__isnull=True
-    ).order_by("pk")
+    ).exclude(pk__in=_idle_gold(batch, idle_gold_types).values("pk")).order_by("pk")
     for published in paused:
         try:
             mturk.call(
@@ -260,6 +285,11 @@ def _confirm_or_discard(record: MTurkAssignment, item: dict, report: SyncReport)
         return False
     if confirm_submission(record.assignment_id):
         report.confirmed += 1
+    # The worker's other assignments of this HIT (other MTurk ids opened in their name): MTurk never gives a
+    # worker two of one HIT, so they are made up; discarded, they are never confirmed nor paid.
+    report.discarded += discard_other_places(
+        record.assignment_id, f"MTurk lists assignment {record.mturk_assignment_id} as this worker's assignment of this HIT"
+    )
     record.assignment.refresh_from_db()
     return True
 

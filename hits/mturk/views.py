@@ -18,10 +18,13 @@ MTurk loads ``ExternalURL?assignmentId=..&hitId=..&workerId=..&turkSubmitTo=..``
   list the assignment as submitted by the same worker, since anyone can open
   this page with made-up ids (``hits.mturk.sync``).
 
-A worker's place of a HIT is bound to the first MTurk ``assignmentId`` seen for it: another id for the
-same (HIT, worker) is refused with a page saying why (409), never given the place's form or token, and
-the stored id is never rewritten (knowing a worker's id and a HIT id must not be enough to take their
-work over).
+Each local assignment is bound to the MTurk ``assignmentId`` it was taken for, and the stored id is
+never rewritten: another id never gets that assignment's form or token (knowing a worker's id and a HIT
+id must not be enough to take their work over).  On a HIT published on MTurk (``HIT.overbook``) another
+id for the same (HIT, worker) gets a local assignment of its own, with its own token (MTurk cannot be asked
+about a live assignment, so a made-up id opened first must not lock the real one out); the sync confirms
+the one MTurk lists for the worker and discards the others.  Once the worker's work there is confirmed,
+another id is refused with a page saying why (409).
 
 There is no login: the assignment's secret token, carried in the form,
 proves the post comes from the page we served, and a worker id that does
@@ -115,31 +118,39 @@ ANOTHER_ASSIGNMENT = (
     "(its place is kept for it). If you returned that assignment on MTurk, please return this one too: "
     "a HIT is done at most once per worker."
 )
+ALREADY_DONE = "You already did this HIT (MTurk confirmed your work), and a HIT is done at most once per worker. Please return this one."
 
 
-def _bound_elsewhere(published: MTurkHIT, mturk_worker_id: str, mturk_assignment_id: str) -> bool:
-    """Whether this worker's place of this HIT is bound to another MTurk assignment (one still holding it)."""
-    return (
-        MTurkAssignment.objects.filter(
-            mturk_hit=published, mturk_worker_id=mturk_worker_id, assignment__state__in=Assignment.TAKING_STATES
-        )
-        .exclude(mturk_assignment_id=mturk_assignment_id)
-        .exists()
+def _bound_elsewhere(published: MTurkHIT, mturk_worker_id: str, mturk_assignment_id: str) -> str:
+    """Why this MTurk assignment may not have a place of this HIT for this worker ("" when it may).
+
+    On a HIT published on MTurk (``HIT.overbook``, every published HIT) each MTurk assignment id gets a local
+    assignment of its own: only confirmed work of the worker there refuses another id (a made-up id opened
+    first in the worker's name must not lock their real assignment out).  Otherwise the worker's place is bound
+    to the first id seen for it while it holds the place."""
+    others = MTurkAssignment.objects.filter(mturk_hit=published, mturk_worker_id=mturk_worker_id).exclude(
+        mturk_assignment_id=mturk_assignment_id
     )
+    if published.hit.overbook:
+        return ALREADY_DONE if others.filter(assignment__state__in=Assignment.DONE_STATES).exists() else ""
+    return ANOTHER_ASSIGNMENT if others.filter(assignment__state__in=Assignment.TAKING_STATES).exists() else ""
 
 
 def _take(published: MTurkHIT, mturk_assignment_id: str, mturk_worker_id: str, submit_to: str):
-    """The local assignment behind an MTurk assignment, taken on first visit. Returns (record, error message)."""
+    """The local assignment behind an MTurk assignment, taken on first visit. Returns (record, error message).
+
+    The local assignment and its record are made in one transaction: two loads of a new id at once leave
+    one assignment, never a place held by nobody's page."""
     worker = _worker(mturk_worker_id)
     hit = published.hit
     try:
-        assignment = accept_next(worker, hit.task_type, hit_id=hit.pk, via_mturk=True)
-    except NotEligible as exc:
-        return None, f"Sorry, {exc}. Please return this HIT."
-    if assignment is None:
-        return None, "Sorry, this HIT has no place left for you. Please return it."
-    try:
         with transaction.atomic():
+            try:
+                assignment = accept_next(worker, hit.task_type, hit_id=hit.pk, via_mturk=True)
+            except NotEligible as exc:
+                return None, f"Sorry, {exc}. Please return this HIT."
+            if assignment is None:
+                return None, "Sorry, this HIT has no place left for you. Please return it."
             if MTurkAssignment.objects.select_for_update().filter(assignment=assignment).exists():
                 # The place is bound to the MTurk assignment first seen for it (another load raced this one):
                 # never rewritten, so a made-up id can neither take it over nor get its form.
@@ -149,7 +160,7 @@ def _take(published: MTurkHIT, mturk_assignment_id: str, mturk_worker_id: str, s
                 mturk_worker_id=mturk_worker_id, submit_to=submit_to,
             ), ""
     except IntegrityError:  # two loads of the same page at once
-        record = MTurkAssignment.objects.filter(mturk_assignment_id=mturk_assignment_id, assignment=assignment).first()
+        record = MTurkAssignment.objects.filter(mturk_assignment_id=mturk_assignment_id, mturk_worker_id=mturk_worker_id).first()
         return (record, "") if record is not None else (None, ANOTHER_ASSIGNMENT)
 
 
@@ -188,8 +199,9 @@ def mturk_hit_page(request):
             # Ids in a URL are no secret: cap how fast one client can take places of HITs.
             if hit_limit(f"SUBMIT_RATE_LIMIT:mturk-accept:{client_ip(request)}", settings.SUBMIT_RATE_LIMIT):
                 return render(request, "429.html", status=429)
-            if _bound_elsewhere(published, worker_id, mturk_assignment_id):
-                return _refuse(request, 409, ANOTHER_ASSIGNMENT)
+            refusal = _bound_elsewhere(published, worker_id, mturk_assignment_id)
+            if refusal:
+                return _refuse(request, 409, refusal)
             record, refusal = _take(published, mturk_assignment_id, worker_id, submit_to)
             if record is None:
                 return _refuse(request, 409 if refusal == ANOTHER_ASSIGNMENT else 403, refusal)

@@ -9,6 +9,7 @@ import pytest
 from hits.models import HIT, Assignment, HITExclusion, Worker
 from hits.mturk.models import MTurkAssignment, MTurkHIT
 from hits.mturk.publishing import publish_batch
+from hits.mturk.standin import WorkerRefused
 from tests.mturk.conftest import make_hit, submitted_assignment
 from tests.mturk.test_standin_campaign import standin  # noqa: F401 - the stand-in fixture
 
@@ -63,3 +64,46 @@ def test_a_gold_hit_has_the_places_of_the_regular_hits_and_grows_in_their_steps(
     judges = set(Assignment.objects.filter(hit=gold).values_list("worker_id", flat=True))
     assert len(judges) == 9 and set(HITExclusion.objects.filter(hit=copy).values_list("worker_id", flat=True)) == judges
     assert HIT.objects.filter(batch=mturk_batch, kind=HIT.Kind.GOLD).count() == 2  # one copy, not one per publish
+
+
+def test_gold_hits_are_expired_and_stop_growing_once_no_regular_work_of_their_type_is_open(standin, mturk_batch, task_type):  # noqa: F811
+    """No gold without regular work (issue 27): once the batch's regular HITs of a type are done, its gold HITs on
+    MTurk are expired by the sync (workers can no longer accept them), and neither grow nor get a copy; a gold HIT
+    of a type whose regular work goes on stays up; regular work of the type coming back reopens them."""
+    from hits.mturk.sync import sync_batch
+
+    other_type = type(task_type).objects.create(
+        slug="other", name="Other", description="Another thing.", keywords="other", assignment_duration=600
+    )
+    regular = make_hit(mturk_batch, task_type)
+    gold = make_hit(mturk_batch, task_type, kind=HIT.Kind.GOLD, max_assignments=32767, answer_key={"label": "yes"})
+    make_hit(mturk_batch, other_type)
+    other_gold = make_hit(mturk_batch, other_type, kind=HIT.Kind.GOLD, max_assignments=32767, answer_key={"label": "no"})
+    assert publish_batch(mturk_batch).published == 4
+    gold_on_mturk = MTurkHIT.objects.get(hit=gold)
+    assert _on_mturk(standin, gold_on_mturk)["HITStatus"] == "Assignable"
+
+    HIT.objects.filter(pk=regular.pk).update(state=HIT.State.COMPLETED)
+    _judged_by(standin, gold_on_mturk, [f"G1X{n}" for n in range(3)])  # all its places hold confirmed work
+    report = sync_batch(mturk_batch)
+    assert report.failed == 0 and report.expired == 1
+    assert _on_mturk(standin, gold_on_mturk)["HITStatus"] != "Assignable"
+    with pytest.raises(WorkerRefused):
+        standin.accept(gold_on_mturk.mturk_hit_id, "LATECOMER")
+    assert _on_mturk(standin, gold_on_mturk)["MaxAssignments"] == 3  # not grown
+    assert _on_mturk(standin, MTurkHIT.objects.get(hit=other_gold))["HITStatus"] == "Assignable"
+    # At 9 places used it would be copied: nothing is, and a second sync neither reopens nor grows it.
+    for n in range(6):  # work accepted before the expiry, confirmed since
+        worker = Worker.objects.create(external_id=f"mturk:G2X{n}", mturk_worker_id=f"G2X{n}")
+        MTurkAssignment.objects.create(
+            mturk_assignment_id=f"EARLIER{n}", mturk_hit=gold_on_mturk, assignment=submitted_assignment(gold, worker),
+            mturk_worker_id=f"G2X{n}", submit_to=standin.url, status=MTurkAssignment.Status.SUBMITTED,
+        )
+    report = sync_batch(mturk_batch)
+    assert (report.reopened, report.expired) == (0, 0)
+    assert _on_mturk(standin, gold_on_mturk)["MaxAssignments"] == 3
+    assert not HIT.objects.filter(batch=mturk_batch, payload__gold_copy_of=gold.pk).exists()
+
+    # Regular work of the type again (e.g. a later round): the gold HIT is offered again.
+    HIT.objects.filter(pk=regular.pk).update(state=HIT.State.OPEN)
+    assert sync_batch(mturk_batch).reopened == 1
