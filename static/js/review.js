@@ -22,14 +22,16 @@
       var typed = form.querySelector("input[name=amount]");
       var amount = typed ? typed.value : "";
       // "Approve" with an amount typed pays the bonus too, so it asks the same question.
-      if (select && (select.value === "bonus" || select.value === "approve" && amount) && already > 0) {
+      var confirmed = form.querySelector("input[name=confirm_second_bonus]");
+      // Without JavaScript the researcher ticks "a second bonus"; with it, ticked or not, the page asks once.
+      if (select && (select.value === "bonus" || select.value === "approve" && amount) && already > 0 && !(confirmed.type === "checkbox" && confirmed.checked)) {
         amount = amount || "?";
         var worker = form.closest("tr").children[2].textContent.trim();
         if (!window.confirm("This assignment already has a $" + already.toFixed(2) + " bonus. Pay " + worker + " a second bonus of $" + amount + "?")) {
           event.preventDefault();
           return;
         }
-        form.querySelector("input[name=confirm_second_bonus]").value = "1";
+        if (confirmed.type === "checkbox") { confirmed.checked = true; } else { confirmed.value = "1"; }
       }
     }
     if (store) { store.setItem(key, String(window.scrollY)); }

@@ -208,3 +208,21 @@ def test_approve_with_a_refused_bonus_changes_nothing(client_rita, draft, settin
     assert response.status_code == 200
     assert Assignment.objects.get(pk=first.pk).state == "submitted"
     assert not LedgerEntry.objects.filter(assignment_id=first.pk).exists()
+
+
+def test_a_second_bonus_can_be_confirmed_without_javascript(client_rita, draft):
+    """The refusal says "confirm to pay a second one", but only review.js could confirm: the row of an
+    assignment with a bonus now has an "a second bonus" box, which is what the form posts when ticked."""
+    settle_with_kept_pairs(draft)
+    draft.refresh_from_db()
+    workers, _ = _judge(draft, lambda i, u, s: True)
+    first = _submitted_presence_assignment(draft, workers[0])
+    url = reverse("campaign-review-example", args=[draft.slug, SystemSummary.objects.get(pk=first.hit.payload["summary"]).example_id])
+    action = reverse("campaign-review-assignment", args=[draft.slug, first.pk])
+    client_rita.post(action, {"action": "approve", "message": "great care", "amount": "0.30", "next": url})
+    row = client_rita.get(url).content.decode().split(f'action="{action}"')[1].split("</form>")[0]
+    assert 'type="checkbox" name="confirm_second_bonus" value="1"' in row
+    refused = client_rita.post(action, {"action": "bonus", "message": "again", "amount": "0.20", "next": url}, follow=True)
+    assert "confirm to pay" in refused.content.decode()
+    client_rita.post(action, {"action": "bonus", "message": "again", "amount": "0.20", "confirm_second_bonus": "1", "next": url})
+    assert Assignment.objects.get(pk=first.pk).bonus == Decimal("0.50")
