@@ -184,6 +184,11 @@ def bonus_request_token(idempotency_key: str, by) -> str:
     return "bonus-k-" + hashlib.sha256(f"{who}:{idempotency_key}".encode()).hexdigest()[:48]
 
 
+def bonus_too_large(limit: Decimal) -> str:
+    """What a researcher reads when one bonus alone is over the limit on an assignment's bonuses together."""
+    return f"a bonus may be at most ${limit} (the platform's limit per assignment, on all its bonuses together)"
+
+
 def _replayed(earlier: LedgerEntry, assignment: Assignment, amount: Decimal, reason: str) -> LedgerEntry:
     """The entry an idempotency key already recorded, if this call repeats it; else ``IdempotencyKeyReused``."""
     if (earlier.assignment_id, earlier.kind, earlier.amount, earlier.reason) != (
@@ -226,7 +231,7 @@ def pay_bonus(
     if amount <= 0:
         raise PaymentError("a bonus must be more than $0.00")
     if amount > limit:
-        raise PaymentError(f"a bonus may be at most ${limit} (the platform's limit per bonus)")
+        raise PaymentError(bonus_too_large(limit))
     if not reason:
         raise PaymentError("a bonus needs a reason the worker will read")
     token = bonus_request_token(idempotency_key, by) if idempotency_key else f"bonus-{uuid.uuid4().hex}"
@@ -245,7 +250,7 @@ def pay_bonus(
         if assignment.bonus + amount > limit:
             raise PaymentError(
                 f"the assignment already has bonuses of ${assignment.bonus}; together they may be at most "
-                f"${limit} (MAX_BONUS), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
+                f"${limit} (the platform's limit per assignment), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
             )
         batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
         if batch.on_mturk and batch.budget_cap is not None:
