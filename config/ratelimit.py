@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 import time
 import unicodedata
 from functools import wraps
@@ -48,8 +49,17 @@ def _redis_log(key: str, window: int, limit: int, member: str, count: bool):
     return int(client_of(key, write=True).eval(_SLIDING_LOG, 1, key, repr(time.time()), window, limit, member, "1" if count else "0"))
 
 
+_LOCAL_LOG_LOCK = threading.Lock()
+
+
 def _local_log(key: str, window: int, limit: int, member: str, count: bool) -> int:
-    """The same step on another cache backend (local memory: one process, which is what it serves)."""
+    """The same step on another cache backend (local memory: one process, which is what it serves), under
+    a lock so that the process's threads read and write a bucket one at a time."""
+    with _LOCAL_LOG_LOCK:
+        return _local_step(key, window, limit, member, count)
+
+
+def _local_step(key: str, window: int, limit: int, member: str, count: bool) -> int:
     now = time.time()
     log = {m: t for m, t in (cache.get(key) or {}).items() if t > now - window}
     n = len(log)
@@ -112,9 +122,13 @@ def rate_limited(setting: str, key):
 #   the login form reads it (stripped; NFKC and case folded, so "rita", " Rita " and "ｒｉｔａ" are one
 #   account's attempts) and the address.  A stranger guessing at an account from their address is
 #   stopped there, and only there: the account's owner coming from another address is not locked out;
-# - LOGIN_ACCOUNT_ADDRESSES_LIMIT counts the distinct addresses trying one account (guessing spread over
-#   many addresses).  Past it, addresses new to the account wait; an address the account signed in from
-#   before (remembered KNOWN_ADDRESS_DAYS) is never held by it, so the owner still gets in;
+# - LOGIN_ACCOUNT_ADDRESSES_LIMIT counts the distinct addresses that FAILED to sign in to one account
+#   (guessing spread over many addresses).  It is checked only after the password: the right password
+#   gets in from any address, so a stranger filling it (IPv6 addresses are cheap) cannot lock the owner
+#   out.  Past it, a wrong password from an address not yet counted (and not one the account signed in
+#   from, remembered KNOWN_ADDRESS_DAYS) is answered with a 429 instead of the login form: it tells
+#   whoever mistyped that the account is being guessed at, and reveals nothing more than a wrong
+#   password does.  What bounds guessing is the two other limits;
 # - LOGIN_ADDRESS_RATE_LIMIT counts failed attempts from one client address, whatever the names
 #   (spraying many accounts); successful logins do not count, so a class behind one address can
 #   sign in together.
@@ -144,17 +158,18 @@ def login_refused(request, username) -> bool:
     """Count a login attempt; True when it must be refused (429) before checking the password."""
     if limit_reached(_address_bucket(request), settings.LOGIN_ADDRESS_RATE_LIMIT):
         return True
-    account, address = _account(username), client_ip(request)
-    if hit_limit(f"LOGIN_RATE_LIMIT:{account}:{address}", settings.LOGIN_RATE_LIMIT):
-        return True
-    if cache.get(_known_key(request, username)):
-        return False
-    return hit_limit(f"LOGIN_ACCOUNT_ADDRESSES_LIMIT:{account}", settings.LOGIN_ACCOUNT_ADDRESSES_LIMIT, member=address)
+    return hit_limit(f"LOGIN_RATE_LIMIT:{_account(username)}:{client_ip(request)}", settings.LOGIN_RATE_LIMIT)
 
 
-def login_failed(request) -> None:
-    """Count a failed login against the client's address."""
+def login_failed(request, username=None) -> bool:
+    """Count a failed login against the client's address and (with ``username``) the addresses failing
+    on the account; True when the answer should be a 429: the account's many-addresses limit is full
+    and this address is new to it."""
     hit_limit(_address_bucket(request), settings.LOGIN_ADDRESS_RATE_LIMIT)
+    if username is None or cache.get(_known_key(request, username)):
+        return False
+    bucket = f"LOGIN_ACCOUNT_ADDRESSES_LIMIT:{_account(username)}"
+    return hit_limit(bucket, settings.LOGIN_ACCOUNT_ADDRESSES_LIMIT, member=client_ip(request))
 
 
 def login_succeeded(request, username) -> None:
@@ -174,7 +189,8 @@ def login_limited(view):
             return render(request, "429.html", status=429)
         response = view(request, *args, **kwargs)
         if response.status_code != 302:
-            login_failed(request)
+            if login_failed(request, username):
+                return render(request, "429.html", status=429)
         else:
             login_succeeded(request, username)
         return response

@@ -313,8 +313,9 @@ CACHES = {
 SESSION_ENGINE = (
     "django.contrib.sessions.backends.cached_db" if REDIS_CACHE_URL else "django.contrib.sessions.backends.db"
 )
-# Rate limits, "requests/seconds": login attempts per account (normalised user name, any address),
-# failed logins per client address (config/ratelimit.py), submissions per worker.
+# Rate limits, "requests/seconds": login attempts per account (normalised user name) and client address,
+# failed logins per client address, distinct addresses failing on one account (config/ratelimit.py),
+# submissions per worker.
 LOGIN_RATE_LIMIT = os.environ.get("LOGIN_RATE_LIMIT", "10/60")
 LOGIN_ADDRESS_RATE_LIMIT = os.environ.get("LOGIN_ADDRESS_RATE_LIMIT", "20/60")
 LOGIN_ACCOUNT_ADDRESSES_LIMIT = os.environ.get("LOGIN_ACCOUNT_ADDRESSES_LIMIT", "10/600")
@@ -350,7 +351,7 @@ MTURK_SYNC_INTERVAL = env_int("MTURK_SYNC_INTERVAL", 300)
 # MTurk about it (GetAssignment) and discards it if MTurk does not have it for that worker.
 MTURK_CONFIRM_GRACE = env_int("MTURK_CONFIRM_GRACE", 1800)
 CELERY_BEAT_SCHEDULE["mturk-sync"] = {"task": "hits.mturk.sync_all", "schedule": float(MTURK_SYNC_INTERVAL)}
-# Largest bonus one call may give, in USD.
+# Largest total of the bonuses one assignment may receive (all its bonuses together), in USD.
 MAX_BONUS = os.environ.get("MAX_BONUS", "5.00")
 
 # Limits on what an upload or import may contain.

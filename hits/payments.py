@@ -23,7 +23,7 @@ from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from hits.models import Assignment, Batch, LedgerEntry
@@ -184,6 +184,21 @@ def bonus_request_token(idempotency_key: str, by) -> str:
     return "bonus-k-" + hashlib.sha256(f"{who}:{idempotency_key}".encode()).hexdigest()[:48]
 
 
+def bonus_too_large(limit: Decimal) -> str:
+    """What a researcher reads when one bonus alone is over the limit on an assignment's bonuses together."""
+    return f"a bonus may be at most ${limit} (the platform's limit per assignment, on all its bonuses together)"
+
+
+def _replayed(earlier: LedgerEntry, assignment: Assignment, amount: Decimal, reason: str) -> LedgerEntry:
+    """The entry an idempotency key already recorded, if this call repeats it; else ``IdempotencyKeyReused``."""
+    if (earlier.assignment_id, earlier.kind, earlier.amount, earlier.reason) != (
+        assignment.pk, LedgerEntry.Kind.BONUS, amount, reason[:1000]
+    ):
+        raise IdempotencyKeyReused("this idempotency key was already used for a different bonus")
+    earlier.replayed = True
+    return earlier
+
+
 def pay_bonus(
     assignment: Assignment,
     amount: Decimal,
@@ -203,7 +218,9 @@ def pay_bonus(
     when the assignment already has one (``BonusNeedsConfirming``).  With
     ``idempotency_key``, a repeat of the same call returns the first call's
     entry (its ``replayed`` attribute set) and pays nothing more; the same key
-    with another assignment, amount or reason is ``IdempotencyKeyReused``.
+    with another assignment, amount or reason is ``IdempotencyKeyReused``, also
+    when the two calls run at once (the ledger's unique request token decides
+    which one pays).
     """
     try:
         amount = Decimal(str(amount)).quantize(fees.CENT)
@@ -214,7 +231,7 @@ def pay_bonus(
     if amount <= 0:
         raise PaymentError("a bonus must be more than $0.00")
     if amount > limit:
-        raise PaymentError(f"a bonus may be at most ${limit} (the platform's limit per bonus)")
+        raise PaymentError(bonus_too_large(limit))
     if not reason:
         raise PaymentError("a bonus needs a reason the worker will read")
     token = bonus_request_token(idempotency_key, by) if idempotency_key else f"bonus-{uuid.uuid4().hex}"
@@ -223,12 +240,7 @@ def pay_bonus(
         if idempotency_key:
             earlier = LedgerEntry.objects.filter(request_token=token).first()
             if earlier is not None:
-                if (earlier.assignment_id, earlier.kind, earlier.amount, earlier.reason) != (
-                    assignment.pk, LedgerEntry.Kind.BONUS, amount, reason[:1000]
-                ):
-                    raise IdempotencyKeyReused("this idempotency key was already used for a different bonus")
-                earlier.replayed = True
-                return earlier
+                return _replayed(earlier, assignment, amount, reason)
         if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.APPROVED):
             raise PaymentError(
                 f"bonuses are paid on submitted or approved work; this assignment is {assignment.get_state_display().lower()}"
@@ -238,7 +250,7 @@ def pay_bonus(
         if assignment.bonus + amount > limit:
             raise PaymentError(
                 f"the assignment already has bonuses of ${assignment.bonus}; together they may be at most "
-                f"${limit} (MAX_BONUS), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
+                f"${limit} (the platform's limit per assignment), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
             )
         batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
         if batch.on_mturk and batch.budget_cap is not None:
@@ -247,7 +259,17 @@ def pay_bonus(
                 raise BudgetExceeded(
                     f"the bonus would bring the batch to ${after}, over its budget cap of ${batch.budget_cap}"
                 )
-        entry = _record(assignment, LedgerEntry.Kind.BONUS, amount, reason, by, token)
+        try:
+            # A savepoint: a call with the same key on another assignment (another row lock) may have
+            # recorded its entry since we looked; the unique token then refuses ours, and we answer
+            # as if we had found that entry first.
+            with transaction.atomic():
+                entry = _record(assignment, LedgerEntry.Kind.BONUS, amount, reason, by, token)
+        except IntegrityError:
+            earlier = LedgerEntry.objects.filter(request_token=token).first() if idempotency_key else None
+            if earlier is None:
+                raise
+            return _replayed(earlier, assignment, amount, reason)
         assignment.bonus = assignment.bonus + amount
         assignment.save(update_fields=["bonus"])
         _after_commit(assignment, True)

@@ -111,3 +111,26 @@ def test_six_concurrent_review_form_bonuses_pay_one_unless_confirmed(api_world, 
     results = _at_once([lambda c=c: c.post(url, body) for c in clients])
     assert all(getattr(r, "status_code", None) == 302 for r in results), results
     assert Assignment.objects.get(pk=assignment.pk).bonus == Decimal("1.00") and len(_bonuses(assignment)) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_key_sent_at_once_for_two_assignments_pays_once_and_refuses_the_other(api_world):
+    """Each call locks only its own assignment, so both used to find no earlier entry, both inserted the
+    same (unique) request token and the loser answered 500.  Now the loser is a 409: key already used."""
+    _postgresql_only()
+    first, second = submitted_assignment(api_world), submitted_assignment(api_world, "crowd2")
+    clients = [client_for(api_world, "owner") for _ in range(6)]
+    body = {"amount": "1.00", "reason": "Thanks"}
+    results = _at_once(
+        [
+            lambda c=c, a=(first if i % 2 else second): c.post(_url(a), body, format="json", HTTP_IDEMPOTENCY_KEY="shared")
+            for i, c in enumerate(clients)
+        ]
+    )
+    codes = [getattr(r, "status_code", repr(r)) for r in results]
+    assert sorted(codes) == [201] * 3 + [409] * 3, codes
+    paid = [a for a in (first, second) if _bonuses(a)]
+    assert len(paid) == 1 and len(_bonuses(paid[0])) == 1
+    assert sum(Assignment.objects.get(pk=a.pk).bonus for a in (first, second)) == Decimal("1.00")
+    refused = [r for r in results if r.status_code == 409]
+    assert all("already used for a different bonus" in r.json()["detail"] for r in refused)

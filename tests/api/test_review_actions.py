@@ -126,7 +126,12 @@ def test_bonus_is_recorded_in_the_ledger(api_world, settings):
     assert client.post(_url(assignment, "bonus"), {"amount": "0.25", "reason": "And more"}, format="json").status_code == 201
     # MAX_BONUS bounds the assignment's bonuses together, not each call.
     over = client.post(_url(assignment, "bonus"), {"amount": "0.01", "reason": "One cent more"}, format="json")
-    assert over.status_code == 409 and "at most $2.00 (MAX_BONUS), so at most $0.00 more" in over.json()["detail"]
+    detail = over.json()["detail"]
+    assert over.status_code == 409 and "at most $2.00 (the platform's limit per assignment), so at most $0.00 more" in detail
+    assert "MAX_BONUS" not in detail
+    # One bonus over the limit alone is refused in the same words: the limit is on the bonuses together.
+    alone = client.post(_url(submitted_assignment(api_world, "crowd2"), "bonus"), {"amount": "2.01", "reason": "Too much"}, format="json")
+    assert alone.status_code == 400 and "limit per assignment, on all its bonuses together" in str(alone.json()["amount"])
     assignment.refresh_from_db()
     assert assignment.bonus == Decimal("2.00")
     bonuses = _entries(assignment, LedgerEntry.Kind.BONUS)

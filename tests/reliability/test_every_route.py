@@ -110,25 +110,48 @@ def test_every_route_refuses_strangers(world):
             client = _client(users, role)
             for verb in {method, "GET"}:
                 response = _rolled_back(lambda: client.post(url, {}) if verb == "POST" else client.get(url))
-                if 200 <= response.status_code < 300:
-                    leaks.append(f"{role} {verb} {url} ({name}) -> {response.status_code}")
+                # Signed-in strangers are refused outright or sent to sign in; any other answer (a 200, or
+                # a 302 after a write, as a form's post-redirect-get does) means the route let them act.
+                refused = response.status_code in (401, 403, 404, 405) or _to_login(response)
+                if 200 <= response.status_code < 300 or (role != "anonymous" and not refused):
+                    leaks.append(f"{role} {verb} {url} ({name}) -> {response.status_code} {response.get('Location', '')}")
     assert not leaks, "\n".join(leaks)
     assert Assignment.objects.get(pk=assignment.pk).state == "assigned"
 
 
+def _to_login(response) -> bool:
+    return response.status_code == 302 and urlsplit(response.get("Location", "")).path == "/accounts/login/"
+
+
 def test_every_route_refuses_a_post_without_a_csrf_token(world):
+    """A POST without the token is a 403 where the same POST with it is not: a route that refuses the
+    caller anyway (a 403 by authorization) would hide a missing CSRF check, so it is checked by the role
+    it serves."""
     users, assignment, _ = world
-    missing = []
+    missing, checked, answered = [], set(), set()
     for name, url in _urls(world):
         if name in CSRF_EXEMPT:
             continue
-        for role in ("owner", "worker"):
+        for role in ("owner", "worker", "staff"):
+            trusted = Client()  # the test client's default: as if the form's token were sent
+            trusted.force_login(users[role])
+            code = _rolled_back(lambda: trusted.post(url, {"action": "approve"})).status_code
+            if code not in (401, 403):
+                answered.add(name)
+            if code in (401, 403, 405):
+                continue  # refused to this role whatever the token (or not a POST route): says nothing about CSRF
+            checked.add(name)
             client = Client(enforce_csrf_checks=True)
             client.force_login(users[role])
             response = _rolled_back(lambda: client.post(url, {"action": "approve"}))
-            if response.status_code not in (401, 403, 405):
+            if response.status_code != 403:
                 missing.append(f"{role} POST {url} ({name}) -> {response.status_code}")
     assert not missing, "\n".join(missing)
+    # No route refuses every role this POST (it would go unchecked), and the researcher's and the
+    # worker's pages were checked by the roles they serve.
+    refused = {name for name, _ in _urls(world)} - answered - CSRF_EXEMPT
+    assert not refused, sorted(refused)
+    assert {"campaign-control", "assignment", "start-working"} <= checked, sorted(checked)
     assert Assignment.objects.get(pk=assignment.pk).state == "assigned"
 
 

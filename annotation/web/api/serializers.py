@@ -27,6 +27,7 @@ from annotation.models import QAPairCorrection
 from annotation.models.campaign import settings_problems
 from annotation.services.campaign_import import DESCRIPTION_MAX_CHARS
 from hits.models import Assignment, LedgerEntry
+from hits.payments import bonus_too_large
 
 # Campaign settings a researcher may change before launch (the paper's values are the defaults).
 SETTINGS_FIELDS = [
@@ -484,7 +485,7 @@ class RejectSerializer(serializers.Serializer):
 
 class BonusSerializer(serializers.Serializer):
     amount = serializers.DecimalField(
-        max_digits=6, decimal_places=2, min_value=Decimal("0.01"), help_text="USD, more than 0 and at most the platform's limit per bonus (setting MAX_BONUS)."
+        max_digits=6, decimal_places=2, min_value=Decimal("0.01"), help_text="USD, more than 0; the assignment's bonuses together at most the platform's limit per assignment (setting MAX_BONUS)."
     )
     reason = serializers.CharField(max_length=1000, help_text="Shown to the worker (required).")
     idempotency_key = serializers.CharField(
@@ -494,7 +495,7 @@ class BonusSerializer(serializers.Serializer):
     def validate_amount(self, value):
         limit = Decimal(str(settings.MAX_BONUS))
         if value > limit:
-            raise serializers.ValidationError(f"a bonus may be at most ${limit} (the platform's limit per bonus; the assignment's bonuses together too)")
+            raise serializers.ValidationError(bonus_too_large(limit))
         return value
 
 

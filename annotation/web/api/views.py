@@ -96,6 +96,9 @@ def redoc_csp(view):
 # --- tokens ----------------------------------------------------------------------------------
 
 
+TOO_MANY_LOGINS = "Too many attempts; wait a minute and try again."
+
+
 class TokenView(APIView):
     """``POST /api/token/`` with username and password: the caller's API token (created on first request).
 
@@ -124,10 +127,11 @@ class TokenView(APIView):
             login_failed(request)
             raise
         if login_refused(request, username):
-            return Response({"detail": "Too many attempts; wait a minute and try again."}, status=429)
+            return Response({"detail": TOO_MANY_LOGINS}, status=429)
         serializer = AuthTokenSerializer(data=request.data, context={"request": request})
         if not serializer.is_valid():
-            login_failed(request)
+            if login_failed(request, username):
+                return Response({"detail": TOO_MANY_LOGINS}, status=429)
             raise ValidationError(serializer.errors)
         login_succeeded(request, username)
         token, _ = Token.objects.get_or_create(user=serializer.validated_data["user"])
