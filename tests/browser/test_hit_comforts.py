@@ -222,10 +222,15 @@ def test_a_failed_test_is_explained_item_by_item_and_gold_checks_never(page, tmp
                            "predicate": "lost", "pairs": [{"question": "What lost something?", "answer": "Homes", "present": True}]}],
     })
     launch_campaign(campaign)
+    campaign.refresh_from_db()
+    # Presence work of the campaign's own: its presence test is offered (to a worker who chooses the campaign),
+    # and gold checks are handed out beside it (issue 27).
+    presence = HIT.objects.filter(kind=HIT.Kind.GOLD).first().task_type
+    HIT.objects.create(batch_id=campaign.batch_id, task_type=presence, payload={}, max_assignments=3)
     django_user_model.objects.create_user(username="quinn", password=PASSWORD)
     log_in(page, "quinn", PASSWORD)
     page.goto("/work/")
-    page.click("tr[data-task=presence] button:has-text('Start working')")
+    page.click(f"tr[data-task=presence] form.campaign-test[data-campaign='{campaign.batch_id}'] button")
     page.wait_for_selector(".presence-row")
     page.wait_for_load_state("load")
     # Both pairs the wrong way round.
