@@ -12,8 +12,8 @@ from annotation.services import qualification_tests
 from annotation.services.campaign_import import import_campaign
 from annotation.management.simulation import ensure_simulated_workers
 from annotation.services.pipeline import launch_campaign
-from hits.models import HIT, Assignment, Qualification, TaskType, Worker
-from hits.services import accept_next
+from hits.models import HIT, Assignment, BatchChoice, Qualification, TaskType, Worker
+from hits.services import accept_next, record_choice
 from tests.conftest import DEMO_DIR
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,7 +46,9 @@ def test_the_simulated_crowd_never_works_in_another_campaign(tmp_path, researche
     ours = scu_campaign(tmp_path / "ours", "Ours", researcher)
     # A simulated worker of an earlier run (before workers were kept to their campaign) holds one of their HITs.
     ensure_simulated_workers(1, 0, "an-earlier-run-password")
-    held = accept_next(Worker.objects.get(external_id="sim-1"), TaskType.objects.get(slug="presence"))
+    earlier = Worker.objects.get(external_id="sim-1")
+    record_choice(earlier, theirs.batch, BatchChoice.How.START)  # that run had chosen their campaign
+    held = accept_next(earlier, TaskType.objects.get(slug="presence"))
     assert held is not None and held.hit.batch_id == theirs.batch_id
 
     out = call_command_output("simulate_crowd", "--campaign", ours.slug, "--workers", "3", "--accuracy", "1.0", "--max-seconds", "120")
