@@ -86,7 +86,7 @@ def test_a_refused_submission_keeps_the_draft_until_the_server_accepts(page, cam
     page.fill("#id_q1_a1", "Police")
     page.click("#submit")
     page.wait_for_selector("text=Submitted. Thank you!")
-    page.wait_for_function(f"window.localStorage.getItem({key!r}) === null")
+    page.wait_for_function(f"() => window.localStorage.getItem({key!r}) === null")
 
 
 def test_pause_and_cancel_reach_an_open_hit_page_without_a_reload(page, campaign, settings):  # noqa: F811

@@ -171,7 +171,7 @@ def test_a_draft_survives_a_reload_until_submit(page, campaign):  # noqa: F811
     page.click("#submit")
     page.wait_for_selector("text=Submitted. Thank you!")
     # Dropped once the server has taken the answers (the next page asks the HIT's status).
-    page.wait_for_function(f"window.localStorage.getItem({key!r}) === null")
+    page.wait_for_function(f"() => window.localStorage.getItem({key!r}) === null")
 
 
 def test_generation_page_fits_a_390px_screen_with_a_grammatical_example(page, campaign):  # noqa: F811

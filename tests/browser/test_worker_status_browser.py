@@ -40,7 +40,7 @@ def test_the_status_page_updates_itself(page, tmp_path, django_user_model):
     assignment = accept_next(ann, TaskType.objects.get(slug="generation"))
     row = page.locator("#worker-status-table tr[data-worker=ann]")
     row.wait_for(timeout=20_000)
-    page.wait_for_function("document.querySelector('tr[data-worker=ann] [data-field=active]').textContent === '1'")
+    page.wait_for_function("() => document.querySelector('tr[data-worker=ann] [data-field=active]').textContent === '1'")
     assert page.inner_text("[data-field=active_workers]") == "1"
     assert page.locator("#no-workers").is_hidden()
 
