@@ -308,7 +308,7 @@ def _draw(worker, task_type, allowed: Eligibility, *, batch_id: int | None = Non
         hit = _next_hit(worker, task_type, allowed, stored[0], False)
         if hit is not None:
             return _Drawn(hit, stored, True)
-        locked = True  # the row may be held even so (PostgreSQL keeps the lock of a row that no longer matched)
+        locked = True  # its row may be locked even so (PostgreSQL can keep the lock of a row found no longer open)
     passed = stored[1] if stored is not None else None
     hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, avoid=passed, may_wait=not locked)
     if hit is None and passed is not None and not moving_on:
@@ -407,6 +407,10 @@ def preview_next(worker: Worker, task_type: TaskType) -> HIT | None:
         return drawn.hit
 
 
+#: Pauses (seconds) between new gold draws when every gold HIT open to the worker is locked by other hand-outs.
+_GOLD_RETRY_PAUSES = (0.02, 0.05, 0.1, 0.15, 0.2)
+
+
 def _next_hit(
     worker, task_type, allowed: Eligibility, hit_id, via_mturk, *, batch_id: int | None = None, avoid: int | None = None,
     may_wait: bool = True,
@@ -418,9 +422,11 @@ def _next_hit(
     when no regular work is left for them.  ``batch_id``: HITs of that batch only; ``avoid``: not that HIT;
     ``may_wait``: False when this transaction already holds a HIT's lock (then it never waits for one).
 
-    When every gold HIT open to the worker is locked for a moment (other hand-outs), the worker still meets
-    gold at the batch's rate: the regular HIT's lock is let go (a savepoint) and the hand-out waits for a
-    gold HIT, holding no other lock while it waits.
+    When every gold HIT open to the worker is locked for a moment (other hand-outs hold them for a few
+    milliseconds), the worker still meets gold at the batch's rate: the gold draw is made again a few times
+    over about half a second (``_GOLD_RETRY_PAUSES``), skipping locked HITs, never waiting for a lock while the
+    regular HIT's is held (no deadlock).  Savepoints would let go of that lock, but a row locked in a
+    savepoint and then updated deadlocked fifty workers on PostgreSQL (tuple locks).
     """
     eligible_shape, eligible_sql, eligible_params = _eligibility_sql(allowed, worker.pk)
     kinds = allowed.kinds()
@@ -463,21 +469,23 @@ def _next_hit(
     waiting = may_wait and hit_id is None and connection.features.has_select_for_update_skip_locked
     if hit_id is not None or HIT.Kind.GOLD not in kinds:
         return first(in_batch=batch_id, wait=waiting)
-    mark = transaction.savepoint() if waiting else None
     hit = first(gold="without", in_batch=batch_id, wait=waiting)
     if hit is None:
         return None  # no regular work left for this worker: no gold either
     share = hit.batch.gold_share
     if share > 0 and rng.random() < share:
         gold_hit = first(gold="only", in_batch=hit.batch_id)  # skips locked gold HITs: the next one in this draw
-        if gold_hit is None and mark is not None:
-            # Every gold HIT open to them is locked (or none is left): let go of the regular HIT, then wait for
-            # a gold HIT holding nothing else; with none, a regular HIT after all.
-            transaction.savepoint_rollback(mark)
-            gold_hit = first(gold="only", in_batch=hit.batch_id, wait=True)
-            return gold_hit if gold_hit is not None else first(gold="without", in_batch=batch_id, wait=True)
+        if gold_hit is None and connection.features.has_select_for_update_skip_locked:
+            # None free: every gold HIT open to them may be locked for a moment (unlocked look), then draw again.
+            gold_left = available_hits(worker, task_type, allowed).filter(batch_id=hit.batch_id, kind=HIT.Kind.GOLD)
+            if gold_left.exists():
+                for pause in _GOLD_RETRY_PAUSES:
+                    time.sleep(pause)
+                    gold_hit = first(gold="only", in_batch=hit.batch_id)
+                    if gold_hit is not None:
+                        break
         if gold_hit is not None:
-            return gold_hit
+            return gold_hit  # the regular HIT's lock is held until the commit, as a draw's always was
     return hit
 
 
