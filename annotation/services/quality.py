@@ -102,7 +102,7 @@ def _worker_wording(name: str, figure: dict) -> str:
     counts (a count or an exact share would say how one gold HIT was answered)."""
     as_of = figure.get("as_of")
     when = f" (figures as of {datetime.fromisoformat(as_of):%d %b %Y %H:%M} UTC)" if as_of else ""
-    return f"accuracy on check items is not above {figure['threshold']:.0%}{when}"
+    return f"accuracy on check items is not above {figure['threshold'] * 100:g}%{when}"
 
 
 def reinstate_worker(campaign: Campaign, worker: Worker, task_type: TaskType, reason: str, *, by=None) -> None:
