@@ -245,7 +245,8 @@ def grade_if_complete(assignment: Assignment, handler) -> Qualification | None:
     return qualification
 
 
-def _set(qualification: Qualification, state: str, reason: str, action: str, *, figures=None, by=None, automatic=False):
+def _set(qualification: Qualification, state: str, reason: str, action: str, *, figures=None, by=None, automatic=False, record_reason=None):
+    """``reason`` is the worker's to see; ``record_reason`` (default ``reason``) is kept in the event for researchers."""
     qualification.state = state
     qualification.reason = reason[:500]
     qualification.save()
@@ -254,7 +255,7 @@ def _set(qualification: Qualification, state: str, reason: str, action: str, *, 
         task_type=qualification.task_type,
         batch_id=qualification.batch_id,
         action=action,
-        reason=reason[:500],
+        reason=(record_reason or reason)[:500],
         figures=figures or {},
         decided_by=by,
         automatic=automatic,
@@ -266,10 +267,17 @@ def _set(qualification: Qualification, state: str, reason: str, action: str, *, 
 
 
 @transaction.atomic
-def revoke(worker: Worker, task_type: TaskType, batch: Batch, reason: str, *, by=None, automatic=False, figures=None) -> Qualification:
-    """Take a worker's qualification for a type away in one batch (their HITs of that type there stop)."""
+def revoke(
+    worker: Worker, task_type: TaskType, batch: Batch, reason: str, *, by=None, automatic=False, figures=None, record_reason=None
+) -> Qualification:
+    """Take a worker's qualification for a type away in one batch (their HITs of that type there stop).
+
+    ``reason`` is shown to the worker; ``record_reason``, when given, is the researchers' fuller account."""
     qualification, _ = Qualification.objects.select_for_update().get_or_create(worker=worker, task_type=task_type, batch=batch)
-    _set(qualification, Qualification.State.REVOKED, reason, QualificationEvent.Action.REVOKE, figures=figures, by=by, automatic=automatic)
+    _set(
+        qualification, Qualification.State.REVOKED, reason, QualificationEvent.Action.REVOKE, figures=figures, by=by, automatic=automatic,
+        record_reason=record_reason,
+    )
     return qualification
 
 

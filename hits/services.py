@@ -260,8 +260,8 @@ def _draw_sql() -> str:
     return sql.statement(
         "draw",
         lambda: (
-            f"SELECT d.hit_id, d.passed_hit_id, d.expires_at, d.expires_at > %s FROM {sql.table(Draw)} d "
-            "WHERE d.worker_id = %s AND d.task_type_id = %s"
+            f"SELECT d.hit_id, d.passed_hit_id, d.expires_at, d.expires_at > %s, h.batch_id, h.kind FROM {sql.table(Draw)} d "
+            f"LEFT JOIN {sql.table(HIT)} h ON h.id = d.hit_id WHERE d.worker_id = %s AND d.task_type_id = %s"
         ),
     )
 
@@ -301,21 +301,27 @@ class _Drawn:
 def _draw(worker, task_type, allowed: Eligibility, *, batch_id: int | None = None, moving_on: bool = False) -> _Drawn:
     """The worker's drawn HIT of this type, locked: the one drawn before while it is still open to them
     (``batch_id``: only a HIT of that batch), else a new draw.  A new draw avoids the HIT last given back;
-    it falls back to it when nothing else is left, unless ``moving_on`` (a skip)."""
+    it falls back to it when nothing else is left, unless ``moving_on`` (a skip).
+
+    No lock is ever waited for while another is held (two workers' crossed draws would deadlock): the kept
+    HIT is locked only when it can be used (its batch and, for gold, regular work beside it are checked
+    first, unlocked), and a new draw after it was locked skips locked HITs without waiting."""
     expires_at = Draw._meta.get_field("expires_at")
     stored = sql.fetchone(_draw_sql(), [sql.param(expires_at, timezone.now()), worker.pk, task_type.pk])
-    if stored is not None and stored[0] is not None and stored[3]:
+    locked = False
+    if stored is not None and stored[0] is not None and stored[3] and (batch_id is None or stored[4] == batch_id) and (
+        # Gold only beside regular work: a gold draw kept while the batch's regular work ran out lapses.
+        stored[5] != HIT.Kind.GOLD
+        or available_hits(worker, task_type, allowed).filter(batch_id=stored[4], kind=HIT.Kind.REGULAR).exists()
+    ):
         hit = _next_hit(worker, task_type, allowed, stored[0], False)
-        if hit is not None and hit.kind == HIT.Kind.GOLD:
-            # Gold only beside regular work: a gold draw kept while the batch's regular work ran out lapses.
-            regular = available_hits(worker, task_type, allowed).filter(batch_id=hit.batch_id, kind=HIT.Kind.REGULAR)
-            hit = hit if regular.exists() else None
-        if hit is not None and (batch_id is None or hit.batch_id == batch_id):
+        if hit is not None:
             return _Drawn(hit, stored, True)
+        locked = True  # its row may be locked even so (PostgreSQL can keep the lock of a row found no longer open)
     passed = stored[1] if stored is not None else None
-    hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, avoid=passed)
+    hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, avoid=passed, may_wait=not locked)
     if hit is None and passed is not None and not moving_on:
-        hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id)
+        hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, may_wait=not locked)
     return _Drawn(hit, stored, False)
 
 
@@ -412,17 +418,31 @@ def preview_next(worker: Worker, task_type: TaskType) -> HIT | None:
         return drawn.hit
 
 
-def _next_hit(worker, task_type, allowed: Eligibility, hit_id, via_mturk, *, batch_id: int | None = None, avoid: int | None = None):
+#: Pauses (seconds) between new gold draws when every gold HIT open to the worker is locked by other hand-outs.
+_GOLD_RETRY_PAUSES = (0.02, 0.05, 0.1, 0.15, 0.2)
+
+
+def _next_hit(
+    worker, task_type, allowed: Eligibility, hit_id, via_mturk, *, batch_id: int | None = None, avoid: int | None = None,
+    may_wait: bool = True,
+):
     """Lock and return the next HIT (its batch loaded); gold HITs are mixed in at their batch's ``gold_share``.
 
     Gold comes only beside regular work: the gold HIT is one of the batch of the regular HIT the worker would
     get otherwise, chosen at random among those open to them (no HIT is everyone's gold check), and none
-    when no regular work is left for them.  ``batch_id``: HITs of that batch only; ``avoid``: not that HIT.
+    when no regular work is left for them.  ``batch_id``: HITs of that batch only; ``avoid``: not that HIT;
+    ``may_wait``: False when this transaction already holds a HIT's lock (then it never waits for one).
+
+    When every gold HIT open to the worker is locked for a moment (other hand-outs hold them for a few
+    milliseconds), the worker still meets gold at the batch's rate: the gold draw is made again a few times
+    over about half a second (``_GOLD_RETRY_PAUSES``), skipping locked HITs, never waiting for a lock while the
+    regular HIT's is held (no deadlock).  Savepoints would let go of that lock, but a row locked in a
+    savepoint and then updated deadlocked fifty workers on PostgreSQL (tuple locks).
     """
     eligible_shape, eligible_sql, eligible_params = _eligibility_sql(allowed, worker.pk, via_mturk)
     kinds = allowed.kinds()
 
-    def first(gold=None, in_batch=None):
+    def first(gold=None, in_batch=None, wait=False):
         params = [task_type.pk, HIT.State.OPEN, Batch.State.ACTIVE, Batch.Backend.LOCAL, *eligible_params, worker.pk]
         if hit_id is not None:
             params.append(hit_id)
@@ -444,10 +464,10 @@ def _next_hit(worker, task_type, allowed: Eligibility, hit_id, via_mturk, *, bat
             return sql.fetchone(statement, params, prepare=False)
 
         # One named HIT: wait for its lock.  Otherwise skip locked HITs, and look again waiting only when
-        # every HIT left was locked (PostgreSQL re-checks a HIT's places once its lock is released).  Not for
-        # gold: with every gold HIT locked for a moment, the worker simply gets the regular HIT.
+        # every HIT left was locked (PostgreSQL re-checks a HIT's places once its lock is released), never
+        # while holding another lock (``may_wait``).  Gold waits only when asked (``wait``, see below).
         row = run(wait=hit_id is not None)
-        if row is None and hit_id is None and gold != "only" and connection.features.has_select_for_update_skip_locked:
+        if row is None and wait:
             row = run(wait=True)
         if row is None:
             return None
@@ -457,16 +477,26 @@ def _next_hit(worker, task_type, allowed: Eligibility, hit_id, via_mturk, *, bat
 
     if not allowed or (hit_id is not None and not sql.is_storable_id(hit_id)):
         return None
+    waiting = may_wait and hit_id is None and connection.features.has_select_for_update_skip_locked
     if hit_id is not None or HIT.Kind.GOLD not in kinds:
-        return first(in_batch=batch_id)
-    hit = first(gold="without", in_batch=batch_id)
+        return first(in_batch=batch_id, wait=waiting)
+    hit = first(gold="without", in_batch=batch_id, wait=waiting)
     if hit is None:
         return None  # no regular work left for this worker: no gold either
     share = hit.batch.gold_share
     if share > 0 and rng.random() < share:
-        gold_hit = first(gold="only", in_batch=hit.batch_id)
+        gold_hit = first(gold="only", in_batch=hit.batch_id)  # skips locked gold HITs: the next one in this draw
+        if gold_hit is None and connection.features.has_select_for_update_skip_locked:
+            # None free: every gold HIT open to them may be locked for a moment (unlocked look), then draw again.
+            gold_left = available_hits(worker, task_type, allowed).filter(batch_id=hit.batch_id, kind=HIT.Kind.GOLD)
+            if gold_left.exists():
+                for pause in _GOLD_RETRY_PAUSES:
+                    time.sleep(pause)
+                    gold_hit = first(gold="only", in_batch=hit.batch_id)
+                    if gold_hit is not None:
+                        break
         if gold_hit is not None:
-            return gold_hit
+            return gold_hit  # the regular HIT's lock is held until the commit, as a draw's always was
     return hit
 
 

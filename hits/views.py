@@ -60,7 +60,9 @@ def worker_home(request):
     rows = []
     for task_type in TaskType.objects.all():
         allowed = eligibility(worker, task_type)
-        available = available_hits(worker, task_type, allowed) if allowed else None
+        # Gold checks are never counted nor offered on their own: a figure or a button standing for them alone
+        # would tell how many remain (they are handed out only beside regular work, issue 27).
+        available = available_hits(worker, task_type, allowed).exclude(kind=HIT.Kind.GOLD) if allowed else None
         paid = ~Q(kind=HIT.Kind.QUALIFICATION)  # test items are unpaid: labelled so, not listed at $0
         per_campaign = list(
             available.order_by("batch__name", "batch_id").values("batch_id", "batch__name")

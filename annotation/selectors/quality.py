@@ -57,32 +57,41 @@ def gold_released(campaign: Campaign, worker: Worker, every: int | None = None):
     (``settings.GOLD_FEEDBACK_EVERY``), and only with at least ``GOLD_RELEASE_MIN`` gold answers not shown
     before: a change never points at one gold HIT, nor at its answer key.
     """
+    return gold_released_many(campaign, [worker.pk], every)[worker.pk]
+
+
+def gold_released_many(campaign: Campaign, worker_ids, every: int | None = None) -> dict:
+    """``gold_released`` of many workers at once (one query): worker id -> moment or None."""
     from django.conf import settings
 
     every = every or settings.GOLD_FEEDBACK_EVERY
+    worker_ids = list(dict.fromkeys(worker_ids))
     done = (
         Assignment.objects.filter(
-            worker=worker, hit__batch_id=campaign.batch_id, hit__kind__in=[HIT.Kind.REGULAR, HIT.Kind.GOLD],
+            worker_id__in=worker_ids, hit__batch_id=campaign.batch_id, hit__kind__in=[HIT.Kind.REGULAR, HIT.Kind.GOLD],
             state__in=Assignment.DONE_STATES,
         )
-        .order_by("submitted_at", "pk")
-        .values_list("hit__kind", "submitted_at")
+        .order_by("worker_id", "submitted_at", "pk")
+        .values_list("worker_id", "hit__kind", "submitted_at")
     )
-    released, regular, waiting = None, 0, 0
-    for kind, submitted_at in done:
+    released = dict.fromkeys(worker_ids)
+    tally = {w: [0, 0] for w in worker_ids}  # regular, gold waiting
+    for worker_id, kind, submitted_at in done:
+        counts = tally[worker_id]
         if kind == HIT.Kind.GOLD:
-            waiting += 1
+            counts[1] += 1
             continue
-        regular += 1
-        if regular % every == 0 and waiting >= GOLD_RELEASE_MIN:
-            released, waiting = submitted_at, 0
+        counts[0] += 1
+        if counts[0] % every == 0 and counts[1] >= GOLD_RELEASE_MIN:
+            released[worker_id], counts[1] = submitted_at, 0
     return released
 
 
 def workers_figures(campaign: Campaign, worker_ids, *, gold_until: dict | None = None) -> dict[int, dict[str, dict]]:
     """``worker_figures`` of many workers at once: a fixed number of grouped queries, however many workers.
 
-    ``gold_until``: worker id -> the moment up to which their gold answers count (None: none count).
+    ``gold_until``: worker id -> the moment up to which their gold answers count (None: none count); the gold
+    figure then says that moment (``as_of``, ISO text).
     """
     worker_ids = list(dict.fromkeys(worker_ids))
     grace = campaign.grace_period_items
@@ -162,6 +171,10 @@ def workers_figures(campaign: Campaign, worker_ids, *, gold_until: dict | None =
         right, total = gold[worker_id]
         n_majority = majority.get(worker_id, {}).get("n", 0)
         agree_majority = majority.get(worker_id, {}).get("agree", 0)
+        gold_check = threshold_check(right, total, campaign.presence_accuracy_threshold, grace).as_dict()
+        if gold_until is not None:
+            released = gold_until.get(worker_id)
+            gold_check["as_of"] = released.isoformat() if released is not None else None
         result[worker_id] = {
             "generation": {
                 "valid_share": valid.as_dict(),
@@ -173,7 +186,7 @@ def workers_figures(campaign: Campaign, worker_ids, *, gold_until: dict | None =
                 "questions_judged": judged_n,
             },
             "presence": {
-                "gold_accuracy": threshold_check(right, total, campaign.presence_accuracy_threshold, grace).as_dict(),
+                "gold_accuracy": gold_check,
                 "majority_agreement": {"value": agree_majority / n_majority if n_majority else None, "n": n_majority},
                 "judgments": n_judged.get(worker_id, 0),
             },

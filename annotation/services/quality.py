@@ -21,12 +21,14 @@ period's worth of items.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
 from annotation.models import Campaign, PresenceJudgment
-from annotation.selectors.quality import worker_figures, workers_figures
+from annotation.selectors.quality import gold_released_many, worker_figures, workers_figures
 from annotation.services.followups import schedule_cross_checks, schedule_score_update
 from annotation.services.gold import refresh_gold
 from annotation.services.pipeline import ensure_batch, finish_campaign_if_done
@@ -53,10 +55,15 @@ CHECK_NAMES = {
 def apply_cross_checks(campaign: Campaign, worker: Worker, figures: dict | None = None, task_types: dict | None = None) -> list[str]:
     """Revoke the qualifications whose checks fail after the grace period; returns the task types revoked.
 
-    ``figures`` (the worker's ``worker_figures``) and ``task_types`` (by slug) may be passed in
+    The gold check reads the gold figure as released to the worker (``gold_released``): it changes, and so
+    can revoke, only with a release (a regular HIT, never a gold one's submission, which runs no check: the
+    checks run when HITs the worker judged are completed), and the reason the worker sees gives no gold
+    counts (one gold HIT is never pinned down); the event keeps the exact figures for researchers.
+
+    ``figures`` (the worker's ``worker_figures`` as shown) and ``task_types`` (by slug) may be passed in
     when many workers are checked at once (``apply_cross_checks_many``)."""
     if figures is None:
-        figures = worker_figures(campaign, worker)
+        figures = worker_figures(campaign, worker, as_shown=True)
     if task_types is None:
         task_types = {t.slug: t for t in TaskType.objects.filter(slug__in=FAILING_CHECKS)}
     revoked = []
@@ -76,16 +83,26 @@ def apply_cross_checks(campaign: Campaign, worker: Worker, figures: dict | None 
         ).first()
         if last_manual is not None and n_items < last_manual.figures.get("n_items", 0) + campaign.grace_period_items:
             continue  # a researcher's reinstatement holds for another grace period
-        parts = []
+        parts, shown = [], []
         for name in failing:
             f = figures[slug][name]
             comparison = "at least" if name == "questions_per_predicate" else "above"
             parts.append(f"{CHECK_NAMES[name]} is {f['value']:.2f} (needs to be {comparison} {f['threshold']:.2f}, over {f['n']} items)")
+            shown.append(_worker_wording(name, f) if name == "gold_accuracy" else parts[-1])
         qualifications.revoke(
-            worker, task_type, campaign.batch, f"{campaign.name}: " + "; ".join(parts), automatic=True, figures={"n_items": n_items, **figures[slug]}
+            worker, task_type, campaign.batch, f"{campaign.name}: " + "; ".join(shown), automatic=True, figures={"n_items": n_items, **figures[slug]},
+            record_reason=f"{campaign.name}: " + "; ".join(parts),
         )
         revoked.append(slug)
     return revoked
+
+
+def _worker_wording(name: str, figure: dict) -> str:
+    """A failing gold check as the worker reads it: the threshold and the release the figures date from, no
+    counts (a count or an exact share would say how one gold HIT was answered)."""
+    as_of = figure.get("as_of")
+    when = f" (figures as of {datetime.fromisoformat(as_of):%d %b %Y %H:%M} UTC)" if as_of else ""
+    return f"accuracy on check items is not above {figure['threshold'] * 100:g}%{when}"
 
 
 def reinstate_worker(campaign: Campaign, worker: Worker, task_type: TaskType, reason: str, *, by=None) -> None:
@@ -100,14 +117,10 @@ def reinstate_worker(campaign: Campaign, worker: Worker, task_type: TaskType, re
 def apply_cross_checks_many(campaign: Campaign, workers) -> dict[int, list[str]]:
     """``apply_cross_checks`` for many workers, their figures computed together (grouped queries)."""
     workers = list(workers)
-    figures = workers_figures(campaign, [w.pk for w in workers])
+    ids = [w.pk for w in workers]
+    figures = workers_figures(campaign, ids, gold_until=gold_released_many(campaign, ids))
     task_types = {t.slug: t for t in TaskType.objects.filter(slug__in=FAILING_CHECKS)}
     return {w.pk: apply_cross_checks(campaign, w, figures[w.pk], task_types) for w in workers}
-
-
-def after_gold_submission(assignment: Assignment) -> None:
-    campaign = Campaign.objects.get(batch_id=assignment.hit.batch_id)
-    schedule_cross_checks(campaign, [assignment.worker])
 
 
 # --- exclusion and replacement ---------------------------------------------------------------

@@ -37,7 +37,7 @@ from django.utils.safestring import mark_safe
 
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.selectors.hit_items import kept_pairs, presence_item, sentence_item, shown_units
-from annotation.services import pipeline, qualification_tests, quality
+from annotation.services import pipeline, qualification_tests
 from annotation.text.questions import (
     MAX_FEEDBACK_CHARS,
     check_answer,
@@ -347,8 +347,8 @@ class PresenceHandler:
     def on_submitted(self, assignment):
         if _is_tracked(assignment.hit):
             pipeline.record_presence(assignment)
-        else:
-            quality.after_gold_submission(assignment)
+        # A gold HIT's submission runs no cross-check: its result counts only from the worker's next release
+        # of gold figures (annotation.services.quality.apply_cross_checks).
 
     def grade_qualification(self, assignments):
         return qualification_tests.grade_presence_test(assignments)

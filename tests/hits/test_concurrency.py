@@ -106,3 +106,83 @@ def test_concurrent_accepts_of_a_test_item_with_places_left_all_succeed():
     assert len(got) == 12
     item.refresh_from_db()
     assert item.n_taken == 12
+
+
+def test_two_workers_with_crossed_kept_draws_and_campaigns_both_get_work_without_a_deadlock(monkeypatch):
+    """Worker A's kept draw is in campaign X and A starts from Y; worker B's is in Y and B starts from X.
+    Locking the kept HIT first and then waiting for the other campaign's HIT deadlocked (a 500 for one)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks (SELECT ... FOR UPDATE SKIP LOCKED) are exercised on PostgreSQL")
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    import hits.services
+    from hits.models import Draw
+
+    task_type = TaskType.objects.create(slug="crossed", name="Crossed", assignment_duration=600)
+    x = Batch.objects.create(name="x", reference="test:crossed-x")
+    y = Batch.objects.create(name="y", reference="test:crossed-y")
+    hx = HIT.objects.create(batch=x, task_type=task_type, max_assignments=1)
+    hy = HIT.objects.create(batch=y, task_type=task_type, max_assignments=1)
+    a, b = Worker.objects.create(external_id="crossed-a"), Worker.objects.create(external_id="crossed-b")
+    later = timezone.now() + timedelta(hours=1)
+    Draw.objects.create(worker=a, task_type=task_type, hit=hx, expires_at=later)
+    Draw.objects.create(worker=b, task_type=task_type, hit=hy, expires_at=later)
+
+    # Each hand-out's first HIT lookup is held until both have made theirs: the worst interleaving, every run.
+    meet = threading.Barrier(2)
+    real = hits.services._next_hit
+    seen = set()
+
+    def next_hit(*args, **kwargs):
+        found = real(*args, **kwargs)
+        me = threading.get_ident()
+        if me not in seen:
+            seen.add(me)
+            try:
+                meet.wait(timeout=5)
+            except threading.BrokenBarrierError:
+                pass
+        return found
+
+    monkeypatch.setattr(hits.services, "_next_hit", next_hit)
+    got = {}
+    go, finish = _together([(a, y), (b, x)], lambda pair: got.__setitem__(pair[0].pk, accept_next(pair[0], task_type, batch_id=pair[1].pk)))
+    go()
+    errors = finish()
+    assert not errors, errors
+    assert got[a.pk].hit_id == hy.pk and got[b.pk].hit_id == hx.pk
+
+
+def test_gold_is_not_dropped_when_every_gold_hit_is_locked_for_a_moment():
+    """A batch that wants gold in every HIT (share 1) and whose one gold HIT another hand-out holds for a moment:
+    the worker gets it once it is free rather than silently a regular HIT (gold would fall below its share)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks (SELECT ... FOR UPDATE SKIP LOCKED) are exercised on PostgreSQL")
+    import time
+
+    task_type = TaskType.objects.create(slug="goldlock", name="Gold lock", assignment_duration=600)
+    batch = Batch.objects.create(name="g", reference="test:gold-lock", gold_share=1.0)
+    HIT.objects.bulk_create([HIT(batch=batch, task_type=task_type, max_assignments=3) for _ in range(3)])
+    gold = HIT.objects.create(batch=batch, task_type=task_type, kind=HIT.Kind.GOLD, max_assignments=100, answer_key={"labels": {}})
+    worker = Worker.objects.create(external_id="gold-waiter")
+    held = threading.Event()
+
+    def hold():
+        try:
+            with transaction.atomic():
+                list(HIT.objects.select_for_update().filter(pk=gold.pk))
+                held.set()
+                time.sleep(0.2)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(timeout=30)
+    assignment = accept_next(worker, task_type)
+    holder.join(timeout=30)
+    assert assignment.hit_id == gold.pk
+    # The regular HIT looked at first was not taken.
+    assert sum(HIT.objects.filter(kind=HIT.Kind.REGULAR).values_list("n_taken", flat=True)) == 0

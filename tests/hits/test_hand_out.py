@@ -110,3 +110,23 @@ def test_no_gold_is_handed_out_once_no_regular_work_is_left(tmp_path, django_use
     response = client.post("/work/presence/start/", follow=True)
     assert b"HITs are available right now" in response.content
     assert not Assignment.objects.filter(hit__kind=HIT.Kind.GOLD).exists()
+
+
+def _home_row(client, slug):
+    return client.get("/work/").content.decode().split(f'data-task="{slug}"')[1].split("</tr>")[0]
+
+
+def test_the_home_page_counts_no_gold_hits_and_offers_no_start_once_regular_work_is_gone(tmp_path, django_user_model, seeded):
+    campaign, presence = _queue(tmp_path, n_regular=3, n_gold=4, gold_share=0.5)
+    client, _ = _client(django_user_model, "counter")
+    row = _home_row(client, "presence")
+    # Three regular HITs: the campaign and the total say 3, never 7 (the four gold checks are not counted).
+    assert '<span class="meta">3</span>' in row and '<td class="num" data-label="Available">3</td>' in row, row
+    other = Worker.objects.create(external_id="finisher")
+    for hit in HIT.objects.filter(kind=HIT.Kind.REGULAR):
+        Assignment.objects.create(hit=hit, worker=other, accepted_at=hit.created_at, expires_at=hit.created_at, state="submitted")
+        HIT.objects.filter(pk=hit.pk).update(n_taken=1, n_submitted=1, state=HIT.State.COMPLETED)
+    # Only gold is left: the row reads as having nothing, with no button that Start would then refuse.
+    row = _home_row(client, "presence")
+    assert "Start here" not in row and "Start working" not in row and "None right now" in row, row
+    assert '<td class="num" data-label="Available">0</td>' in row and campaign.batch.name not in row, row

@@ -152,8 +152,9 @@ def test_a_workers_cycle_takes_few_queries_and_stores_everything(campaign, djang
     assert len(get_queries.captured_queries) <= 6, [q["sql"] for q in get_queries.captured_queries]
     # User, lock, two updates, judgments, qualification, current assignment, the worker's kept draw, the gold
     # draw's look for a gold HIT, next HIT, its place, new assignment (plus the transaction's savepoints under
-    # the test's own transaction).
-    assert len(post_queries.captured_queries) <= 17, [q["sql"] for q in post_queries.captured_queries]
+    # the test's own transaction).  On PostgreSQL a gold draw that finds no free gold HIT also looks, unlocked,
+    # whether gold HITs are left but locked for a moment (then it draws again): one more.
+    assert len(post_queries.captured_queries) <= 18, [q["sql"] for q in post_queries.captured_queries]
     assert Batch.objects.get(pk=campaign.batch_id).hits.filter(n_submitted=1).count() == 2
 
 

@@ -67,3 +67,59 @@ def test_one_gold_hit_never_moves_the_standing_page_and_releases_come_in_batches
     submit(HIT.Kind.REGULAR)
     after = _gold_row(client)
     assert after != before and ">0.50<" in after and '<td class="num">4</td>' in after
+
+
+def test_a_gold_check_revokes_only_at_a_release_point_and_tells_the_worker_no_gold_counts(
+    tmp_path, django_user_model, settings, eager_celery, django_capture_on_commit_callbacks
+):
+    from annotation.models import Campaign
+    from hits.models import Batch, Qualification, QualificationEvent
+    from hits.services import accept_next, submit_assignment
+
+    settings.GOLD_FEEDBACK_EVERY = 3
+    campaign = launched_scu_campaign(tmp_path / "rv", "Revoking", ROWS)
+    Campaign.objects.filter(pk=campaign.pk).update(grace_period_items=2)
+    Batch.objects.filter(pk=campaign.batch_id).update(gold_share=0.5)
+    template = HIT.objects.filter(batch_id=campaign.batch_id).order_by("pk").first()
+    units = template.payload["units"]
+    user = django_user_model.objects.create_user(username="careless", password="pw-for-tests-123")
+    worker = worker_for_user(user)
+    client = Client()
+    client.force_login(user)
+
+    def submit(kind):
+        hit = HIT.objects.create(
+            batch_id=campaign.batch_id, task_type=template.task_type, payload=template.payload, kind=kind, reward=template.reward,
+            answer_key={"labels": {str(u): False for u in units}} if kind == HIT.Kind.GOLD else None, max_assignments=1,
+        )
+        assignment = accept_next(worker, template.task_type, hit_id=hit.pk)
+        with django_capture_on_commit_callbacks(execute=True):
+            # Every label "present": each gold answer is wrong.
+            submit_assignment(worker, assignment.pk, {f"p_{k}": "1" for k in range(1, len(units) + 1)})
+
+    def state():
+        q = Qualification.objects.filter(worker=worker, batch_id=campaign.batch_id, task_type=template.task_type).first()
+        return q.state if q else None
+
+    for _ in range(3):
+        submit(HIT.Kind.REGULAR)
+    # Two gold HITs, all wrong, past the grace period: nothing happens at either submission.
+    submit(HIT.Kind.GOLD)
+    assert state() != Qualification.State.REVOKED
+    submit(HIT.Kind.GOLD)
+    assert state() != Qualification.State.REVOKED
+    submit(HIT.Kind.REGULAR)
+    submit(HIT.Kind.REGULAR)
+    assert state() != Qualification.State.REVOKED
+    # The release point (the 6th regular HIT) releases both gold answers, and the check acts then.
+    submit(HIT.Kind.REGULAR)
+    assert state() == Qualification.State.REVOKED
+    qualification = Qualification.objects.get(worker=worker, batch_id=campaign.batch_id, task_type=template.task_type)
+    assert "accuracy on check items is not above 90%" in qualification.reason and "figures as of" in qualification.reason
+    assert not re.search(r"\d+ items|0\.\d\d", qualification.reason), qualification.reason
+    for page in (client.get("/work/").content.decode(), client.get("/work/quality/").content.decode()):
+        assert "accuracy on check items is not above 90%" in page and "over 4 items" not in page
+    # Researchers keep the exact figures.
+    event = QualificationEvent.objects.get(worker=worker, action="revoke")
+    assert "accuracy on gold items is 0.00 (needs to be above 0.90, over 4 items)" in event.reason
+    assert event.figures["gold_accuracy"]["n"] == 4
