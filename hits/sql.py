@@ -113,11 +113,16 @@ def is_storable_id(value: int) -> bool:
 
 
 def lock_clause(*aliases: str, skip_locked: bool = False) -> str:
-    """``FOR UPDATE [OF ...] [SKIP LOCKED]`` where the database supports it; empty on SQLite."""
+    """``FOR UPDATE [OF ...] [SKIP LOCKED]`` where the database supports it; empty on SQLite.
+
+    On PostgreSQL ``FOR NO KEY UPDATE``: the lock holders only change columns no foreign key points at (places
+    taken, states), so the lock need not block another transaction's foreign-key check (an assignment or a
+    draw inserted pointing at the row takes ``FOR KEY SHARE``).  Two hand-outs still exclude each other,
+    and a transaction no longer waits for a row's lock just to point at it, which could close a cycle."""
     features = connection.features
     if not features.has_select_for_update:
         return ""
-    clause = " FOR UPDATE"
+    clause = " FOR NO KEY UPDATE" if connection.vendor == "postgresql" else " FOR UPDATE"
     if aliases and features.has_select_for_update_of:
         clause += " OF " + ", ".join(aliases)
     if skip_locked and features.has_select_for_update_skip_locked:
