@@ -192,18 +192,23 @@ def test_a_bonus_typed_with_approve_is_paid_and_with_reject_refused(client_rita,
     assert LedgerEntry.objects.filter(assignment=approved, kind=LedgerEntry.Kind.BONUS, amount=Decimal("0.30")).exists()
 
 
+def _one_to_review(draft):
+    """A submitted presence assignment of the campaign, its review page and its review form's action."""
+    settle_with_kept_pairs(draft)
+    draft.refresh_from_db()
+    workers, _ = _judge(draft, lambda i, u, s: True)
+    first = _submitted_presence_assignment(draft, workers[0])
+    url = reverse("campaign-review-example", args=[draft.slug, SystemSummary.objects.get(pk=first.hit.payload["summary"]).example_id])
+    return first, url, reverse("campaign-review-assignment", args=[draft.slug, first.pk])
+
+
 def test_approve_with_a_refused_bonus_changes_nothing(client_rita, draft, settings):
     """A decision and its typed bonus stand or fall together: a bonus over the assignment's limit left the work
     approved and the bonus dropped (the researcher had to type it again on a row that no longer offered it)."""
     from hits.models import LedgerEntry
 
     settings.MAX_BONUS = "0.50"
-    settle_with_kept_pairs(draft)
-    draft.refresh_from_db()
-    workers, _ = _judge(draft, lambda i, u, s: True)
-    first = _submitted_presence_assignment(draft, workers[0])
-    url = reverse("campaign-review-example", args=[draft.slug, SystemSummary.objects.get(pk=first.hit.payload["summary"]).example_id])
-    action = reverse("campaign-review-assignment", args=[draft.slug, first.pk])
+    first, url, action = _one_to_review(draft)
     response = client_rita.post(action, {"action": "approve", "message": "great care", "amount": "0.80", "next": url}, follow=True)
     assert response.status_code == 200
     assert Assignment.objects.get(pk=first.pk).state == "submitted"
@@ -213,12 +218,7 @@ def test_approve_with_a_refused_bonus_changes_nothing(client_rita, draft, settin
 def test_a_second_bonus_can_be_confirmed_without_javascript(client_rita, draft):
     """The refusal says "confirm to pay a second one", but only review.js could confirm: the row of an
     assignment with a bonus now has an "a second bonus" box, which is what the form posts when ticked."""
-    settle_with_kept_pairs(draft)
-    draft.refresh_from_db()
-    workers, _ = _judge(draft, lambda i, u, s: True)
-    first = _submitted_presence_assignment(draft, workers[0])
-    url = reverse("campaign-review-example", args=[draft.slug, SystemSummary.objects.get(pk=first.hit.payload["summary"]).example_id])
-    action = reverse("campaign-review-assignment", args=[draft.slug, first.pk])
+    first, url, action = _one_to_review(draft)
     client_rita.post(action, {"action": "approve", "message": "great care", "amount": "0.30", "next": url})
     row = client_rita.get(url).content.decode().split(f'action="{action}"')[1].split("</form>")[0]
     assert 'type="checkbox" name="confirm_second_bonus" value="1"' in row
