@@ -14,6 +14,7 @@ from .models import (
     MTurkAssignment,
     MTurkHIT,
     MTurkQualificationType,
+    MTurkRequest,
     Qualification,
     QualificationEvent,
     TaskType,
@@ -82,6 +83,15 @@ class MTurkAssignmentAdmin(ReadOnlyAdmin):
 @admin.register(MTurkQualificationType)
 class MTurkQualificationTypeAdmin(ReadOnlyAdmin):
     list_display = ("name", "task_type", "batch", "sandbox", "qualification_type_id")
+
+
+@admin.register(MTurkRequest)
+class MTurkRequestAdmin(ReadOnlyAdmin):
+    """Calls with a UniqueRequestToken: when each token was first sent, and how the call was settled."""
+
+    list_display = ("operation", "key", "token", "first_sent_at", "sends", "renewals", "outcome", "settled_at")
+    list_filter = ("operation", "outcome")
+    search_fields = ("key", "token")
 
 
 @admin.register(TaskType)

@@ -120,6 +120,11 @@ class Batch(models.Model):
     # Retakes of this batch's qualification tests: after a cool-down, a limited number of times.
     qualification_cooldown_hours = models.FloatField(default=24.0)
     qualification_max_attempts = models.PositiveSmallIntegerField(default=2)
+    # The times its MTurk HITs are created with (the campaign's settings at launch); None: the MTURK_* settings
+    # (and each task type's ``assignment_duration``).
+    mturk_assignment_duration = models.PositiveIntegerField(null=True, blank=True)
+    mturk_hit_lifetime = models.PositiveIntegerField(null=True, blank=True)
+    mturk_auto_approval_delay = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -175,6 +180,11 @@ class HIT(models.Model):
     # ids would otherwise keep real workers out); ``n_taken`` may then pass ``max_assignments``, work counts only
     # once MTurk confirms it, and the HIT completes on ``max_assignments`` confirmed submissions as any other.
     overbook = models.BooleanField(default=False)
+    # Why a crowd market refused to publish this HIT for a lasting reason (e.g. MTurk's RequestError on CreateHIT:
+    # a parameter out of bounds), and when: the HIT waits, the rest of its batch is published, and the campaign's
+    # progress page shows the error with a retry (which clears it).
+    publish_error = models.TextField(blank=True)
+    publish_error_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -482,6 +492,9 @@ class LedgerEntry(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     settlement_note = models.CharField(max_length=200, blank=True)
+    # MTurk approved (and so paid) the work on its own, before or without the platform's review: its automatic
+    # approval, or a submission that never came through the HIT page.  Flagged for the researcher (payout page).
+    paid_by_mturk = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["pk"]
@@ -498,4 +511,4 @@ class LedgerEntry(models.Model):
 
 
 # The MTurk backend's own records (published HITs, their assignments, qualification types) live in hits.mturk.
-from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType, MTurkUnknownSubmission  # noqa: E402,F401
+from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType, MTurkRequest, MTurkUnknownSubmission, Reconciliation  # noqa: E402,F401

@@ -37,6 +37,38 @@ SETTLE_TASK = "hits.mturk.settle_batch"
 OVERRIDE_REJECTION_WINDOW = timedelta(days=30)
 
 
+OVERRIDE_AFTER_DELETION = (
+    "MTurk no longer has this assignment's HIT (deleted), and it overrides a rejection only while the HIT exists; "
+    "pay the worker a bonus instead"
+)
+
+
+def override_impossible(assignment: Assignment) -> bool:
+    """Whether MTurk can no longer override the assignment's rejection: its MTurk HIT was deleted (by the sync
+    once the override window had passed, or by MTurk itself)."""
+    published = getattr(assignment.hit, "mturk", None)
+    return published is not None and (published.deleted_at is not None or published.gone_at is not None)
+
+
+def withdraw_override(assignment: Assignment, reason: str) -> bool:
+    """An override asked for before MTurk deleted the HIT and not sent yet: it can never be made, so the assignment
+    is rejected again and its reward and fee (pending, never sent to MTurk) are removed: nothing stays pending.
+    Returns whether it was withdrawn."""
+    with transaction.atomic():
+        assignment = _locked(assignment)
+        if assignment.state != Assignment.State.APPROVED:
+            return False
+        entries = LedgerEntry.objects.filter(assignment=assignment, kind=LedgerEntry.Kind.REWARD)
+        if entries.exclude(state=LedgerEntry.State.PENDING).exists():
+            return False  # paid, or owed locally: not an override waiting for MTurk
+        LedgerEntry.objects.filter(fee_for__in=entries).delete()
+        entries.delete()
+        assignment.state = Assignment.State.REJECTED
+        assignment.review_message = (f"{assignment.review_message} [override withdrawn: {reason}]".strip())[:1000]
+        assignment.save(update_fields=["state", "review_message"])
+    return True
+
+
 class PaymentError(Exception):
     """The review or payment cannot be made as asked; nothing was changed."""
 
@@ -115,11 +147,16 @@ def approve_assignment(
             raise PaymentError(
                 "MTurk lets a rejection be overridden only within 30 days of the submission; pay the worker a bonus instead"
             )
+        if not by_mturk and assignment.state == Assignment.State.REJECTED and override_impossible(assignment):
+            raise PaymentError(OVERRIDE_AFTER_DELETION)
         assignment.state = Assignment.State.APPROVED
         assignment.reviewed_at = timezone.now()
         assignment.review_message = (message or "")[:1000]
         assignment.save(update_fields=["state", "reviewed_at", "review_message"])
-        _record(assignment, LedgerEntry.Kind.REWARD, reward_of(assignment), message, by, f"reward-{assignment.pk}")
+        entry = _record(assignment, LedgerEntry.Kind.REWARD, reward_of(assignment), message, by, f"reward-{assignment.pk}")
+        if by_mturk:  # MTurk paid it before a review here: flagged for the researcher (payout page)
+            LedgerEntry.objects.filter(pk=entry.pk).update(paid_by_mturk=True)
+            LedgerEntry.objects.filter(fee_for=entry).update(paid_by_mturk=True)
         _after_commit(assignment, settle)
     return assignment
 
@@ -135,13 +172,15 @@ def record_paid_by_mturk(assignment: Assignment, mturk_max_assignments: int) -> 
         entry = LedgerEntry.objects.create(
             batch=assignment.hit.batch, assignment=assignment, worker=assignment.worker, kind=LedgerEntry.Kind.REWARD,
             amount=reward, state=LedgerEntry.State.PAID, settled_at=now, request_token=f"reward-{assignment.pk}",
-            reason="paid by MTurk's automatic approval (the work never reached the HIT page)",
+            reason="paid by MTurk's automatic approval (the work never reached the HIT page)", paid_by_mturk=True,
         )
         LedgerEntry.objects.create(
             batch=assignment.hit.batch, assignment=assignment, worker=assignment.worker, kind=LedgerEntry.Kind.FEE,
             fee_for=entry, amount=fees.mturk_fee(reward, mturk_max_assignments), state=LedgerEntry.State.PAID,
             settled_at=now, request_token=f"reward-{assignment.pk}-fee", reason="MTurk commission on reward",
+            paid_by_mturk=True,
         )
+        Assignment.objects.filter(pk=assignment.pk).update(paid=True)
     return True
 
 

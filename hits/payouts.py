@@ -144,4 +144,23 @@ def last_entry_id(batch: Batch) -> int:
     return LedgerEntry.objects.filter(batch=batch).order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
-__all__ = ["Payout", "Totals", "cents", "last_entry_id", "payment_records", "payouts", "totals"]
+def paid_by_mturk(batch: Batch) -> list[dict]:
+    """Rewards MTurk paid on its own, before or without a review here (its automatic approval, or work submitted
+    straight to MTurk), oldest first: what the researcher should know was paid unseen.  Each with its fee."""
+    entries = (
+        LedgerEntry.objects.filter(batch=batch, kind=LedgerEntry.Kind.REWARD, paid_by_mturk=True)
+        .select_related("worker", "assignment", "fee")
+        .order_by("pk")
+    )
+    rows = []
+    for entry in entries:
+        fee = getattr(entry, "fee", None)
+        rows.append({
+            "worker": entry.worker.external_id, "assignment": entry.assignment_id, "hit": entry.assignment.hit_id,
+            "reward": cents(entry.amount), "fee": cents(fee.amount if fee is not None else 0), "reason": entry.reason,
+            "answers": entry.assignment.answers is not None, "when": entry.settled_at,
+        })
+    return rows
+
+
+__all__ = ["Payout", "Totals", "cents", "last_entry_id", "paid_by_mturk", "payment_records", "payouts", "totals"]

@@ -380,7 +380,10 @@ def accept_next(
 
 def mark_opened(assignment: Assignment) -> None:
     """The worker has the HIT on screen: its place is theirs for the task type's full duration."""
-    full = assignment.accepted_at + timedelta(seconds=assignment.hit.task_type.assignment_duration)
+    # On MTurk, the campaign may set its own AssignmentDurationInSeconds: the place is held as long as MTurk holds it.
+    batch = assignment.hit.batch
+    held = batch.mturk_assignment_duration if batch.on_mturk else None
+    full = assignment.accepted_at + timedelta(seconds=held or assignment.hit.task_type.assignment_duration)
     if assignment.state == Assignment.State.ASSIGNED and assignment.expires_at < full:
         # Only a live place: one the expiry run has just taken back stays taken back.
         updated = Assignment.objects.filter(
@@ -586,9 +589,11 @@ class PlacesRefused(Exception):
     """More places cannot be added as asked (e.g. the batch's budget cap); nothing was changed."""
 
 
-def add_places(hit: HIT, extra: int) -> HIT:
+def add_places(hit: HIT, extra: int, *, replacement: bool = True) -> HIT:
     """Open ``extra`` more places of ``hit`` (e.g. to replace excluded work), inside the caller's transaction;
-    returns the HIT that holds them.
+    returns the HIT that holds them.  ``replacement=False``: the places are more work wanted (e.g. a third
+    judge where two disagree), not replacements: they are not counted in the payload's ``replacements`` (which
+    re-including a worker withdraws), and a HIT of their own names ``hit`` under ``adds_to``, not ``replaces``.
 
     Locally the HIT just grows.  On MTurk the published HIT grows too (``CreateAdditionalAssignmentsForHIT``
     at the next publish) when MTurk allows it: not for a HIT MTurk deleted or no longer has, and never from
@@ -625,9 +630,10 @@ def add_places(hit: HIT, extra: int) -> HIT:
     target = hit
     if can_grow:
         hit.max_assignments += extra
-        hit.payload = {**hit.payload, "replacements": hit.payload.get("replacements", 0) + extra}
+        if replacement:
+            hit.payload = {**hit.payload, "replacements": hit.payload.get("replacements", 0) + extra}
     else:
-        target = new_hit_for_places(hit, extra)
+        target = new_hit_for_places(hit, extra, link="replaces" if replacement else "adds_to")
     if can_grow:
         hit.state, hit.completed_at = HIT.State.OPEN, None
         hit.save(update_fields=["max_assignments", "payload", "state", "completed_at"])

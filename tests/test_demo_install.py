@@ -77,11 +77,13 @@ def run_budgeted_campaign(venv, tmp_path):
     assert hybrid["human_presence_share"] == 0.5 and hybrid["judge_version"].startswith("lexical")
     assert 0 < hybrid["human_units"] < hybrid["n_units"] == 4 * 8 * 8
     # People (right every time) and the judge together land near each system's true score from the labels.
-    for system, values in hybrid["systems"].items():
+    for system, score in hybrid["systems"].items():  # name -> hybrid score (under the campaign's scoring rule)
         labels = [[int(x) for x in line.split("\t")] for line in (folder / "labels" / f"{system}.label").read_text().splitlines()]
         truth = float(np.mean([np.mean(row) for row in labels]))
-        assert abs(values["qapyramid"] - truth) < 0.15, (system, values, truth)
-        low, high = values["ci95"]
-        assert low <= values["qapyramid"] <= high and 0 < values["human_share"] < 1
-    ranked = sorted(hybrid["systems"], key=lambda name: -hybrid["systems"][name]["qapyramid"])
+        assert abs(score - truth) < 0.15, (system, score, truth)
+        figures = scores["systems"][system]  # under budgeted presence the ranking's figures are the hybrid ones
+        low, high = figures["ci95"]
+        assert low <= figures["qapyramid"] == score <= high and 0 < figures["human_share"] < 1
+    assert scores["ranked_by"] == "hybrid"
+    ranked = sorted(hybrid["systems"], key=lambda name: -hybrid["systems"][name])
     assert ranked[0] == "alpha" and ranked[-1] == "delta"

@@ -40,9 +40,10 @@ from annotation.models import (
     PresenceRound,
     SystemSummary,
 )
-from annotation.scoring import routing
+from annotation.scoring import calibration, routing
 from annotation.selectors.hybrid import human_labels
 from annotation.services import hybrid
+from annotation.services.hybrid_scores import refresh_hybrid_scores
 from annotation.services.pipeline import finish_campaign_if_done
 
 log = logging.getLogger(__name__)
@@ -71,17 +72,44 @@ class CampaignJudge:
         from annotation.automation.judges.cache import cached_predict
 
         base, _ = cached_predict(self.base, pairs)
+        self.base_probabilities = np.asarray(base, dtype=float)
         if self.retrain and len(human_rows):
             observed = np.zeros(len(pairs), dtype=bool)
             observed[human_rows] = True
             labels = np.zeros(len(pairs), dtype=bool)
             labels[human_rows] = np.asarray(human_labels, dtype=bool)
-            features = with_unit_prior(adapter_features(pairs, base), units, labels, observed)
+            self.base_features = adapter_features(pairs, base)
+            features = with_unit_prior(self.base_features, units, labels, observed)
             self.adapter = fit_adapter(features[human_rows], human_labels)
             if self.adapter.fitted:
                 version = f"{self.base.version}+adapted/c{self.campaign.pk}/n{self.adapter.n_labels}"
                 return self.adapter.predict(features), 0.5, version
         return base, float(self.base.threshold), self.base.version
+
+    def out_of_fold(self, units: np.ndarray, human_rows: np.ndarray, human_labels: np.ndarray, folds: np.ndarray,
+                    probabilities: np.ndarray) -> np.ndarray:
+        """The judge's probabilities of the human-labelled rows as it would give them without their labels: with an
+        adapter, each fold's from an adapter refitted (unit prior included) on the other folds' labels; the
+        registry judge never saw the labels, so its own probabilities are already out of fold.  (Not nested: the
+        rows a fold's Platt fit is trained on come from adapters that saw that fold's labels, an indirect path the
+        README states.)"""
+        if self.adapter is None or not self.adapter.fitted:
+            return np.asarray(probabilities, dtype=float)[human_rows]
+        from annotation.automation.judges.adapt import fit_adapter, with_unit_prior
+
+        human_labels = np.asarray(human_labels, dtype=bool)
+        result = np.empty(len(human_rows))
+        for f in np.unique(folds):
+            held = folds == f
+            observed = np.zeros(len(units), dtype=bool)
+            observed[human_rows[~held]] = True
+            labels = np.zeros(len(units), dtype=bool)
+            labels[human_rows[~held]] = human_labels[~held]
+            features = with_unit_prior(self.base_features, units, labels, observed)
+            adapter = fit_adapter(features[human_rows[~held]], human_labels[~held].astype(int))
+            held_rows = human_rows[held]
+            result[held] = adapter.predict(features[held_rows]) if adapter.fitted else self.base_probabilities[held_rows]
+        return result
 
 
 def _candidate_pairs(campaign: Campaign):
@@ -97,17 +125,21 @@ def _candidate_pairs(campaign: Campaign):
     return candidates, rows, pairs, human_labels(campaign, unit_ids)
 
 
-def _write_labels(campaign: Campaign, version: str, rows, probabilities, present) -> AutoscoreRun:
-    """The judge's labels of every candidate unit, as a finished automatic-scoring run."""
+def _write_labels(campaign: Campaign, version: str, rows, probabilities, present, calibration=None) -> AutoscoreRun:
+    """The judge's labels of every candidate unit, as a finished automatic-scoring run, with their calibrated
+    probabilities and the calibration's figures (``results["calibration"]``) when ``calibration`` is given."""
     now = timezone.now()
+    calibrated = calibration.probabilities if calibration is not None and calibration.fitted else None
+    extra = {"calibration": calibration.as_dict()} if calibration is not None else {}
     run = AutoscoreRun.objects.create(
         campaign=campaign, judge_name=f"hybrid:{campaign.presence_judge}", judge_version=version[:200],
-        state=AutoscoreRun.State.FINISHED, started_at=now, finished_at=now, results={"hybrid": True},
+        state=AutoscoreRun.State.FINISHED, started_at=now, finished_at=now, results={"hybrid": True, **extra},
     )
     AutoPresence.objects.bulk_create(
         [
-            AutoPresence(run=run, summary_id=s, unit_id=u, probability=float(p), present=bool(y))
-            for (_, u, s), p, y in zip(rows, probabilities, present)
+            AutoPresence(run=run, summary_id=s, unit_id=u, probability=float(p), present=bool(y),
+                         calibrated=None if calibrated is None else float(calibrated[k]))
+            for k, ((_, u, s), p, y) in enumerate(zip(rows, probabilities, present))
         ],
         batch_size=2000,
     )
@@ -126,12 +158,22 @@ def _write_labels(campaign: Campaign, version: str, rows, probabilities, present
 
     try:
         # The judges page sets the routing judge beside the others (against the gold labels there are so far).
-        results = {"hybrid": True, **compare_run_with_gold(run)}
+        results = {"hybrid": True, **compare_run_with_gold(run), **extra}
     except Exception:  # noqa: BLE001 - the labels stand even when the comparison cannot be computed
         log.exception("comparison of the labelling run %s failed", run.pk)
-        results = {"hybrid": True}
+        results = {"hybrid": True, **extra}
     AutoscoreRun.objects.filter(pk=run.pk).update(results=results)
     return run
+
+
+def _calibrate(campaign: Campaign, judge: CampaignJudge, rows, unit_ids, probabilities, human_rows, human_labels):
+    """The judge's probabilities calibrated on the human labels so far (``annotation.scoring.calibration``): folds by
+    example, and the judge's own out-of-fold probabilities on the human-labelled units when it was retrained on them."""
+    example_of = dict(SystemSummary.objects.filter(pk__in={s for _, _, s in rows}).values_list("pk", "example_id"))
+    groups = np.array([example_of[rows[i][2]] for i in human_rows], dtype=np.int64)
+    folds = calibration.example_folds(groups) if len(groups) else np.zeros(0, dtype=np.int64)
+    human_probabilities = judge.out_of_fold(unit_ids, human_rows, human_labels, folds, probabilities) if len(groups) else None
+    return calibration.calibrate(probabilities, human_rows, human_labels, groups, human_probabilities=human_probabilities)
 
 
 #: Seconds before a failed routing pass is tried again (with a broker), doubled at each failure up to the cap.
@@ -231,7 +273,8 @@ def _route(campaign: Campaign) -> dict:
     unit_ids = np.array([u for _, u, _ in rows], dtype=np.int64)
     probabilities, threshold, version = judge.judge(pairs, unit_ids, human_rows, human_labels)
     present = np.asarray(probabilities) >= threshold
-    run = _write_labels(campaign, version, rows, probabilities, present)
+    fit = _calibrate(campaign, judge, rows, unit_ids, probabilities, human_rows, human_labels)
+    run = _write_labels(campaign, version, rows, probabilities, present, fit)
     hit_index = np.array([r[0] for r in rows], dtype=np.int64)
     # Units per summary, per row (np.unique: summary ids are database ids, not 0..n-1).
     _, summary_code, per_summary = np.unique(np.array([s for _, _, s in rows], dtype=np.int64), return_inverse=True, return_counts=True)
@@ -267,6 +310,8 @@ def _route(campaign: Campaign) -> dict:
     ).delete()
     result = {"round": number if new_round or current is None else current.number, "new_round": new_round, "posted": posted, "judge_version": version,
               "training_labels": labels_used, "candidates": n_candidates}
+    # The stored scores follow the new labels and calibration (the pages read them, never recompute them).
+    refresh_hybrid_scores(campaign)
     if new_round and not posted and number < rounds:
         # Nothing to ask people this round (e.g. a share of 0): go straight on to the next.
         return {**result, "next": _route(campaign)}

@@ -19,6 +19,11 @@ How simulated workers answer:
 - qualification and gold HITs are answered from their key, with the same
   accuracy;
 - careless workers (ids ``sim-careless-<n>``) answer at random.
+
+``same_answers``: whether a presence answer is right depends on the seed, the
+unit, the system and how many judgments the unit already has, not on who
+answers: two campaigns on the same data and seed (e.g. one under each presence
+rule) get the same k-th judgment of every unit, whatever the hand-out order.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from django.db.models import F
 from django.core.handlers.wsgi import WSGIHandler
 
 from annotation.text.spans import normalise, sentence_tokens
-from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, SystemSummary
+from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, PresenceJudgment, SystemSummary
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from hits.models import HIT, Assignment, BatchChoice, Worker
 from hits.services import record_choice, seed_hand_out
@@ -192,9 +197,11 @@ class Answerer:
     and a worker's figures converge quickly to their accuracy.
     """
 
-    def __init__(self, rng: random.Random, accuracy: float, accuracies: dict[str, float] | None = None):
+    def __init__(self, rng: random.Random, accuracy: float, accuracies: dict[str, float] | None = None,
+                 same_answers_seed: int | None = None):
         self.rng = rng
         self.accuracy = accuracy
+        self.same_answers_seed = same_answers_seed
         self.accuracies = accuracies or {}
         self._arguments: dict[int, list[tuple[str, str]]] = {}
         self._answered: dict[str, int] = {}
@@ -293,10 +300,26 @@ class Answerer:
                 items.append((unit.pk, truth))
         # The page names the units by position, in the HIT's order.
         order = [str(p["id"]) for p in hit.payload["inline"]["pairs"]] if hit.payload.get("inline") else [str(u) for u in hit.payload["units"]]
+        positional = self.same_answers_seed is not None and not (inline or hit.kind == HIT.Kind.GOLD)
         for pk, truth in items:
-            label = self.rng.random() < 0.5 if careless else (truth if self.right(worker, hit.kind) else not truth)
+            if careless:
+                label = self.rng.random() < 0.5
+            elif positional:
+                label = truth if self.right_by_position(hit, pk, worker) else not truth
+            else:
+                label = truth if self.right(worker, hit.kind) else not truth
             data[f"p_{order.index(str(pk)) + 1}"] = "1" if label else "0"
         return data
+
+    def right_by_position(self, hit: HIT, unit_id: int, worker: str) -> bool:
+        """``same_answers``: whether the next judgment of this unit in this summary is right, from the seed, the
+        example, the unit's index, the system and the judgments the unit has so far (names, not database ids,
+        so two campaigns on the same data agree)."""
+        unit = ContentUnit.objects.select_related("example").get(pk=unit_id)
+        summary = SystemSummary.objects.select_related("system").get(pk=hit.payload["summary"])
+        k = PresenceJudgment.objects.filter(unit_id=unit_id, summary=summary, excluded=False).count()
+        key = f"{self.same_answers_seed}:{unit.example.external_id}:{unit.index}:{summary.system.name}:{k}"
+        return random.Random(key).random() < self.accuracies.get(worker, self.accuracy)
 
 
 def template_questions(sentence: str, start: int, end: int, lemma: str) -> list[tuple[str, str]]:
@@ -390,12 +413,14 @@ def simulate_crowd(
     max_rounds_idle: int = 1,
     progress=None,
     accuracies: dict[str, float] | None = None,
+    same_answers: bool = False,
 ) -> SimulationReport:
-    """Work through ``campaign`` with simulated workers over HTTP until it is done or stuck."""
+    """Work through ``campaign`` with simulated workers over HTTP until it is done or stuck (``same_answers``:
+    see the module docstring)."""
     if n_workers < 1 or careless > n_workers:
         raise ValueError("need at least one worker, and no more careless workers than workers")
     rng = random.Random(seed)
-    answerer = Answerer(rng, accuracy, accuracies)
+    answerer = Answerer(rng, accuracy, accuracies, same_answers_seed=seed if same_answers else None)
     password = f"sim-{rng.getrandbits(64):x}"
     if campaign.batch_id is None:
         campaign.refresh_from_db(fields=["batch"])  # launched since the caller loaded it
@@ -573,7 +598,7 @@ def simulate_mturk_crowd(
     rng = random.Random(seed)
     answerer = Answerer(rng, accuracy)
     standin_url = standin_url.rstrip("/")
-    workers = [(f"SIMW{i:03d}", i <= careless) for i in range(1, n_workers + 1)]
+    workers = [(f"ASIMW{i:03d}", i <= careless) for i in range(1, n_workers + 1)]
     report = SimulationReport(mturk=MTurkWorkerFigures())
     forged_left = [forged]
 

@@ -27,11 +27,12 @@ from annotation.models.automation import (
 )
 from annotation.models.campaign import Campaign
 from annotation.models.jobs import Job, QAPairCorrection
-from annotation.models.scores import SummaryScore, SystemScore
+from annotation.models.scores import HybridScore, SummaryScore, SystemScore
 from annotation.models.texts import Example, Predicate, ReferenceSentence, System, SystemSummary
 from annotation.models.units import ContentUnit, GoldPresence, PresenceJudgment, QAPair, QAPairManager, Verification
 
 __all__ = [
+    "HybridScore",
     "AutoPresence",
     "AutoSummaryScore",
     "AutoscoreChunk",

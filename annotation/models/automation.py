@@ -124,6 +124,9 @@ class AutoPresence(models.Model):
     )
     probability = models.FloatField()
     present = models.BooleanField()
+    # Budgeted presence: the probability calibrated on the campaign's human labels (out of fold where people
+    # judged the unit; ``annotation.scoring.calibration``), None when it could not be calibrated.
+    calibrated = models.FloatField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -10,6 +10,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from hits.mturk.limits import ASSIGNMENT_DURATION, AUTO_APPROVAL_DELAY, LIFETIME, bound_validators
+
 
 # Bounds of the settings: what the protocol and one HIT page can carry.  The protocol's writer enters up
 # to 5 questions with up to 3 answers each (the paper's page); a generation page of 300 x 300 inputs
@@ -70,6 +72,14 @@ class Campaign(models.Model):
         ABSENT = "absent", "Tie counts as not present"
         PRESENT = "present", "Tie counts as present"
         EXCLUDE = "exclude", "Tied units are left out"
+
+    class PresenceJudges(models.TextChoices):
+        FIXED = "fixed", "3 always (the paper)"
+        ADAPTIVE = "adaptive", "2, and a third where they disagree"
+
+    class JudgeScoring(models.TextChoices):
+        LABEL = "label", "Its label"
+        PROBABILITY = "probability", "Its calibrated probability"
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=200, unique=True, validators=[validate_not_reserved])
@@ -133,9 +143,33 @@ class Campaign(models.Model):
     qualification_cooldown_hours = models.FloatField(default=24.0, validators=[MinValueValidator(0.0), MaxValueValidator(24 * 365)])
     qualification_max_attempts = models.PositiveSmallIntegerField(default=2, validators=[MinValueValidator(1), MaxValueValidator(10)])
     gold_share = models.FloatField(default=0.1, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    # What the campaign's MTurk HITs are created with (empty: the platform's MTURK_* settings, and each task type's
+    # own time per assignment), within MTurk's documented bounds (``hits.mturk.limits``).
+    mturk_assignment_duration = models.PositiveIntegerField(
+        null=True, blank=True, validators=bound_validators(ASSIGNMENT_DURATION),
+        help_text="Seconds an MTurk worker may keep an assignment (AssignmentDurationInSeconds); empty: each task type's own.",
+    )
+    mturk_hit_lifetime = models.PositiveIntegerField(
+        null=True, blank=True, validators=bound_validators(LIFETIME),
+        help_text="Seconds a HIT stays on MTurk (LifetimeInSeconds); empty: MTURK_HIT_LIFETIME.",
+    )
+    mturk_auto_approval_delay = models.PositiveIntegerField(
+        null=True, blank=True, validators=bound_validators(AUTO_APPROVAL_DELAY),
+        help_text="Seconds after a submission when MTurk approves and pays it on its own (AutoApprovalDelayInSeconds); "
+        "empty: MTURK_AUTO_APPROVAL_DELAY.",
+    )
     # Aggregation and scoring.
     tie_rule = models.CharField(max_length=8, choices=TieRule.choices, default=TieRule.ABSENT)
     length_penalty_alpha = models.FloatField(default=6.0, validators=[MinValueValidator(0.01), MaxValueValidator(100.0)])
+    # How many people judge a presence HIT (issue 29): the paper's fixed number, or two first and one more only
+    # where they disagree (campaigns created before the setting existed keep the fixed rule).
+    presence_judges = models.CharField(max_length=8, choices=PresenceJudges.choices, default=PresenceJudges.ADAPTIVE)
+    # The share of presence HITs expected to need the third judge under the adaptive rule, for cost previews
+    # (27.8% in the authors' released judgments).
+    third_judge_rate = models.FloatField(
+        default=0.278, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Expected share of presence HITs whose first two judges disagree (for cost previews).",
+    )
     # Budgeted presence (issue 22): below 1, only the presence HITs the judge is least sure of go to people.
     human_presence_share = models.FloatField(
         default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
@@ -148,6 +182,9 @@ class Campaign(models.Model):
         default=True, help_text="Spend the human budget in rounds, retraining the judge on the human labels between them."
     )
     presence_rounds = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1), MaxValueValidator(10)])
+    # What a unit the judge labelled (nobody judged it) counts as in scores (issue 32): its label, or its
+    # probability calibrated on the campaign's human labels.  Human-judged units always count as their majority.
+    judge_scoring = models.CharField(max_length=12, choices=JudgeScoring.choices, default=JudgeScoring.PROBABILITY)
     # The last routing pass that failed (the judge could not be built or could not judge); cleared by the next
     # pass that works.  Shown on the progress page with a "retry" action; with a broker, retried with backoff.
     routing_error = models.TextField(blank=True, default="", editable=False)
@@ -185,6 +222,26 @@ class Campaign(models.Model):
         problems = settings_problems(self.__dict__)
         if problems:
             raise ValidationError(problems)
+
+    @property
+    def adaptive_presence(self) -> bool:
+        """A presence HIT is posted for the fewest judges that can decide its majority, one more added at a time
+        while some unit of it is undecided (issue 29; ``annotation.services.presence_judges``)."""
+        return self.presence_judges == self.PresenceJudges.ADAPTIVE
+
+    @property
+    def initial_presence_assignments(self) -> int:
+        """Places a presence HIT is posted with: ``assignments_presence`` under the fixed rule; under the adaptive
+        rule the smallest number that can decide a majority of ``assignments_presence`` (2 of 3, 3 of 4 or 5)."""
+        n = self.assignments_presence
+        return n // 2 + 1 if self.adaptive_presence else n
+
+    @property
+    def expected_presence_assignments(self) -> float:
+        """Judgments expected per presence HIT: ``assignments_presence`` under the fixed rule; under the adaptive
+        rule the first judges plus the rest at ``third_judge_rate`` (exact in expectation for 3 judges: 2 + rate)."""
+        first = self.initial_presence_assignments
+        return first + self.third_judge_rate * (self.assignments_presence - first)
 
     @property
     def is_hybrid(self) -> bool:

@@ -34,3 +34,16 @@ class SystemScore(models.Model):
     predicate_level = models.FloatField(null=True)
     alpha = models.FloatField(null=True, help_text="Krippendorff's alpha of this system's presence judgments.")
     updated_at = models.DateTimeField(auto_now=True)
+
+
+class HybridScore(models.Model):
+    """A budgeted campaign's stored hybrid scores (``annotation.selectors.hybrid.compute_hybrid_scores``):
+    recomputed after each routing pass and when human labels change, read by the leaderboard, the API,
+    ``campaign_scores`` and the export (never recomputed per request)."""
+
+    campaign = models.OneToOneField("annotation.Campaign", on_delete=models.CASCADE, related_name="hybrid_score")
+    data = models.JSONField(default=dict)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"hybrid scores of {self.campaign_id}"

@@ -88,12 +88,22 @@ class GoldPresence(models.Model):
         IMPORTED = "imported", "Imported gold label"
         MAJORITY = "majority", "Majority of crowd judgments"
 
+    class DecidedBy(models.TextChoices):
+        MAJORITY = "majority", "Majority (decided)"
+        TIE_RULE = "tie_rule", "Tie rule"
+        PARTIAL = "partial", "Majority of fewer judges than planned"
+
     unit = models.ForeignKey(ContentUnit, on_delete=models.CASCADE, related_name="gold")
     summary = models.ForeignKey(SystemSummary, on_delete=models.CASCADE, related_name="gold")
     present = models.BooleanField(null=True, help_text="Empty when the tie rule leaves a tied unit out.")
     n_judgments = models.PositiveSmallIntegerField(default=0)
     n_present = models.PositiveSmallIntegerField(default=0)
     origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.MAJORITY)
+    # How a crowd label was reached (issue 29): the judges' majority, decided (no further judge the campaign
+    # plans could change it); the campaign's tie rule, the judges being tied (e.g. 1-1 when a campaign with
+    # the adaptive rule was cancelled or closed before the third judge came); or the majority of fewer judges
+    # than planned, not yet decided.  Empty for imported labels.
+    decided_by = models.CharField(max_length=10, choices=DecidedBy.choices, blank=True, default="")
 
     class Meta:
         verbose_name_plural = "gold presence labels"

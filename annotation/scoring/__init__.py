@@ -6,6 +6,7 @@ from annotation.scoring.agreement import (
     percent_agreement,
 )
 from annotation.scoring.correlation import (
+    bootstrap_hybrid_score_ci,
     bootstrap_score_ci,
     correlation,
     correlations_by_subgroup,
@@ -25,6 +26,7 @@ from annotation.scoring.tokens import sentences, token_length, word_tokens
 
 __all__ = [
     "bootstrap_alpha_ci",
+    "bootstrap_hybrid_score_ci",
     "bootstrap_score_ci",
     "calibrate_length_alpha",
     "correlation",

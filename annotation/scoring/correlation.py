@@ -128,3 +128,41 @@ def bootstrap_score_ci(summary_scores, example_index, system_index, n_boot: int 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return np.nanquantile(means, [tail, 1.0 - tail], axis=0).T
+
+
+def bootstrap_hybrid_score_ci(fixed_present, n_units, judge_summary, judge_probability, example_index, system_index,
+                              n_boot: int = 1000, ci: float = 0.95, seed: int = 0):
+    """Percentile bootstrap interval of each system's mean score when part of every summary's units count as a
+    probability: each replicate resamples examples with replacement (as ``bootstrap_score_ci``) and draws the
+    presence of every judge-scored unit from its probability (Bernoulli).
+
+    Per summary i: ``fixed_present[i]`` units counted present for sure (human labels), ``n_units[i]`` units in
+    all; ``judge_summary[j]`` / ``judge_probability[j]``: the summary and probability of judge unit j.  Returns
+    an array (systems x 2) of [lo, hi]; the same ``seed`` gives the same interval.
+    """
+    fixed = np.asarray(fixed_present, dtype=float)
+    n_units = np.asarray(n_units, dtype=float)
+    judge_summary = np.asarray(judge_summary, dtype=np.int64)
+    p = np.clip(np.asarray(judge_probability, dtype=float), 0.0, 1.0)
+    examples, ex = np.unique(np.asarray(example_index, dtype=np.int64), return_inverse=True)
+    ex = ex.ravel()
+    system_index = np.asarray(system_index, dtype=np.int64)
+    n_sys = int(system_index.max()) + 1 if system_index.size else 0
+    n_ex = len(examples)
+    cell = system_index * n_ex + ex
+    mask = np.bincount(cell, minlength=n_sys * n_ex).reshape(n_sys, n_ex).astype(float)
+    p32 = p.astype(np.float32)
+    rng = np.random.default_rng(seed)
+    means = np.empty((n_boot, n_sys))
+    for b in range(n_boot):
+        weights = rng.multinomial(n_ex, np.full(n_ex, 1.0 / n_ex)).astype(float)
+        drawn = np.bincount(judge_summary, weights=rng.random(p.size, dtype=np.float32) < p32, minlength=fixed.size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scores = (fixed + drawn) / n_units
+        sums = np.bincount(cell, weights=np.nan_to_num(scores), minlength=n_sys * n_ex).reshape(n_sys, n_ex)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means[b] = (sums @ weights) / (mask @ weights)
+    tail = (1.0 - ci) / 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.nanquantile(means, [tail, 1.0 - tail], axis=0).T

@@ -1,7 +1,9 @@
 """Reads behind the agreement dashboard (and the leaderboard's verification figures): how much the crowd agrees, where, and since when.
 
-- Presence: Krippendorff's alpha (nominal) over the judgments that count,
-  pooled, per system and per batch of units in the order they were
+- Presence: Krippendorff's alpha (nominal) over the judgments that count
+  (under the adaptive presence rule, the first two of every unit by
+  submission time: a balanced design, since only disagreeing units get a
+  third judge), pooled, per system and per batch of units in the order they were
   completed, each with a 95% percentile bootstrap interval resampling
   examples (``annotation.scoring.bootstrap_alpha_ci``).
 - Verification: alpha and percent agreement of the verifiers' valid/invalid
@@ -21,6 +23,7 @@ import numpy as np
 
 from annotation import scoring
 from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, PresenceJudgment, System, SystemSummary, Verification
+from annotation.selectors.scores import balanced_alpha, first_per_pair
 from hits.models import Worker
 
 MAX_BATCHES = 10
@@ -154,7 +157,16 @@ def most_disagreement(data: np.ndarray, pairs: np.ndarray, limit: int = 15) -> l
 
 def agreement_dashboard(campaign: Campaign, n_boot: int = 500) -> dict:
     """Everything the agreement page shows (see the module docstring)."""
-    data, pairs, times = presence_judgments(campaign)
+    all_data, all_pairs, all_times = presence_judgments(campaign)
+    # Under the adaptive rule alpha (and pairwise agreement) are over the first two judgments of every unit, a
+    # balanced design; worker accuracy and the most disputed units still read every judgment.
+    first_two = balanced_alpha(campaign)
+    data, pairs, times = all_data, all_pairs, all_times
+    if first_two and all_data.size:
+        keep = first_per_pair(all_pairs)
+        data, times = all_data[keep], [t for t, k in zip(all_times, keep.tolist()) if k]
+        _, pairs = np.unique(data[:, :2], axis=0, return_inverse=True)
+        pairs = pairs.ravel()
     pooled = (
         _alpha_with_interval(pairs, data[:, 2], data[:, 3], n_boot)
         if data.size
@@ -172,7 +184,9 @@ def agreement_dashboard(campaign: Campaign, n_boot: int = 500) -> dict:
         result = _alpha_with_interval(pairs[rows], data[rows, 2], data[rows, 3], n_boot)
         result["name"] = name
         systems.append(result)
-    accuracy = worker_accuracy(campaign, data)
+    accuracy = worker_accuracy(campaign, all_data)
+    pooled["first_two"] = first_two
+    pooled["n_all_judgments"] = int(len(all_data))
     return {
         "presence": pooled,
         "verification": verification_agreement(campaign),
@@ -180,7 +194,7 @@ def agreement_dashboard(campaign: Campaign, n_boot: int = 500) -> dict:
         "batches": per_batch(data, pairs, times, n_boot),
         "worker_accuracy": accuracy,
         "histogram": accuracy_histogram(accuracy),
-        "disagreement": most_disagreement(data, pairs),
+        "disagreement": most_disagreement(all_data, all_pairs),
         "flagged": list(
             Predicate.objects.filter(example__campaign=campaign, flagged=True).select_related("example", "sentence")[:200]
         ),

@@ -171,9 +171,11 @@ def leaderboard(campaign: Campaign) -> dict:
     ``human_only`` (by name, with the summaries and units each rests on), never as the ranking.
     """
     systems = list(System.objects.filter(campaign=campaign).select_related("score"))
-    hybrid = hybrid_scores(campaign, n_boot=500, with_summaries=True) if campaign.is_hybrid else None
+    # Budgeted presence: the stored scores (recomputed after each routing pass and label change, not here).
+    hybrid = hybrid_scores(campaign, with_summaries=True) if campaign.is_hybrid else None
     if hybrid is not None:
         dots = hybrid.pop("summary_scores", {})
+        hybrid.pop("summaries", None)
         figures = {s.name: hybrid["systems"].get(s.name) or {"qapyramid": None, "ci95": [None, None]} for s in systems}
     else:
         distributions: dict[int, list[float]] = {}

@@ -1,9 +1,13 @@
-"""Scores of a budgeted campaign: the human gold where people judged a unit, the judge's label elsewhere.
+"""Scores of a budgeted campaign: the human gold where people judged a unit, the judge's output elsewhere.
 
 For summary i with units U_i (every unit of its candidate presence HITs), the hybrid score is
-    s_i = (|{u in U_i judged by people, majority present}| + |{u in U_i not judged by people, judge present}|) / |U_i|
-and a system's score is the mean of its summaries' scores, with a 95% percentile bootstrap interval
-resampling examples (as the gold scores).  Each system also reports the share of its units people
+    s_i = (sum over u in U_i judged by people of their majority label (0/1)
+           + sum over u in U_i not judged by people of j_u) / |U_i|
+where j_u is the judge's label (0/1) under the campaign's "label" rule, or its probability calibrated on
+the campaign's human labels under the "probability" rule (``annotation.scoring.calibration``; labels while
+there are too few human labels to calibrate).  A system's score is the mean of its summaries' scores, with
+a 95% percentile bootstrap interval resampling examples (as the gold scores); under the probability rule
+each replicate also draws every judge unit's presence from its probability.  Each system also reports the share of its units people
 judged, and the scores name the judge version that labelled the rest.  Units people judged whose
 majority was a tie left out by the tie rule take the judge's label.
 """
@@ -17,7 +21,9 @@ from annotation import scoring
 from annotation.scoring.routing import hit_budget
 from annotation.services.hybrid import example_progress, examples_needed, routing_finished
 from hits.models import HIT
-from annotation.models import AutoPresence, Campaign, GoldPresence, PresenceCandidate, PresenceRound, System, SystemSummary
+from annotation.models import (
+    AutoPresence, Campaign, GoldPresence, HybridScore, PresenceCandidate, PresenceRound, System, SystemSummary,
+)
 
 N_BOOT = 1000  # as the gold scores' intervals (annotation.selectors.scores)
 
@@ -55,46 +61,82 @@ def human_labels(campaign: Campaign, unit_ids=None) -> dict[tuple[int, int], boo
     return labels
 
 
-def hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT, with_summaries: bool = False) -> dict | None:
-    """Per-system hybrid scores (see the module docstring); None for a campaign that is not budgeted.  With
-    ``with_summaries``, ``summary_scores`` maps each system to its summaries' hybrid scores (the leaderboard's dots)."""
+def scoring_rule(campaign: Campaign, calibration: dict | None) -> tuple[str, str]:
+    """(the rule the scores use, why): the campaign's setting, or labels while the calibration cannot be fitted."""
+    if campaign.judge_scoring == Campaign.JudgeScoring.LABEL:
+        return "label", "the campaign's setting: units the judge labels count as its label"
+    if calibration and calibration.get("fitted"):
+        return "probability", "the campaign's setting: units the judge labels count as its calibrated probability"
+    reason = (calibration or {}).get("reason") or "no calibration yet (before the first routing pass)"
+    return "label", f"falls back to the judge's labels: {reason}"
+
+
+def rule_statement(result: dict) -> str:
+    """One sentence saying how the hybrid scores were computed (the leaderboard, the export and the command)."""
+    judge = "its calibrated probability" if result.get("scoring") == "probability" else "its label"
+    return (f"Units people judged count as their majority label; units only the judge labelled count as {judge}"
+            + ("" if result.get("scoring") == result.get("setting") else " (" + result.get("scoring_reason", "") + ")") + ".")
+
+
+def compute_hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT, seed: int = 0) -> dict | None:
+    """Per-system hybrid scores (see the module docstring) under the campaign's rule, with the per-summary scores
+    (``summary_scores``: by system, the leaderboard's dots; ``summaries``: one row per summary) and the
+    calibration of the judge's latest labels.  None for a campaign that is not budgeted.  Read by the routing
+    pass and the label updates, which store it (``annotation.services.hybrid_scores``); pages read the stored copy."""
     if not campaign.is_hybrid:
         return None
     run = latest_labelling(campaign)
+    calibration = (run.results or {}).get("calibration") if run else None
+    scoring_used, reason = scoring_rule(campaign, calibration)
     result = {
         "human_presence_share": campaign.human_presence_share,
         "judge": campaign.presence_judge,
         "judge_version": run.judge_version if run else None,
+        "setting": campaign.judge_scoring,
+        "scoring": scoring_used,
+        "scoring_reason": reason,
+        "calibration": calibration,
+        "n_boot": n_boot,
+        "seed": seed,
         "n_units": 0,
         "human_units": 0,
         "systems": {},
+        "summary_scores": {},
+        "summaries": [],
     }
+    result["rule"] = rule_statement(result)
     units = {(u, c_summary) for c_summary, unit_list in PresenceCandidate.objects.filter(campaign=campaign).values_list("summary_id", "units") for u in unit_list}
     if not units:
         return result
     judge = {}
     if run is not None:
-        judge = {(u, s): p for u, s, p in AutoPresence.objects.filter(run=run).values_list("unit_id", "summary_id", "present")}
+        judge = {(u, s): (p, c) for u, s, p, c in AutoPresence.objects.filter(run=run).values_list("unit_id", "summary_id", "present", "calibrated")}
+    probability = scoring_used == "probability"
     human = human_labels(campaign)
     summary_info = dict(
-        (pk, (example, system))
-        for pk, example, system in SystemSummary.objects.filter(system__campaign=campaign).values_list("pk", "example_id", "system_id")
+        (pk, (example, system, external))
+        for pk, example, system, external in SystemSummary.objects.filter(system__campaign=campaign).values_list(
+            "pk", "example_id", "system_id", "example__external_id")
     )
-    per_summary: dict[int, list[int]] = {}  # summary -> [units, present, human units]
-    for key in units:
+    per_summary: dict[int, list] = {}  # summary -> [units, present (a sum of probabilities under that rule), human units, human present]
+    judge_units: list[tuple[int, float]] = []  # (summary, calibrated probability) of the units the judge scores
+    for key in sorted(units):
         if key in human:
-            label, by_people = human[key], 1
+            value, by_people = float(human[key]), 1
         elif key in judge:
-            label, by_people = judge[key], 0
+            label, calibrated = judge[key]
+            value, by_people = (float(calibrated) if probability and calibrated is not None else float(label)), 0
+            judge_units.append((key[1], value))
         else:
             continue  # neither judged yet (before the first routing pass)
-        entry = per_summary.setdefault(key[1], [0, 0, 0])
+        entry = per_summary.setdefault(key[1], [0, 0.0, 0, 0])
         entry[0] += 1
-        entry[1] += int(label)
+        entry[1] += value
         entry[2] += by_people
+        entry[3] += value if by_people else 0
     systems = list(System.objects.filter(campaign=campaign).order_by("name").values_list("pk", "name"))
     position = {pk: i for i, (pk, _) in enumerate(systems)}
-    summary_ids = list(per_summary)
+    summary_ids = sorted(per_summary)
     if not summary_ids:
         return result
     counts = np.array([per_summary[s] for s in summary_ids], dtype=float)
@@ -102,7 +144,16 @@ def hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT, with_summaries: bool
     system_index = np.array([position[summary_info[s][1]] for s in summary_ids], dtype=np.int64)
     example_index = np.array([summary_info[s][0] for s in summary_ids], dtype=np.int64)
     means = scoring.system_scores(system_index, scores, len(systems))
-    ci = scoring.bootstrap_score_ci(scores, example_index, system_index, n_boot=n_boot) if n_boot else None
+    ci = None
+    if n_boot and probability:
+        # The judge's part is uncertain too: each replicate draws the judge units' presence from their probability.
+        row_of = {s: i for i, s in enumerate(summary_ids)}
+        ci = scoring.bootstrap_hybrid_score_ci(
+            counts[:, 3], counts[:, 0], np.array([row_of[s] for s, _ in judge_units], dtype=np.int64),
+            np.array([p for _, p in judge_units], dtype=float), example_index, system_index, n_boot=n_boot, seed=seed,
+        )
+    elif n_boot:
+        ci = scoring.bootstrap_score_ci(scores, example_index, system_index, n_boot=n_boot, seed=seed)
     for pk, name in systems:
         i = position[pk]
         rows = system_index == i
@@ -116,8 +167,64 @@ def hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT, with_summaries: bool
         }
     result["n_units"] = int(counts[:, 0].sum())
     result["human_units"] = int(counts[:, 2].sum())
-    if with_summaries:
-        result["summary_scores"] = {name: [float(v) for v in scores[system_index == position[pk]]] for pk, name in systems}
+    result["summary_scores"] = {name: [float(v) for v in scores[system_index == position[pk]]] for pk, name in systems}
+    result["summaries"] = [
+        {"summary": s, "example": summary_info[s][2], "system": systems[system_index[k]][1], "score": float(scores[k]), "n_units": int(counts[k, 0]),
+         "human_units": int(counts[k, 2])}
+        for k, s in enumerate(summary_ids)
+    ]
+    return result
+
+
+def hybrid_unit_rows(campaign: Campaign):
+    """Every candidate unit of a budgeted campaign for the export, human and judge outputs kept apart: (example,
+    system, unit, human majority label or None, judge label or None, judge probability or None, calibrated
+    probability or None, scored by: "people" / "judge_label" / "judge_probability" / "" (nobody yet), the value
+    the unit counts as in the hybrid score or None).  Ordered by example position, system, unit."""
+    run = latest_labelling(campaign)
+    calibration = (run.results or {}).get("calibration") if run else None
+    probability = scoring_rule(campaign, calibration)[0] == "probability"
+    judge = {}
+    if run is not None:
+        judge = {(u, s): (y, p, c) for u, s, y, p, c in AutoPresence.objects.filter(run=run).values_list(
+            "unit_id", "summary_id", "present", "probability", "calibrated")}
+    human = human_labels(campaign)
+    info = {pk: (position, example, system) for pk, position, example, system in SystemSummary.objects.filter(
+        system__campaign=campaign).values_list("pk", "example__position", "example__external_id", "system__name")}
+    keys = sorted({(u, s) for s, units in PresenceCandidate.objects.filter(campaign=campaign).values_list("summary_id", "units")
+                   for u in units}, key=lambda k: (info[k[1]][0], info[k[1]][2], k[0]))
+    for unit, summary in keys:
+        label, p, c = judge.get((unit, summary), (None, None, None))
+        people = human.get((unit, summary))
+        if people is not None:
+            by, value = "people", int(people)
+        elif label is not None and probability and c is not None:
+            by, value = "judge_probability", c
+        elif label is not None:
+            by, value = "judge_label", int(label)
+        else:
+            by, value = "", None
+        yield (info[summary][1], info[summary][2], unit, None if people is None else int(people),
+               None if label is None else int(label), p, c, by, value)
+
+
+def hybrid_scores(campaign: Campaign, with_summaries: bool = False, n_boot: int | None = None) -> dict | None:
+    """The campaign's stored hybrid scores (recomputed after each routing pass and when human labels change, never
+    per request); computed here only for a budgeted campaign nothing stored them for yet.  With ``with_summaries``
+    the per-summary scores are kept (``summary_scores``: the leaderboard's dots; ``summaries``)."""
+    if not campaign.is_hybrid:
+        return None
+    stored = None if n_boot is not None else HybridScore.objects.filter(campaign=campaign).values_list("data", "computed_at").first()
+    if stored is not None:
+        result = dict(stored[0])
+        result["computed_at"] = stored[1].isoformat()
+    else:
+        # An explicit ``n_boot`` (a script's choice) computes afresh with that many draws.
+        result = compute_hybrid_scores(campaign, n_boot=N_BOOT if n_boot is None else n_boot) or {}
+        result["computed_at"] = None
+    if not with_summaries:
+        result.pop("summary_scores", None)
+        result.pop("summaries", None)
     return result
 
 

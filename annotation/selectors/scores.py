@@ -29,25 +29,59 @@ def gold_rows(campaign: Campaign, summary_ids=None) -> list[tuple[int, int, int,
     return list(chosen.values())
 
 
-def judgment_arrays(campaign: Campaign, system_id=None):
-    """Judgments that count, as arrays: pair index (unit, summary), label, example index, system id."""
+#: Under the adaptive presence rule, alpha is computed over this many judgments of every unit: the first ones.
+BALANCED_JUDGMENTS = 2
+
+
+def first_per_pair(pairs: np.ndarray, k: int = BALANCED_JUDGMENTS) -> np.ndarray:
+    """A mask keeping, of rows in time order, the first ``k`` of every pair (``pairs``: a pair index per row)."""
+    if pairs.size == 0:
+        return np.zeros(0, dtype=bool)
+    order = np.argsort(pairs, kind="stable")  # rows of each pair together, still in time order
+    sorted_pairs = pairs[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_pairs)) + 1]
+    rank = np.arange(len(pairs)) - np.repeat(starts, np.diff(np.r_[starts, len(pairs)]))
+    keep = np.empty(len(pairs), dtype=bool)
+    keep[order] = rank < k
+    return keep
+
+
+def balanced_alpha(campaign: Campaign) -> bool:
+    """Whether agreement is computed over the first two judgments of every unit (the adaptive presence rule:
+    only units whose first two judges disagree get a third, so alpha over all judgments would be biased)."""
+    return campaign.presence_judges == Campaign.PresenceJudges.ADAPTIVE
+
+
+def judgment_arrays(campaign: Campaign, system_id=None, *, balanced: bool | None = None):
+    """Judgments that count, as arrays: pair index (unit, summary), label, example index, system id.
+
+    ``balanced`` (by default under the adaptive presence rule): only the first two judgments of every unit,
+    by submission time."""
     rows = PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=False)
     if system_id is not None:
         rows = rows.filter(summary__system_id=system_id)
     data = np.array(
-        list(rows.values_list("unit_id", "summary_id", "present", "summary__example_id", "summary__system_id")), dtype=np.int64
+        list(rows.order_by("created_at", "pk").values_list("unit_id", "summary_id", "present", "summary__example_id", "summary__system_id")),
+        dtype=np.int64,
     ).reshape(-1, 5)
     if data.size == 0:
         return data, np.zeros(0, np.int64)
     _, pair_index = np.unique(data[:, :2], axis=0, return_inverse=True)
-    return data, pair_index.ravel()
+    pair_index = pair_index.ravel()
+    if balanced_alpha(campaign) if balanced is None else balanced:
+        keep = first_per_pair(pair_index)
+        data = data[keep]
+        _, pair_index = np.unique(data[:, :2], axis=0, return_inverse=True)
+        pair_index = pair_index.ravel()
+    return data, pair_index
 
 
 def agreement(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
     """Krippendorff's alpha (nominal) pooled with a 95% bootstrap interval (resampling examples), per system, and percent agreement."""
     data, pairs = judgment_arrays(campaign)
     if data.size == 0:
-        return {"pooled": None, "ci95": [None, None], "per_system": {}, "percent_agreement": None, "n_judgments": 0}
+        return {"pooled": None, "ci95": [None, None], "per_system": {}, "percent_agreement": None, "n_judgments": 0,
+                "first_two": balanced_alpha(campaign)}
     labels = data[:, 2]
     pooled = scoring.krippendorff_alpha_nominal(pairs, labels)
     lo, hi = scoring.bootstrap_alpha_ci(pairs, labels, data[:, 3], n_boot=n_boot) if n_boot else (float("nan"), float("nan"))
@@ -63,6 +97,7 @@ def agreement(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
         "per_system": per_system,
         "percent_agreement": none_if_nan(scoring.percent_agreement(pairs, labels)),
         "n_judgments": int(len(labels)),
+        "first_two": balanced_alpha(campaign),
     }
 
 
@@ -151,8 +186,14 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool 
         from annotation.selectors.hybrid import hybrid_scores
 
         # Budgeted presence: the scores that mix human and judge labels, with the share people judged, rank.
-        hybrid = hybrid_scores(campaign, n_boot=n_boot)
-        extra = {"ranked_by": "hybrid", "systems": rank_systems(hybrid["systems"]), "human_only": gold, "hybrid": hybrid}
+        # The stored scores, with their own intervals (``hybrid["n_boot"]`` draws): ``n_boot`` is for the gold and alpha.
+        hybrid = hybrid_scores(campaign, with_summaries=per_summary)
+        by_summary = {(row["example"], row["system"]): row for row in hybrid.pop("summaries", [])}
+        hybrid.pop("summary_scores", None)
+        figures = hybrid["systems"]
+        # ``hybrid.systems``: each system's score under the rule (``scoring``); the figures behind it rank in ``systems``.
+        hybrid["systems"] = {name: f["qapyramid"] for name, f in figures.items()}
+        extra = {"ranked_by": "hybrid", "systems": rank_systems(figures), "human_only": gold, "hybrid": hybrid}
     result = {
         "campaign": campaign.slug,
         "n_units": n_units,
@@ -166,4 +207,11 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool 
     }
     if per_summary:
         result["summaries"] = summary_scores(campaign)
+        if campaign.is_hybrid:
+            # Budgeted presence: each summary's hybrid score under the rule (qapyramid stays the human-only figure).
+            for entry in result["summaries"]:
+                row = by_summary.get((entry["example"], entry["system"]))
+                entry["hybrid"] = row["score"] if row else None
+                entry["hybrid_human_units"] = row["human_units"] if row else 0
     return result
+

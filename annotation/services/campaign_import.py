@@ -119,6 +119,7 @@ def import_campaign(
     folder: Path | str | None = None,
     qapyramid: Path | str | None = None,
     progress=None,
+    campaign_settings: dict | None = None,
 ) -> ImportReport:
     """Import a campaign from files; raise ``CampaignImportError`` and write nothing on any problem.
 
@@ -126,6 +127,9 @@ def import_campaign(
     QAPyramid JSONL, see the module docstring) or ``references`` and
     ``summaries`` must be given.  ``predicates`` is ``"auto"`` (spaCy),
     ``"none"`` (sentences only) or the path of a predicates JSONL file.
+    ``campaign_settings``: campaign settings to create it with (``IMPORT_SETTINGS``; the command line's
+    options); a ``--folder`` may hold them too, in ``settings.json`` (the options win).  A value outside its bounds or
+    choices is a problem naming the setting and the bound.
     ``progress(done, total, message)``, when given, hears of the steps:
     checking the files, finding predicates (one step per reference), writing.
     """
@@ -155,6 +159,10 @@ def import_campaign(
     if predicates not in (None, PREDICATES_AUTO, PREDICATES_NONE):
         predicate_records = read_predicates(Path(predicates), problems)
     check_cross_references(contents, problems)
+    chosen = {}
+    if folder is not None and (Path(folder) / "settings.json").is_file():
+        chosen.update(read_settings_file(Path(folder) / "settings.json", problems))
+    chosen.update(check_import_settings(campaign_settings or {}, problems))
     problems.raise_if_any()
 
     n_refs = len(contents.references)
@@ -175,7 +183,7 @@ def import_campaign(
     try:
         with transaction.atomic():
             report = _write(name, final_slug, owner, description, unit_type, contents, analysed, origin,
-                            qa_units=qapyramid is not None)
+                            qa_units=qapyramid is not None, settings=chosen)
             if report.n_gold:
                 from annotation.services.scores import recompute_summary_scores
 
@@ -186,6 +194,50 @@ def import_campaign(
     report.seconds = time.perf_counter() - started
     progress(n_refs + 3, n_refs + 3, "imported")
     return report
+
+
+#: Settings an import may set, by the command-line option that sets them (its problems name the option; a folder's
+#: settings.json may give them too); each is checked by its model field's validators and choices, as the settings
+#: page and the API check it (bounds named).
+IMPORT_SETTINGS = {
+    "presence_judges": "--presence-judges",
+    "third_judge_rate": "--third-judge-rate",
+    "human_presence_share": "--human-share",
+    "judge_scoring": "--judge-scoring",
+    "mturk_assignment_duration": "--mturk-assignment-duration",
+    "mturk_hit_lifetime": "--mturk-hit-lifetime",
+    "mturk_auto_approval_delay": "--mturk-auto-approval-delay",
+}
+
+
+def check_import_settings(values: dict, problems: ProblemList, source: str | None = None) -> dict:
+    """The settings given to an import, checked as the settings form checks them: a problem per bad value, named
+    by its option (``--mturk-hit-lifetime``) or ``source`` (a settings file) and its bound; returns the cleaned
+    values."""
+    import math
+
+    from django.core.exceptions import ValidationError
+
+    checked = {}
+    for field_name, value in values.items():
+        option = IMPORT_SETTINGS.get(field_name)
+        where = source or option or "import"
+        if option is None:
+            problems.add(where, None, field_name,
+                         f"is not a setting an import can set (one of: {', '.join(IMPORT_SETTINGS)})")
+            continue
+        if value is None:
+            continue
+        try:
+            cleaned = Campaign._meta.get_field(field_name).clean(value, None)
+        except ValidationError as exc:
+            problems.add(where, None, field_name, f"{value!r}: " + " ".join(exc.messages))
+            continue
+        if isinstance(cleaned, float) and not math.isfinite(cleaned):
+            problems.add(where, None, field_name, f"must be a finite number, not {value}")
+            continue
+        checked[field_name] = cleaned
+    return checked
 
 
 def _problem_from_integrity_error(exc: IntegrityError, slug: str) -> Problem:
@@ -275,8 +327,25 @@ def place_predicates(
     ]
 
 
-def _write(name, slug, owner, description, unit_type, contents: FolderContents, analysed, origin, qa_units=False) -> ImportReport:
+def read_settings_file(path: Path, problems: ProblemList) -> dict:
+    """A folder's ``settings.json``: a JSON object of ``IMPORT_SETTINGS``."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems.add(path.name, getattr(exc, "lineno", None), None, f"is not a JSON object of settings: {exc}")
+        return {}
+    if not isinstance(data, dict):
+        problems.add(path.name, None, None, "must be a JSON object of settings")
+        return {}
+    return check_import_settings(data, problems, source=path.name)
+
+
+def _write(name, slug, owner, description, unit_type, contents: FolderContents, analysed, origin, qa_units=False,
+           settings: dict | None = None) -> ImportReport:
     campaign = Campaign.objects.create(
+        **(settings or {}),
         name=name, slug=slug, owner=owner, unit_type=unit_type,
         # A released data set is a finished study: launching it would ask the crowd to write its QA pairs again.
         state=Campaign.State.FINISHED if qa_units else Campaign.State.DRAFT,

@@ -4,27 +4,37 @@ The pipeline creates HITs stage by stage (verification after generation,
 presence once an example's predicates are settled), so before launch the
 preview *estimates* the later stages from what the protocol implies:
 
+- qualification: every test item of the campaign; on MTurk an item is a HIT
+  of ``MTURK_OPEN_HIT_ASSIGNMENTS`` places (9) paying at least MTurk's $0.01,
+  every place paid to a worker who takes the test (the most it can cost);
+  locally unpaid tests cost nothing;
 - generation: one HIT per predicate, ``assignments_generation`` each;
 - verification: one HIT per predicate, ``assignments_verification`` each;
 - presence: one HIT per (system summary, predicate of its example) for a
   "qa" campaign, or per (system summary, group of units) for an "scu"
-  campaign, ``assignments_presence`` each; with a human presence share below
-  100%, only that share of them (the judge labels the rest), and the preview
-  says what that saves.
+  campaign; with a human presence share below 100%, only that share of them
+  (the judge labels the rest).  Under the "fixed" rule each has
+  ``assignments_presence`` places; under the "adaptive" rule 2, and the
+  "third judge" line adds one place on ``third_judge_rate`` of them (the fee
+  at the grown HIT's size).  The saving is against the paper's protocol
+  (``assignments_presence`` judges on every presence HIT, no routing);
 - gold checks: presence HITs with known answers, paid the presence reward
-  to every judge who meets them (each judge meets each at most once, and a
-  judge with no regular HIT left is handed the gold checks they have not
-  done).  The estimate counts the campaign's imported gold items and, in an
-  "scu" campaign with imported labels, the ``gold_share`` of its presence
-  HITs that become gold checks, each judged by ``assignments_presence``
-  judges (the fewest who can finish the presence HITs; every further judge
-  adds ``gold_per_judge``).
+  to every judge who meets them (each judge meets each at most once).  The
+  estimate counts the campaign's imported gold items, each met by the judges
+  a judge's stream implies: regular presence judgments x ``gold_share`` /
+  (1 - ``gold_share``) spread over the items, at least
+  ``assignments_presence`` (``judges`` when the crowd's size is known; every
+  further judge adds ``gold_per_judge``); in an "scu" campaign with imported
+  labels, the ``gold_share`` of its presence HITs that become gold checks,
+  each judged by ``assignments_presence`` judges.
 
 Redo rounds cannot be known in advance: ``redo_share`` (the expected share of
 predicates that go round again, default 10%) adds their generation and
-verification HITs.  Amazon Mechanical Turk's commission is 20% of rewards and
-bonuses, plus 20% more on HITs with 10 or more assignments; local campaigns
-pay no commission.
+verification HITs.  Returned and abandoned places cost nothing; rejected
+work and discretionary bonuses are not in the estimate.  Amazon Mechanical
+Turk's commission is 20% of rewards and bonuses, plus 20% more on HITs with
+10 or more assignments, at least $0.01 each; local campaigns pay no
+commission.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import Count
 
 from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, SystemSummary
@@ -67,6 +78,9 @@ class CostPreview:
     presence_hits_human: int = 0
     #: What one more judge meeting every gold check adds (rewards and fees).
     gold_per_judge: Decimal = Decimal("0.00")
+    #: The presence rule ("fixed" or "adaptive") and, under "adaptive", the expected share of HITs with a third judge.
+    presence_judges: str = "fixed"
+    third_judge_rate: float = 0.0
 
     @property
     def rewards(self) -> Decimal:
@@ -95,26 +109,50 @@ class CostPreview:
             "presence_hits_full": self.presence_hits_full,
             "saving": str(self.saving),
             "gold_per_judge": str(self.gold_per_judge),
+            "presence_judges": self.presence_judges,
+            "third_judge_rate": self.third_judge_rate,
         }
 
 
-def _stage(task_type: str, hits: int, assignments: int, reward: Decimal, with_fee: bool) -> StageCost:
+def _stage(task_type: str, hits: int, assignments: int, reward: Decimal, with_fee: bool,
+           fee_assignments: int | None = None) -> StageCost:
+    """``hits`` x ``assignments`` paid places; the fee's rate follows the HIT's size on MTurk (``fee_assignments``,
+    by default ``assignments``)."""
     reward = Decimal(reward)
     paid = hits * assignments
     rewards = (reward * paid).quantize(CENT)
-    fees = (mturk_fee(reward, assignments) * paid).quantize(CENT) if with_fee else Decimal("0.00")
+    size = assignments if fee_assignments is None else fee_assignments
+    fees = (mturk_fee(reward, size) * paid).quantize(CENT) if with_fee else Decimal("0.00")
     return StageCost(task_type, hits, assignments, reward, rewards, fees)
 
 
-def campaign_cost_preview(campaign: Campaign, backend: str | None = None, redo_share: float = 0.10) -> CostPreview:
+def _presence_rule(campaign: Campaign) -> tuple[int, float, int]:
+    """Places a presence HIT is posted with, the expected share of HITs that grow (their first judges
+    disagree), and the places such a HIT grows by: the hand-out's own rule (``initial_presence_assignments``,
+    2 of 3, 3 of 4 or 5), counted at its most (a HIT of 5 may stop at 4)."""
+    first = campaign.initial_presence_assignments
+    extra = campaign.assignments_presence - first
+    if extra <= 0:
+        return first, 0.0, 0
+    return first, float(campaign.third_judge_rate), extra
+
+
+def campaign_cost_preview(
+    campaign: Campaign, backend: str | None = None, redo_share: float = 0.10, judges: int | None = None
+) -> CostPreview:
     """Estimated cost of running ``campaign`` from launch to its last presence judgment.
 
     ``backend`` defaults to the campaign's; the MTurk commission applies to
-    both MTurk backends.
+    both MTurk backends.  ``judges``: how many people are expected to judge
+    presence (each meets every gold check once); by default the estimate
+    from the campaign's ``gold_share`` (see the module's docstring).
     """
     backend = backend or campaign.backend
     with_fee = backend.startswith("mturk")
     stages: list[StageCost] = []
+    qualification = _qualification_stage(campaign, with_fee)
+    if qualification is not None:
+        stages.append(qualification)
     n_systems = campaign.systems.count()
     if campaign.unit_type == Campaign.UnitType.SCU:
         from annotation.models.stages import SCU_UNITS_PER_HIT
@@ -137,12 +175,11 @@ def campaign_cost_preview(campaign: Campaign, backend: str | None = None, redo_s
             _stage("verification", rounds, campaign.assignments_verification, campaign.reward_verification, with_fee)
         )
         presence_hits = n_predicates * n_systems
+    # The paper's protocol: every presence HIT judged by ``assignments_presence`` people, no routing.
     full = _stage("presence", presence_hits, campaign.assignments_presence, campaign.reward_presence, with_fee)
     share = campaign.human_presence_share
     # Budgeted presence: people judge at most the share of presence HITs (the judge labels the rest).
     human = presence_hits if share >= 1 else hit_budget(presence_hits, share)
-    presence = _stage("presence", human, campaign.assignments_presence, campaign.reward_presence, with_fee)
-    saving = full.total - presence.total
     # Gold checks: an "scu" campaign's share of its (human) presence HITs, keyed by imported labels, plus the
     # imported gold items of any campaign; each is paid to every judge who meets it.
     share_gold = 0
@@ -151,16 +188,73 @@ def campaign_cost_preview(campaign: Campaign, backend: str | None = None, redo_s
     ).exists():
         share_gold = round(human * campaign.gold_share)
     gold_items = share_gold + _imported_gold_items(campaign)
-    if share_gold:
-        presence = _stage("presence", human - share_gold, campaign.assignments_presence, campaign.reward_presence,
-                          with_fee)
+    posted, third_rate, extra = _presence_rule(campaign)
+    regular = human - share_gold
+    presence = _stage("presence", regular, posted, campaign.reward_presence, with_fee)
     stages.append(presence)
+    third = None
+    if third_rate:
+        # Adaptive rule: the HITs whose first two judges disagree grow to a third place (fee at the grown size).
+        third = _stage("third judge", round(regular * third_rate), extra, campaign.reward_presence, with_fee,
+                       fee_assignments=posted + extra)
+        stages.append(third)
     gold_per_judge = Decimal("0.00")
     if gold_items:
-        stages.append(_stage("gold", gold_items, campaign.assignments_presence, campaign.reward_presence, with_fee))
-        gold_per_judge = _stage("gold", gold_items, 1, campaign.reward_presence, with_fee).total
+        per_item = _gold_judges(campaign, regular * (posted + third_rate * extra), judges) if not share_gold else campaign.assignments_presence
+        stages.append(_stage("gold", gold_items, per_item, campaign.reward_presence, with_fee,
+                             fee_assignments=min(posted, settings.MTURK_OPEN_HIT_ASSIGNMENTS)))
+        gold_per_judge = _stage("gold", gold_items, 1, campaign.reward_presence, with_fee, fee_assignments=posted).total
+    # What budgeted presence and the adaptive rule save against the paper's protocol (gold checks aside).
+    people = _stage("presence", human, posted, campaign.reward_presence, with_fee).total
+    if third_rate:
+        people += _stage("third judge", round(human * third_rate), extra, campaign.reward_presence, with_fee,
+                         fee_assignments=posted + extra).total
+    saving = full.total - people
     return CostPreview(backend=backend, stages=stages, human_presence_share=share, presence_hits_full=presence_hits,
-                       saving=saving, presence_hits_human=human, gold_per_judge=gold_per_judge)
+                       saving=saving, presence_hits_human=human, gold_per_judge=gold_per_judge,
+                       presence_judges=campaign.presence_judges, third_judge_rate=third_rate)
+
+
+def _gold_judges(campaign: Campaign, presence_assignments: float, judges: int | None) -> int:
+    """How many judges are expected to meet each gold check."""
+    if judges is not None:
+        return max(int(judges), 1)
+    items = _imported_gold_items(campaign) or 1
+    share = min(float(campaign.gold_share), 0.9)
+    # A judge's stream holds gold at ``gold_share``: gold judgments = regular ones x share / (1 - share), spread
+    # over the items (each judge meets each once), and never fewer than one HIT's worth of judges.
+    stream = presence_assignments * share / (1 - share) / items
+    return max(campaign.assignments_presence, round(stream))
+
+
+def _qualification_stage(campaign: Campaign, with_fee: bool) -> StageCost | None:
+    """The qualification tests' items: on MTurk each is a HIT of ``MTURK_OPEN_HIT_ASSIGNMENTS`` places, every
+    place paid (at least MTurk's $0.01) to a worker who takes the test; locally unpaid tests cost nothing."""
+    if campaign.batch_id is None:
+        return None
+    items = list(
+        HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.QUALIFICATION)
+        .exclude(state=HIT.State.CANCELLED)
+        .values_list("reward", "max_assignments")
+    )
+    if not items:
+        return None
+    if not with_fee:
+        paid = [(Decimal(r), n) for r, n in items if r]
+        if not paid:
+            return None
+        return StageCost("qualification", len(paid), 0, paid[0][0],
+                         sum((r * n for r, n in paid), Decimal("0")).quantize(CENT), Decimal("0.00"))
+    places = settings.MTURK_OPEN_HIT_ASSIGNMENTS
+    rewards = fees_ = Decimal("0")
+    for reward, max_assignments in items:
+        reward = max(Decimal(reward), CENT)
+        n = min(max_assignments, places)
+        rewards += reward * n
+        fees_ += mturk_fee(reward, n) * n
+    first = max(Decimal(items[0][0]), CENT)
+    return StageCost("qualification", len(items), min(items[0][1], places), first, rewards.quantize(CENT),
+                     fees_.quantize(CENT))
 
 
 def _imported_gold_items(campaign: Campaign) -> int:

@@ -1,8 +1,10 @@
 """Export of a campaign, enough to reproduce the study from the export alone.
 
 - ``examples.jsonl``: one object per example: id, reference, source, the QA
-  pairs (or units) per predicate, gold labels per system, and per-system
-  summary scores;
+  pairs (or units) per predicate, gold labels per system with the rule that
+  produced each (``gold_rule``: fixed majority, adaptive first two agree,
+  adaptive majority of three, tie rule, imported), and per-system summary
+  scores;
 - ``judgments.csv``: every presence judgment (worker ids pseudonymised on
   request, excluded judgments marked); text cells that a spreadsheet would
   read as a formula are prefixed with a quote (``annotation.services.spreadsheets``);
@@ -10,7 +12,12 @@
   not, the answers they selected);
 - ``systems.csv``: the system-level score table (QAPyramid with its 95%
   interval, nQAPyramid, predicate-level score, alpha, summaries);
-- ``campaign.json``: the campaign's settings and the export's counts.
+- ``campaign.json``: the campaign's settings and the export's counts (under budgeted presence, the hybrid
+  scores with the rule they follow, ``hybrid_scores.rule``);
+- ``hybrid_units.csv`` (budgeted presence only): every candidate unit with the human majority label and the
+  judge's outputs in separate columns (``human_label``, ``judge_label``, ``judge_probability``,
+  ``judge_calibrated``), which of them scored it (``scored_by``) and the value it counts as.  The gold labels
+  elsewhere in the export (``examples.jsonl``'s ``gold``) are people's only: nothing the judge said is gold.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from annotation.models import (
     SystemSummary,
     Verification,
 )
+from annotation.services.gold import rule_of_label
 from annotation.services.spreadsheets import csv_writer
 
 def pseudonym(worker_id: str, salt: str) -> str:
@@ -55,10 +63,16 @@ def export_campaign(
     for unit in ContentUnit.objects.filter(example__campaign=campaign).select_related("predicate").order_by("example_id", "index"):
         units_by_example.setdefault(unit.example_id, []).append(unit)
     gold_by_summary: dict[int, dict] = {}
-    for unit_id, summary_id, present, origin in GoldPresence.objects.filter(summary__system__campaign=campaign).values_list(
-        "unit_id", "summary_id", "present", "origin"
-    ):
+    rule_by_summary: dict[int, dict] = {}
+    for unit_id, summary_id, present, origin, n, n_present, how in GoldPresence.objects.filter(
+        summary__system__campaign=campaign
+    ).values_list("unit_id", "summary_id", "present", "origin", "n_judgments", "n_present", "decided_by"):
         gold_by_summary.setdefault(summary_id, {}).setdefault(unit_id, {})[origin] = present
+        rules = rule_by_summary.setdefault(summary_id, {})
+        if origin == GoldPresence.Origin.MAJORITY:
+            rules[unit_id] = rule_of_label(campaign, n, n_present, how)
+        else:
+            rules.setdefault(unit_id, "imported")
     summaries_by_example: dict[int, list] = {}
     for summary in SystemSummary.objects.filter(system__campaign=campaign).select_related("system"):
         summaries_by_example.setdefault(summary.example_id, []).append(summary)
@@ -81,6 +95,9 @@ def export_campaign(
                 systems[summary.system.name] = {
                     "summary": summary.text,
                     "gold": {str(u): labels.get("majority", labels.get("imported")) for u, labels in gold.items()},
+                    # Which rule produced each label (issue 29): "fixed 3: majority of 3", "adaptive: first 2
+                    # agree", "adaptive: majority of 3", "tie rule (absent): 1-1", "imported", ...
+                    "gold_rule": {str(u): rule for u, rule in rule_by_summary.get(summary.pk, {}).items()},
                     "imported_gold": {str(u): labels["imported"] for u, labels in gold.items() if "imported" in labels} or None,
                     "qapyramid": score.qapyramid if score else None,
                     "nqapyramid": score.nqapyramid if score else None,
@@ -131,9 +148,19 @@ def export_campaign(
     extra = {}
     if campaign.is_hybrid:
         from annotation.selectors.hybrid import hybrid_scores
+        from annotation.services.scores import ensure_hybrid_scores
 
+        ensure_hybrid_scores(campaign)
         # Budgeted presence: the scores mixing human and judge labels, the human share per system, the judge version.
         extra["hybrid_scores"] = hybrid_scores(campaign)
+        from annotation.selectors.hybrid import hybrid_unit_rows
+
+        with (out / "hybrid_units.csv").open("w", encoding="utf-8", newline="") as f:
+            writer = csv_writer(f)
+            writer.writerow(["example", "system", "unit", "human_label", "judge_label", "judge_probability", "judge_calibrated",
+                             "scored_by", "counted_as"])
+            for row in hybrid_unit_rows(campaign):
+                writer.writerow(["" if v is None else v for v in row])
     (out / "campaign.json").write_text(
         json.dumps({"campaign": settings, "counts": {"examples": n_examples, "judgments": n_judgments, "verifications": n_verifications},
                     "pseudonymised": pseudonymise, **extra}, indent=2),

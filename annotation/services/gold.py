@@ -4,6 +4,8 @@ Gold presence of a unit in a summary is the majority of its judges' labels,
 leaving out excluded judgments.  A tie (possible with an even number of
 judges) is decided by the campaign's tie rule: "absent" (the default, as in
 PyrXSum), "present", or "exclude" (no gold label; the unit does not count).
+Each label records how it was reached (``decided_by``): a decided majority,
+the tie rule, or the majority of fewer judges than planned.
 """
 
 from __future__ import annotations
@@ -26,6 +28,44 @@ def majority_label(n_judgments: int, n_present: int, tie_rule: str) -> bool | No
     if twice < n_judgments:
         return False
     return {Campaign.TieRule.ABSENT: False, Campaign.TieRule.PRESENT: True}.get(tie_rule)
+
+
+def is_decided(n_judgments: int, n_present: int, planned: int) -> bool:
+    """Whether a unit's majority of ``planned`` judges is known from the judgments in: one label already has
+    more than half of the planned judges (no further judge could change it), or every planned judge is in."""
+    return 2 * n_present > planned or 2 * (n_judgments - n_present) > planned or n_judgments >= planned
+
+
+def decided_by(n_judgments: int, n_present: int, planned: int) -> str:
+    """How a unit's crowd label is reached (``GoldPresence.DecidedBy``): its decided majority; the tie rule
+    (tied judgments, e.g. 1-1 while the adaptive rule's third judge is awaited or never came); or, before
+    enough judges are in to decide, the majority of those in ("partial")."""
+    if n_judgments == 0:
+        return ""
+    if 2 * n_present == n_judgments:
+        return GoldPresence.DecidedBy.TIE_RULE
+    if is_decided(n_judgments, n_present, planned):
+        return GoldPresence.DecidedBy.MAJORITY
+    return GoldPresence.DecidedBy.PARTIAL
+
+
+def rule_of_label(campaign: Campaign, n_judgments: int, n_present: int, how: str) -> str:
+    """Which rule produced a crowd label, in words (the export): "fixed 3: majority of 3", "adaptive: first 2
+    agree", "adaptive: majority of 3", "tie rule (absent): 1-1", "partial: majority of 1 of 3 planned"."""
+    planned = campaign.assignments_presence
+    adaptive = campaign.presence_judges == Campaign.PresenceJudges.ADAPTIVE
+    if not how or n_judgments == 0:
+        return ""
+    if how == GoldPresence.DecidedBy.TIE_RULE:
+        return f"tie rule ({campaign.tie_rule}): {n_present}-{n_judgments - n_present}"
+    if how == GoldPresence.DecidedBy.PARTIAL:
+        return f"partial: majority of {n_judgments} of {planned} planned"
+    if not adaptive:
+        return f"fixed {planned}: majority of {n_judgments}"
+    if n_judgments < planned:
+        unanimous = n_present in (0, n_judgments)
+        return f"adaptive: first {n_judgments} agree" if unanimous else f"adaptive: majority decided by the first {n_judgments}"
+    return f"adaptive: majority of {n_judgments}"
 
 
 def refresh_gold(campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
@@ -57,6 +97,7 @@ def refresh_gold(campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
                 n_judgments=row["n"],
                 n_present=row["n_present"],
                 origin=GoldPresence.Origin.MAJORITY,
+                decided_by=decided_by(row["n"], row["n_present"], campaign.assignments_presence),
             )
         )
     covered = {(r.unit_id, r.summary_id) for r in rows}
@@ -70,7 +111,7 @@ def refresh_gold(campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
         rows,
         update_conflicts=True,
         unique_fields=["unit", "summary", "origin"],
-        update_fields=["present", "n_judgments", "n_present", "origin"],
+        update_fields=["present", "n_judgments", "n_present", "origin", "decided_by"],
         batch_size=2000,
     )
     return len(rows)

@@ -146,7 +146,7 @@ def post_routed(campaign: Campaign, round_number: int, candidate_ids, uncertaint
         HIT(
             batch_id=campaign.batch_id, task_type=presence,
             payload={"summary": c.summary_id, "predicate": c.predicate_id, "units": c.units},
-            max_assignments=campaign.assignments_presence, reward=campaign.reward_presence,
+            max_assignments=campaign.initial_presence_assignments, reward=campaign.reward_presence,
             state=HIT.State.PAUSED if campaign.state == Campaign.State.PAUSED else HIT.State.OPEN,
         )
         for c in candidates

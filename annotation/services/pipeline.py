@@ -12,7 +12,8 @@
    kept.
 4. Once every predicate of an example is settled (enough kept pairs, or
    flagged), the example gets one presence HIT per (system summary,
-   predicate with kept pairs), each for three judges.
+   predicate with kept pairs), each for three judges (under the adaptive
+   rule, two, and a third where they disagree: ``presence_judges``).
 5. Presence answers become per-worker ``PresenceJudgment`` rows; when a
    presence HIT is complete, the gold labels of its units are refreshed.
 
@@ -36,7 +37,7 @@ from annotation.models import (
     Verification,
 )
 from annotation.models.stages import GENERATION, PRESENCE, SCU_UNITS_PER_HIT, TASK_TYPES, VERIFICATION
-from annotation.services import coalesce, hybrid
+from annotation.services import coalesce, hybrid, presence_judges
 from annotation.services.followups import schedule_completed_presence, schedule_cross_checks, schedule_score_update
 from annotation.services.gold import refresh_gold, turn_share_into_gold
 from annotation.text.duplicates import PairText, near_duplicates
@@ -59,6 +60,36 @@ class LaunchError(Exception):
     """The campaign cannot be launched as it is."""
 
 
+def check_mturk_times(campaign: Campaign) -> None:
+    """An MTurk campaign launches only with times MTurk accepts, and an automatic approval the sync can beat."""
+    from django.conf import settings
+
+    from hits.mturk import limits
+    from hits.mturk.publishing import auto_approval_too_soon
+
+    if campaign.backend == Campaign.Backend.LOCAL:
+        return
+    for bound, value in (
+        (limits.ASSIGNMENT_DURATION, campaign.mturk_assignment_duration),
+        (limits.LIFETIME, campaign.mturk_hit_lifetime if campaign.mturk_hit_lifetime is not None else settings.MTURK_HIT_LIFETIME),
+        (limits.AUTO_APPROVAL_DELAY, campaign.mturk_auto_approval_delay),
+    ):
+        if limits.out_of_bounds(bound, value):
+            raise LaunchError(limits.out_of_bounds(bound, value))
+    delay = campaign.mturk_auto_approval_delay
+    reason = auto_approval_too_soon(settings.MTURK_AUTO_APPROVAL_DELAY if delay is None else delay)
+    if reason:
+        raise LaunchError(reason)
+
+
+def copy_mturk_times(campaign: Campaign, batch: Batch) -> None:
+    """The campaign's MTurk times, as its HITs will be created with them (``hits.mturk.publishing``)."""
+    batch.mturk_assignment_duration = campaign.mturk_assignment_duration
+    batch.mturk_hit_lifetime = campaign.mturk_hit_lifetime
+    batch.mturk_auto_approval_delay = campaign.mturk_auto_approval_delay
+    batch.save(update_fields=["mturk_assignment_duration", "mturk_hit_lifetime", "mturk_auto_approval_delay"])
+
+
 @transaction.atomic
 def launch_campaign(campaign: Campaign) -> int:
     """Create the first HITs of a draft campaign and start it; returns the number of HITs created."""
@@ -67,11 +98,13 @@ def launch_campaign(campaign: Campaign) -> int:
         raise LaunchError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}, not a draft")
     if not campaign.systems.exists():
         raise LaunchError("the campaign has no system summaries to judge")
+    check_mturk_times(campaign)
     batch = ensure_batch(campaign)
     Batch.objects.filter(pk=batch.pk).update(
         gold_share=campaign.gold_share, state=Batch.State.ACTIVE, backend=campaign.backend
     )
     batch.backend = campaign.backend
+    copy_mturk_times(campaign, batch)
     # On MTurk, the HITs are published after the commit (later ones after each submission: hits.services).
     publish_soon(batch)
     campaign.state = Campaign.State.RUNNING
@@ -178,7 +211,7 @@ def scu_presence_hit_rows(campaign: Campaign, summaries) -> list[HIT]:
                     batch=campaign.batch,
                     task_type=presence,
                     payload={"summary": summary_id, "predicate": None, "units": units[start : start + SCU_UNITS_PER_HIT]},
-                    max_assignments=campaign.assignments_presence,
+                    max_assignments=campaign.initial_presence_assignments,
                     reward=campaign.reward_presence,
                 )
             )
@@ -332,7 +365,7 @@ def presence_hit_rows(campaign: Campaign, example: Example, summary_ids) -> list
             batch=campaign.batch,
             task_type=presence,
             payload={"summary": summary_id, "predicate": predicate_id, "units": units},
-            max_assignments=campaign.assignments_presence,
+            max_assignments=campaign.initial_presence_assignments,
             reward=campaign.reward_presence,
         )
         for summary_id in summary_ids
@@ -392,6 +425,9 @@ def _follow_up_completed(campaign: Campaign, hits) -> int:
     pairs = {(unit_id, h.payload["summary"]) for h in hits for unit_id in h.payload["units"]}
     with transaction.atomic():
         written = refresh_gold(campaign, pairs)
+        # The adaptive rule: one more judge where the HIT's majority is not decided yet (before the round's
+        # end and the campaign's end are looked for: the HIT is open again).
+        presence_judges.add_judges_where_undecided(campaign, hits)
         schedule_score_update(campaign, {h.payload["summary"] for h in hits})
         schedule_cross_checks(
             campaign,

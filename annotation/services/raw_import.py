@@ -135,6 +135,8 @@ def _write(rows, name, slug, owner) -> RawImportReport:
     campaign = Campaign.objects.create(
         name=name, slug=slug, owner=owner, state=Campaign.State.FINISHED,
         description="Imported from the released QAPyramid raw QA-presence judgments (texts not included).",
+        # The authors collected them under the paper's fixed rule: agreement is over all their judgments.
+        presence_judges=Campaign.PresenceJudges.FIXED,
     )
     system_names = sorted({r[0] for r in rows})
     example_ids = list(dict.fromkeys(r[1] for r in rows))

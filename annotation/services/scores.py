@@ -82,6 +82,11 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
     # Bootstrap intervals and per-system alpha read every row of the campaign: the full recomputation
     # refreshes them; after a single HIT only the means move (the leaderboard refreshes stale intervals).
     recompute_system_scores(campaign, with_alpha=full, n_boot=N_BOOT if full else 0)
+    if campaign.is_hybrid:
+        from annotation.services.hybrid_scores import refresh_hybrid_scores
+
+        # Human labels changed: the stored hybrid scores follow (the judge's part waits for the next routing pass).
+        refresh_hybrid_scores(campaign, intervals=full)
     return len(summary_ids)
 
 
@@ -90,8 +95,21 @@ def ensure_summary_scores(campaign: Campaign) -> bool:
     (stored before lengths were counted in tokens); True when it recomputed."""
     rows = SummaryScore.objects.filter(summary__system__campaign=campaign)
     if rows.exists() and not rows.filter(length__isnull=True).exclude(summary__text="").exists():
+        ensure_hybrid_scores(campaign)
         return False
     recompute_summary_scores(campaign)
+    return True
+
+
+def ensure_hybrid_scores(campaign: Campaign) -> bool:
+    """Store a budgeted campaign's hybrid scores when nothing stored them yet (a campaign from before they were
+    stored, or finished before its next routing pass), so that no request computes them again; True when it did."""
+    from annotation.models import HybridScore
+    from annotation.services.hybrid_scores import refresh_hybrid_scores
+
+    if not campaign.is_hybrid or HybridScore.objects.filter(campaign=campaign).exists():
+        return False
+    refresh_hybrid_scores(campaign)
     return True
 
 

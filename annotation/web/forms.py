@@ -49,6 +49,7 @@ class CampaignUploadForm(forms.Form):
 
 SETTINGS_GROUPS = [
     ("Where the work runs", ["backend"]),
+    ("On MTurk (seconds; empty: the platform's setting)", ["mturk_assignment_duration", "mturk_hit_lifetime", "mturk_auto_approval_delay"]),
     ("Redundancy (workers per HIT)", ["assignments_generation", "assignments_verification", "assignments_presence"]),
     ("Rewards per HIT (USD)", ["reward_generation", "reward_verification", "reward_presence"]),
     ("Fair pay", ["hourly_pay_floor"]),
@@ -71,8 +72,9 @@ SETTINGS_GROUPS = [
             "qualification_max_attempts",
         ],
     ),
+    ("Presence judges", ["presence_judges", "third_judge_rate"]),
     ("Aggregation and scores", ["tie_rule", "length_penalty_alpha"]),
-    ("Budgeted presence", ["human_presence_share", "presence_judge", "active_rounds", "presence_rounds"]),
+    ("Budgeted presence", ["human_presence_share", "presence_judge", "active_rounds", "presence_rounds", "judge_scoring"]),
 ]
 
 
@@ -114,6 +116,18 @@ class CampaignSettingsForm(forms.ModelForm):
             "presence_judge": "Judge of the units people do not see",
             "active_rounds": "Active rounds (retrain the judge between rounds)",
             "presence_rounds": "Rounds",
+            "mturk_assignment_duration": "Time a worker may keep an assignment (30 to 31,536,000)",
+            "mturk_hit_lifetime": "Time a HIT stays on MTurk (30 to 31,536,000)",
+            "mturk_auto_approval_delay": "Automatic approval after (0 to 2,592,000)",
+            "judge_scoring": "Units the judge labels count as",
+            "presence_judges": "Presence judges",
+            "third_judge_rate": "Expected share of HITs needing the third judge (for the cost preview)",
+        }
+
+        help_texts = {
+            "judge_scoring": "Under budgeted presence, what a unit nobody judged counts as in the scores: the judge's label, or its "
+            "probability calibrated on this campaign's human labels (Platt scaling, out of fold; labels until there are "
+            "50 human-labelled units, 10 present and 10 absent). Units people judged always count as their majority.",
         }
 
     def __init__(self, *args, **kwargs):
@@ -128,6 +142,23 @@ class CampaignSettingsForm(forms.ModelForm):
                 if isinstance(validator, (MinValueValidator, MaxValueValidator)):
                     field.widget.attrs["min" if isinstance(validator, MinValueValidator) else "max"] = str(validator.limit_value)
 
+    def notes(self) -> dict[str, str]:
+        """A line under some settings: what each presence rule costs, for the values shown."""
+        # The instance holds the typed values once a bound form is validated (the saved ones otherwise).
+        values = self.instance
+        n = values.assignments_presence
+        first = n // 2 + 1
+        adaptive = Campaign(assignments_presence=n, third_judge_rate=values.third_judge_rate,
+                            presence_judges=Campaign.PresenceJudges.ADAPTIVE)
+        return {
+            "presence_judges": (
+                f"Fixed: {n} judgments per presence HIT. Adaptive: {first} first, one more at a time only where they "
+                f"disagree: about {adaptive.expected_presence_assignments:.2f} judgments per HIT at the expected "
+                f"disagreement rate ({values.third_judge_rate:.1%}), vs {n}; the same gold labels. Under the adaptive "
+                "rule, agreement (alpha) is computed over the first two judgments of every unit."
+            ),
+        }
+
     def clean_presence_judge(self):
         name = self.cleaned_data["presence_judge"].strip()
         from annotation.automation.autoscore import check_judge_name
@@ -141,23 +172,29 @@ class CampaignSettingsForm(forms.ModelForm):
 
     def groups(self):
         """(title, [bound field, paper value]) for the template."""
+        notes = self.notes()
         groups = [
-            (title, [(self[name], paper_value(name)) for name in names if name in self.fields])
+            (title, [(self[name], paper_value(name), notes.get(name, "")) for name in names if name in self.fields])
             for title, names in SETTINGS_GROUPS
         ]
         return [(title, rows) for title, rows in groups if rows]
 
 
 # Settings the paper has no value for: the settings page says so rather than show our default as the paper's.
-NOT_IN_PAPER = {"hourly_pay_floor"}
+NOT_IN_PAPER = {"hourly_pay_floor", "third_judge_rate", "mturk_assignment_duration", "mturk_hit_lifetime", "mturk_auto_approval_delay"}
+#: Settings whose default for new campaigns is not the paper's value.
+PAPER_VALUES = {"presence_judges": Campaign.PresenceJudges.FIXED}
 
 
 def paper_value(field_name: str):
     """The model default of a setting: the value the QAPyramid paper used (or the protocol implies)."""
     field = Campaign._meta.get_field(field_name)
     value = field.get_default()
+    if field_name in PAPER_VALUES:
+        paper = PAPER_VALUES[field_name]
+        return f"{dict(field.flatchoices)[paper]} (our default: {dict(field.flatchoices)[value]})" if paper != value else dict(field.flatchoices)[paper]
     if field_name in NOT_IN_PAPER:
-        return f"not set (our default: {value})"
+        return f"not set (our default: {'the platform setting' if value is None else value})"
     if field.choices:
         return dict(field.flatchoices).get(value, value)
     if isinstance(value, bool):

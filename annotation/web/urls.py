@@ -32,6 +32,7 @@ urlpatterns = [
     path("<slug:slug>/handwritten/add/", duplicate_views.campaign_handwritten_pair, name="campaign-handwritten-add"),
     path("<slug:slug>/systems/add/", campaign_views.campaign_add_system, name="campaign-add-system"),
     path("<slug:slug>/routing/retry/", campaign_views.campaign_routing_retry, name="campaign-routing-retry"),
+    path("<slug:slug>/mturk/retry/", campaign_views.campaign_mturk_retry, name="campaign-mturk-retry"),
     path("<slug:slug>/progress/status/", campaign_views.campaign_progress_status, name="campaign-progress-status"),
     path("<slug:slug>/recompute/", job_views.campaign_recompute, name="campaign-recompute"),
     path("<slug:slug>/export/", job_views.campaign_export, name="campaign-export"),

@@ -9,7 +9,16 @@ connection errors) are retried up to ``MTURK_MAX_RETRIES`` times, waiting
 
 before retry n (0-based; jitter so that several workers do not retry in
 step).  A ``RequestError`` (bad parameters, a used request token, no funds)
-is not transient and is raised at once as ``MTurkError``.
+is not transient and is raised at once as ``MTurkError``.  These retries are
+the only ones: botocore's own are off (``total_max_attempts`` 1), so one
+attempt is exactly one HTTP request.
+
+A call carrying a ``UniqueRequestToken`` is never re-sent blind: see
+``hits.mturk.tokens``, which settles every ambiguous answer by reading
+MTurk's records.  Repeats and refusals are never told by a message; only
+documented ``TurkErrorCode`` values are acted on.  One exception remains:
+``does_not_exist`` (a HIT or assignment MTurk no longer has) takes a code
+ending in ``DoesNotExist`` and otherwise MTurk's "does not exist" wording.
 """
 
 from __future__ import annotations
@@ -38,20 +47,27 @@ RETRYABLE_CODES = {
 # MTurk is one marketplace in one region: its endpoints, and the region requests are signed for.
 REGION = "us-east-1"
 
-# MTurk's ``TurkErrorCode`` values the platform acts on (botocore puts the code in ``exc.response``).
+# MTurk's ``TurkErrorCode`` values the platform acts on (botocore puts the code in ``exc.response``).  For a
+# repeated token, only the code MTurk's reference documents: CreateHIT's UniqueRequestToken ("subsequent calls
+# will return a AWS.MechanicalTurk.HitAlreadyExists error").  A repeated token of any other call is documented
+# only as "an error with a message containing the request ID": no code to rely on, so such answers are settled
+# by reading MTurk's records (``hits.mturk.tokens``).  A qualification type name used before is answered with
+# QualificationTypeAlreadyExists (what MTurk sends; a wrong guess here only stops a publish, it pays nothing).
 HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
-DUPLICATE_REQUEST = "AWS.MechanicalTurk.DuplicateRequest"
-TOKEN_USED_CODES = {HIT_ALREADY_EXISTS, DUPLICATE_REQUEST}
+QUALIFICATION_TYPE_ALREADY_EXISTS = "AWS.MechanicalTurk.QualificationTypeAlreadyExists"
 
 
 class MTurkError(Exception):
     """An MTurk call failed for good (after retries when the failure was transient).
 
     ``code`` is the error's type (``RequestError``, ``ServiceFault``...), ``turk_code`` MTurk's own
-    ``TurkErrorCode`` when it sent one (e.g. ``AWS.MechanicalTurk.HitAlreadyExists``)."""
+    ``TurkErrorCode`` when it sent one (e.g. ``AWS.MechanicalTurk.HitAlreadyExists``).  ``attempts``: the
+    HTTP requests made for the call; ``transient``: the last failure was a fault, a throttle or a lost
+    connection, so whether MTurk acted on the call is unknown."""
 
-    def __init__(self, operation: str, code: str, message: str, turk_code: str = ""):
+    def __init__(self, operation: str, code: str, message: str, turk_code: str = "", attempts: int = 1, transient: bool = False):
         self.operation, self.code, self.message, self.turk_code = operation, code, message, turk_code
+        self.attempts, self.transient = attempts, transient
         super().__init__(f"MTurk {operation} failed: {code}{f' ({turk_code})' if turk_code else ''}: {message}")
 
 
@@ -68,7 +84,9 @@ def make_boto3_client(sandbox: bool):
     ``MTURK_ENDPOINT_URL``, when set, replaces both AWS endpoints (e.g. the
     local stand-in, ``hits.mturk.standin``).  botocore's own retries are
     switched off: ``MTurk.call`` retries, so every attempt is visible (and
-    tested) in one place.
+    tested) in one place.  botocore's ``max_attempts`` counts *retries*
+    (``max_attempts=1`` is 2 requests); ``total_max_attempts`` counts
+    requests, so 1 means one request per attempt in any retry mode.
     """
     import boto3
     from botocore.config import Config
@@ -77,7 +95,7 @@ def make_boto3_client(sandbox: bool):
         "mturk",
         region_name=REGION,
         endpoint_url=settings.MTURK_ENDPOINT_URL or (SANDBOX_ENDPOINT if sandbox else LIVE_ENDPOINT),
-        config=Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=30),
+        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=30),
     )
 
 
@@ -116,13 +134,13 @@ class MTurk:
                 transient = code in RETRYABLE_CODES or status == 429 or status >= 500
                 if not transient or attempt == retries:
                     turk_code = exc.response.get("TurkErrorCode") or error.get("TurkErrorCode") or ""
-                    raise MTurkError(operation, code, message, str(turk_code)) from None
+                    raise MTurkError(operation, code, message, str(turk_code), attempt + 1, transient) from None
                 reason = code
             except NoCredentialsError:
                 raise MTurkError(operation, "NoCredentials", "no AWS credentials in the environment or the AWS chain") from None
             except (EndpointConnectionError, ConnectionClosedError, ConnectTimeoutError, ReadTimeoutError) as exc:
                 if attempt == retries:
-                    raise MTurkError(operation, type(exc).__name__, str(exc)) from None
+                    raise MTurkError(operation, type(exc).__name__, str(exc), attempts=attempt + 1, transient=True) from None
                 reason = type(exc).__name__
             delay = settings.MTURK_RETRY_BASE_SECONDS * (2**attempt) * random.uniform(0.5, 1.0)
             log.warning("MTurk %s: %s, retry %d of %d in %.1fs", operation, reason, attempt + 1, retries, delay)
@@ -143,18 +161,6 @@ class MTurk:
 def for_batch(batch) -> MTurk:
     """The account of a batch's backend (sandbox for ``mturk-sandbox``)."""
     return MTurk(sandbox=batch.backend != "mturk-live")
-
-
-def token_already_used(error: MTurkError) -> bool:
-    """Whether MTurk refused a call because its UniqueRequestToken was used before (the call had succeeded),
-    told by its ``TurkErrorCode``, never by the wording of its message."""
-    return error.turk_code in TOKEN_USED_CODES
-
-
-def hit_id_in(error: MTurkError) -> str | None:
-    """The HIT id a duplicate CreateHIT's message names (``The HIT with ID "3XYZ..." already exists``)."""
-    match = re.search(r'\bID "?([A-Z0-9]{20,64})"?', error.message)
-    return match.group(1) if match else None
 
 
 def does_not_exist(error: MTurkError) -> bool:

@@ -139,3 +139,61 @@ class MTurkQualificationType(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({'sandbox' if self.sandbox else 'live'})"
+
+
+class MTurkRequest(models.Model):
+    """A call carrying a ``UniqueRequestToken`` (CreateHIT, SendBonus, CreateAdditionalAssignmentsForHIT),
+    recorded before it is first sent (issue 30).
+
+    MTurk remembers a token for 24 hours only: a call re-sent later with the same token could act twice.  So
+    a call whose token was first sent more than ``hits.mturk.tokens.TOKEN_MEMORY`` ago, or whose answer was
+    ambiguous (lost reply, fault after the retries, a refusal of a token sent before), is never re-sent
+    blind: MTurk's records are read first (``hits.mturk.tokens``), and the call is sent again, with a new
+    token, only when they show the first did not go through.
+    """
+
+    # What the call is for, stable across new tokens (the CreateHIT token of a local HIT, a bonus entry's
+    # ledger token, a HIT's extra-places token).
+    key = models.CharField(max_length=64, unique=True)
+    operation = models.CharField(max_length=64)
+    # The UniqueRequestToken sent now: ``key`` at first, ``key`` with a suffix after each renewal.
+    token = models.CharField(max_length=64)
+    # When this token was first sent (None: not sent yet), and how many times the platform sent it.
+    first_sent_at = models.DateTimeField(null=True, blank=True)
+    sends = models.PositiveIntegerField(default=0)
+    renewals = models.PositiveIntegerField(default=0)
+    # How the call ended: "answered" (MTurk's reply), "found" (MTurk's records show it went through).
+    outcome = models.CharField(max_length=20, blank=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "MTurk request with a token"
+
+    def __str__(self) -> str:
+        return f"{self.operation} {self.token}"
+
+
+class Reconciliation(models.Model):
+    """One run of ``manage.py mturk_reconcile``: the ledger's paid total, what MTurk's own records say it
+    charged (rewards, bonuses and their fees), and every difference found (``hits.mturk.reconcile``)."""
+
+    batch = models.ForeignKey("hits.Batch", on_delete=models.CASCADE, related_name="reconciliations")
+    created_at = models.DateTimeField(auto_now_add=True)
+    ledger_total = models.DecimalField(max_digits=10, decimal_places=2)
+    market_total = models.DecimalField(max_digits=10, decimal_places=2)
+    # [{"kind", "hit", "assignment", "amount", "detail"}, ...]; empty when the two sides agree.
+    differences = models.JSONField(default=list)
+    hits_checked = models.PositiveIntegerField(default=0)
+    # HITs MTurk has deleted: read from the records kept here (statuses as last listed), not from MTurk.
+    hits_from_records = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = "MTurk reconciliation"
+
+    def __str__(self) -> str:
+        return f"reconciliation of batch {self.batch_id} at {self.created_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def agrees(self) -> bool:
+        return not self.differences

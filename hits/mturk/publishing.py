@@ -4,11 +4,12 @@ Each local HIT becomes one MTurk HIT whose question is an ExternalQuestion
 pointing at the platform's own framed HIT page.  The CreateHIT call carries
 ``UniqueRequestToken = RequesterAnnotation = "<MTURK_TOKEN_PREFIX>-<batch key>-<HIT id>"``
 (the batch key is random, so a token never collides across database resets
-or installations): a publish interrupted after MTurk created a HIT but before
-we recorded it is refused on the next run with MTurk's ``HitAlreadyExists``
-code and the id of the HIT it created; that HIT is fetched (GetHIT, or
-ListHITs by its annotation when the message names none) and recorded.  It
-never creates a second one.  Each created HIT
+or installations).  The call is recorded before it is sent and never re-sent
+blind (``hits.mturk.tokens``): after an ambiguous answer (a lost reply, a
+refusal as a repeat, MTurk's documented ``HitAlreadyExists``), or before a
+resend once MTurk may have forgotten the token (23 h), the account's HITs are
+read (ListHITs) for the HIT's annotation; a HIT found is recorded, never
+created a second time.  Each created HIT
 is recorded in its own transaction right after its call, so an interruption
 loses nothing already published.
 
@@ -54,7 +55,8 @@ from django.urls import reverse
 from config.baseurl import public_base_url
 from hits.models import HIT, Batch
 from hits.mturk import fees
-from hits.mturk.client import MTurk, MTurkError, for_batch, hit_id_in, token_already_used
+from hits.mturk import tokens
+from hits.mturk.client import RETRYABLE_CODES, MTurk, MTurkError, for_batch
 from hits.mturk.models import MTurkHIT, MTurkQualificationType
 from hits.outbox import send_after_commit
 
@@ -96,7 +98,7 @@ def regular_places(hit: HIT) -> int | None:
     from django.db.models import Min
 
     regular = HIT.objects.filter(batch_id=hit.batch_id, task_type_id=hit.task_type_id, kind=HIT.Kind.REGULAR)
-    return regular.exclude(payload__has_key="replaces").aggregate(m=Min("max_assignments"))["m"]
+    return regular.exclude(payload__has_key="replaces").exclude(payload__has_key="adds_to").aggregate(m=Min("max_assignments"))["m"]
 
 
 def gold_places(published: MTurkHIT) -> int:
@@ -198,9 +200,9 @@ def create_hit_request(hit: HIT, qualification_type_id: str | None = None, regul
         "Keywords": task_type.keywords[:1000],
         "Reward": str(mturk_reward(hit, regular_reward)),
         "MaxAssignments": mturk_max_assignments(hit),
-        "AssignmentDurationInSeconds": task_type.assignment_duration,
-        "LifetimeInSeconds": settings.MTURK_HIT_LIFETIME,
-        "AutoApprovalDelayInSeconds": settings.MTURK_AUTO_APPROVAL_DELAY,
+        "AssignmentDurationInSeconds": hit.batch.mturk_assignment_duration or task_type.assignment_duration,
+        "LifetimeInSeconds": hit.batch.mturk_hit_lifetime or settings.MTURK_HIT_LIFETIME,
+        "AutoApprovalDelayInSeconds": auto_approval_delay(hit.batch),
         "Question": external_question(),
         "RequesterAnnotation": request_token(hit),
         "UniqueRequestToken": request_token(hit),
@@ -211,10 +213,32 @@ def create_hit_request(hit: HIT, qualification_type_id: str | None = None, regul
     return params
 
 
-def unpublished_hits(batch: Batch):
-    """Open HITs of the batch that are not on MTurk yet, oldest first (set-aside ones of a paused batch included)."""
+def auto_approval_delay(batch: Batch) -> int:
+    """The AutoApprovalDelayInSeconds of the batch's HITs: the campaign's (copied at launch), else the setting."""
+    return batch.mturk_auto_approval_delay if batch.mturk_auto_approval_delay is not None else settings.MTURK_AUTO_APPROVAL_DELAY
+
+
+def auto_approval_too_soon(delay: int) -> str:
+    """Why an automatic approval ``delay`` seconds after submission is too soon for the periodic sync ("" if not):
+    MTurk would pay work the sync never saw (nor the researcher reviewed).  At least
+    ``AUTO_APPROVAL_SYNC_MARGIN`` sync intervals (MTURK_SYNC_INTERVAL)."""
+    from hits.mturk.limits import AUTO_APPROVAL_SYNC_MARGIN
+
+    least = AUTO_APPROVAL_SYNC_MARGIN * settings.MTURK_SYNC_INTERVAL
+    if delay >= least:
+        return ""
     return (
-        HIT.objects.filter(batch=batch, state__in=HIT.UNFINISHED_STATES, mturk__isnull=True)
+        f"MTurk would approve and pay work {delay:,} seconds after its submission, sooner than "
+        f"{AUTO_APPROVAL_SYNC_MARGIN} syncs ({AUTO_APPROVAL_SYNC_MARGIN} x MTURK_SYNC_INTERVAL {settings.MTURK_SYNC_INTERVAL:,} s "
+        f"= {least:,} s): work would be paid before the platform saw it; set an automatic approval delay of at least {least:,} seconds"
+    )
+
+
+def unpublished_hits(batch: Batch):
+    """Open HITs of the batch that are not on MTurk yet, oldest first (set-aside ones of a paused batch included);
+    a HIT MTurk refused for a lasting reason waits for the researcher's retry (``retry_publish``)."""
+    return (
+        HIT.objects.filter(batch=batch, state__in=HIT.UNFINISHED_STATES, mturk__isnull=True, publish_error="")
         .select_related("task_type", "batch")
         .order_by("pk")
     )
@@ -251,6 +275,8 @@ class PublishReport:
     committed: str = "0.00"
     stopped: str = ""
     hit_ids: list[str] = field(default_factory=list)
+    refused: list[dict] = field(default_factory=list)  # {"hit": local id, "error"}: CreateHIT refused for good
+    unsettled: list[dict] = field(default_factory=list)  # {"hit", "error"}: an answer lost, MTurk's records unread
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -348,16 +374,16 @@ def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
             continue
         try:
             check_balance(mturk, cost)
-            mturk.call(
-                "CreateAdditionalAssignmentsForHIT", HITId=published.mturk_hit_id, NumberOfAdditionalAssignments=extra,
-                UniqueRequestToken=f"{published.request_token}-{wanted}"[:64],
+            tokens.call(
+                "CreateAdditionalAssignmentsForHIT", mturk=mturk, key=f"{published.request_token}-{wanted}"[:64],
+                params={"HITId": published.mturk_hit_id, "NumberOfAdditionalAssignments": extra},
+                went_through=lambda: grown_on_mturk(mturk, published, wanted),
             )
         except MTurkError as exc:
-            if not token_already_used(exc):
-                # This HIT waits for the next publish; the others (and new HITs) go on.
-                MTurkHIT.objects.filter(pk=published.pk).update(last_error=f"CreateAdditionalAssignmentsForHIT: {exc}"[:1000], failures=F("failures") + 1)
-                report.stopped = report.stopped or f"HIT {published.mturk_hit_id} could not grow: {exc}"
-                continue
+            # This HIT waits for the next publish; the others (and new HITs) go on.
+            MTurkHIT.objects.filter(pk=published.pk).update(last_error=f"CreateAdditionalAssignmentsForHIT: {exc}"[:1000], failures=F("failures") + 1)
+            report.stopped = report.stopped or f"HIT {published.mturk_hit_id} could not grow: {exc}"
+            continue
         except PublishRefused as exc:
             report.stopped = str(exc)
             continue
@@ -411,18 +437,62 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
             type_ids[hit.task_type_id] = ensure_qualification_type(mturk, hit.task_type, batch).qualification_type_id
         params = create_hit_request(hit, type_ids.get(hit.task_type_id), rewards.get(hit.task_type_id))
         try:
-            created = mturk.call("CreateHIT", **params)["HIT"]
+            created = create_hit(mturk, params)
         except MTurkError as exc:
-            if not token_already_used(exc):
-                raise
-            created = find_created_hit(mturk, exc, params["RequesterAnnotation"])
-            if created is None:
-                raise
+            if refused_for_good(exc):
+                note_refused(hit, exc, report)  # this HIT waits for a retry; the rest of the batch goes on
+                continue
+            if exc.code in RETRYABLE_CODES:
+                raise  # MTurk throttles or faults after every retry: the next calls would fail too; the next sync goes on
+            # A lost reply that MTurk's records could not settle yet: this HIT waits for the next publish (which
+            # reads the records again, never re-sending blind); the rest of the batch goes on.
+            report.unsettled.append({"hit": hit.pk, "error": str(exc)[:300]})
+            log.warning("CreateHIT of HIT %s not settled yet: %s", hit.pk, exc)
+            continue
+        if created.recovered:
             report.recovered += 1
+        created = created.found if created.recovered else created.response["HIT"]
         record_published(hit, created, params, mturk.sandbox)
         report.published += 1
         report.hit_ids.append(created["HITId"])
     return report
+
+
+# MTurk's error type for a request it refuses as such (a bad parameter, a limit): sending it again changes nothing.
+# Told by the error's type (``__type``), never by its message; ServiceFault and throttling are retried instead.
+LASTING_REFUSAL = "RequestError"
+
+
+def refused_for_good(error: MTurkError) -> bool:
+    """Whether MTurk refused a CreateHIT for a lasting reason: the same request would be refused again."""
+    return error.code == LASTING_REFUSAL
+
+
+def note_refused(hit: HIT, error: MTurkError, report: "PublishReport") -> None:
+    """Store a lasting CreateHIT refusal on the HIT (shown on the progress page, with a retry)."""
+    from django.utils import timezone
+
+    HIT.objects.filter(pk=hit.pk).update(publish_error=str(error)[:1000], publish_error_at=timezone.now())
+    report.refused.append({"hit": hit.pk, "error": str(error)[:300]})
+    log.warning("CreateHIT of HIT %s refused: %s", hit.pk, error)
+
+
+def retry_publish(batch: Batch, hit_ids=None) -> int:
+    """The researcher's retry of HITs MTurk refused: their errors are cleared and a publish is queued.
+    Returns how many HITs will be tried again."""
+    refused = HIT.objects.filter(batch=batch, mturk__isnull=True).exclude(publish_error="")
+    if hit_ids is not None:
+        refused = refused.filter(pk__in=list(hit_ids))
+    with transaction.atomic():
+        count = refused.update(publish_error="", publish_error_at=None)
+        if count:
+            publish_soon(batch)
+    return count
+
+
+def refused_hits(batch: Batch):
+    """HITs of the batch MTurk refused to create, with their errors (for the progress page and the API)."""
+    return HIT.objects.filter(batch=batch, mturk__isnull=True).exclude(publish_error="").order_by("pk")
 
 
 def waiting_commitment(batch: Batch) -> Decimal:
@@ -440,18 +510,20 @@ def waiting_commitment(batch: Batch) -> Decimal:
     return total.quantize(fees.CENT)
 
 
-def find_created_hit(mturk: MTurk, error: MTurkError, annotation: str) -> dict | None:
-    """The HIT an earlier CreateHIT with the same token created: by the id MTurk's refusal names (GetHIT),
-    else by its annotation.  A HIT found by id whose annotation is not ours is not taken."""
-    hit_id = hit_id_in(error)
-    if hit_id:
-        try:
-            found = mturk.call("GetHIT", HITId=hit_id)["HIT"]
-        except MTurkError:
-            found = None
-        if found is not None and found.get("RequesterAnnotation") == annotation:
-            return found
-    return find_hit_by_annotation(mturk, annotation)
+def create_hit(mturk: MTurk, params: dict) -> "tokens.Sent":
+    """CreateHIT, never re-sent blind: what MTurk answered, or the HIT its records show the call created."""
+    annotation = params["RequesterAnnotation"]
+    return tokens.call(
+        "CreateHIT", mturk=mturk, key=params["UniqueRequestToken"], params=params,
+        went_through=lambda: find_hit_by_annotation(mturk, annotation),
+    )
+
+
+def grown_on_mturk(mturk: MTurk, published: MTurkHIT, wanted: int) -> dict | None:
+    """The HIT (GetHIT) if MTurk already gives it ``wanted`` places (an earlier CreateAdditionalAssignmentsForHIT
+    went through), else None."""
+    found = mturk.call("GetHIT", HITId=published.mturk_hit_id)["HIT"]
+    return found if int(found.get("MaxAssignments") or 0) >= wanted else None
 
 
 def find_hit_by_annotation(mturk: MTurk, annotation: str) -> dict | None:

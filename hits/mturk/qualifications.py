@@ -27,7 +27,8 @@ from django.db.models import Min
 from django.dispatch import receiver
 
 from hits.models import Batch, BatchBlock, Qualification, TaskType, Worker
-from hits.mturk.client import MTurk, MTurkError
+from hits.mturk.text import mturk_safe_text
+from hits.mturk.client import QUALIFICATION_TYPE_ALREADY_EXISTS, MTurk, MTurkError
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType
 from hits.outbox import send_after_commit
 from hits.signals import batch_block_changed, qualification_changed, worker_blocked
@@ -58,8 +59,9 @@ def ensure_qualification_type(mturk: MTurk, task_type: TaskType, batch: Batch) -
             QualificationTypeStatus="Active",
         )["QualificationType"]
     except MTurkError as exc:
-        # Created before (an interrupted publish, or a lost record): find it by name.
-        if "already" not in exc.message.lower():
+        # Created before (an interrupted publish, or a lost record): MTurk's code says so (its message is
+        # never read); find it by name.
+        if exc.turk_code != QUALIFICATION_TYPE_ALREADY_EXISTS:
             raise
         created = next(
             (
@@ -145,7 +147,7 @@ def _call(clients, qualification_type: MTurkQualificationType, worker: Worker, g
             "DisassociateQualificationFromWorker",
             WorkerId=worker.mturk_worker_id,
             QualificationTypeId=qualification_type.qualification_type_id,
-            Reason=(reason or "qualification revoked")[:1000],
+            Reason=mturk_safe_text(reason or "qualification revoked", 1000) or "qualification revoked",
         )
 
 
@@ -216,7 +218,7 @@ def mirror_block(worker_id: int, blocked: bool, reason: str, clients=None) -> in
     for sandbox in sorted(accounts):
         mturk = (clients or {}).get(sandbox) or MTurk(sandbox=sandbox)
         operation = "CreateWorkerBlock" if blocked else "DeleteWorkerBlock"
-        mturk.call(operation, WorkerId=worker.mturk_worker_id, Reason=(reason or ("blocked" if blocked else "unblocked"))[:1000])
+        mturk.call(operation, WorkerId=worker.mturk_worker_id, Reason=mturk_safe_text(reason or ("blocked" if blocked else "unblocked"), 1000) or "blocked")
         calls += 1
     return calls
 

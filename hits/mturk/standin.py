@@ -1,45 +1,77 @@
 """A local stand-in for Amazon Mechanical Turk: the requester API boto3 speaks, and the worker's side of it.
 
 Run ``python manage.py mturk_standin --port 8765 [--state var/mturk-standin.json]
-[--time-scale 3600] [--balance 50.00]`` and set ``MTURK_ENDPOINT_URL=http://127.0.0.1:8765``:
-the platform's boto3 client (sandbox and live alike) then talks to it instead of
-AWS, and a campaign can be rehearsed end to end without spending money.  Tests
-start it in a thread (``StandIn(port=0).start()``, ``.url``, ``.stop()``).  It
-answers ``POST /`` in MTurk's JSON 1.1 protocol (``X-Amz-Target:
-MTurkRequesterServiceV20170117.<Operation>``; errors are HTTP 400 with ``__type``
-RequestError and a ``TurkErrorCode``): CreateHIT, CreateAdditionalAssignmentsForHIT,
-GetHIT, ListHITs, ListReviewableHITs, ListAssignmentsForHIT, GetAssignment,
-ApproveAssignment, RejectAssignment, SendBonus, ListBonusPayments,
-UpdateExpirationForHIT, DeleteHIT, GetAccountBalance, the qualification type and
-score operations, worker blocks and NotifyWorkers; any other operation is refused
-with an error naming it.  Workers are simulated over plain JSON or form posts:
-``/_standin/worker/hits`` (what a worker may discover), ``/_standin/worker/preview``,
-``/_standin/worker/accept`` (returns the assignment id and the ExternalQuestion URL
-with ``assignmentId``, ``hitId``, ``turkSubmitTo`` and ``workerId`` appended),
-``/_standin/worker/return`` and ``/_standin/worker/qualification`` (a worker's
-Locale, approval rate or other score); the HIT page posts its form to
-``/mturk/externalSubmit`` as on MTurk.  The control API: ``GET /_standin/state``
-(balance, ledger of charges and total charged, HITs, assignments, bonuses,
-qualifications, blocks, notifications), ``POST /_standin/advance`` (``seconds``),
-``/_standin/balance``, ``/_standin/reset`` and ``/_standin/dispose`` (``HITId``: the
-120-day auto-deletion now).  What it models: the balance (reward + fee charged on
-approval, bonus + fee on SendBonus; fee 20%, 40% of the reward on HITs of 10 or more
-assignments, at least $0.01 each; CreateHIT and CreateAdditionalAssignmentsForHIT
-refused when the balance cannot cover the HIT), automatic approval after
-``AutoApprovalDelayInSeconds``, abandonment after ``AssignmentDurationInSeconds``,
-HIT statuses and counts, request tokens (24 hours), UpdateExpirationForHIT's
-idempotency on (HIT, ExpireAt), the under-10 rule, DeleteHIT's refusals, the 30-day
-override of a rejection, qualification requirements (all comparators, ActionsGuarded)
-and blocks.  Its clock runs ``time_scale`` simulated seconds per real second, can be
-advanced, and never runs backwards (after a restart it resumes at the later of the
-saved time and the wall clock).  What it does not model: signatures and credentials
-(any are accepted), throttling, HIT types and layouts (CreateHITWithHITType),
-review policies, qualification tests and requests, notifications by SNS/SQS, funds
-held for open HITs (a HIT's cost is checked against the available balance when it
-is created, not reserved), HTTPS on ExternalURL, multipart forms on externalSubmit
-(url-encoded posts and GET queries only), and the exact wording of MTurk's error
-messages and of the TurkErrorCodes its reference does not document.  Standard library only; it imports nothing from Django or the
-platform, so it runs alone as well as in the test process.
+[--time-scale 3600] [--balance 50.00] [--fault OPERATION:KIND[:COUNT[:RATE]]] [--seed N]``
+and set ``MTURK_ENDPOINT_URL=http://127.0.0.1:8765``: the platform's boto3 client
+(sandbox and live alike) then talks to it instead of AWS, and a campaign can be
+rehearsed end to end without spending money.  Tests start it in a thread
+(``StandIn(port=0).start()``, ``.url``, ``.stop()``).  It answers ``POST /`` in
+MTurk's JSON 1.1 protocol (``X-Amz-Target: MTurkRequesterServiceV20170117.<Operation>``):
+CreateHIT, CreateAdditionalAssignmentsForHIT, GetHIT, ListHITs, ListReviewableHITs,
+ListAssignmentsForHIT, GetAssignment, ApproveAssignment, RejectAssignment, SendBonus,
+ListBonusPayments, UpdateExpirationForHIT, DeleteHIT, GetAccountBalance, the
+qualification type and score operations, worker blocks and NotifyWorkers; any other
+operation is refused with an error naming it.
+
+Errors have MTurk's shapes: ``RequestError`` (HTTP 400) for a refused call and
+``ServiceFault`` (HTTP 500) for a failure, each with a ``Message`` ending in the
+request id (also in the ``x-amzn-RequestId`` header), and a ``TurkErrorCode`` only
+where MTurk's reference documents one: ``AWS.MechanicalTurk.HitAlreadyExists`` for a
+CreateHIT token used in the last 24 hours and ``...InvalidMaximumAssignmentsIncrease``,
+and ``...QualificationTypeAlreadyExists`` (sent by MTurk, not in its reference).  A repeated SendBonus or
+CreateAdditionalAssignmentsForHIT token is a RequestError without a code whose message
+says the token has already been processed and gives the first request's id (never the
+HIT or bonus: a client must read MTurk's records to learn what the first call did).
+After 24 hours (stand-in time) a token is forgotten and the call is done again.
+
+Workers are simulated over plain JSON or form posts: ``/_standin/worker/hits`` (what
+a worker may discover), ``/_standin/worker/preview``, ``/_standin/worker/accept``
+(returns the assignment id and the ExternalQuestion URL with ``assignmentId``,
+``hitId``, ``turkSubmitTo`` and ``workerId`` appended), ``/_standin/worker/return``
+and ``/_standin/worker/qualification`` (a worker's Locale, approval rate or other
+score); the HIT page posts its form to ``/mturk/externalSubmit`` as on MTurk.
+
+The control API: ``GET /_standin/state`` (balance, available and on hold, ledger of
+charges and total charged, HITs, assignments, bonuses, qualifications, blocks,
+notifications, faults and requests per operation), ``POST /_standin/advance``
+(``seconds``), ``/_standin/balance`` (sets the available balance), ``/_standin/reset``
+and ``/_standin/dispose`` (``HITId``: the 120-day auto-deletion now), and
+``GET/POST/DELETE /_standin/faults``: ``{"operation": "SendBonus" or "*", "kind":
+"throttle" | "service_fault" | "lost_reply" | "fault_after", "count": 1 (null: until
+cleared), "rate": 1.0}`` (``StandIn.inject`` from Python).  ``throttle`` answers HTTP
+400 ``ThrottlingException`` "Rate exceeded" and ``service_fault`` HTTP 500
+``ServiceFault``, both without doing the call; ``lost_reply`` does the call and closes
+the connection without an answer, ``fault_after`` does it and answers a ServiceFault.
+A fault hits a matching request with probability ``rate``, drawn from a generator
+seeded with ``seed`` (the same run gives the same faults).
+
+What it models: the balance (reward + fee charged on approval, bonus + fee on
+SendBonus; fee 20%, 40% of the reward on HITs of 10 or more assignments, at least
+$0.01 each); funds held: CreateHIT and CreateAdditionalAssignmentsForHIT hold reward +
+fee for every place (``OnHoldBalance``; ``AvailableBalance`` is what is left, and a
+call it cannot cover is refused), released as each place closes: approved (then
+charged), rejected, returned or abandoned once the HIT has expired, unused when the
+HIT expires or is deleted; automatic approval after ``AutoApprovalDelayInSeconds``,
+abandonment after ``AssignmentDurationInSeconds``, HIT statuses and counts, request
+tokens (24 hours), UpdateExpirationForHIT's idempotency on (HIT, ExpireAt), the
+under-10 rule, DeleteHIT's refusals, the 30-day override of a rejection (only while
+the HIT exists), qualification requirements (all comparators, ActionsGuarded) and
+blocks; worker ids checked against ``^A[A-Z0-9]+$`` (at most 64 characters) wherever
+MTurk takes one, the simulated workers' endpoints included; ASCII control characters
+0-8, 11, 12 and 14-31 refused in RequesterFeedback, and (stricter than MTurk
+documents) in SendBonus's Reason and NotifyWorkers' Subject and MessageText.  Its
+clock runs ``time_scale`` simulated seconds per real second, can be advanced, and
+never runs backwards (after a restart it resumes at the later of the saved time and
+the wall clock); token expiry, automatic approval and abandonment, HIT expiry, the
+30-day override window and the 120-day deletion all follow it.  What it does not
+model: signatures and credentials (any are accepted), MTurk's own throttling (only
+injected), HIT types and layouts (CreateHITWithHITType), review policies,
+qualification tests and requests, notifications by SNS/SQS, HTTPS on ExternalURL,
+multipart forms on externalSubmit (url-encoded posts and GET queries only), and the
+exact wording of MTurk's messages.  Faults act over HTTP only (``StandIn.call`` from
+Python never fails on purpose) and are not kept in the state file.  Standard library
+only; it imports nothing from Django or the platform, so it runs alone as well as in
+the test process.
 """
 
 from __future__ import annotations
@@ -48,8 +80,10 @@ import base64
 import hashlib
 import json
 import os
+import random
 import re
 import secrets
+import socket
 import string
 import threading
 import time
@@ -103,16 +137,21 @@ SUBMITTED, APPROVED, REJECTED = "Submitted", "Approved", "Rejected"
 REVIEWABLE_STATUSES = (SUBMITTED, APPROVED, REJECTED)
 HOLDS_A_PLACE = (ACCEPTED, SUBMITTED, APPROVED, REJECTED)
 
-# TurkErrorCode values.  The first two are MTurk's documented codes; the others are the stand-in's own
-# choice in MTurk's style (the reference does not list them).
+# TurkErrorCode values: only those MTurk's API reference documents are ever sent.  A repeated CreateHIT
+# token is ``HitAlreadyExists`` (CreateHIT's reference); a CreateHIT past 9 assignments
+# ``InvalidMaximumAssignmentsIncrease`` (CreateAdditionalAssignmentsForHIT's); and, the one exception (what MTurk
+# sends, though its reference does not list it), a second qualification type of the same name
+# ``QualificationTypeAlreadyExists``.  Every other refusal is a RequestError with a message and no
+# code (a repeated SendBonus or CreateAdditionalAssignmentsForHIT token included: the reference promises only
+# "an error with a message containing the request ID").
 HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
 INVALID_MAX_ASSIGNMENTS_INCREASE = "AWS.MechanicalTurk.InvalidMaximumAssignmentsIncrease"
-DUPLICATE_REQUEST = "AWS.MechanicalTurk.DuplicateRequest"
-INSUFFICIENT_FUNDS = "AWS.MechanicalTurk.InsufficientFunds"
-DOES_NOT_EXIST = "AWS.MechanicalTurk.DoesNotExist"
-INVALID_STATE = "AWS.MechanicalTurk.InvalidState"
-INVALID_PARAMETER = "AWS.MechanicalTurk.InvalidParameterValue"
 ALREADY_EXISTS = "AWS.MechanicalTurk.QualificationTypeAlreadyExists"
+DOCUMENTED_CODES = (HIT_ALREADY_EXISTS, INVALID_MAX_ASSIGNMENTS_INCREASE, ALREADY_EXISTS)
+
+# Faults the control API can inject per operation (see ``StandIn.inject``).
+THROTTLE, SERVICE_FAULT, LOST_REPLY, FAULT_AFTER = "throttle", "service_fault", "lost_reply", "fault_after"
+FAULT_KINDS = (THROTTLE, SERVICE_FAULT, LOST_REPLY, FAULT_AFTER)
 
 # Parameters MTurk requires per operation (the botocore service model agrees: see the tests).
 REQUIRED = {
@@ -143,7 +182,11 @@ REQUIRED = {
     "UpdateExpirationForHIT": ("HITId", "ExpireAt"),
 }
 
-WORKER_ID = re.compile(r"^[A-Z0-9]{1,64}$")
+WORKER_ID = re.compile(r"^A[A-Z0-9]+$")  # MTurk's CustomerId pattern (1 to 64 characters)
+WORKER_ID_MAX = 64
+# What MTurk refuses in RequesterFeedback (and the stand-in also in bonus reasons and NotifyWorkers texts):
+# ASCII 0-8, 11, 12 and 14-31.  Tab, line feed and carriage return are allowed.
+CONTROL_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 MONEY = re.compile(r"^[0-9]+(\.[0-9]{0,2})?$")
 EXTERNAL_URL = re.compile(r"<ExternalURL>\s*(.*?)\s*</ExternalURL>", re.S)
 QUESTION_ROOTS = ("ExternalQuestion", "HTMLQuestion", "QuestionForm")
@@ -151,9 +194,9 @@ ANSWERS_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2
 
 
 class Refused(Exception):
-    """A call MTurk would refuse: ``RequestError`` (HTTP 400) with a ``TurkErrorCode``."""
+    """A call MTurk would refuse: ``RequestError`` (HTTP 400), with a ``TurkErrorCode`` only where MTurk documents one."""
 
-    def __init__(self, message: str, turk_code: str = INVALID_PARAMETER, error_type: str = "RequestError", status: int = 400):
+    def __init__(self, message: str, turk_code: str | None = None, error_type: str = "RequestError", status: int = 400):
         super().__init__(message)
         self.message, self.turk_code, self.error_type, self.status = message, turk_code, error_type, status
 
@@ -264,7 +307,10 @@ def integer(params: dict, name: str, default=None, low: int | None = None, high:
     return value
 
 
-def text(params: dict, name: str, max_length: int, required: bool = False, default: str = "") -> str:
+def text(
+    params: dict, name: str, max_length: int, required: bool = False, default: str = "", plain: bool = False
+) -> str:
+    """A string parameter; ``plain`` ones (texts a worker reads) refuse ASCII control characters as MTurk does."""
     value = params.get(name, default)
     if not isinstance(value, str):
         raise Refused(f"{name} must be a string")
@@ -272,6 +318,21 @@ def text(params: dict, name: str, max_length: int, required: bool = False, defau
         raise Refused(f"{name} must not be empty")
     if len(value) > max_length:
         raise Refused(f"{name} is longer than {max_length} characters")
+    found = CONTROL_CHARS.search(value) if plain else None
+    if found is not None:
+        raise Refused(
+            f"{name} contains the control character ASCII {ord(found.group())} at position {found.start()}: "
+            "ASCII 0-8, 11, 12 and 14-31 are not allowed"
+        )
+    return value
+
+
+def valid_worker_id(value, name: str = "WorkerId") -> str:
+    """A worker id as MTurk takes it: ``^A[A-Z0-9]+$``, at most 64 characters, else a RequestError naming it."""
+    if not isinstance(value, str) or not WORKER_ID.match(value) or len(value) > WORKER_ID_MAX:
+        raise Refused(
+            f"{name} {value!r} is invalid: a worker id matches ^A[A-Z0-9]+$ and has at most {WORKER_ID_MAX} characters"
+        )
     return value
 
 
@@ -324,8 +385,14 @@ class StandIn:
         balance=DEFAULT_BALANCE,
         log: Callable[[str], None] | None = None,
         public_url: str | None = None,
+        seed: int = 0,
     ):
         self.lock = threading.RLock()
+        # Injected faults (``inject``) and the requests each operation received; neither is kept in the state file.
+        self.faults: list[dict] = []
+        self.requests: dict[str, int] = {}
+        self.seed = seed
+        self._random = random.Random(seed)
         self.clock = Clock(time_scale)
         self.state_path = os.fspath(state_path) if state_path else None
         self.log = log
@@ -459,7 +526,7 @@ class StandIn:
     def _hit(self, hit_id) -> dict:
         hit = self.state["hits"].get(hit_id) if isinstance(hit_id, str) else None
         if hit is None or hit["deleted"]:
-            raise Refused(f"Hit {hit_id} does not exist.", DOES_NOT_EXIST)
+            raise Refused(f"Hit {hit_id} does not exist.")
         return hit
 
     def _assignments_of(self, hit: dict) -> list[dict]:
@@ -512,7 +579,7 @@ class StandIn:
             or assignment["status"] not in REVIEWABLE_STATUSES
             or self.state["hits"][assignment["HITId"]]["deleted"]
         ):
-            raise Refused(f"Assignment {assignment_id} does not exist.", DOES_NOT_EXIST)
+            raise Refused(f"Assignment {assignment_id} does not exist.")
         return assignment
 
     @staticmethod
@@ -544,22 +611,21 @@ class StandIn:
         self._changed()
 
     def _check_token(self, operation: str, token, now: float) -> str | None:
+        """A token used by the same operation in the last 24 hours (stand-in time) refuses the call.
+
+        The message says the token was processed and holds the first request's id, nothing more (no HIT or
+        bonus id to parse).  Only CreateHIT's refusal carries a code (``HitAlreadyExists``, documented there).
+        After 24 hours the token is forgotten and the call is done again, as MTurk warns."""
         if token is None:
             return None
         if not isinstance(token, str) or not 1 <= len(token) <= 64:
             raise Refused("UniqueRequestToken must be 1 to 64 characters")
         used = self.state["tokens"].get(f"{operation}:{token}")
         if used is not None and now - used["at"] < TOKEN_LIFETIME:
-            if operation == "CreateHIT":
-                raise Refused(
-                    f'The HIT with ID "{used["id"]}" already exists: UniqueRequestToken "{token}" was used by '
-                    f"request {used['request_id']}. ({millis(now)})",
-                    HIT_ALREADY_EXISTS,
-                )
             raise Refused(
-                f'The idempotency token "{token}" has already been processed: {operation} request '
-                f"{used['request_id']} ({used['id']}). ({millis(now)})",
-                DUPLICATE_REQUEST,
+                f'The idempotency token "{token}" has already been processed. Request ID: {used["request_id"]} '
+                f"({millis(now)})",
+                HIT_ALREADY_EXISTS if operation == "CreateHIT" else None,
             )
         return token
 
@@ -567,11 +633,29 @@ class StandIn:
         if token is not None:
             self.state["tokens"][f"{operation}:{token}"] = {"at": now, "id": created, "request_id": request_id}
 
-    def _need_funds(self, cost: Decimal, what: str) -> None:
-        if cost > self._balance():
-            raise Refused(
-                f"Your account balance of ${self._balance()} is insufficient for {what} (${cost}).", INSUFFICIENT_FUNDS
-            )
+    def _held(self, hit: dict, now: float) -> Decimal:
+        """What MTurk holds for the HIT: reward + fee for every place that may still be paid.
+
+        A place is held while it is free on a HIT not expired, in progress or submitted; it is released when
+        its work is approved (then charged), rejected, returned or abandoned once the HIT has expired, and
+        when the HIT expires or is deleted with places unused."""
+        if hit["deleted"]:
+            return Decimal("0.00")
+        counts = self._counts(hit, now)
+        places = counts["NumberOfAssignmentsAvailable"] + counts["NumberOfAssignmentsPending"] + counts["submitted"]
+        reward = Decimal(hit["Reward"])
+        return (reward + reward_fee(reward, hit["MaxAssignments"])) * places
+
+    def _on_hold(self, now: float) -> Decimal:
+        return sum((self._held(hit, now) for hit in self.state["hits"].values()), Decimal("0.00"))
+
+    def _available(self, now: float) -> Decimal:
+        return self._balance() - self._on_hold(now)
+
+    def _need_funds(self, cost: Decimal, what: str, now: float) -> None:
+        available = self._available(now)
+        if cost > available:
+            raise Refused(f"Your account's available balance of ${available} is insufficient for {what} (${cost}).")
 
     # -- qualifications
 
@@ -650,7 +734,7 @@ class StandIn:
         for requirement in requirements:
             type_id, comparator = requirement.get("QualificationTypeId"), requirement.get("Comparator")
             if type_id not in SYSTEM_TYPES and type_id not in self.state["qualification_types"]:
-                raise Refused(f"QualificationType {type_id} does not exist.", DOES_NOT_EXIST)
+                raise Refused(f"QualificationType {type_id} does not exist.")
             if comparator not in COMPARATORS:
                 raise Refused(f"Comparator {comparator!r} is not one of {sorted(COMPARATORS)}")
             values = (requirement.get("IntegerValues") or []) + (requirement.get("LocaleValues") or [])
@@ -683,7 +767,7 @@ class StandIn:
             return handler(params, now, request_id or str(uuid.uuid4()))
 
     def _op_GetAccountBalance(self, params, now, request_id):
-        return {"AvailableBalance": str(self._balance()), "OnHoldBalance": "0.00"}
+        return {"AvailableBalance": str(self._available(now)), "OnHoldBalance": str(self._on_hold(now))}
 
     def _op_CreateHIT(self, params, now, request_id):
         token = self._check_token("CreateHIT", params.get("UniqueRequestToken"), now)
@@ -713,7 +797,7 @@ class StandIn:
             "QualificationRequirements": requirements,
         }
         cost = (reward + reward_fee(reward, max_assignments)) * max_assignments
-        self._need_funds(cost, f"a HIT of {max_assignments} assignment(s) at ${reward}")
+        self._need_funds(cost, f"a HIT of {max_assignments} assignment(s) at ${reward}", now)
         kind = json.dumps([hit[k] for k in ("Title", "Description", "Keywords", "Reward", "AssignmentDurationInSeconds",
                                             "AutoApprovalDelayInSeconds", "QualificationRequirements")], sort_keys=True)
         type_id = base64.b32encode(hashlib.sha256(kind.encode()).digest()).decode()[:30]
@@ -748,7 +832,7 @@ class StandIn:
                 INVALID_MAX_ASSIGNMENTS_INCREASE,
             )
         reward = Decimal(hit["Reward"])
-        self._need_funds((reward + reward_fee(reward, total)) * extra, f"{extra} more assignment(s) at ${reward}")
+        self._need_funds((reward + reward_fee(reward, total)) * extra, f"{extra} more assignment(s) at ${reward}", now)
         # The expiration is left as it is: an expired HIT takes workers again only after UpdateExpirationForHIT.
         hit["MaxAssignments"] = total
         self._use_token("CreateAdditionalAssignmentsForHIT", token, now, hit["HITId"], request_id)
@@ -806,53 +890,49 @@ class StandIn:
 
     def _op_ApproveAssignment(self, params, now, request_id):
         assignment = self._assignment(params["AssignmentId"])
-        feedback = text(params, "RequesterFeedback", 1024) if params.get("RequesterFeedback") is not None else None
+        feedback = text(params, "RequesterFeedback", 1024, plain=True) if params.get("RequesterFeedback") is not None else None
         status, aid = assignment["status"], assignment["AssignmentId"]
         if status == APPROVED:
-            raise Refused(f"Assignment {aid} is already Approved. ({millis(now)})", INVALID_STATE)
+            raise Refused(f"Assignment {aid} is already Approved. ({millis(now)})")
         if status == REJECTED:
             if not params.get("OverrideRejection"):
                 raise Refused(
-                    f"Assignment {aid} was Rejected; approving it needs OverrideRejection. ({millis(now)})", INVALID_STATE
-                )
+                    f"Assignment {aid} was Rejected; approving it needs OverrideRejection. ({millis(now)})")
             if now - assignment["SubmitTime"] > OVERRIDE_REJECTION_WINDOW:
                 raise Refused(
                     f"Assignment {aid} was submitted more than 30 days ago: its rejection can no longer be overridden. "
-                    f"({millis(now)})",
-                    INVALID_STATE,
-                )
+                    f"({millis(now)})")
         hit = self.state["hits"][assignment["HITId"]]
         reward = Decimal(hit["Reward"])
-        self._need_funds(reward + reward_fee(reward, hit["MaxAssignments"]), f"approving assignment {aid}")
+        if status == REJECTED:  # a Submitted assignment's money is on hold already; an overridden rejection's is not
+            self._need_funds(reward + reward_fee(reward, hit["MaxAssignments"]), f"approving assignment {aid}", now)
         self._approve(assignment, now, feedback)
         return {}
 
     def _op_RejectAssignment(self, params, now, request_id):
         assignment = self._assignment(params["AssignmentId"])
-        feedback = text(params, "RequesterFeedback", 1024, required=True)
+        feedback = text(params, "RequesterFeedback", 1024, required=True, plain=True)
         if assignment["status"] != SUBMITTED:
             raise Refused(
                 f"Assignment {assignment['AssignmentId']} is {assignment['status']}: only a Submitted assignment can be "
-                f"rejected. ({millis(now)})",
-                INVALID_STATE,
-            )
+                f"rejected. ({millis(now)})")
         assignment.update(status=REJECTED, RejectionTime=now, RequesterFeedback=feedback)
         self._changed()
         return {}
 
     def _op_SendBonus(self, params, now, request_id):
+        valid_worker_id(params["WorkerId"])
         assignment = self._assignment(params["AssignmentId"])
         if params["WorkerId"] != assignment["WorkerId"]:
             raise Refused(
-                f"Worker {params['WorkerId']} did not work on assignment {assignment['AssignmentId']}.", INVALID_PARAMETER
-            )
+                f"Worker {params['WorkerId']} did not work on assignment {assignment['AssignmentId']}.")
         amount = money(params["BonusAmount"], "BonusAmount")
         if amount < CENT:
             raise Refused("BonusAmount must be at least $0.01")
-        reason = text(params, "Reason", 4096, required=True)
+        reason = text(params, "Reason", 4096, required=True, plain=True)
         token = self._check_token("SendBonus", params.get("UniqueRequestToken"), now)
         fee = bonus_fee(amount)
-        self._need_funds(amount + fee, f"a bonus of ${amount}")
+        self._need_funds(amount + fee, f"a bonus of ${amount}", now)
         bonus_id = new_id("B")
         self.state["bonuses"].append(
             {
@@ -891,9 +971,18 @@ class StandIn:
         key = f"{hit['HITId']}{java_date(expire_at)}"
         processed = self.state["expirations"].get(key)
         if processed is not None and now - processed < TOKEN_LIFETIME:
-            raise Refused(f'The idempotency token "{key}" has already been processed. ({millis(now)})', DUPLICATE_REQUEST)
-        # In the past: the HIT expires now (no new workers).  In the future: it runs until then, reopened if expired.
+            raise Refused(f'The idempotency token "{key}" has already been processed. ({millis(now)})')
+        # In the past: the HIT expires now (no new workers).  In the future: it runs until then, reopened if expired;
+        # its unused places are held again, so reopening needs the funds for them.
+        before, was = self._held(hit, now), hit["Expiration"]
         hit["Expiration"] = expire_at if expire_at > now else now
+        more = self._held(hit, now) - before
+        if more > 0 and self._available(now) < 0:
+            hit["Expiration"] = was
+            raise Refused(
+                f"Your account's available balance of ${self._available(now)} is insufficient for reopening HIT "
+                f"{hit['HITId']} (${more})."
+            )
         self.state["expirations"][key] = now
         self._changed()
         return {}
@@ -904,15 +993,11 @@ class StandIn:
         if counts["HITStatus"] != "Reviewable":
             raise Refused(
                 f"This HIT is currently in the state '{counts['HITStatus']}'. This operation can be called with a status "
-                f"of: Reviewable ({millis(now)})",
-                INVALID_STATE,
-            )
+                f"of: Reviewable ({millis(now)})")
         if counts["NumberOfAssignmentsPending"] or counts["submitted"]:
             raise Refused(
                 f"HIT {hit['HITId']} still has {counts['NumberOfAssignmentsPending']} assignment(s) in progress and "
-                f"{counts['submitted']} submitted assignment(s) not approved or rejected. ({millis(now)})",
-                INVALID_STATE,
-            )
+                f"{counts['submitted']} submitted assignment(s) not approved or rejected. ({millis(now)})")
         self._dispose(hit, now)
         return {}
 
@@ -921,15 +1006,12 @@ class StandIn:
     def _qualification_type(self, type_id) -> dict:
         found = self.state["qualification_types"].get(type_id) if isinstance(type_id, str) else None
         if found is None:
-            raise Refused(f"QualificationType {type_id} does not exist.", DOES_NOT_EXIST)
+            raise Refused(f"QualificationType {type_id} does not exist.")
         return found
 
     @staticmethod
     def _worker_id(params: dict) -> str:
-        worker_id = params.get("WorkerId")
-        if not isinstance(worker_id, str) or not WORKER_ID.match(worker_id):
-            raise Refused("WorkerId is invalid.")
-        return worker_id
+        return valid_worker_id(params.get("WorkerId"))
 
     def _op_CreateQualificationType(self, params, now, request_id):
         name = text(params, "Name", 200, required=True)
@@ -998,12 +1080,10 @@ class StandIn:
 
     def _op_GetQualificationScore(self, params, now, request_id):
         type_id = self._qualification_type(params["QualificationTypeId"])["QualificationTypeId"]
-        held = self.state["qualifications"].get(type_id, {}).get(params["WorkerId"])
+        held = self.state["qualifications"].get(type_id, {}).get(self._worker_id(params))
         if held is None:
             raise Refused(
-                f"You requested a Qualification that does not exist: worker {params['WorkerId']}, type {type_id}.",
-                DOES_NOT_EXIST,
-            )
+                f"You requested a Qualification that does not exist: worker {params['WorkerId']}, type {type_id}.")
         return {"Qualification": self._qualification_view(held)}
 
     @staticmethod
@@ -1033,17 +1113,17 @@ class StandIn:
         return self._page(blocks, lambda b: (b["WorkerId"],), params, "WorkerBlocks", dict)
 
     def _op_NotifyWorkers(self, params, now, request_id):
-        subject = text(params, "Subject", 200, required=True)
-        message = text(params, "MessageText", 4096, required=True)
+        subject = text(params, "Subject", 200, required=True, plain=True)
+        message = text(params, "MessageText", 4096, required=True, plain=True)
         worker_ids = params["WorkerIds"]
         if not isinstance(worker_ids, list) or not 1 <= len(worker_ids) <= 100:
             raise Refused("WorkerIds must list 1 to 100 worker ids")
+        for position, value in enumerate(worker_ids):  # a malformed id refuses the whole call (the API's pattern)
+            valid_worker_id(value, f"WorkerIds[{position}]")
         reviewed = {a["WorkerId"] for a in self.state["assignments"].values() if a["status"] in (APPROVED, REJECTED)}
         failures, delivered = [], []
         for worker_id in worker_ids:
-            if not isinstance(worker_id, str) or not WORKER_ID.match(worker_id):
-                reason = "The worker ID is invalid."
-            elif worker_id in self.state["blocks"]:
+            if worker_id in self.state["blocks"]:
                 reason = "You have blocked this Worker; they cannot be notified."
             elif worker_id not in reviewed:
                 reason = "You can only notify Workers whose work you have approved or rejected."
@@ -1067,9 +1147,15 @@ class StandIn:
         separator = "&" if "?" in hit["external_url"] else "?"
         return hit["external_url"] + separator + urlencode(params)
 
+    @staticmethod
+    def _simulated_worker(value) -> str:
+        try:
+            return valid_worker_id(value)
+        except Refused as exc:
+            raise WorkerRefused(exc.message, 400, "invalid") from None
+
     def _worker_hit(self, hit_id, worker_id) -> dict:
-        if not isinstance(worker_id, str) or not WORKER_ID.match(worker_id):
-            raise WorkerRefused(f"worker id {worker_id!r} is not valid (upper-case letters and digits)", 400, "invalid")
+        self._simulated_worker(worker_id)
         hit = self.state["hits"].get(hit_id) if isinstance(hit_id, str) else None
         if hit is None or hit["deleted"]:
             raise WorkerRefused(f"HIT {hit_id} does not exist", 404, "unknown")
@@ -1080,6 +1166,7 @@ class StandIn:
     def discoverable(self, worker_id: str) -> list[dict]:
         """The HITs a worker finds on the worker site: assignable, and no hiding requirement unmet."""
         with self._session() as now:
+            self._simulated_worker(worker_id)
             if worker_id in self.state["blocks"]:
                 return []
             return [
@@ -1194,8 +1281,7 @@ class StandIn:
     def set_worker_score(self, worker_id: str, type_id: str, integer_value=None, locale=None) -> dict:
         """Give a simulated worker a qualification value (a system one such as Locale, or a type of this account)."""
         with self._session() as now:
-            if not isinstance(worker_id, str) or not WORKER_ID.match(worker_id):
-                raise WorkerRefused(f"worker id {worker_id!r} is not valid", 400, "invalid")
+            self._simulated_worker(worker_id)
             if type_id not in SYSTEM_TYPES and type_id not in self.state["qualification_types"]:
                 raise WorkerRefused(f"qualification type {type_id} does not exist", 404, "unknown")
             score = {"QualificationTypeId": type_id, "WorkerId": worker_id, "GrantTime": now, "Status": "Granted"}
@@ -1206,6 +1292,60 @@ class StandIn:
             self.state["qualifications"].setdefault(type_id, {})[worker_id] = score
             self._changed()
             return score
+
+    # -- faults
+
+    def inject(self, operation: str, kind: str, count: int | None = 1, rate: float = 1.0) -> dict:
+        """Make ``operation`` (MTurk's name, or ``"*"`` for every one) fail ``count`` times (None: until cleared).
+
+        ``kind``: ``throttle`` (HTTP 400 ThrottlingException "Rate exceeded", not done), ``service_fault`` (HTTP
+        500 ServiceFault, not done), ``lost_reply`` (done, then the connection is closed with no reply) or
+        ``fault_after`` (done, then HTTP 500 ServiceFault).  Each matching request fails with probability
+        ``rate`` (drawn from a generator seeded with the stand-in's ``seed``: the same run gives the same
+        faults); only the requests that fail use up ``count``.  Faults act over HTTP only."""
+        if operation != "*" and operation not in REQUIRED:
+            raise ValueError(f"operation {operation!r} is not one the stand-in serves (or '*' for all)")
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"kind {kind!r} is not one of {', '.join(FAULT_KINDS)}")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+            raise ValueError(f"count must be a positive integer or null (until cleared), not {count!r}")
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
+            raise ValueError(f"rate must be a number in (0, 1], not {rate!r}")
+        with self.lock:
+            fault = {"operation": operation, "kind": kind, "count": count, "rate": float(rate), "fired": 0}
+            self.faults.append(fault)
+            return dict(fault)
+
+    def clear_faults(self, operation: str | None = None, reseed: bool = True) -> int:
+        """Remove the injected faults (of one operation if given); returns how many were removed."""
+        with self.lock:
+            kept = [f for f in self.faults if operation is not None and f["operation"] != operation]
+            removed = len(self.faults) - len(kept)
+            self.faults = kept
+            if reseed and operation is None:
+                self._random = random.Random(self.seed)
+            return removed
+
+    def fault_list(self) -> list[dict]:
+        with self.lock:
+            return [dict(f) for f in self.faults]
+
+    def _fault_for(self, operation: str) -> str | None:
+        """Count the request and draw whether an injected fault hits it; returns the fault's kind or None."""
+        with self.lock:
+            self.requests[operation] = self.requests.get(operation, 0) + 1
+            for fault in self.faults:
+                if fault["operation"] not in ("*", operation):
+                    continue
+                if fault["rate"] < 1 and self._random.random() >= fault["rate"]:
+                    continue
+                fault["fired"] += 1
+                if fault["count"] is not None:
+                    fault["count"] -= 1
+                    if fault["count"] == 0:
+                        self.faults.remove(fault)
+                return fault["kind"]
+            return None
 
     # -- control
 
@@ -1224,10 +1364,11 @@ class StandIn:
             return self.clock.now()
 
     def set_balance(self, balance) -> str:
-        with self._session():
-            self.state["balance"] = str(money(balance, "balance"))
+        """Set the available balance (what the requester may still spend); funds on hold stay held."""
+        with self._session() as now:
+            self.state["balance"] = str(money(balance, "balance") + self._on_hold(now))
             self._changed()
-            return self.state["balance"]
+            return str(self._available(now))
 
     def reset(self, balance=None) -> None:
         """Forget everything: no HITs, no ledger, the starting (or given) balance, the clock at wall time."""
@@ -1236,6 +1377,7 @@ class StandIn:
             self.clock.restart(time.time())
             self.state = empty_state(start, self.clock.now())
             self.state["initial_balance"] = str(start)
+            self.faults, self.requests, self._random = [], {}, random.Random(self.seed)
             if self.state_path:
                 self._save()
 
@@ -1272,6 +1414,8 @@ class StandIn:
                 "now_iso": iso(now),
                 "time_scale": self.clock.time_scale,
                 "balance": state["balance"],
+                "available_balance": str(self._available(now)),
+                "on_hold": str(self._on_hold(now)),
                 "initial_balance": state["initial_balance"],
                 "total_charged": str(charged),
                 "ledger": state["ledger"],
@@ -1282,6 +1426,8 @@ class StandIn:
                 "qualifications": [q for by_worker in state["qualifications"].values() for q in by_worker.values()],
                 "blocks": [{"WorkerId": w, "Reason": r} for w, r in state["blocks"].items()],
                 "notifications": state["notifications"],
+                "faults": self.fault_list(),
+                "requests": dict(self.requests),
             }
 
 
@@ -1296,6 +1442,15 @@ REFUSED_PAGE = (
     "<!doctype html><html><head><meta charset='utf-8'><title>Not submitted</title></head><body>"
     "<h1>This submission was not recorded</h1><p>{message}</p></body></html>"
 )
+
+
+def _count(value) -> int | None:
+    """A fault's ``count`` from JSON or a form: a positive integer, or null / "" / "none" for until cleared."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
+        return None
+    if isinstance(value, bool):
+        raise ValueError("count must be a positive integer or null")
+    return int(value)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -1315,6 +1470,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self._route("POST")
+
+    def do_DELETE(self):
+        self._route("DELETE")
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict | None = None) -> None:
         self.send_response(status)
@@ -1356,6 +1514,13 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"x-amzn-RequestId": request_id}
         content_type = "application/x-amz-json-1.1"
         operation = target[len(TARGET_PREFIX):] if target.startswith(TARGET_PREFIX) else target
+        fault = self.standin._fault_for(operation)
+        if fault == THROTTLE:
+            self._log(f"{operation}: ThrottlingException (injected)")
+            return self._json(400, {"__type": "ThrottlingException", "Message": "Rate exceeded"}, headers, content_type)
+        if fault == SERVICE_FAULT:
+            self._log(f"{operation}: ServiceFault (injected, not done)")
+            return self._json(500, self._service_fault(request_id), headers, content_type)
         try:
             if not target.startswith(TARGET_PREFIX):
                 raise Refused(f"Operation {target} is not an MTurk requester operation.", error_type="UnknownOperationException")
@@ -1365,19 +1530,42 @@ class _Handler(BaseHTTPRequestHandler):
                 raise Refused("The request body is not JSON", error_type="SerializationException") from None
             result = self.standin.call(operation, params, request_id)
         except Refused as exc:
-            self._log(f"{operation}: {exc.error_type} {exc.turk_code}: {exc.message}")
-            error = {"__type": exc.error_type, "Message": exc.message}
-            if exc.error_type == "RequestError":
+            self._log(f"{operation}: {exc.error_type} {exc.turk_code or '-'}: {exc.message}")
+            if fault is not None:
+                return self._lose(operation, fault, request_id, headers, content_type)
+            error = {"__type": exc.error_type, "Message": f"{exc.message} (RequestId: {request_id})"}
+            if exc.turk_code:
                 error["TurkErrorCode"] = exc.turk_code
             self._json(exc.status, error, headers, content_type)
             return
         except Exception as exc:  # a bug of the stand-in: MTurk's ServiceFault, so the caller sees it plainly
             self._log(f"{operation}: ServiceFault: {exc!r}")
-            fault = {"__type": "ServiceFault", "Message": f"MTurk stand-in failure: {exc!r}", "TurkErrorCode": "ServiceFault"}
+            fault = {"__type": "ServiceFault", "Message": f"MTurk stand-in failure: {exc!r} (RequestId: {request_id})"}
             self._json(500, fault, headers, content_type)
             return
         self._log(f"{operation}: ok")
+        if fault is not None:
+            return self._lose(operation, fault, request_id, headers, content_type)
         self._json(200, result, headers, content_type)
+
+    @staticmethod
+    def _service_fault(request_id: str) -> dict:
+        return {
+            "__type": "ServiceFault",
+            "Message": f"Amazon Mechanical Turk is temporarily unable to process your request. (RequestId: {request_id})",
+        }
+
+    def _lose(self, operation: str, fault: str, request_id: str, headers: dict, content_type: str) -> None:
+        """The call was done; its answer never arrives (``lost_reply``) or is a ServiceFault (``fault_after``)."""
+        if fault == FAULT_AFTER:
+            self._log(f"{operation}: done, then ServiceFault (injected)")
+            return self._json(500, self._service_fault(request_id), headers, content_type)
+        self._log(f"{operation}: done, reply lost (injected)")
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def _log(self, line: str) -> None:
         if self.standin.log is not None:
@@ -1422,6 +1610,14 @@ class _Handler(BaseHTTPRequestHandler):
             ("POST", "/balance"): lambda: {"balance": standin.set_balance(data.get("balance", data.get("AvailableBalance")))},
             ("POST", "/reset"): lambda: standin.reset(data.get("balance")) or {"reset": True},
             ("POST", "/dispose"): lambda: standin.dispose(data.get("HITId")) or {"disposed": data.get("HITId")},
+            ("GET", "/faults"): lambda: {"faults": standin.fault_list(), "requests": dict(standin.requests)},
+            ("POST", "/faults"): lambda: {
+                "added": standin.inject(
+                    data.get("operation"), data.get("kind"), _count(data.get("count", 1)), float(data.get("rate", 1.0))
+                ),
+                "faults": standin.fault_list(),
+            },
+            ("DELETE", "/faults"): lambda: {"removed": standin.clear_faults(data.get("operation"))},
             ("GET", "/worker/hits"): lambda: {"HITs": standin.discoverable(data.get("WorkerId", ""))},
             ("GET", "/worker/preview"): lambda: standin.preview(data.get("HITId"), data.get("WorkerId")),
             ("POST", "/worker/accept"): lambda: standin.accept(data.get("HITId"), data.get("WorkerId")),

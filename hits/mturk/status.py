@@ -17,8 +17,17 @@ def batch_status(batch: Batch) -> dict:
     failing = live.exclude(last_error="").order_by("-failures", "pk")
     unknown = MTurkUnknownSubmission.objects.filter(mturk_hit__hit__batch=batch).select_related("mturk_hit").order_by("-pk")
     unpaid = LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PENDING).exclude(error="")
+    from hits.mturk.publishing import refused_hits
+
+    refused = refused_hits(batch)
     return {
         "published": hits.count(),
+        # HITs MTurk refused to create for a lasting reason: they wait for the researcher's retry.
+        "refused_hits": [
+            {"hit": h.pk, "error": h.publish_error, "at": h.publish_error_at.isoformat() if h.publish_error_at else None}
+            for h in refused[:SHOWN]
+        ],
+        "refused_total": refused.count(),
         "expired": live.filter(expired_at__isnull=False).count(),
         "deleted": hits.filter(deleted_at__isnull=False).count(),
         "gone": hits.filter(gone_at__isnull=False).count(),

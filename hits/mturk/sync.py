@@ -44,21 +44,28 @@ gone and left alone from then on.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from hits.models import HIT, Assignment, Batch, LedgerEntry
+from hits.models import HIT, Assignment, Batch, LedgerEntry, Worker
 from hits.mturk import fees
-from hits.mturk.client import MTurk, MTurkError, does_not_exist, for_batch, token_already_used
+from hits.mturk import tokens
+from hits.mturk.client import MTurk, MTurkError, does_not_exist, for_batch
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkUnknownSubmission
+from hits.mturk.text import mturk_safe_text
 from hits.services import confirm_submission, discard_other_places, discard_submission
 
 log = logging.getLogger(__name__)
+
+# The worker ids MTurk issues (its API's pattern for WorkerId).
+MTURK_WORKER_ID = re.compile(r"A[A-Z0-9]+")
 
 # UpdateExpirationForHIT with a time in the past expires a HIT at once.  MTurk refuses the same (HIT,
 # ExpireAt) twice, so the n-th such call for a HIT uses this time plus n seconds (``past_expiry``).
@@ -72,6 +79,7 @@ UNKNOWN_SUBMISSION_FEEDBACK = (
 @dataclass
 class SyncReport:
     published: int = 0
+    refused: int = 0  # HITs whose CreateHIT MTurk refused for good (kept on the HIT, retried by the researcher)
     listed: int = 0
     status_changes: int = 0
     unknown: int = 0
@@ -107,7 +115,11 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
     report = SyncReport()
     if batch.state == Batch.State.ACTIVE:
         try:
-            report.published = publish_batch(batch, mturk=mturk).published
+            published = publish_batch(batch, mturk=mturk)
+            report.published, report.refused = published.published, len(published.refused)
+            for refusal in published.refused:  # kept on its HIT until the researcher retries (progress page)
+                report.failed += 1
+                report.errors.append(f"publishing HIT {refusal['hit']}: {refusal['error']}"[:300])
         except PublishRefused as exc:
             log.warning("batch %s: not publishing: %s", batch.pk, exc)
         except MTurkError as exc:
@@ -176,15 +188,21 @@ def _reopen_expired(batch: Batch, mturk: MTurk, now, report: SyncReport, idle_go
         try:
             mturk.call(
                 "UpdateExpirationForHIT", HITId=published.mturk_hit_id,
-                ExpireAt=now + timedelta(seconds=settings.MTURK_HIT_LIFETIME),
+                ExpireAt=now + timedelta(seconds=batch.mturk_hit_lifetime or settings.MTURK_HIT_LIFETIME),
             )
         except MTurkError as exc:
-            if not token_already_used(exc):  # refused as a repeat: the same new lifetime is already set
+            if does_not_exist(exc) or not _expiry_set(mturk, published, now, expired=False):  # a refusal as a repeat: is it open?
                 _hit_failed(published, "UpdateExpirationForHIT (reopen)", exc, report, now)
                 continue
         MTurkHIT.objects.filter(pk=published.pk).update(expired_at=None)
         _hit_ok(published)
         report.reopened += 1
+
+
+def unknown_undecided():
+    """Unknown submissions (posted to MTurk without a page of ours) neither rejected nor booked as paid yet; filter
+    by ``mturk_hit`` (an ``OuterRef`` or a HIT)."""
+    return MTurkUnknownSubmission.objects.filter(rejected_at__isnull=True, paid__isnull=True)
 
 
 def needs_listing(batch: Batch):
@@ -206,6 +224,9 @@ def needs_listing(batch: Batch):
             | Q(hit__completed_at__isnull=True)
             | Q(last_synced_at__lt=F("hit__completed_at"))
             | Exists(undecided)
+            # Work posted straight to MTurk that is neither rejected nor booked yet: MTurk may still approve it
+            # on its own, and then it must be booked (``book_unknown_paid``).
+            | Exists(unknown_undecided().filter(mturk_hit=OuterRef("pk")))
         )
         .order_by("pk")
     )
@@ -240,6 +261,8 @@ def _take_listed(published: MTurkHIT, item: dict, report: SyncReport, now) -> No
         # externalSubmit, or a forged page): rejected by ``reject_unknown_submissions`` before MTurk pays it.
         _note_unknown(published, item)
         report.unknown += 1
+        if item["AssignmentStatus"] == MTurkAssignment.Status.APPROVED:
+            book_unknown_paid(published, item)  # too late: MTurk paid it, so the ledger says so
         return
     state = record.assignment.state
     if state == Assignment.State.PENDING and not _confirm_or_discard(record, item, report):
@@ -270,6 +293,48 @@ def _submitted_elsewhere(record: MTurkAssignment, published: MTurkHIT, item: dic
     if item["AssignmentStatus"] == MTurkAssignment.Status.APPROVED:
         # MTurk already paid it (automatic approval): the ledger must say so.
         record_paid_by_mturk(assignment, MTurkHIT.objects.get(pk=published.pk).max_assignments)
+
+
+UNKNOWN_PAID_NOTE = "paid by MTurk on its own: submitted on MTurk, never through the HIT page (no answers recorded)"
+
+
+def book_unknown_paid(published: MTurkHIT, item: dict) -> bool:
+    """A submission our page never stored that MTurk approved on its own (its automatic approval came before our
+    rejection): MTurk charged its reward and fee, so the ledger books them as paid, flagged for the researcher.
+
+    The ledger books money on an assignment and a worker: the MTurk worker (created if new) is given a discarded
+    assignment of the HIT (it holds no place and counts as no work) bound to MTurk's assignment id, so a later
+    sync finds it known and books nothing twice (``record_paid_by_mturk`` books once per assignment)."""
+    from hits.payments import record_paid_by_mturk
+
+    worker_id = item.get("WorkerId") or ""
+    if not worker_id:
+        return False
+    with transaction.atomic():
+        record = MTurkAssignment.objects.filter(mturk_assignment_id=item["AssignmentId"]).select_related("assignment").first()
+        if record is None:
+            worker = _mturk_worker(worker_id)
+            submitted = item.get("SubmitTime") if isinstance(item.get("SubmitTime"), datetime) else timezone.now()
+            assignment = Assignment.objects.create(
+                hit_id=published.hit_id, worker=worker, state=Assignment.State.DISCARDED, accepted_at=submitted,
+                expires_at=submitted, submitted_at=submitted, review_message=UNKNOWN_PAID_NOTE[:1000],
+            )
+            record = MTurkAssignment.objects.create(
+                mturk_assignment_id=item["AssignmentId"], mturk_hit=published, assignment=assignment,
+                mturk_worker_id=worker_id, submit_to="", status=MTurkAssignment.Status.APPROVED, synced_at=timezone.now(),
+            )
+        return record_paid_by_mturk(record.assignment, published.max_assignments)
+
+
+def _mturk_worker(mturk_worker_id: str) -> Worker:
+    """The platform worker of an MTurk worker id, created (as the HIT page would) when MTurk paid one never seen."""
+    worker = Worker.objects.filter(mturk_worker_id=mturk_worker_id).first()
+    if worker is not None:
+        return worker
+    for suffix in ("", "-2", "-3"):
+        if not Worker.objects.filter(external_id=f"mturk:{mturk_worker_id}{suffix}").exists():
+            return Worker.objects.create(external_id=f"mturk:{mturk_worker_id}{suffix}", mturk_worker_id=mturk_worker_id)
+    raise ValueError(f"no free platform id for MTurk worker {mturk_worker_id}")
 
 
 def _confirm_or_discard(record: MTurkAssignment, item: dict, report: SyncReport) -> bool:
@@ -404,7 +469,9 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
 
     - approved locally, not on MTurk: ApproveAssignment (OverrideRejection when MTurk had it rejected);
     - rejected locally, not on MTurk: RejectAssignment with the review message;
-    - pending bonus entries: SendBonus with the entry's UniqueRequestToken ("already used" = paid before).
+    - pending bonus entries: SendBonus with the entry's UniqueRequestToken, never re-sent blind
+      (``hits.mturk.tokens``: an ambiguous answer, or a resend once MTurk may have forgotten the token, is
+      settled by ListBonusPayments on the assignment).
 
     A call MTurk refuses (e.g. the worker's browser has not told MTurk of the
     submission yet) leaves the entry pending with the error noted; the next
@@ -415,13 +482,20 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
     records = MTurkAssignment.objects.filter(mturk_hit__hit__batch=batch).select_related("assignment")
     for record in records.filter(assignment__state=Assignment.State.APPROVED).exclude(status=MTurkAssignment.Status.APPROVED).order_by("pk"):
         params = {"AssignmentId": record.mturk_assignment_id}
-        if record.assignment.review_message:
-            params["RequesterFeedback"] = record.assignment.review_message[:1024]
+        feedback = mturk_safe_text(record.assignment.review_message, 1024).strip()
+        if feedback:
+            params["RequesterFeedback"] = feedback
         if record.status == MTurkAssignment.Status.REJECTED:
             params["OverrideRejection"] = True
+            if _override_withdrawn(record, report):
+                continue
         try:
             mturk.call("ApproveAssignment", **params)
         except MTurkError as exc:
+            if params.get("OverrideRejection") and does_not_exist(exc):
+                # MTurk had the assignment rejected and no longer has it: its HIT was deleted.
+                _override_withdrawn(record, report, gone=True)
+                continue
             report.error(f"ApproveAssignment {record.mturk_assignment_id}", exc)
             _note_error(record.assignment, LedgerEntry.Kind.REWARD, exc)
             continue
@@ -433,7 +507,7 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
         try:
             mturk.call(
                 "RejectAssignment", AssignmentId=record.mturk_assignment_id,
-                RequesterFeedback=(record.assignment.review_message or "Rejected after review.")[:1024],
+                RequesterFeedback=mturk_safe_text(record.assignment.review_message, 1024).strip() or "Rejected after review.",
             )
         except MTurkError as exc:
             report.error(f"RejectAssignment {record.mturk_assignment_id}", exc)
@@ -446,19 +520,58 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
     for entry in bonuses:
         record = entry.assignment.mturk
         try:
-            mturk.call(
-                "SendBonus", WorkerId=record.mturk_worker_id, BonusAmount=str(entry.amount),
-                AssignmentId=record.mturk_assignment_id, Reason=entry.reason[:1000] or "Bonus",
-                UniqueRequestToken=entry.request_token,
+            tokens.call(
+                "SendBonus", mturk=mturk, key=entry.request_token,
+                params={"WorkerId": record.mturk_worker_id, "BonusAmount": str(entry.amount),
+                        "AssignmentId": record.mturk_assignment_id, "Reason": bonus_reason(entry)},
+                went_through=lambda: bonus_on_mturk(mturk, entry, record),
             )
         except MTurkError as exc:
-            if not token_already_used(exc):
-                report.error(f"SendBonus {entry.request_token}", exc)
-                _note_error(entry.assignment, LedgerEntry.Kind.BONUS, exc, entry)
-                continue
+            report.error(f"SendBonus {entry.request_token}", exc)
+            _note_error(entry.assignment, LedgerEntry.Kind.BONUS, exc, entry)
+            continue
         _mark_paid(entry.assignment, LedgerEntry.Kind.BONUS, entry)
         report.bonuses += 1
     return report
+
+
+def bonus_reason(entry: LedgerEntry) -> str:
+    """The Reason a bonus entry is sent to MTurk with."""
+    return mturk_safe_text(entry.reason, 1000) or "Bonus"
+
+
+def bonus_on_mturk(mturk: MTurk, entry: LedgerEntry, record: MTurkAssignment) -> dict | None:
+    """A bonus MTurk paid for ``entry`` (ListBonusPayments on its assignment), else None.
+
+    MTurk's listing carries no request token: a payment matches on worker, amount and reason, and the entry
+    counts as paid when MTurk lists more such payments than the ledger has paid entries like it."""
+    def same(worker: str, amount, reason: str) -> bool:
+        return (worker, Decimal(str(amount)), reason.strip()) == (record.mturk_worker_id, entry.amount, bonus_reason(entry).strip())
+
+    listed = [
+        item for item in mturk.pages("ListBonusPayments", "BonusPayments", AssignmentId=record.mturk_assignment_id, MaxResults=100)
+        if same(item.get("WorkerId", ""), item.get("BonusAmount", "0"), item.get("Reason", ""))
+    ]
+    booked = [
+        other for other in LedgerEntry.objects.filter(
+            assignment_id=entry.assignment_id, kind=LedgerEntry.Kind.BONUS, state=LedgerEntry.State.PAID, amount=entry.amount
+        ).exclude(pk=entry.pk)
+        if bonus_reason(other).strip() == bonus_reason(entry).strip()
+    ]
+    return listed[len(booked)] if len(listed) > len(booked) else None
+
+
+def _override_withdrawn(record: MTurkAssignment, report: SyncReport, gone: bool = False) -> bool:
+    """An override waiting for a HIT MTurk deleted (``gone``: MTurk says so) can never be made: withdrawn (rejected
+    again, nothing pending).  Returns whether the override cannot be made."""
+    from hits.payments import override_impossible, withdraw_override
+
+    assignment = Assignment.objects.select_related("hit__mturk").get(pk=record.assignment_id)
+    if not gone and not override_impossible(assignment):
+        return False
+    if withdraw_override(assignment, "MTurk no longer has the HIT"):
+        report.errors.append(f"override of {record.mturk_assignment_id} withdrawn: MTurk no longer has its HIT")
+    return True
 
 
 def expire_batch(batch: Batch, mturk: MTurk | None = None, delete: bool = True, report: SyncReport | None = None) -> SyncReport:
@@ -487,8 +600,10 @@ def expire_batch(batch: Batch, mturk: MTurk | None = None, delete: bool = True, 
         awaiting = published.assignments.exclude(
             status__in=[MTurkAssignment.Status.APPROVED, MTurkAssignment.Status.REJECTED]
         ).filter(assignment__state__in=Assignment.DONE_STATES)
-        if awaiting.exists():
+        if awaiting.exists() or overridable_until(published, now) is not None:
             continue
+        if unknown_undecided().filter(mturk_hit=published).exists():
+            continue  # deleted, it could no longer be listed: MTurk's own approval of that work would go unbooked
         try:
             mturk.call("DeleteHIT", HITId=published.mturk_hit_id)
         except MTurkError as exc:
@@ -500,6 +615,22 @@ def expire_batch(batch: Batch, mturk: MTurk | None = None, delete: bool = True, 
         MTurkHIT.objects.filter(pk=published.pk).update(deleted_at=now)
         report.deleted += 1
     return report
+
+
+def overridable_until(published: MTurkHIT, now) -> datetime | None:
+    """Until when a researcher may still override a rejection on this HIT (MTurk: only for work submitted within
+    the last 30 days, and only while the HIT exists), or None when no rejection on it can be overridden any more.
+    Such a HIT is expired but not deleted before then."""
+    from django.db.models import Max
+
+    from hits.payments import OVERRIDE_REJECTION_WINDOW
+
+    latest = published.assignments.filter(status=MTurkAssignment.Status.REJECTED).aggregate(
+        last=Max("assignment__submitted_at")
+    )["last"]
+    if latest is None or latest + OVERRIDE_REJECTION_WINDOW <= now:
+        return None
+    return latest + OVERRIDE_REJECTION_WINDOW
 
 
 def past_expiry(n: int) -> datetime:
@@ -514,7 +645,7 @@ def _expire(mturk: MTurk, published: MTurkHIT, report: SyncReport, now) -> bool:
     try:
         mturk.call("UpdateExpirationForHIT", HITId=published.mturk_hit_id, ExpireAt=past_expiry(published.expiry_calls))
     except MTurkError as exc:
-        if not token_already_used(exc):  # refused as a repeat of a call that went through: it is expired
+        if does_not_exist(exc) or not _expiry_set(mturk, published, now, expired=True):  # a refusal as a repeat: is it expired?
             _hit_failed(published, "UpdateExpirationForHIT", exc, report, now)
             return False
     MTurkHIT.objects.filter(pk=published.pk).update(expired_at=now)
@@ -522,37 +653,81 @@ def _expire(mturk: MTurk, published: MTurkHIT, report: SyncReport, now) -> bool:
     return True
 
 
+# How far MTurk's clock may be from ours when telling whether a HIT's expiration is past.
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def _expiry_set(mturk: MTurk, published: MTurkHIT, now, expired: bool) -> bool:
+    """After a refused UpdateExpirationForHIT (MTurk refuses a repeat, with no documented code): whether the HIT
+    is already as asked, read from GetHIT's Expiration (``expired``: past; else: in the future)."""
+    try:
+        expiration = mturk.call("GetHIT", HITId=published.mturk_hit_id)["HIT"].get("Expiration")
+    except MTurkError:
+        return False
+    if expiration is None:
+        return False
+    if isinstance(expiration, (int, float)):
+        expiration = datetime.fromtimestamp(expiration, tz=dt_timezone.utc)
+    return expiration <= now + CLOCK_SKEW if expired else expiration > now
+
+
 @dataclass
 class Notified:
-    """Who NotifyWorkers reached: ``sent`` workers asked for, ``failures`` MTurk's per-worker refusals."""
+    """Who NotifyWorkers reached: ``sent`` workers asked for, ``failures`` the workers not notified: MTurk's
+    per-worker refusals, and every worker of a call of 100 that failed twice (``code`` the error's type)."""
 
     sent: int = 0
     failures: list = field(default_factory=list)  # {"worker", "code", "message"}
+    failed_calls: int = 0
 
     @property
     def reached(self) -> int:
         return self.sent - len(self.failures)
 
 
+NOTIFY_BATCH = 100  # MTurk's most WorkerIds per NotifyWorkers call
+
+
 def notify_workers(batch: Batch, subject: str, message: str, mturk: MTurk | None = None) -> Notified:
     """Send a message to every MTurk worker of the batch (NotifyWorkers, 100 workers a call).
 
+    Subject and message are cleaned of the characters MTurk refuses (``mturk_safe_text``) before sending.
     MTurk answers a call with the workers it could not notify (``NotifyWorkersFailureStatuses``: a soft
     failure may work later, a hard one will not, e.g. a worker with no reviewed work of ours); they are
-    returned, not lost."""
-    subject, message = subject.strip(), message.strip()
+    returned, not lost.  A call that fails (after the client's own retries) is tried once more on its own; if it
+    fails again its 100 workers are returned as failures with the error, and the other calls are still made."""
+    subject, message = mturk_safe_text(subject).strip(), mturk_safe_text(message).strip()
     if not subject or not message:
         raise ValueError("a notification needs a subject and a message")
     mturk = mturk or for_batch(batch)
-    worker_ids = sorted(
-        set(MTurkAssignment.objects.filter(mturk_hit__hit__batch=batch).values_list("mturk_worker_id", flat=True))
-    )
+    worker_ids = sorted({
+        # Only ids MTurk could have issued (``^A[A-Z0-9]+$``): one made-up id (a forged page's) would make MTurk
+        # refuse the whole call of 100.
+        worker_id for worker_id in MTurkAssignment.objects.filter(mturk_hit__hit__batch=batch)
+        .exclude(assignment__state=Assignment.State.DISCARDED).values_list("mturk_worker_id", flat=True)
+        if MTURK_WORKER_ID.fullmatch(worker_id or "")
+    })
     result = Notified(sent=len(worker_ids))
-    for start in range(0, len(worker_ids), 100):
-        answer = mturk.call("NotifyWorkers", Subject=subject[:200], MessageText=message[:4096], WorkerIds=worker_ids[start : start + 100])
+    for start in range(0, len(worker_ids), NOTIFY_BATCH):
+        group = worker_ids[start : start + NOTIFY_BATCH]
+        answer = _notify_group(mturk, subject[:200], message[:4096], group, result)
         for failure in answer.get("NotifyWorkersFailureStatuses", []):
             result.failures.append({
                 "worker": failure.get("WorkerId", ""), "code": failure.get("NotifyWorkersFailureCode", ""),
                 "message": failure.get("NotifyWorkersFailureMessage", ""),
             })
     return result
+
+
+def _notify_group(mturk: MTurk, subject: str, message: str, group: list[str], result: Notified) -> dict:
+    """One NotifyWorkers call of up to 100 workers, tried twice; on a second failure its workers are failures."""
+    error = None
+    for _ in range(2):
+        try:
+            return mturk.call("NotifyWorkers", Subject=subject, MessageText=message, WorkerIds=group)
+        except MTurkError as exc:
+            error = exc
+            log.warning("NotifyWorkers for %d workers from %s failed: %s", len(group), group[0], exc)
+    result.failed_calls += 1
+    result.failures.extend({"worker": worker, "code": error.code, "message": error.message[:300]} for worker in group)
+    return {}

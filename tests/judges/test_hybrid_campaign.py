@@ -98,7 +98,8 @@ def test_a_budgeted_campaign_runs_to_its_end_with_the_simulated_crowd(tmp_path, 
     from annotation.automation.judges import adapt
 
     monkeypatch.setattr(adapt, "MIN_LABELS", 20)
-    campaign = budgeted_campaign(tmp_path)
+    # The judge's units count as its labels here (the hand computation below); the probability rule has its own test.
+    campaign = budgeted_campaign(tmp_path, judge_scoring="label")
     launch_campaign(campaign)
     campaign.refresh_from_db()
     report = simulate_crowd(campaign, 6, seed=7, accuracy=1.0, max_seconds=300)
@@ -119,7 +120,10 @@ def test_a_budgeted_campaign_runs_to_its_end_with_the_simulated_crowd(tmp_path, 
     assert labelling.judge_version.startswith("lexical")
     assert "adapted" in labelling.judge_version  # the last refit (after round 2) labelled the rest
 
-    scores = campaign_scores(campaign, n_boot=200)["hybrid"]
+    result = campaign_scores(campaign, n_boot=200)
+    scores = result["hybrid"]
+    assert scores["scoring"] == "label" and scores["systems"] == {n: s["qapyramid"] for n, s in result["systems"].items()}
+    scores = {**scores, "systems": result["systems"]}
     assert scores["judge_version"] == labelling.judge_version
     assert scores["n_units"] == 4 * n_candidates
     human_units = 4 * budget
@@ -315,8 +319,9 @@ def test_a_system_added_after_presence_started_gets_only_its_share_routed(tmp_pa
     assert extra.number == 3 and extra.routed == regular.count() - posted_before
     report = simulate_crowd(campaign, 6, seed=8, accuracy=1.0, max_seconds=300)
     assert report.campaign_state == "finished"
-    scores = campaign_scores(campaign, n_boot=50)["hybrid"]
-    assert scores["systems"]["epsilon"]["n_summaries"] == 8 and scores["n_units"] == 4 * total
+    result = campaign_scores(campaign, n_boot=50)
+    scores = result["hybrid"]
+    assert result["systems"]["epsilon"]["n_summaries"] == 8 and scores["n_units"] == 4 * total
 
 
 def test_gold_checks_hide_among_the_routed_hits_of_a_budgeted_scu_campaign(tmp_path, eager_celery, monkeypatch):

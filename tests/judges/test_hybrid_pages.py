@@ -26,7 +26,7 @@ def _owned(campaign, researcher):
 
 
 def test_cost_preview_shows_the_saving_at_the_chosen_share(tmp_path, researcher):
-    campaign = budgeted_campaign(tmp_path, human_presence_share=0.25)
+    campaign = budgeted_campaign(tmp_path, human_presence_share=0.25, presence_judges="fixed")
     preview = campaign_cost_preview(campaign)
     presence = [s for s in preview.stages if s.task_type == "presence"][0]
     assert preview.presence_hits_full == 64 and presence.hits == 16
@@ -82,7 +82,10 @@ def test_progress_leaderboard_api_and_export_say_what_people_judged(tmp_path, re
     hybrid = api["hybrid"]
     assert hybrid["judge_version"] == "lexical-1/t0.7" and hybrid["human_units"] == 0  # nobody has judged yet
     assert set(hybrid["systems"]) == {"alpha", "beta", "gamma", "delta"}
-    assert all(s["human_share"] == 0.0 and s["qapyramid"] is not None for s in hybrid["systems"].values())
+    assert all(s["human_share"] == 0.0 and s["qapyramid"] is not None for s in api["systems"].values())
+    # ``hybrid.systems``: each system's score under the campaign's rule, stated in ``hybrid.scoring``.
+    assert hybrid["systems"] == {name: s["qapyramid"] for name, s in api["systems"].items()}
+    assert hybrid["scoring"] == "label" and hybrid["setting"] == "probability"  # nobody judged yet: nothing to calibrate on
     assert client.get(f"/api/campaigns/{campaign.slug}/leaderboard/").json()["hybrid"]["judge_version"] == "lexical-1/t0.7"
     api_progress = client.get(f"/api/campaigns/{campaign.slug}/progress/").json()
     assert api_progress["routing"]["routed"] == 16 and api_progress["routing"]["rounds"][0]["state"] == "open"
@@ -188,10 +191,10 @@ def test_campaign_scores_rank_a_budgeted_campaign_on_the_hybrid_scores(tmp_path,
     scores = campaign_scores(campaign, n_boot=50)
     assert scores["ranked_by"] == "hybrid"
     hybrid = scores["hybrid"]["systems"]
-    assert list(scores["systems"]) == sorted(hybrid, key=lambda name: -hybrid[name]["qapyramid"])
+    assert list(scores["systems"]) == sorted(hybrid, key=lambda name: -hybrid[name])
     assert list(scores["systems"])[0] == "good" and list(scores["systems"])[-1] == "poor"
     assert [s["rank"] for s in scores["systems"].values()] == [1, 2, 3]
-    assert all(scores["systems"][name]["qapyramid"] == hybrid[name]["qapyramid"] for name in hybrid)
+    assert all(scores["systems"][name]["qapyramid"] == hybrid[name] for name in hybrid)
     # The human-only figures are there, apart, with what each rests on.
     human = scores["human_only"]
     assert human["poor"]["qapyramid"] == 1.0 and human["poor"]["n_summaries"] == 1 and human["poor"]["n_units"] == 4

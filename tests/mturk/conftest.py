@@ -80,3 +80,38 @@ def submitted_assignment(hit: HIT, worker: Worker, answers=None) -> Assignment:
         hit=hit, worker=worker, state=Assignment.State.SUBMITTED, accepted_at=now - timedelta(minutes=3),
         expires_at=now + timedelta(minutes=7), submitted_at=now, answers=answers or {"ok": True}, work_seconds=180,
     )
+
+
+def published_on_mturk(batch, task_type, hit_id: str, **fields):
+    """A local HIT with its MTurk record (published as ``hit_id`` at $0.20)."""
+    from hits.mturk.models import MTurkHIT
+    from hits.mturk.publishing import request_token
+
+    hit = make_hit(batch, task_type, **fields)
+    return MTurkHIT.objects.create(
+        hit=hit, sandbox=True, mturk_hit_id=hit_id, request_token=request_token(hit), max_assignments=hit.max_assignments,
+        reward=Decimal("0.20"),
+    )
+
+
+def submitted_on_mturk(published, n: int, first: int = 1, prefix: str = "W") -> list[Assignment]:
+    """``n`` workers (``<prefix>1``...) who submitted work on ``published`` through MTurk."""
+    from hits.mturk.models import MTurkAssignment
+
+    made = []
+    for i in range(first, first + n):
+        worker = Worker.objects.create(external_id=f"mturk:{prefix}{i}", mturk_worker_id=f"{prefix}{i}")
+        assignment = submitted_assignment(published.hit, worker)
+        MTurkAssignment.objects.create(
+            mturk_assignment_id=f"A{i}", mturk_hit=published, assignment=assignment, mturk_worker_id=f"{prefix}{i}",
+            submit_to="https://workersandbox.mturk.com",
+        )
+        made.append(assignment)
+    return made
+
+
+def assignments_listing(stub, hit_id: str, items):
+    """The stubbed ListAssignmentsForHIT of ``hit_id``: ``items`` are (assignment, worker, status)."""
+    stub.add_response("list_assignments_for_hit", {"NumResults": len(items), "Assignments": [
+        {"AssignmentId": a, "WorkerId": w, "HITId": hit_id, "AssignmentStatus": s} for a, w, s in items
+    ]}, {"HITId": hit_id, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"], "MaxResults": 100})

@@ -46,6 +46,19 @@ def test_dry_run_prints_requests_and_costs_without_aws(stubbed, campaign, capsys
     assert campaign.state == "draft" and campaign.backend == "local" and not HIT.objects.exists()
 
 
+def test_dry_run_previews_at_a_given_redo_share_and_crowd_and_refuses_bad_ones(stubbed, campaign, capsys):
+    # 3 predicates: half of them again means 2 more generation and verification rounds ($0.38 + 2 x $0.20 each).
+    call_command("mturk_publish", campaign="cmd", sandbox=True, dry_run=True, format="json", redo_share=0.5)
+    preview = json.loads(capsys.readouterr().out)["cost_preview"]
+    plain = campaign_cost_preview(campaign, "mturk-sandbox", redo_share=0)
+    assert {s["task_type"]: s["hits"] for s in preview["stages"]}["generation"] == 5
+    assert Decimal(preview["total"]) == plain.total + 2 * (Decimal("0.38") + Decimal("0.40"))
+    with pytest.raises(CommandError, match="--redo-share must be between 0 and the campaign's max_redo_rounds"):
+        call_command("mturk_publish", campaign="cmd", sandbox=True, dry_run=True, redo_share=-0.1)
+    with pytest.raises(CommandError, match="--judges must be at least 1"):
+        call_command("mturk_publish", campaign="cmd", sandbox=True, dry_run=True, judges=0)
+
+
 def test_local_campaign_needs_an_mturk_backend(campaign):
     with pytest.raises(CommandError, match="local workers"):
         call_command("mturk_publish", campaign="cmd", dry_run=True)

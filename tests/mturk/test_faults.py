@@ -103,13 +103,16 @@ def test_bonus_killed_after_send_bonus_is_not_paid_twice(stubbed, monkeypatch, m
     stubbed.add_response("send_bonus", {}, params)
     with pytest.raises(WorkerKilled):
         sync.settle_batch(mturk_batch)
-    # The retry carries the same token: MTurk refuses to pay again, and the entry is recorded as paid.
+    # The retry carries the same token: MTurk refuses it (any wording, no code); the token was sent before, so
+    # the refusal is settled by MTurk's records (ListBonusPayments), which show the bonus: recorded as paid.
     listing(stubbed, [("A1", "W1", "Submitted")])
     stubbed.add_client_error(
         "send_bonus", service_error_code="RequestError", http_status_code=400,
-        service_message=f"This request has already been processed (UniqueRequestToken {bonus.request_token})", expected_params=params,
-        modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.DuplicateRequest"},
+        service_message="The idempotency token has already been processed. (1700000000000)", expected_params=params,
     )
+    stubbed.add_response("list_bonus_payments", {"NumResults": 1, "BonusPayments": [
+        {"WorkerId": "W1", "BonusAmount": "0.40", "AssignmentId": "A1", "Reason": "Great"},
+    ]}, {"AssignmentId": "A1", "MaxResults": 100})
     assert sync_batch(mturk_batch).bonuses == 1
     assert LedgerEntry.objects.get(pk=bonus.pk).state == "paid"
     assert LedgerEntry.objects.filter(kind="bonus").count() == 1

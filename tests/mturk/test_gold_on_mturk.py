@@ -43,7 +43,7 @@ def test_a_gold_hit_has_the_places_of_the_regular_hits_and_grows_in_their_steps(
 
     # Each time all its places hold confirmed work, three more: never more than three open at once.
     for round_, total in ((1, 6), (2, 9)):
-        _judged_by(standin, gold_on_mturk, [f"G{round_}X{n}" for n in range(3)])
+        _judged_by(standin, gold_on_mturk, [f"AG{round_}X{n}" for n in range(3)])
         assert _on_mturk(standin, gold_on_mturk)["NumberOfAssignmentsAvailable"] == 0
         report = publish_batch(mturk_batch)
         assert report.grown == 1
@@ -53,7 +53,7 @@ def test_a_gold_hit_has_the_places_of_the_regular_hits_and_grows_in_their_steps(
 
     # At 9, MTurk cannot take it to 10 or more: a copy of the gold HIT goes up as a HIT of its own, with 3 places,
     # closed to the nine workers who judged the first.
-    _judged_by(standin, gold_on_mturk, [f"G3X{n}" for n in range(3)])
+    _judged_by(standin, gold_on_mturk, [f"AG3X{n}" for n in range(3)])
     publish_batch(mturk_batch)  # the copy is made here ...
     publish_batch(mturk_batch)  # ... and published here (or already above: either way, once)
     assert _on_mturk(standin, gold_on_mturk)["MaxAssignments"] == 9
@@ -84,20 +84,20 @@ def test_gold_hits_are_expired_and_stop_growing_once_no_regular_work_of_their_ty
     assert _on_mturk(standin, gold_on_mturk)["HITStatus"] == "Assignable"
 
     HIT.objects.filter(pk=regular.pk).update(state=HIT.State.COMPLETED)
-    _judged_by(standin, gold_on_mturk, [f"G1X{n}" for n in range(3)])  # all its places hold confirmed work
+    _judged_by(standin, gold_on_mturk, [f"AG1X{n}" for n in range(3)])  # all its places hold confirmed work
     report = sync_batch(mturk_batch)
     assert report.failed == 0 and report.expired == 1
     assert _on_mturk(standin, gold_on_mturk)["HITStatus"] != "Assignable"
     with pytest.raises(WorkerRefused):
-        standin.accept(gold_on_mturk.mturk_hit_id, "LATECOMER")
+        standin.accept(gold_on_mturk.mturk_hit_id, "ALATECOMER")
     assert _on_mturk(standin, gold_on_mturk)["MaxAssignments"] == 3  # not grown
     assert _on_mturk(standin, MTurkHIT.objects.get(hit=other_gold))["HITStatus"] == "Assignable"
     # At 9 places used it would be copied: nothing is, and a second sync neither reopens nor grows it.
     for n in range(6):  # work accepted before the expiry, confirmed since
-        worker = Worker.objects.create(external_id=f"mturk:G2X{n}", mturk_worker_id=f"G2X{n}")
+        worker = Worker.objects.create(external_id=f"mturk:AG2X{n}", mturk_worker_id=f"AG2X{n}")
         MTurkAssignment.objects.create(
             mturk_assignment_id=f"EARLIER{n}", mturk_hit=gold_on_mturk, assignment=submitted_assignment(gold, worker),
-            mturk_worker_id=f"G2X{n}", submit_to=standin.url, status=MTurkAssignment.Status.SUBMITTED,
+            mturk_worker_id=f"AG2X{n}", submit_to=standin.url, status=MTurkAssignment.Status.SUBMITTED,
         )
     report = sync_batch(mturk_batch)
     assert (report.reopened, report.expired) == (0, 0)

@@ -13,7 +13,8 @@ from hits.mturk.models import MTurkAssignment, MTurkHIT
 from hits.mturk.publishing import publish_batch, request_token
 from hits.mturk.sync import UNKNOWN_SUBMISSION_FEEDBACK, past_expiry, sync_batch
 from hits.payments import reject_assignment
-from tests.mturk.conftest import make_hit, submitted_assignment
+from tests.mturk.conftest import assignments_listing as _listing, make_hit, published_on_mturk as _published, submitted_assignment
+from tests.mturk.conftest import submitted_on_mturk as _submitted_on_mturk
 from tests.mturk.test_publishing import created, expected_create, public_url  # noqa: F401  (autouse settings)
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +24,7 @@ HIT_ALREADY_EXISTS = {"TurkErrorCode": "AWS.MechanicalTurk.HitAlreadyExists"}
 
 def test_duplicate_token_is_told_by_turk_error_code_not_by_message_text(stubbed, mturk_batch, task_type):
     """A refusal whose message merely says "already exists" (here a bad parameter) is not a used token:
-    publishing stops with the error instead of adopting some other HIT."""
+    the HIT keeps the error (issue 30: a lasting refusal stops only its HIT) instead of adopting some other HIT."""
     hit = make_hit(mturk_batch, task_type)
     stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
     stubbed.add_client_error(
@@ -32,14 +33,15 @@ def test_duplicate_token_is_told_by_turk_error_code_not_by_message_text(stubbed,
         modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.InvalidParameterValue"},
         expected_params=expected_create(hit),
     )
-    with pytest.raises(MTurkError) as error:
-        publish_batch(mturk_batch)
-    assert error.value.turk_code == "AWS.MechanicalTurk.InvalidParameterValue"
+    assert publish_batch(mturk_batch).published == 0
+    hit.refresh_from_db()
+    assert "AWS.MechanicalTurk.InvalidParameterValue" in hit.publish_error
     assert not MTurkHIT.objects.exists()
 
 
-def test_used_token_recovers_the_hit_by_the_id_in_the_message(stubbed, mturk_batch, task_type):
-    """MTurk's refusal names the HIT the first call created: one GetHIT finds it, no listing of the account."""
+def test_used_token_recovers_the_hit_by_its_annotation_never_by_the_message(stubbed, mturk_batch, task_type):
+    """MTurk's documented HitAlreadyExists: the HIT is looked up by its RequesterAnnotation (ListHITs); the id the
+    message names is never read (here it names another HIT: it is not the one adopted)."""
     hit = make_hit(mturk_batch, task_type)
     stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
     stubbed.add_client_error(
@@ -47,19 +49,18 @@ def test_used_token_recovers_the_hit_by_the_id_in_the_message(stubbed, mturk_bat
         service_message='The HIT with ID "3AAAAAAAAAAAAAAAAAAAAAAAAAAAAA" already exists.',
         modeled_fields=HIT_ALREADY_EXISTS, expected_params=expected_create(hit),
     )
-    stubbed.add_response(
-        "get_hit",
-        {"HIT": {"HITId": "3AAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "HITTypeId": "T", "RequesterAnnotation": request_token(hit)}},
-        {"HITId": "3AAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
-    )
+    stubbed.add_response("list_hits", {"NumResults": 2, "HITs": [
+        {"HITId": "3AAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "RequesterAnnotation": "other-install-1"},
+        {"HITId": "3CCCCCCCCCCCCCCCCCCCCCCCCCCCCC", "HITTypeId": "T", "RequesterAnnotation": request_token(hit)},
+    ]}, {"MaxResults": 100})
     report = publish_batch(mturk_batch)
     assert report.published == 1 and report.recovered == 1
-    assert MTurkHIT.objects.get().mturk_hit_id == "3AAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    assert MTurkHIT.objects.get().mturk_hit_id == "3CCCCCCCCCCCCCCCCCCCCCCCCCCCCC"
 
 
 def test_a_named_hit_that_is_not_ours_is_never_adopted(stubbed, mturk_batch, task_type):
-    """The HIT the message names carries another annotation (another installation's): it is not recorded as
-    ours; the account is searched by our annotation, and without a match publishing stops."""
+    """The refusal names a HIT, but no HIT on the account carries our annotation: nothing is adopted, and the
+    refusal is kept on the HIT for the researcher to see and retry."""
     hit = make_hit(mturk_batch, task_type)
     stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
     stubbed.add_client_error(
@@ -67,14 +68,12 @@ def test_a_named_hit_that_is_not_ours_is_never_adopted(stubbed, mturk_batch, tas
         service_message='The HIT with ID "3BBBBBBBBBBBBBBBBBBBBBBBBBBBBB" already exists.',
         modeled_fields=HIT_ALREADY_EXISTS, expected_params=expected_create(hit),
     )
-    stubbed.add_response(
-        "get_hit", {"HIT": {"HITId": "3BBBBBBBBBBBBBBBBBBBBBBBBBBBBB", "RequesterAnnotation": "other-install-1"}},
-        {"HITId": "3BBBBBBBBBBBBBBBBBBBBBBBBBBBBB"},
-    )
-    stubbed.add_response("list_hits", {"NumResults": 0, "HITs": []}, {"MaxResults": 100})
-    with pytest.raises(MTurkError):
-        publish_batch(mturk_batch)
+    stubbed.add_response("list_hits", {"NumResults": 1, "HITs": [{"HITId": "3BBBBBBBBBBBBBBBBBBBBBBBBBBBBB", "RequesterAnnotation": "other-install-1"}]}, {"MaxResults": 100})
+    report = publish_batch(mturk_batch)
+    assert report.published == 0 and [r["hit"] for r in report.refused] == [hit.pk]
     assert not MTurkHIT.objects.exists()
+    hit.refresh_from_db()
+    assert "already exists" in hit.publish_error
 
 
 def test_request_tokens_cannot_collide_across_database_resets(task_type):
@@ -111,33 +110,6 @@ def test_the_client_signs_for_mturks_only_region(settings):
 
 
 # --- the sync: one failure never stops the rest --------------------------------------------------
-
-
-def _published(batch, task_type, hit_id: str, **fields) -> MTurkHIT:
-    hit = make_hit(batch, task_type, **fields)
-    return MTurkHIT.objects.create(
-        hit=hit, sandbox=True, mturk_hit_id=hit_id, request_token=request_token(hit), max_assignments=hit.max_assignments,
-        reward=Decimal("0.20"),
-    )
-
-
-def _submitted_on_mturk(published: MTurkHIT, n: int, first: int = 1):
-    made = []
-    for i in range(first, first + n):
-        worker = Worker.objects.create(external_id=f"mturk:W{i}", mturk_worker_id=f"W{i}")
-        assignment = submitted_assignment(published.hit, worker)
-        MTurkAssignment.objects.create(
-            mturk_assignment_id=f"A{i}", mturk_hit=published, assignment=assignment, mturk_worker_id=f"W{i}",
-            submit_to="https://workersandbox.mturk.com",
-        )
-        made.append(assignment)
-    return made
-
-
-def _listing(stub, hit_id: str, items):
-    stub.add_response("list_assignments_for_hit", {"NumResults": len(items), "Assignments": [
-        {"AssignmentId": a, "WorkerId": w, "HITId": hit_id, "AssignmentStatus": s} for a, w, s in items
-    ]}, {"HITId": hit_id, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"], "MaxResults": 100})
 
 
 def _refusal(code: str, message: str = "refused") -> dict:
@@ -219,8 +191,11 @@ def test_every_expiry_of_a_hit_uses_its_own_past_time(stubbed, mturk_batch, task
     assert sync_batch(mturk_batch, now=now).reopened == 1
     Batch.objects.filter(pk=mturk_batch.pk).update(state=Batch.State.PAUSED)
     _listing(stubbed, "HIT1", [])
-    stubbed.add_client_error("update_expiration_for_hit", **_refusal("AWS.MechanicalTurk.DuplicateRequest", "already processed"),
+    stubbed.add_client_error("update_expiration_for_hit", service_error_code="RequestError", http_status_code=400,
+                             service_message="Request 9d1e was processed before (any wording, no TurkErrorCode)",
                              expected_params={"HITId": "HIT1", "ExpireAt": past_expiry(2)})
+    # No code to go by: GetHIT shows the HIT's expiration is past, so the expiry went through.
+    stubbed.add_response("get_hit", {"HIT": {"HITId": "HIT1", "Expiration": past_expiry(2)}}, {"HITId": "HIT1"})
     report = sync_batch(mturk_batch)
     assert report.expired == 1 and report.failed == 0
     assert MTurkHIT.objects.get(pk=published.pk).expired_at is not None
@@ -299,16 +274,20 @@ def test_the_researcher_sees_unknown_submissions_and_what_the_sync_could_not_do(
 
 
 def test_workers_mturk_could_not_notify_are_reported(stubbed, mturk_batch, task_type):
+    from django.db.models import Value
+    from django.db.models.functions import Concat
+
     from hits.mturk.sync import notify_workers
 
     published = _published(mturk_batch, task_type, "HIT1")
     _submitted_on_mturk(published, 2)
+    MTurkAssignment.objects.filter(mturk_hit=published).update(mturk_worker_id=Concat(Value("A"), "mturk_worker_id"))
     stubbed.add_response("notify_workers", {"NotifyWorkersFailureStatuses": [
-        {"NotifyWorkersFailureCode": "HardFailure", "NotifyWorkersFailureMessage": "no reviewed work", "WorkerId": "W2"},
-    ]}, {"Subject": "More", "MessageText": "New HITs.", "WorkerIds": ["W1", "W2"]})
+        {"NotifyWorkersFailureCode": "HardFailure", "NotifyWorkersFailureMessage": "no reviewed work", "WorkerId": "AW2"},
+    ]}, {"Subject": "More", "MessageText": "New HITs.", "WorkerIds": ["AW1", "AW2"]})
     result = notify_workers(mturk_batch, "More", "New HITs.")
     assert (result.sent, result.reached) == (2, 1)
-    assert result.failures == [{"worker": "W2", "code": "HardFailure", "message": "no reviewed work"}]
+    assert result.failures == [{"worker": "AW2", "code": "HardFailure", "message": "no reviewed work"}]
 
 
 def test_a_rejection_can_be_overridden_on_mturk_only_within_30_days(mturk_batch, task_type):

@@ -69,8 +69,9 @@ def test_publish_creates_one_mturk_hit_per_local_hit(stubbed, mturk_batch, task_
 def test_publish_interrupted_half_way_is_finished_without_duplicates(stubbed, mturk_batch, task_type):
     """Issue 9 fault: CreateHIT of the 2nd HIT succeeds on MTurk but the answer is lost (ServiceFault on every try).
 
-    The next run sends the same UniqueRequestToken, MTurk says the HIT exists, and the
-    HIT is found by its RequesterAnnotation (ListHITs, second page) instead of created again.
+    The lost answer is ambiguous: the account's HITs are read at once (ListHITs), without the HIT yet. The next
+    run sends the same UniqueRequestToken, MTurk says the HIT exists, and the HIT is found by its
+    RequesterAnnotation (ListHITs, second page) instead of created again.
     """
     hits = [make_hit(mturk_batch, task_type) for _ in range(3)]
     fault = dict(service_error_code="ServiceFault", service_message="We encountered an unexpected error.", http_status_code=500)
@@ -78,6 +79,7 @@ def test_publish_interrupted_half_way_is_finished_without_duplicates(stubbed, mt
     stubbed.add_response("create_hit", created("AAA1"), expected_create(hits[0]))
     for _ in range(3):  # first try + MTURK_MAX_RETRIES (2)
         stubbed.add_client_error("create_hit", expected_params=expected_create(hits[1]), **fault)
+    stubbed.add_response("list_hits", {"NumResults": 1, "HITs": [{"HITId": "AAA1", "RequesterAnnotation": request_token(hits[0])}]}, {"MaxResults": 100})
     with pytest.raises(MTurkError, match="ServiceFault"):
         publish_batch(mturk_batch)
     assert list(MTurkHIT.objects.values_list("mturk_hit_id", flat=True)) == ["AAA1"]
@@ -126,9 +128,10 @@ def test_request_error_is_not_retried(stubbed, mturk_batch, task_type):
         "create_hit", service_error_code="RequestError", service_message="Reward is not valid", http_status_code=400,
         expected_params=expected_create(hit),
     )
-    with pytest.raises(MTurkError, match="Reward is not valid"):
-        publish_batch(mturk_batch)
-    assert not MTurkHIT.objects.exists()
+    report = publish_batch(mturk_batch)  # one call only (the Stubber has no second answer); kept on the HIT
+    assert report.published == 0 and not MTurkHIT.objects.exists()
+    hit.refresh_from_db()
+    assert "Reward is not valid" in hit.publish_error
 
 
 def test_budget_cap_stops_publishing(stubbed, mturk_batch, task_type):
@@ -245,6 +248,7 @@ def test_campaign_type_made_earlier_is_found_by_name(stubbed, mturk_batch, task_
     stubbed.add_client_error(
         "create_qualification_type", service_error_code="RequestError",
         service_message=f"You have already created a QualificationType with this name: {name}", http_status_code=400,
+        modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.QualificationTypeAlreadyExists"},
     )
     stubbed.add_response(
         "list_qualification_types",
@@ -329,3 +333,21 @@ def test_a_batch_without_its_own_test_requires_no_qualification_type(mturk_batch
     [open_request] = planned_requests(untested)
     assert [r["Comparator"] for r in tested_request["QualificationRequirements"]] == ["Exists"]
     assert open_request.get("QualificationRequirements", []) == []
+
+
+def test_a_refused_type_is_taken_as_existing_only_on_mturks_code(stubbed, mturk_batch, task_type):
+    """A CreateQualificationType refusal whose message says "already" but whose TurkErrorCode is not
+    QualificationTypeAlreadyExists is not a type made earlier: no search by name, the refusal stops the publish."""
+    task_type.requires_qualification = True
+    task_type.save()
+    with_test_of(mturk_batch, task_type)
+    make_hit(mturk_batch, task_type)
+    stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
+    stubbed.add_client_error(
+        "create_qualification_type", service_error_code="RequestError", http_status_code=400,
+        service_message="Your account has already reached its limit of qualification types",
+        modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.InvalidParameterValue"},
+    )
+    with pytest.raises(MTurkError, match="limit of qualification types"):
+        publish_batch(mturk_batch)
+    assert not MTurkQualificationType.objects.exists() and not MTurkHIT.objects.exists()

@@ -30,7 +30,7 @@ from botocore.exceptions import ClientError
 from django.test import override_settings
 
 from hits.mturk import standin as standin_module
-from hits.mturk.client import MTurk, MTurkError, make_boto3_client, token_already_used
+from hits.mturk.client import MTurk, make_boto3_client
 from hits.mturk.standin import LOCALE, PERCENT_APPROVED, StandIn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,7 +184,8 @@ def test_a_missing_required_parameter_is_a_request_error_in_mturks_json_shape(st
     )
     error = json.loads(body)
     assert status == 400
-    assert error["__type"] == "RequestError" and "RequesterFeedback" in error["Message"] and error["TurkErrorCode"]
+    assert error["__type"] == "RequestError" and "RequesterFeedback" in error["Message"]
+    assert "TurkErrorCode" not in error  # MTurk documents no code for it: the stand-in invents none
 
 
 def test_the_module_imports_neither_django_nor_the_annotation_app():
@@ -203,18 +204,23 @@ def test_approvals_and_bonuses_are_charged_with_mturks_fee_to_the_cent(standin, 
     small = create(mturk, Reward="0.50", MaxAssignments=3)  # fee 20%: 0.10
     large = create(mturk, Reward="0.50", MaxAssignments=10)  # 10+ assignments: 40%, 0.20
     tiny = create(mturk, Reward="0.02", MaxAssignments=1)  # 20% is 0.004: the minimum fee, 0.01
-    assert balance(mturk) == Decimal("10000.00")  # publishing costs nothing until work is approved
+    held = Decimal("0.60") * 3 + Decimal("0.70") * 10 + Decimal("0.03")  # every place's reward + fee is held
+    assert balance(mturk) == Decimal("10000.00") - held
+    assert state(standin)["total_charged"] == "0.00"  # nothing is charged until work is approved
     done = {hit["HITId"]: work(standin, hit["HITId"], "AW1") for hit in (small, large, tiny)}
-    assert balance(mturk) == Decimal("10000.00")  # submitted work is not paid yet
+    assert balance(mturk) == Decimal("10000.00") - held  # submitted work is not paid yet
     for assignment_id in done.values():
         mturk.approve_assignment(AssignmentId=assignment_id, RequesterFeedback="Thanks")
+    assert balance(mturk) == Decimal("10000.00") - held  # charged from what was held
+    for hit in (small, large, tiny):
+        mturk.update_expiration_for_hit(HITId=hit["HITId"], ExpireAt=datetime(2015, 1, 1, tzinfo=timezone.utc))
     assert balance(mturk) == Decimal("10000.00") - Decimal("0.60") - Decimal("0.70") - Decimal("0.03")
     mturk.send_bonus(WorkerId="AW1", AssignmentId=done[small["HITId"]], BonusAmount="0.02", Reason="Extra")  # fee 0.01
     mturk.send_bonus(WorkerId="AW1", AssignmentId=done[small["HITId"]], BonusAmount="1.00", Reason="Extra")  # fee 0.20
     assert balance(mturk) == Decimal("9997.44")
 
     dump = state(standin)
-    assert dump["balance"] == "9997.44" and dump["total_charged"] == "2.56"
+    assert dump["balance"] == dump["available_balance"] == "9997.44" and dump["total_charged"] == "2.56"
     assert [(e["kind"], e["HITId"], e["amount"], e["fee"]) for e in dump["ledger"]] == [
         ("reward", small["HITId"], "0.50", "0.10"),
         ("reward", large["HITId"], "0.50", "0.20"),
@@ -226,34 +232,38 @@ def test_approvals_and_bonuses_are_charged_with_mturks_fee_to_the_cent(standin, 
     assert [b["BonusAmount"] for b in mturk.list_bonus_payments(HITId=small["HITId"])["BonusPayments"]] == ["0.02", "1.00"]
 
 
-def test_hits_and_approvals_the_balance_cannot_cover_are_refused(standin, mturk):
+def test_hits_and_bonuses_the_available_balance_cannot_cover_are_refused(standin, mturk):
     assert post(standin, "/balance", balance="1.00") == (200, {"balance": "1.00"})
     error = refused(create, mturk=mturk, Reward="0.30", MaxAssignments=3)  # (0.30 + 0.06) x 3 = 1.08
-    assert error["Code"] == "RequestError" and error["TurkErrorCode"] == "AWS.MechanicalTurk.InsufficientFunds"
+    assert error["Code"] == "RequestError" and error["TurkErrorCode"] is None and "insufficient" in error["Message"]
     assert mturk.list_hits()["NumResults"] == 0
-    hit = create(mturk, Reward="0.30", MaxAssignments=2)  # 0.72
-    error = refused(mturk.create_additional_assignments_for_hit, HITId=hit["HITId"], NumberOfAdditionalAssignments=3)
-    assert error["TurkErrorCode"] == "AWS.MechanicalTurk.InsufficientFunds"
+    hit = create(mturk, Reward="0.30", MaxAssignments=2)  # 0.72 held: 0.28 left
+    assert mturk.get_account_balance()["OnHoldBalance"] == "0.72" and balance(mturk) == Decimal("0.28")
+    error = refused(mturk.create_additional_assignments_for_hit, HITId=hit["HITId"], NumberOfAdditionalAssignments=1)
+    assert "insufficient" in error["Message"]  # 0.36 more than the 0.28 available
     assert mturk.get_hit(HITId=hit["HITId"])["HIT"]["MaxAssignments"] == 2
     assignment_id = work(standin, hit["HITId"], "AW1")
-    post(standin, "/balance", balance="0.35")
-    assert refused(mturk.approve_assignment, AssignmentId=assignment_id)["TurkErrorCode"] == "AWS.MechanicalTurk.InsufficientFunds"
-    assert mturk.get_assignment(AssignmentId=assignment_id)["Assignment"]["AssignmentStatus"] == "Submitted"
-    assert balance(mturk) == Decimal("0.35") and state(standin)["ledger"] == []
+    post(standin, "/balance", balance="0.00")
+    mturk.approve_assignment(AssignmentId=assignment_id)  # its money was held: the approval always goes through
+    assert mturk.get_assignment(AssignmentId=assignment_id)["Assignment"]["AssignmentStatus"] == "Approved"
+    bonus = dict(WorkerId="AW1", AssignmentId=assignment_id, BonusAmount="0.10", Reason="Thanks")
+    assert "insufficient" in refused(mturk.send_bonus, **bonus)["Message"]  # a bonus is not held: 0.12 > 0.00
+    assert balance(mturk) == Decimal("0.00") and [e["kind"] for e in state(standin)["ledger"]] == ["reward"]
 
 
 def test_submitted_work_is_approved_and_charged_automatically_once_the_delay_has_passed(standin, mturk):
-    hit = create(mturk, Reward="0.50", MaxAssignments=3, AutoApprovalDelayInSeconds=3 * DAY)
+    hit = create(mturk, Reward="0.50", MaxAssignments=3, AutoApprovalDelayInSeconds=3 * DAY, LifetimeInSeconds=DAY)
     assignment_id = work(standin, hit["HITId"], "AW1")
     submitted = mturk.get_assignment(AssignmentId=assignment_id)["Assignment"]
     assert submitted["AutoApprovalTime"] == submitted["SubmitTime"] + timedelta(days=3)
     advance(standin, 3 * DAY - 60)
     assert mturk.get_assignment(AssignmentId=assignment_id)["Assignment"]["AssignmentStatus"] == "Submitted"
-    assert balance(mturk) == Decimal("10000.00")
+    assert balance(mturk) == Decimal("9999.40")  # expired: its two unused places are released, the submitted one held
+    assert state(standin)["total_charged"] == "0.00"
     advance(standin, 120)
     approved = mturk.get_assignment(AssignmentId=assignment_id)["Assignment"]
     assert approved["AssignmentStatus"] == "Approved" and approved["ApprovalTime"] == submitted["AutoApprovalTime"]
-    assert balance(mturk) == Decimal("9999.40")
+    assert balance(mturk) == Decimal("9999.40") and state(standin)["on_hold"] == "0.00"
     [entry] = state(standin)["ledger"]
     assert (entry["kind"], entry["amount"], entry["fee"], entry["automatic"]) == ("reward", "0.50", "0.10", True)
     # Approved is final: neither a rejection nor a second approval goes through.
@@ -340,35 +350,60 @@ def test_get_hit_counts_follow_accepts_returns_abandonments_and_reviews(standin,
 # ------------------------------------------------------------------------------------------------ idempotency
 
 
-def test_a_reused_create_hit_token_is_refused_with_the_first_hit_id(standin, mturk):
-    hit = create(mturk, UniqueRequestToken="qapyr-hit-1", RequesterAnnotation="qapyr-hit-1")
+def test_a_reused_create_hit_token_is_refused_with_the_first_request_id_and_no_hit_id(standin, mturk):
+    first = mturk.create_hit(
+        Title="Label it", Description="Label one thing.", Reward="0.50", MaxAssignments=3, LifetimeInSeconds=7 * DAY,
+        AssignmentDurationInSeconds=600, Question=QUESTION.format(url=PAGE), UniqueRequestToken="qapyr-hit-1",
+        RequesterAnnotation="qapyr-hit-1",
+    )
+    hit, first_request = first["HIT"], first["ResponseMetadata"]["RequestId"]
     error = refused(create, mturk=mturk, UniqueRequestToken="qapyr-hit-1", RequesterAnnotation="qapyr-hit-1")
     assert error["Code"] == "RequestError"
-    assert error["TurkErrorCode"] == "AWS.MechanicalTurk.HitAlreadyExists"
-    assert hit["HITId"] in error["Message"]
-    assert token_already_used(MTurkError("CreateHIT", error["Code"], error["Message"], error["TurkErrorCode"]))  # the platform recovers from it
+    assert error["TurkErrorCode"] == "AWS.MechanicalTurk.HitAlreadyExists"  # the one code CreateHIT's reference documents
+    assert '"qapyr-hit-1" has already been processed' in error["Message"] and first_request in error["Message"]
+    assert hit["HITId"] not in error["Message"]  # nothing to parse: the platform must read ListHITs
     assert [h["HITId"] for h in mturk.list_hits()["HITs"]] == [hit["HITId"]]
-    advance(standin, DAY + 1)  # MTurk forgets a token after 24 hours
+    advance(standin, DAY + 1)  # MTurk forgets a token after 24 hours: the same call makes a second HIT
     assert create(mturk, UniqueRequestToken="qapyr-hit-1")["HITId"] != hit["HITId"]
+    assert mturk.list_hits()["NumResults"] == 2
 
 
-def test_reused_bonus_and_extension_tokens_are_refused_and_pay_or_extend_once(standin, mturk):
+def test_reused_bonus_and_extension_tokens_are_refused_without_a_code_and_pay_or_extend_once(standin, mturk):
     hit = create(mturk, MaxAssignments=2)
     assignment_id = work(standin, hit["HITId"], "AW1")
     mturk.approve_assignment(AssignmentId=assignment_id)
     bonus = dict(WorkerId="AW1", AssignmentId=assignment_id, BonusAmount="0.25", Reason="Well done", UniqueRequestToken="b-1")
-    mturk.send_bonus(**bonus)
+    first_request = mturk.send_bonus(**bonus)["ResponseMetadata"]["RequestId"]
     error = refused(mturk.send_bonus, **bonus)
-    assert error["Code"] == "RequestError" and error["TurkErrorCode"] == "AWS.MechanicalTurk.DuplicateRequest"
-    assert '"b-1"' in error["Message"] and token_already_used(MTurkError("SendBonus", error["Code"], error["Message"], error["TurkErrorCode"]))
+    assert error["Code"] == "RequestError" and error["TurkErrorCode"] is None  # no DuplicateRequest: MTurk documents none
+    assert '"b-1" has already been processed' in error["Message"] and first_request in error["Message"]
     assert [(e["kind"], e["amount"]) for e in state(standin)["ledger"]] == [("reward", "0.50"), ("bonus", "0.25")]
-    assert balance(mturk) == Decimal("10000.00") - Decimal("0.60") - Decimal("0.30")
 
-    mturk.create_additional_assignments_for_hit(HITId=hit["HITId"], NumberOfAdditionalAssignments=2, UniqueRequestToken="x-1")
-    error = refused(
-        mturk.create_additional_assignments_for_hit, HITId=hit["HITId"], NumberOfAdditionalAssignments=2, UniqueRequestToken="x-1"
-    )
-    assert error["TurkErrorCode"] == "AWS.MechanicalTurk.DuplicateRequest"
+    extend = dict(HITId=hit["HITId"], NumberOfAdditionalAssignments=2, UniqueRequestToken="x-1")
+    mturk.create_additional_assignments_for_hit(**extend)
+    error = refused(mturk.create_additional_assignments_for_hit, **extend)
+    assert error["Code"] == "RequestError" and error["TurkErrorCode"] is None and '"x-1"' in error["Message"]
+    assert mturk.get_hit(HITId=hit["HITId"])["HIT"]["MaxAssignments"] == 4
+
+
+def test_tokens_are_forgotten_after_24_hours_of_stand_in_time_so_a_late_retry_pays_twice(standin, mturk):
+    hit = create(mturk, MaxAssignments=2)
+    assignment_id = work(standin, hit["HITId"], "AW1")
+    mturk.approve_assignment(AssignmentId=assignment_id)
+    bonus = dict(WorkerId="AW1", AssignmentId=assignment_id, BonusAmount="1.20", Reason="Well done", UniqueRequestToken="b-7")
+    mturk.send_bonus(**bonus)
+    advance(standin, 23 * 3600)
+    assert "already been processed" in refused(mturk.send_bonus, **bonus)["Message"]  # 23 h: still known
+    advance(standin, 2 * 3600)  # 25 h after the first: forgotten, as MTurk warns
+    mturk.send_bonus(**bonus)
+    paid = mturk.list_bonus_payments(AssignmentId=assignment_id)["BonusPayments"]
+    assert [b["BonusAmount"] for b in paid] == ["1.20", "1.20"]
+    assert [(e["kind"], e["total"]) for e in state(standin)["ledger"]][1:] == [("bonus", "1.44"), ("bonus", "1.44")]
+
+    extend = dict(HITId=hit["HITId"], NumberOfAdditionalAssignments=1, UniqueRequestToken="x-7")
+    mturk.create_additional_assignments_for_hit(**extend)
+    advance(standin, 25 * 3600)
+    mturk.create_additional_assignments_for_hit(**extend)
     assert mturk.get_hit(HITId=hit["HITId"])["HIT"]["MaxAssignments"] == 4
 
 
@@ -638,11 +673,12 @@ def test_the_state_is_kept_in_its_file_and_loaded_at_the_next_start(tmp_path):
         assert (after["balance"], after["ledger"], after["hits"][0]["HITId"]) == ("49.28", before["ledger"], hit_id)
         listed = {a["AssignmentId"]: a for a in mturk.list_assignments_for_hit(HITId=hit_id)["Assignments"]}
         assert listed[done]["AssignmentStatus"] == "Approved" and "<FreeText>cat</FreeText>" in listed[done]["Answer"]
-        assert refused(create, mturk=mturk, UniqueRequestToken="qapyr-hit-7")["TurkErrorCode"] == "AWS.MechanicalTurk.HitAlreadyExists"
+        assert "already been processed" in refused(create, mturk=mturk, UniqueRequestToken="qapyr-hit-7")["Message"]
         assert post(second, "/worker/accept", HITId=hit_id, WorkerId="AW3")[1]["reason"] == "blocked"
         advance(second, 1.5 * DAY)  # the rest of AW2's two days: approved automatically after the restart
         assert mturk.get_assignment(AssignmentId=waiting)["Assignment"]["AssignmentStatus"] == "Approved"
-        assert balance(mturk) == Decimal("48.68")
+        assert state(second)["balance"] == "48.68"  # 49.28 - (0.50 + 0.10)
+        assert balance(mturk) == Decimal("48.08")  # the third place (0.60) is still held
 
 
 def test_control_api_sets_the_balance_and_resets_everything(standin, mturk):
@@ -674,7 +710,8 @@ def test_mturk_endpoint_url_sends_the_platforms_client_to_the_stand_in(standin, 
 def test_the_management_command_runs_the_stand_in_until_interrupted():
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "mturk_standin", "--port", "0", "--balance", "42.00", "--quiet"],
+        [sys.executable, "manage.py", "mturk_standin", "--port", "0", "--balance", "42.00", "--quiet",
+         "--fault", "GetAccountBalance:service_fault:1", "--seed", "3"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
@@ -685,7 +722,12 @@ def test_the_management_command_runs_the_stand_in_until_interrupted():
                 if lines[-1].startswith("MTurk stand-in listening on "):
                     url = lines[-1].split(" on ", 1)[1].strip()
         assert url, "".join(lines)
-        assert boto_client(url).get_account_balance()["AvailableBalance"] == "42.00"
+        client = boto3.client(
+            "mturk", region_name="us-east-1", endpoint_url=url, aws_access_key_id="x", aws_secret_access_key="x",
+            config=Config(retries={"total_max_attempts": 1}),
+        )
+        assert refused(client.get_account_balance)["Code"] == "ServiceFault"  # the fault given on the command line
+        assert client.get_account_balance()["AvailableBalance"] == "42.00"
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=30)
         assert process.returncode == 0, out

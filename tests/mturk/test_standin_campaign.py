@@ -15,11 +15,15 @@ import pytest
 from annotation.management.simulation import simulate_mturk_crowd
 from annotation.models import Campaign, ContentUnit, GoldPresence, PresenceJudgment, Verification
 from annotation.services.campaign_import import import_campaign
+from annotation.selectors.campaigns import campaign_progress
+from annotation.services.costs import campaign_cost_preview
 from annotation.services.pipeline import launch_campaign
 from hits.models import Assignment, LedgerEntry
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkUnknownSubmission
+from hits.mturk.reconcile import reconcile_batch
 from hits.mturk.standin import StandIn
 from hits.mturk.sync import sync_batch
+from hits import payments
 from hits.payments import pay_bonus, reject_assignment
 
 
@@ -67,14 +71,16 @@ def _straight_to_mturk(server, hit_id: str, worker_id: str) -> str:
 def test_a_campaign_runs_on_the_standin_and_the_money_reconciles(standin, small_files, eager_celery, settings):
     refs, sums = small_files
     campaign = import_campaign(name="Rehearsal", references=refs, summaries=sums).campaign
-    Campaign.objects.filter(pk=campaign.pk).update(backend=Campaign.Backend.MTURK_SANDBOX)
+    # The fixed rule (3 judges on every presence HIT): the preview's figures are then exact counts.
+    Campaign.objects.filter(pk=campaign.pk).update(backend=Campaign.Backend.MTURK_SANDBOX, presence_judges="fixed")
     campaign.refresh_from_db()
+    preview = campaign_cost_preview(campaign)
     launch_campaign(campaign)  # the generation HITs are published on the stand-in after the commit
     campaign.refresh_from_db()
     assert MTurkHIT.objects.filter(hit__batch=campaign.batch).exists()
     first_hit = MTurkHIT.objects.filter(hit__batch=campaign.batch).order_by("pk").first().mturk_hit_id
 
-    stranger = _straight_to_mturk(standin, first_hit, "STRANGER1")
+    stranger = _straight_to_mturk(standin, first_hit, "ASTRANGER1")
     report = simulate_mturk_crowd(campaign, 6, standin_url=standin.url, seed=3, forged=2, max_seconds=600)
     assert report.campaign_state == "finished", report.lines()
     assert report.mturk.forged >= 1 and report.mturk.submitted > 0
@@ -110,12 +116,28 @@ def test_a_campaign_runs_on_the_standin_and_the_money_reconciles(standin, small_
     paid = LedgerEntry.objects.filter(batch=campaign.batch, state=LedgerEntry.State.PAID)
     assert Decimal(state["total_charged"]) == sum(paid.values_list("amount", flat=True)) > 0
     assert not LedgerEntry.objects.filter(batch=campaign.batch, state=LedgerEntry.State.PENDING).exists()
+    # The cost preview lands within 2% of what MTurk charged for the work: the researcher's bonus aside and the
+    # rejected assignment counted as paid (review decisions the preview cannot know).  Before launch it assumes
+    # 10% of predicates go round again; the crowd's redo share is known only once work is in, so the same
+    # preview is asked again at the redo share observed (as the progress page's updated estimate does).
+    rejected = records[0].assignment
+    work = (Decimal(state["total_charged"]) - bonus.amount - bonus.fee.amount
+            + payments.reward_of(rejected) + payments.reward_fee(rejected))
+    progress = campaign_progress(campaign)
+    observed = progress["stages"]["generation"]["redo"] / progress["settled"]
+    assert preview.total < work or observed <= 0.10
+    updated = campaign_cost_preview(campaign, redo_share=observed)
+    assert abs(updated.total - work) / work <= Decimal("0.02"), (updated.as_dict(), work)
     # Nothing paid twice: one reward per assignment on both sides, and the bonus once.
     rewards = [entry["AssignmentId"] for entry in state["ledger"] if entry["kind"] == "reward"]
     assert len(rewards) == len(set(rewards)) == len(records) - 1
     assert [entry["amount"] for entry in state["ledger"] if entry["kind"] == "bonus"] == [str(bonus.amount)]
     # Finished: every HIT is expired on MTurk (and deleted where all its work is reviewed).
     assert not MTurkHIT.objects.filter(hit__batch=campaign.batch, expired_at__isnull=True, deleted_at__isnull=True).exists()
+    # mturk_reconcile finds no difference, deleted HITs read from the records kept.
+    reconciled = reconcile_batch(campaign.batch)
+    assert reconciled.differences == [], reconciled.differences
+    assert reconciled.ledger_total == reconciled.market_total == Decimal(state["total_charged"])
 
 
 @pytest.mark.django_db(transaction=True)

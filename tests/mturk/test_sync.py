@@ -6,6 +6,8 @@ from datetime import datetime, timezone as dt_timezone
 from decimal import Decimal
 
 import pytest
+from django.db.models import Value
+from django.db.models.functions import Concat
 
 from hits import qualifications
 from hits.models import HIT, Assignment, Batch, LedgerEntry, Worker
@@ -110,20 +112,54 @@ def test_a_refused_approval_stays_pending_until_a_later_sync(stubbed, published,
     assert LedgerEntry.objects.get(kind="reward").state == "paid"
 
 
-def test_bonus_whose_token_was_used_is_not_paid_twice(stubbed, published, mturk_batch, settings):
+def _bonus_sent_before(bonus) -> None:
+    """As a sync killed after its SendBonus left it: the call recorded as sent once (reply never seen)."""
+    from django.utils import timezone
+
+    from hits.mturk.models import MTurkRequest
+
+    MTurkRequest.objects.create(key=bonus.request_token, operation="SendBonus", token=bonus.request_token, sends=1, first_sent_at=timezone.now())
+
+
+def test_a_refused_resend_of_a_bonus_is_settled_by_mturks_records(stubbed, published, mturk_batch, settings):
+    """A token sent before is refused with a RequestError of any wording and no TurkErrorCode: MTurk's bonus
+    payments on the assignment show the bonus, so it is booked as paid and never sent a third time."""
     settings.MTURK_APPROVE_AFTER_HOURS = 1000  # leave the review to a researcher
     [a1] = mturk_work(published, 1)
     bonus = pay_bonus(a1, Decimal("1.00"), "Extra effort")
+    _bonus_sent_before(bonus)
     listing(stubbed, [("A1", "W1", "Submitted")])
     stubbed.add_client_error(
-        "send_bonus", service_error_code="RequestError",
-        service_message=f"The operation has already been processed for UniqueRequestToken {bonus.request_token}",
-        http_status_code=400, modeled_fields={"TurkErrorCode": "AWS.MechanicalTurk.DuplicateRequest"},
+        "send_bonus", service_error_code="RequestError", service_message="Something about request 41c2-99 (no code)",
+        http_status_code=400,
         expected_params={"WorkerId": "W1", "BonusAmount": "1.00", "AssignmentId": "A1", "Reason": "Extra effort", "UniqueRequestToken": bonus.request_token},
     )
+    stubbed.add_response("list_bonus_payments", {"NumResults": 1, "BonusPayments": [
+        {"WorkerId": "W1", "BonusAmount": "1.00", "AssignmentId": "A1", "Reason": "Extra effort"},
+    ]}, {"AssignmentId": "A1", "MaxResults": 100})
     assert sync_batch(mturk_batch).bonuses == 1
     assert LedgerEntry.objects.get(pk=bonus.pk).state == "paid"
     assert Assignment.objects.get(pk=a1.pk).state == "submitted"
+    listing(stubbed, [("A1", "W1", "Submitted")])
+    assert sync_batch(mturk_batch).bonuses == 0  # nothing pending: no SendBonus (the Stubber would fail)
+
+
+def test_a_refused_resend_not_in_mturks_records_stays_pending(stubbed, published, mturk_batch, settings):
+    """The same refusal, but MTurk lists no such bonus (an earlier bonus of another amount does not count): the
+    entry stays pending with the error, nothing is booked as paid."""
+    settings.MTURK_APPROVE_AFTER_HOURS = 1000
+    [a1] = mturk_work(published, 1)
+    bonus = pay_bonus(a1, Decimal("1.00"), "Extra effort")
+    _bonus_sent_before(bonus)
+    listing(stubbed, [("A1", "W1", "Submitted")])
+    stubbed.add_client_error("send_bonus", service_error_code="RequestError", service_message="refused", http_status_code=400)
+    stubbed.add_response("list_bonus_payments", {"NumResults": 1, "BonusPayments": [
+        {"WorkerId": "W1", "BonusAmount": "0.50", "AssignmentId": "A1", "Reason": "Extra effort"},
+    ]}, {"AssignmentId": "A1", "MaxResults": 100})
+    report = sync_batch(mturk_batch)
+    assert report.bonuses == 0 and report.failed == 1
+    entry = LedgerEntry.objects.get(pk=bonus.pk)
+    assert entry.state == "pending" and "refused" in entry.error
 
 
 def test_finished_batch_hits_are_expired_then_deleted(stubbed, published, mturk_batch):
@@ -150,9 +186,11 @@ def test_hit_with_unreviewed_work_is_expired_but_not_deleted(stubbed, published,
 
 
 def test_notify_workers_in_one_call(stubbed, published, mturk_batch):
-    mturk_work(published, 2)
+    first, second, forged = mturk_work(published, 3)
+    MTurkAssignment.objects.filter(assignment__in=[first, second]).update(mturk_worker_id=Concat(Value("A"), "mturk_worker_id"))
+    # A made-up id (a forged page's) would make MTurk refuse the whole call: only ids MTurk could issue are sent.
     stubbed.add_response("notify_workers", {"NotifyWorkersFailureStatuses": []}, {
-        "Subject": "New HITs", "MessageText": "More HITs are up.", "WorkerIds": ["W1", "W2"],
+        "Subject": "New HITs", "MessageText": "More HITs are up.", "WorkerIds": ["AW1", "AW2"],
     })
     assert notify_workers(mturk_batch, "New HITs", "More HITs are up.").reached == 2
     with pytest.raises(ValueError):

@@ -27,6 +27,7 @@ MATRIX = {
     "campaign-progress": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-control": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),
     "campaign-routing-retry": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # not budgeted: refused, back to progress
+    "campaign-mturk-retry": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # local campaign: refused, back to progress
     "campaign-workers": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-worker-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),
     "campaign-leaderboard": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),

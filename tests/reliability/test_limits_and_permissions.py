@@ -26,7 +26,8 @@ def _files(refs=REFS, sums=SUMS):
 def _settings_form(campaign, **changes):
     from annotation.web.forms import CampaignSettingsForm
 
-    data = {name: getattr(campaign, name) for name in CampaignSettingsForm.Meta.fields}
+    values = {name: getattr(campaign, name) for name in CampaignSettingsForm.Meta.fields}
+    data = {name: "" if value is None else value for name, value in values.items()}  # an empty field posts ""
     return {**data, **changes, "action": "save"}
 
 

@@ -25,7 +25,12 @@ hybrid labels against the gold, summary- and system-level Pearson and Kendall of
 scores (share of a summary's units labelled present) against the gold scores; the
 ``*_probability`` keys score the judge's units by their probability instead of their label.
 The same procedure with the HITs drawn at random (same seed, same rounds and learning) is the
-baseline under ``random``.
+baseline under ``random``.  ``combined_cost_share`` is the presence assignments people do against the
+paper's protocol (3 judges on every HIT) when the routed HITs follow the adaptive rule (2 judges, a third
+where they disagree): the routed HIT share x (2 + third judge rate) / 3.
+
+``evaluate_seeds`` runs the whole evaluation for several seeds on features computed once, and reports the
+median of every figure, its range (min, max) and each seed's run.
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ REVEAL_RATES = (0.05, 0.5)
 #: Whether units nobody has judged keep the plain head's probability once the prior head is in use (measured:
 #: no better for the correlations, worse for system-level tau; the prior head judges every unit then).
 PLAIN_FOR_UNSEEN = False
+#: The adaptive rule's expected share of presence HITs that need a third judge (issue 29: 27.8% in the authors'
+#: released judgments; a campaign's ``third_judge_rate`` defaults to the same).
+DEFAULT_THIRD_JUDGE_RATE = 0.278
 
 
 def _indices(values) -> np.ndarray:
@@ -181,19 +189,13 @@ def _registry_judge(probabilities, threshold, pairs, units, labels):
 
 def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, judge: str = "features",
                     rounds: int = 3, seed: int = 0, measure: str = DEFAULT_MEASURE, curve: bool = False,
-                    test_data: PresenceDataset | None = None, features=None, test_features=None) -> dict:
+                    test_data: PresenceDataset | None = None, features=None, test_features=None,
+                    third_judge_rate: float = DEFAULT_THIRD_JUDGE_RATE) -> dict:
     """The hybrid evaluation of the module docstring; ``features`` may be passed in when already computed."""
     from sklearn.model_selection import GroupKFold
     from threadpoolctl import threadpool_limits
 
-    if not 0 <= share <= 1:
-        raise ValueError("--human-share must be between 0 and 1")
-    if rounds < 1:
-        raise ValueError("--rounds must be at least 1")
-    if folds < 2 or len(set(data.examples)) < folds:
-        raise ValueError(f"{len(set(data.examples))} examples cannot be split into {folds} folds (at least 2)")
-    if measure not in routing.MEASURES:
-        raise ValueError(f"unknown measure {measure!r}; use one of {', '.join(routing.MEASURES)}")
+    _check_options(data, folds, share, rounds, measure, third_judge_rate)
     started = time.perf_counter()
     timings = {}
     labels = np.asarray(data.labels, dtype=bool)
@@ -208,6 +210,7 @@ def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, 
         timings["features"] = round(time.perf_counter() - started, 1)
     else:
         fixed = _registry_probabilities(judge, data)
+    n_hits = int(hit_index.max()) + 1
     splits = list(GroupKFold(n_splits=folds).split(np.zeros(len(labels)), labels, groups))
     shares = sorted(set(CURVE_SHARES if curve else ()) | {share})
     runs = {}  # (share, measure or None) -> (pooled hybrid labels, soft labels, human mask, HITs per round per fold)
@@ -236,12 +239,12 @@ def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, 
 
     def figures(s, m):
         hybrid, soft, human, per_round = runs[(s, m)]
-        return _figures(s, hybrid, soft, human, data, int(sum(sum(r) for r in per_round)))
+        return _figures(s, hybrid, soft, human, data, int(sum(sum(r) for r in per_round)), n_hits, third_judge_rate)
 
     result = figures(share, measure)
     result.update(
         judge=judge, measure=measure, rounds=rounds, seed=seed, folds=folds, pairs=len(labels),
-        presence_hits=int(hit_index.max()) + 1, units_per_hit=SCU_UNITS_PER_HIT,
+        presence_hits=n_hits, units_per_hit=SCU_UNITS_PER_HIT, third_judge_rate=third_judge_rate,
         hits_per_round=[int(sum(r[i] for r in runs[(share, measure)][3])) for i in range(rounds)],
         random=figures(share, None),
         measures={m: figures(share, m) for m in routing.MEASURES},
@@ -252,22 +255,156 @@ def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, 
         result["curve"] = [{"routed": figures(s, measure), "random": figures(s, None)} for s in CURVE_SHARES]
     if test_data is not None:
         with threadpool_limits(limits=1):
-            result["zero_shot"] = zero_shot(data, test_data, share, judge, rounds, seed, measure, features, test_features)
+            result["zero_shot"] = zero_shot(data, test_data, share, judge, rounds, seed, measure, features, test_features,
+                                            third_judge_rate)
     timings["total"] = round(time.perf_counter() - started, 1)
     result["seconds"] = timings
     return result
 
 
-def _figures(share, hybrid, soft, human, data, human_hits) -> dict:
+def _check_options(data, folds, share, rounds, measure, third_judge_rate) -> None:
+    if not 0 <= share <= 1:
+        raise ValueError("--human-share must be between 0 and 1")
+    if rounds < 1:
+        raise ValueError("--rounds must be at least 1")
+    if folds < 2 or len(set(data.examples)) < folds:
+        raise ValueError(f"{len(set(data.examples))} examples cannot be split into {folds} folds (at least 2)")
+    if measure not in routing.MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; use one of {', '.join(routing.MEASURES)}")
+    if not 0 <= third_judge_rate <= 1:
+        raise ValueError(f"--third-judge-rate must be between 0 and 1 (got {third_judge_rate})")
+
+
+#: Keys of a run that describe it rather than measure it: a multi-seed result takes them from the first seed
+#: (``seed`` and ``seconds`` are its own) and gives them no range.
+RUN_KEYS = ("judge", "measure", "rounds", "seed", "folds", "pairs", "presence_hits", "units_per_hit",
+            "third_judge_rate", "hits_per_round", "seconds", "folder")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0,1,2"`` -> [0, 1, 2]; a clear ValueError for an empty list, a non-integer, a negative or a repeated seed."""
+    items = [item.strip() for item in str(text).split(",")]
+    if not any(items):
+        raise ValueError("--seeds is empty: give a comma-separated list such as 0,1,2,3,4")
+    seeds = []
+    for position, item in enumerate(items, start=1):
+        if not item:
+            raise ValueError(f"--seeds {text!r}: item {position} is empty")
+        try:
+            seed = int(item)
+        except ValueError:
+            raise ValueError(f"--seeds {text!r}: item {position} ({item!r}) is not a whole number") from None
+        if seed < 0:
+            raise ValueError(f"--seeds {text!r}: item {position} ({seed}) is negative; seeds are 0 or more")
+        if seed in seeds:
+            raise ValueError(f"--seeds {text!r}: seed {seed} is given twice")
+        seeds.append(seed)
+    return seeds
+
+
+def evaluate_seeds(data: PresenceDataset, seeds, test_data: PresenceDataset | None = None, features=None,
+                   test_features=None, progress=None, **options) -> dict:
+    """``evaluate_hybrid`` once per seed, the pair features computed once.
+
+    The result has the keys of a single run, each figure the median over the seeds (``seed`` None), plus
+    ``seeds`` (each seed's whole run, with its ``seed``) and ``ranges`` ([min, max] of every figure, in the
+    same structure as the figures).  ``seconds`` is the whole run's.
+    """
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("--seeds needs at least one seed")
+    if len(set(seeds)) != len(seeds) or any(int(s) < 0 for s in seeds):
+        raise ValueError(f"--seeds must be distinct whole numbers of 0 or more (got {seeds})")
+    _check_options(data, options.get("folds", 5), options.get("share", 0.25), options.get("rounds", 3),
+                   options.get("measure", DEFAULT_MEASURE), options.get("third_judge_rate", DEFAULT_THIRD_JUDGE_RATE))
+    started = time.perf_counter()
+    if options.get("judge", "features") in TRAINED_JUDGES:
+        features = _pair_features(data) if features is None else features
+        if test_data is not None and test_features is None:
+            test_features = _pair_features(test_data)
+    feature_seconds = round(time.perf_counter() - started, 1)
+    runs = []
+    for seed in seeds:
+        runs.append(evaluate_hybrid(data, seed=seed, test_data=test_data, features=features, test_features=test_features,
+                                    **options))
+        if progress is not None:
+            progress(runs[-1])
+    result = median_of_runs(runs)
+    result["seed"] = None
+    result["seconds"] = {"features": feature_seconds, "routing": round(sum(r["seconds"]["routing"] for r in runs), 1),
+                         "total": round(time.perf_counter() - started, 1)}
+    result["ranges"] = ranges_of_runs(runs)
+    result["seeds"] = runs
+    return result
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _median(values: list):
+    import statistics
+
+    first = values[0]
+    if isinstance(first, dict):
+        return {key: _median([v.get(key) for v in values]) for key in first}
+    if isinstance(first, list) and all(isinstance(v, list) and len(v) == len(first) for v in values):
+        return [_median([v[i] for v in values]) for i in range(len(first))]
+    if all(_number(v) for v in values):
+        if any(isinstance(v, float) and v != v for v in values):  # NaN: no median
+            return float("nan")
+        middle = statistics.median(values)
+        return round(middle, 6) if isinstance(middle, float) else middle
+    return first
+
+
+def _range(values: list):
+    first = values[0]
+    if isinstance(first, dict):
+        out = {}
+        for key in first:
+            if key in RUN_KEYS:
+                continue
+            spread = _range([v.get(key) for v in values])
+            if spread is not None:
+                out[key] = spread
+        return out
+    if isinstance(first, list) and all(isinstance(v, list) and len(v) == len(first) for v in values):
+        return [_range([v[i] for v in values]) for i in range(len(first))]
+    if all(_number(v) for v in values):
+        return [min(values), max(values)]
+    return None
+
+
+def median_of_runs(runs: list[dict]) -> dict:
+    """Per key of a run, the median over the runs (lists element by element; descriptions from the first run)."""
+    return _median(runs)
+
+
+def ranges_of_runs(runs: list[dict]) -> dict:
+    """[min, max] over the runs of every figure, in the runs' structure (descriptive keys left out)."""
+    return _range(runs)
+
+
+def combined_cost_share(human_hits: int, presence_hits: int, third_judge_rate: float = DEFAULT_THIRD_JUDGE_RATE) -> float:
+    """Presence assignments against the paper's protocol: routed HIT share x (2 + third judge rate) / 3."""
+    if presence_hits <= 0:
+        return 0.0
+    return round(human_hits / presence_hits * (2 + third_judge_rate) / 3, 4)
+
+
+def _figures(share, hybrid, soft, human, data, human_hits, presence_hits, third_judge_rate) -> dict:
     scores = score_figures(hybrid, data, soft)
     result = {"human_share": share, **{k: scores[k] for k in KEYS}}
     result.update({k: scores[k] for k in SOFT_KEYS})
     result["human_unit_share"] = round(float(np.mean(human)), 4)
     result["human_hits"] = human_hits
+    result["combined_cost_share"] = combined_cost_share(human_hits, presence_hits, third_judge_rate)
     return result
 
 
-def zero_shot(data, test_data, share, judge, rounds, seed, measure, features=None, test_features=None) -> dict:
+def zero_shot(data, test_data, share, judge, rounds, seed, measure, features=None, test_features=None,
+              third_judge_rate: float = DEFAULT_THIRD_JUDGE_RATE) -> dict:
     """The judge trained on all of ``data`` routes ``test_data``'s HITs (it learns only the test set's human labels)."""
     labels = np.asarray(data.labels, dtype=bool)
     test_labels = np.asarray(test_data.labels, dtype=bool)
@@ -292,7 +429,8 @@ def zero_shot(data, test_data, share, judge, rounds, seed, measure, features=Non
         predict, learn = router()
         hybrid, soft, human, per_round = route_fold(test_labels, hit_index, sizes, share, rounds, m, seed, predict,
                                                     learn if rounds > 1 else None)
-        out["random" if m is None else "routed"] = _figures(share, hybrid, soft, human, test_data, sum(per_round))
+        out["random" if m is None else "routed"] = _figures(share, hybrid, soft, human, test_data, sum(per_round),
+                                                            int(hit_index.max()) + 1, third_judge_rate)
     return {**out.pop("routed"), "random": out["random"], "pairs": len(test_data)}
 
 

@@ -20,7 +20,8 @@ class Command(BaseCommand):
         parser.add_argument("--bootstrap", type=int, default=1000, help="Bootstrap replicates for intervals.")
         parser.add_argument(
             "--per-summary", action="store_true",
-            help="Also every system summary: example, system, qapyramid, p_r, p_l, nqapyramid, length (NLTK word tokens).",
+            help="Also every system summary: example, system, qapyramid, p_r, p_l, nqapyramid, length (NLTK word tokens); "
+            "under budgeted presence also its hybrid score (hybrid) and its human-judged units.",
         )
 
     def handle(self, *args, **options):
@@ -43,6 +44,8 @@ class Command(BaseCommand):
                 f"Ranking (budgeted presence, {hybrid['human_presence_share']:.0%} human share): human labels where people "
                 f"judged, judge {hybrid['judge_version'] or hybrid['judge']} elsewhere"
             )
+            # The rule the scores follow (the judge's label or its calibrated probability), and the intervals' draws.
+            self.stdout.write(f"Scoring rule ({hybrid['scoring']}): {hybrid['rule']} Intervals: {hybrid['n_boot']} bootstrap draws.")
             self.stdout.write(f"{'#':>3} {'system':<32} {'QAPyramid':>9} {'95% CI':>15} {'human':>6} {'units':>6} {'alpha':>6} {'n':>5}")
             for name, s in result["systems"].items():
                 human = "—" if s["human_share"] is None else f"{s['human_share']:.0%}"

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importing.readers import CampaignImportError
 from annotation.management.progress import ProgressBar
-from annotation.services.campaign_import import PREDICATES_AUTO, import_campaign
+from annotation.services.campaign_import import IMPORT_SETTINGS, PREDICATES_AUTO, import_campaign
 from annotation.services.roles import researchers
 
 
@@ -42,6 +42,31 @@ class Command(BaseCommand):
             "a campaign without an owner is seen by admins only).",
         )
         parser.add_argument("--description", default="", help="Free-text description.")
+        for option, text in (
+            ("--mturk-assignment-duration", "Seconds an MTurk worker may keep an assignment (30..31,536,000)."),
+            ("--mturk-hit-lifetime", "Seconds a HIT stays on MTurk (30..31,536,000)."),
+            ("--mturk-auto-approval-delay", "Seconds until MTurk approves submitted work on its own (0..2,592,000)."),
+        ):
+            parser.add_argument(option, type=int, default=None, help=text)
+        parser.add_argument(
+            "--human-share", type=float, metavar="S",
+            help="Budgeted presence: the share of presence HITs people judge, between 0 and 1 (default 1: every HIT, "
+            "the paper's protocol); the judge labels the rest.",
+        )
+        parser.add_argument(
+            "--judge-scoring", choices=["label", "probability"],
+            help="Budgeted presence: units only the judge labels count as its label or its calibrated probability "
+            "(default: probability).",
+        )
+        parser.add_argument(
+            "--presence-judges", choices=["fixed", "adaptive"],
+            help="Presence judges per HIT: 'fixed' (3 always, the paper) or 'adaptive' (2, and a third where they "
+            "disagree; the default for new campaigns). A --folder may give it in settings.json.",
+        )
+        parser.add_argument(
+            "--third-judge-rate", metavar="SHARE",
+            help="Expected share (0..1) of presence HITs needing the third judge, for cost previews (default 0.278).",
+        )
         parser.add_argument("--progress", action="store_true", help="Show a progress bar on stderr even when it is not a terminal.")
 
     def handle(self, *args, **options):
@@ -72,6 +97,8 @@ class Command(BaseCommand):
                 folder=options["folder"],
                 qapyramid=options["qapyramid"],
                 progress=bar,
+                campaign_settings={name: options[option.lstrip("-").replace("-", "_")] for name, option in IMPORT_SETTINGS.items()
+                                   if options.get(option.lstrip("-").replace("-", "_")) is not None},
             )
         except CampaignImportError as exc:
             bar.close()

@@ -44,6 +44,8 @@ class Command(BaseCommand):
                 description="Six made-up local news stories summarised by four systems.",
                 references=DEMO_DIR / "references.jsonl",
                 summaries=DEMO_DIR / "summaries.jsonl",
+                # The default for new campaigns, shown off: two presence judges, a third where they disagree.
+                campaign_settings={"presence_judges": Campaign.PresenceJudges.ADAPTIVE},
             )
             self.stdout.write(report.summary_line())
             definition = json.loads((DEMO_DIR / "qualifications.json").read_text(encoding="utf-8"))

@@ -84,6 +84,11 @@ class Command(BaseCommand):
             help="Hand the publishing to Celery (MTURK_PUBLISH_CHUNK HITs per task); follow it with mturk_sync or --progress.",
         )
         parser.add_argument("--progress", action="store_true", help="Only show how far publishing has gone.")
+        parser.add_argument("--redo-share", type=float, default=0.10,
+                            help="Cost preview: expected share of predicates that go round again (default 0.10).")
+        parser.add_argument("--judges", type=int,
+                            help="Cost preview: expected presence judges, each meeting every gold check once "
+                                 "(default: from the campaign's gold share).")
 
     def handle(self, *args, **options):
         campaign = campaign_for(options["campaign"])
@@ -94,11 +99,16 @@ class Command(BaseCommand):
             return
         backend = mturk_backend(campaign, options["sandbox"])
         cap = self._cap(options["budget_cap"])
+        if not 0 <= options["redo_share"] <= campaign.max_redo_rounds:
+            raise CommandError(f"--redo-share must be between 0 and the campaign's max_redo_rounds ({campaign.max_redo_rounds})")
+        if options["judges"] is not None and options["judges"] < 1:
+            raise CommandError("--judges must be at least 1")
+        self.estimate = {"redo_share": options["redo_share"], "judges": options["judges"]}
         if options["dry_run"]:
             return self._dry_run(campaign, backend, cap, options["format"])
         if campaign.state in (Campaign.State.FINISHED, Campaign.State.CANCELLED):
             raise CommandError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}")
-        preview = campaign_cost_preview(campaign, backend)
+        preview = campaign_cost_preview(campaign, backend, **self.estimate)
         mturk = MTurk(sandbox=backend == Campaign.Backend.MTURK_SANDBOX)
         try:
             if campaign.state == Campaign.State.DRAFT:
@@ -144,7 +154,7 @@ class Command(BaseCommand):
         return cap
 
     def _dry_run(self, campaign, backend, cap, fmt):
-        preview = campaign_cost_preview(campaign, backend)
+        preview = campaign_cost_preview(campaign, backend, **self.estimate)
         provisional = campaign.state == Campaign.State.DRAFT
         requests: list[dict] = []
         try:

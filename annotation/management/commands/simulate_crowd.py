@@ -28,6 +28,11 @@ class Command(BaseCommand):
         parser.add_argument("--max-seconds", type=float, default=3600)
         parser.add_argument("--backend", choices=["local", "mturk"], default="local",
                             help="mturk: MTurk workers on the stand-in at MTURK_ENDPOINT_URL (the campaign's backend must be MTurk).")
+        parser.add_argument(
+            "--same-answers", action="store_true",
+            help="Presence answers depend on the seed, the unit, the system and the judgments it has so far, not on who "
+            "answers: two campaigns on the same data (e.g. one under each presence rule) get the same answers.",
+        )
         parser.add_argument("--forged", type=int, default=0, help="With --backend mturk: forged page submissions to try.")
 
     def handle(self, *args, **options):
@@ -73,6 +78,7 @@ class Command(BaseCommand):
                 careless=options["careless"],
                 base_url=options["url"],
                 max_seconds=options["max_seconds"],
+                same_answers=options["same_answers"],
             )
         for line in report.lines():
             self.stdout.write(line)

@@ -54,6 +54,14 @@ SETTINGS_FIELDS = [
     "tie_rule",
     "length_penalty_alpha",
     "hourly_pay_floor",
+    "mturk_assignment_duration",
+    "mturk_hit_lifetime",
+    "mturk_auto_approval_delay",
+    # Budgeted presence (issue 32): the human share, and what a unit only the judge labelled counts as.
+    "human_presence_share",
+    "judge_scoring",
+    "presence_judges",
+    "third_judge_rate",
 ]
 
 
@@ -64,6 +72,32 @@ class CampaignSerializer(serializers.ModelSerializer):
     shared_with = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
     n_examples = serializers.SerializerMethodField()
     n_systems = serializers.SerializerMethodField()
+    # MTurk's times: checked against MTurk's bounds with a message naming the bound (``hits.mturk.limits``).
+    mturk_assignment_duration = serializers.IntegerField(required=False, allow_null=True)
+    mturk_hit_lifetime = serializers.IntegerField(required=False, allow_null=True)
+    mturk_auto_approval_delay = serializers.IntegerField(required=False, allow_null=True)
+
+    def _within(self, bound, value):
+        from hits.mturk.limits import out_of_bounds
+
+        if out_of_bounds(bound, value):
+            raise serializers.ValidationError(out_of_bounds(bound, value))
+        return value
+
+    def validate_mturk_assignment_duration(self, value):
+        from hits.mturk.limits import ASSIGNMENT_DURATION
+
+        return self._within(ASSIGNMENT_DURATION, value)
+
+    def validate_mturk_hit_lifetime(self, value):
+        from hits.mturk.limits import LIFETIME
+
+        return self._within(LIFETIME, value)
+
+    def validate_mturk_auto_approval_delay(self, value):
+        from hits.mturk.limits import AUTO_APPROVAL_DELAY
+
+        return self._within(AUTO_APPROVAL_DELAY, value)
 
     class Meta:
         model = Campaign
@@ -340,7 +374,7 @@ class GoldSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = GoldPresence
-        fields = ["id", "unit_id", "summary_id", "system", "example", "present", "n_judgments", "n_present", "origin"]
+        fields = ["id", "unit_id", "summary_id", "system", "example", "present", "n_judgments", "n_present", "origin", "decided_by"]
 
 
 class CheckSerializer(serializers.Serializer):
@@ -398,7 +432,9 @@ class LeaderboardSerializer(serializers.Serializer):
     verification = serializers.JSONField(help_text="Agreement of the two verifiers of each question.")
     hybrid = serializers.JSONField(
         required=False, allow_null=True,
-        help_text="Budgeted presence only: scores mixing human and judge labels, each system's human-judged share, the judge version.",
+        help_text="Budgeted presence only: scores mixing human labels and the judge's (its label or calibrated probability: "
+        "`scoring`, `setting`, `rule`), each system's human-judged share, the judge version, the calibration, and when "
+        "the stored scores and their intervals were computed.",
     )
 
 

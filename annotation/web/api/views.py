@@ -440,8 +440,13 @@ class CampaignViewSet(
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
     def progress(self, request, slug=None):
-        """HITs and assignments per stage, settled and flagged predicates, workers and cost so far (poll this)."""
-        progress = campaign_progress(self.get_object())
+        """HITs and assignments per stage, settled and flagged predicates, workers and cost so far (poll this);
+        ``spending``: money spent and committed per stage, presence cost per system and under the paper's protocol."""
+        from annotation.selectors.spending import campaign_spending, spending_as_json
+
+        campaign = self.get_object()
+        progress = campaign_progress(campaign)
+        progress["spending"] = spending_as_json(campaign_spending(campaign))
         progress["flagged"] = [
             {"id": p.pk, "text": p.text, "example": p.example.external_id, "reason": p.flag_reason}
             for p in progress["flagged"]
@@ -473,7 +478,9 @@ class CampaignViewSet(
     def scores(self, request, slug=None):
         """Krippendorff's alpha (pooled, per system, 95% CI) and each system's QAPyramid, nQAPyramid and interval."""
         n_boot = _int_param(request, "n_boot", scores.N_BOOT, 0, 2000)
-        return Response(campaign_scores(self.get_object(), n_boot=n_boot))
+        campaign = self.get_object()
+        scores.ensure_hybrid_scores(campaign)
+        return Response(campaign_scores(campaign, n_boot=n_boot))
 
     @extend_schema(responses={200: serializers.LeaderboardSerializer})
     @action(detail=True, methods=["get"])
@@ -481,6 +488,7 @@ class CampaignViewSet(
         """Systems ranked by gold QAPyramid, or under budgeted presence by the hybrid scores (``ranked_by``; stale
         intervals are recomputed first), with agreement; a budgeted campaign's human-only figures in ``human_only``."""
         campaign = self.get_object()
+        scores.ensure_hybrid_scores(campaign)
         scores.refresh_stale_intervals(campaign)
         board = leaderboard(campaign)
         hybrid = board["ranked_by"] == "hybrid"

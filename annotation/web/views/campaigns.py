@@ -35,12 +35,14 @@ def _visible_campaign(request, slug):
 def campaign_progress(request, slug):
     from annotation.services.duplicates import held_examples
 
+    from annotation.selectors.spending import campaign_spending
+
     campaign = _visible_campaign(request, slug)
     progress = progress_of(campaign)
     return render(
         request, "annotation/campaign_progress.html",
         {"campaign": campaign, "progress": progress, "estimate": _estimate(campaign, progress),
-         "n_held": len(held_examples(campaign))},
+         "n_held": len(held_examples(campaign)), "spending": campaign_spending(campaign)},
     )
 
 
@@ -297,10 +299,22 @@ def campaign_leaderboard_summaries(request, slug):
     chosen = request.GET.get("system") or None
     if chosen not in systems:
         chosen = None
+    rows = summary_scores(campaign, system=chosen)
+    hybrid = None
+    if campaign.is_hybrid:
+        from annotation.selectors.hybrid import hybrid_scores
+
+        # Budgeted presence: each summary's stored hybrid score under the campaign's rule, beside the human-only one.
+        hybrid = hybrid_scores(campaign, with_summaries=True)
+        by_summary = {(r["example"], r["system"]): r for r in hybrid.get("summaries", [])}
+        for row in rows:
+            found = by_summary.get((row["example"], row["system"]))
+            row["hybrid"] = found["score"] if found else None
+            row["hybrid_human_units"] = found["human_units"] if found else None
     return render(
         request,
         "annotation/leaderboard_summaries.html",
-        {"campaign": campaign, "rows": summary_scores(campaign, system=chosen), "systems": systems, "chosen": chosen},
+        {"campaign": campaign, "rows": rows, "systems": systems, "chosen": chosen, "hybrid": hybrid},
     )
 
 

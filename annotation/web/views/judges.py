@@ -77,8 +77,37 @@ def campaign_judges(request, slug):
             "install_command": INSTALL_COMMAND,
             "pip_commands": PIP_COMMANDS,
             "curves": curves,
+            "calibration": _calibration(campaign),
         },
     )
+
+
+def _calibration(campaign) -> dict | None:
+    """A budgeted campaign's calibration of its routing judge (the latest routing pass): rule, ECE before and after
+    and a reliability plot, or why there is none yet (too few human labels: the scores count labels until then)."""
+    if not campaign.is_hybrid:
+        return None
+    from annotation.scoring.calibration import rule_text
+    from annotation.selectors.hybrid import latest_labelling, scoring_rule
+    from annotation.web.charts import line_chart
+
+    run = latest_labelling(campaign)
+    figures = (run.results or {}).get("calibration") if run else None
+    scoring, reason = scoring_rule(campaign, figures)
+    result = {"setting": campaign.get_judge_scoring_display(), "scoring": scoring, "reason": reason, "figures": figures,
+              "rule": rule_text(), "fallback": scoring != campaign.judge_scoring, "judge_version": run.judge_version if run else None, "svg": None}
+    if figures and figures.get("fitted"):
+        def points(bins):
+            return [(b["mean_probability"], b["share_present"]) for b in bins if b["n"]]
+
+        result["svg"] = line_chart(
+            [{"name": "perfect calibration", "points": [(0.0, 0.0), (1.0, 1.0)], "color": "#9aa3b5", "dashed": True},
+             {"name": f"judge as it is (ECE {figures['ece_before']:.3f})", "points": points(figures["bins_before"]), "color": "#c0392b"},
+             {"name": f"calibrated, out of fold (ECE {figures['ece_after']:.3f})", "points": points(figures["bins_after"]), "color": "#2456c9"}],
+            x_label="predicted probability of presence (bin mean)", chart_id="reliability-plot",
+            label="Reliability of the routing judge's probabilities: share present against predicted probability, per bin",
+        )
+    return result
 
 
 def _hybrid_curves() -> list[dict]:

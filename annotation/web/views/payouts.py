@@ -13,6 +13,7 @@ from annotation.services.spreadsheets import csv_writer
 from annotation.web.views.setup import managed_campaign, parse_id
 from hits import payments, payouts
 from hits.models import Batch, Worker
+from hits.mturk.reconcile import DIFFERENCE_LABELS, last_reconciliation
 
 COLUMNS = ["worker", "approved", "awaiting_review", "rejected", "rewards", "bonuses", "paid", "owed", "fees", "awaiting_amount"]
 
@@ -36,8 +37,18 @@ def campaign_payouts(request, slug):
         request,
         "annotation/campaign_payouts.html",
         {"campaign": campaign, "rows": rows, "total": total, "on_mturk": batch is not None and batch.on_mturk,
-         **_marking(batch)},
+         **_marking(batch), **_reconciliation(batch),
+         "paid_by_mturk": payouts.paid_by_mturk(batch) if batch is not None and batch.on_mturk else []},
     )
+
+
+def _reconciliation(batch) -> dict:
+    """The last ``manage.py mturk_reconcile`` of the campaign, its differences labelled for people."""
+    last = last_reconciliation(batch)
+    if last is None:
+        return {"reconciliation": None, "reconciliation_rows": []}
+    rows = [{**d, "label": DIFFERENCE_LABELS.get(d.get("kind"), d.get("kind"))} for d in last.differences]
+    return {"reconciliation": last, "reconciliation_rows": rows}
 
 
 def _marking(batch) -> dict:

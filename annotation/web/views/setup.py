@@ -53,6 +53,27 @@ def campaign_routing_retry(request, slug):
     return redirect("campaign-progress", slug=slug)
 
 
+@login_required
+@require_POST
+def campaign_mturk_retry(request, slug):
+    """Try again to publish the HITs MTurk refused (progress page): one HIT (``hit``) or all of them."""
+    from hits.mturk.publishing import retry_publish
+
+    campaign = managed_campaign(request, slug)
+    hit = (request.POST.get("hit") or "").strip()
+    if campaign.batch is None or not campaign.batch.on_mturk:
+        messages.error(request, "This campaign has no HITs on MTurk: nothing to publish again.")
+    elif hit and not hit.isdigit():
+        messages.error(request, f"'{hit[:20]}' is not a HIT number.")
+    else:
+        count = retry_publish(campaign.batch, [int(hit)] if hit else None)
+        if count:
+            messages.success(request, f"{count} HIT{'s' if count != 1 else ''} will be sent to MTurk again by the next publish.")
+        else:
+            messages.error(request, "No HIT refused by MTurk to publish again.")
+    return redirect("campaign-progress", slug=slug)
+
+
 def _require_researcher(request) -> None:
     if not roles.is_researcher(request.user):
         raise PermissionDenied("Only researchers may create campaigns.")

@@ -28,6 +28,14 @@ class Command(BaseCommand):
         )
         parser.add_argument("--balance", default=None, help="Starting account balance in USD (default 10000.00).")
         parser.add_argument("--quiet", action="store_true", help="Do not print one line per call.")
+        parser.add_argument(
+            "--fault", action="append", default=[], metavar="OPERATION:KIND[:COUNT[:RATE]]",
+            help="Inject a fault from the start (repeatable): KIND is throttle, service_fault, lost_reply or "
+            "fault_after; OPERATION an MTurk operation or '*'; COUNT how many times ('-': until cleared, default 1); "
+            "RATE the share of matching calls that fail (default 1).  E.g. --fault '*:throttle:-:0.2'.  "
+            "POST/GET/DELETE /_standin/faults change them while it runs.",
+        )
+        parser.add_argument("--seed", type=int, default=0, help="Seed of the fault draws (same seed, same faults).")
 
     def handle(self, *args, **options):
         from hits.mturk.standin import DEFAULT_BALANCE, Refused, StandIn
@@ -43,11 +51,18 @@ class Command(BaseCommand):
                 time_scale=options["time_scale"],
                 balance=options["balance"] or DEFAULT_BALANCE,
                 log=log,
+                seed=options["seed"],
             )
         except Refused as exc:
             raise CommandError(exc.message) from None
         except (OSError, ValueError) as exc:
             raise CommandError(f"cannot start the MTurk stand-in: {exc}") from None
+        for spec in options["fault"]:
+            try:
+                standin.inject(**_fault(spec))
+            except ValueError as exc:
+                standin.stop()
+                raise CommandError(f"--fault {spec!r}: {exc}") from None
         if options["balance"] and standin.loaded:
             self.stderr.write(f"--balance ignored: {options['state']} has its own balance (POST /_standin/balance sets it)")
         self.stdout.write(f"MTurk stand-in listening on {standin.url}")
@@ -56,6 +71,10 @@ class Command(BaseCommand):
             f"  balance ${Decimal(standin.state['balance'])}, time scale {options['time_scale']:g}, "
             f"state {options['state'] or 'in memory only'}; control API under {standin.url}/_standin/"
         )
+        for fault in standin.fault_list():
+            self.stdout.write(
+                f"  fault: {fault['operation']} {fault['kind']} x{fault['count'] or 'until cleared'} at rate {fault['rate']:g}"
+            )
         self.stdout.flush()
         signal.signal(signal.SIGTERM, _interrupt)  # stopped by a process manager: end as on Ctrl-C (state saved)
         # Started in the background by a shell, a process inherits SIGINT ignored and Python then sets no handler:
@@ -72,6 +91,25 @@ class Command(BaseCommand):
     def _log(self, line: str) -> None:
         self.stdout.write(line)
         self.stdout.flush()
+
+
+def _fault(spec: str) -> dict:
+    """``OPERATION:KIND[:COUNT[:RATE]]`` as ``StandIn.inject``'s arguments (ValueError naming the bad part)."""
+    parts = spec.split(":")
+    if not 2 <= len(parts) <= 4:
+        raise ValueError("expected OPERATION:KIND[:COUNT[:RATE]]")
+    fault = {"operation": parts[0], "kind": parts[1]}
+    if len(parts) > 2:
+        try:
+            fault["count"] = None if parts[2] in ("-", "") else int(parts[2])
+        except ValueError:
+            raise ValueError(f"COUNT {parts[2]!r} is not a whole number or '-'") from None
+    if len(parts) > 3:
+        try:
+            fault["rate"] = float(parts[3])
+        except ValueError:
+            raise ValueError(f"RATE {parts[3]!r} is not a number") from None
+    return fault
 
 
 def _interrupt(signum, frame):
