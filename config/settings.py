@@ -351,6 +351,17 @@ MTURK_SYNC_INTERVAL = env_int("MTURK_SYNC_INTERVAL", 300)
 # MTurk about it (GetAssignment) and discards it if MTurk does not have it for that worker.
 MTURK_CONFIRM_GRACE = env_int("MTURK_CONFIRM_GRACE", 1800)
 CELERY_BEAT_SCHEDULE["mturk-sync"] = {"task": "hits.mturk.sync_all", "schedule": float(MTURK_SYNC_INTERVAL)}
+
+# Prolific (issue 31): its API (the stand-in's address for rehearsals: manage.py prolific_standin) and token.
+PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com").rstrip("/")
+PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
+# Where a participant is sent back with the study's completion code.
+PROLIFIC_COMPLETION_URL = os.environ.get("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete")
+PROLIFIC_MAX_RETRIES = env_int("PROLIFIC_MAX_RETRIES", 5)
+PROLIFIC_RETRY_BASE_SECONDS = float(os.environ.get("PROLIFIC_RETRY_BASE_SECONDS", "1.0"))
+PROLIFIC_SYNC_INTERVAL = env_int("PROLIFIC_SYNC_INTERVAL", 300)
+# Prolific's minimum reward per hour (USD; its published minimum is $8.00 / £6.00 an hour).
+PROLIFIC_MIN_HOURLY_USD = float(os.environ.get("PROLIFIC_MIN_HOURLY_USD", "8.00"))
 # Largest total of the bonuses one assignment may receive (all its bonuses together), in USD.
 MAX_BONUS = os.environ.get("MAX_BONUS", "5.00")
 

@@ -32,6 +32,8 @@ class Worker(models.Model):
 
     external_id = models.CharField(max_length=128, unique=True)
     mturk_worker_id = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    # The participant's Prolific id (PROLIFIC_PID), for one who came from a Prolific study.
+    prolific_pid = models.CharField(max_length=64, unique=True, null=True, blank=True)
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="worker"
     )
@@ -100,6 +102,7 @@ class Batch(models.Model):
         LOCAL = "local", "Local workers"
         MTURK_SANDBOX = "mturk-sandbox", "MTurk sandbox"
         MTURK_LIVE = "mturk-live", "MTurk (live)"
+        PROLIFIC = "prolific", "Prolific"
 
     name = models.CharField(max_length=200)
     reference = models.CharField(max_length=200, unique=True)
@@ -135,7 +138,11 @@ class Batch(models.Model):
 
     @property
     def on_mturk(self) -> bool:
-        return self.backend != self.Backend.LOCAL
+        return self.backend in (self.Backend.MTURK_SANDBOX, self.Backend.MTURK_LIVE)
+
+    @property
+    def on_prolific(self) -> bool:
+        return self.backend == self.Backend.PROLIFIC
 
 
 class HIT(models.Model):
@@ -512,3 +519,5 @@ class LedgerEntry(models.Model):
 
 # The MTurk backend's own records (published HITs, their assignments, qualification types) live in hits.mturk.
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType, MTurkRequest, MTurkUnknownSubmission, Reconciliation  # noqa: E402,F401
+# The Prolific backend's own records (studies, sessions, bulk bonuses, participant groups) live in hits.prolific.
+from hits.prolific.models import ProlificBonus, ProlificGroupMember, ProlificParticipantGroup, ProlificSession, ProlificStudy  # noqa: E402,F401

@@ -67,6 +67,7 @@ class Campaign(models.Model):
         LOCAL = "local", "Local workers"
         MTURK_SANDBOX = "mturk-sandbox", "MTurk sandbox"
         MTURK_LIVE = "mturk-live", "MTurk (live)"
+        PROLIFIC = "prolific", "Prolific"
 
     class TieRule(models.TextChoices):
         ABSENT = "absent", "Tie counts as not present"
@@ -157,6 +158,17 @@ class Campaign(models.Model):
         null=True, blank=True, validators=bound_validators(AUTO_APPROVAL_DELAY),
         help_text="Seconds after a submission when MTurk approves and pays it on its own (AutoApprovalDelayInSeconds); "
         "empty: MTURK_AUTO_APPROVAL_DELAY.",
+    )
+    # Prolific (issue 31): HITs in one participant's submission (empty: about 10-15 minutes of the task type's
+    # typical time), and Prolific's service fee on rewards and bonuses (its published ~33.33%, VAT not included).
+    prolific_hits_per_submission = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text="HITs a Prolific participant does in one submission; empty: about 10-15 minutes of work.",
+    )
+    prolific_fee_rate = models.DecimalField(
+        max_digits=5, decimal_places=4, default=Decimal("0.3333"),
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+        help_text="Prolific's service fee as a share of rewards and bonuses (its published figure: 33.33%, plus VAT where it applies).",
     )
     # Aggregation and scoring.
     tie_rule = models.CharField(max_length=8, choices=TieRule.choices, default=TieRule.ABSENT)

@@ -178,6 +178,8 @@ class Reconciliation(models.Model):
     charged (rewards, bonuses and their fees), and every difference found (``hits.mturk.reconcile``)."""
 
     batch = models.ForeignKey("hits.Batch", on_delete=models.CASCADE, related_name="reconciliations")
+    # The crowd market whose records were read ("mturk" or "prolific").
+    market = models.CharField(max_length=10, default="mturk")
     created_at = models.DateTimeField(auto_now_add=True)
     ledger_total = models.DecimalField(max_digits=10, decimal_places=2)
     market_total = models.DecimalField(max_digits=10, decimal_places=2)
