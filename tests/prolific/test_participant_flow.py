@@ -193,8 +193,8 @@ def test_another_participant_in_the_same_browser_switches_it_and_the_first_ones_
     second = _arrive(client, pid=PID2, session_id=SESSION2)
     assert second.status_code == 302 and second["Location"] != first_page
     refused = client.get(first_page)
-    assert refused.status_code in (403, 404)
-    assert client.post(first_page, _answers(Assignment.objects.get(worker__prolific_pid=PID))).status_code in (403, 404)
+    assert refused.status_code == 403 and "not part of your current Prolific session" in refused.content.decode()
+    assert client.post(first_page, _answers(Assignment.objects.get(worker__prolific_pid=PID))).status_code == 403
     assert Assignment.objects.get(worker__prolific_pid=PID).state == "assigned"
     # The first participant's own link switches back, to the same HIT.
     assert _arrive(client)["Location"] == first_page
