@@ -83,7 +83,6 @@ import os
 import random
 import re
 import secrets
-import socket
 import string
 import threading
 import time
@@ -95,6 +94,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 from urllib.parse import parse_qsl, urlencode
 from xml.sax.saxutils import escape, unescape
+
+from hits.standins import Clock, drop_connection, serve_in_thread
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 CONTROL = "/_standin"
@@ -239,25 +240,6 @@ def bonus_fee(amount) -> Decimal:
 
 
 # ---------------------------------------------------------------------------------------------- time
-
-
-class Clock:
-    """Stand-in time: ``time_scale`` simulated seconds per real second, plus whatever ``advance`` added."""
-
-    def __init__(self, time_scale: float = 1.0, start: float | None = None):
-        if time_scale <= 0:
-            raise ValueError("time_scale must be positive")
-        self.time_scale = float(time_scale)
-        self.restart(time.time() if start is None else start)
-
-    def restart(self, start: float) -> None:
-        self._wall0, self._sim0 = time.time(), float(start)
-
-    def now(self) -> float:
-        return self._sim0 + (time.time() - self._wall0) * self.time_scale
-
-    def advance(self, seconds: float) -> None:
-        self._sim0 += float(seconds)
 
 
 def iso(epoch: float) -> str:
@@ -414,10 +396,7 @@ class StandIn:
         return self.httpd.server_address[1]
 
     def start(self) -> "StandIn":
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="mturk-standin", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_thread(self.httpd, "mturk-standin")
         return self
 
     def serve_forever(self) -> None:
@@ -1561,11 +1540,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._log(f"{operation}: done, then ServiceFault (injected)")
             return self._json(500, self._service_fault(request_id), headers, content_type)
         self._log(f"{operation}: done, reply lost (injected)")
-        self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        drop_connection(self)
 
     def _log(self, line: str) -> None:
         if self.standin.log is not None:
