@@ -33,7 +33,8 @@ Prolific's published reference (docs.prolific.com/api-reference):
   total less what active studies hold and bonuses being paid, with breakdowns).  Fees: ``fee_rate``
   (33.33% by default, Prolific's published platform fee) of every reward and bonus, rounded half up to
   the cent; no VAT (a USD workspace).
-- listings are paginated (``page_size`` items, ``_links.next.href``, ``meta.count``).
+- listings are paginated (``page_size`` items, 5 by default, or ``?page_size=``; ``_links.next.href``;
+  ``meta.count``).
 - errors are shaped like Prolific's: ``{"error": {"status", "title", "detail", "additional_information"}}``.
 
 The participant's side (no token; what a browser does on Prolific): ``GET /studies/{id}/start?participant_id=P``
@@ -273,11 +274,14 @@ class ProlificStandIn(ServedStandIn):
 
     # -- studies
 
+    def _find(self, table: str, key: str, what: str) -> dict:
+        item = self.state[table].get(key)
+        if item is None:
+            raise Refused(404, f"No {what} with id {key!r}")
+        return item
+
     def _study(self, study_id: str) -> dict:
-        study = self.state["studies"].get(study_id)
-        if study is None:
-            raise Refused(404, f"No study with id {study_id!r}")
-        return study
+        return self._find("studies", study_id, "study")
 
     def _submissions_of(self, study: dict) -> list[dict]:
         return [s for s in self.state["submissions"].values() if s["study_id"] == study["id"]]
@@ -407,10 +411,7 @@ class ProlificStandIn(ServedStandIn):
     # -- submissions
 
     def _submission(self, submission_id: str) -> dict:
-        submission = self.state["submissions"].get(submission_id)
-        if submission is None:
-            raise Refused(404, f"No submission with id {submission_id!r}")
-        return submission
+        return self._find("submissions", submission_id, "submission")
 
     def submission_view(self, submission: dict) -> dict:
         view = dict(submission)
@@ -549,7 +550,7 @@ class ProlificStandIn(ServedStandIn):
             raise Refused(400, f"Insufficient funds: approving costs {cost} cents, the balance is {self.state['balance']} cents")
         for submission in due:
             self._approve(submission, now)
-        return {"message": "The request to bulk approve has been received", "approved": len(due)}
+        return {"message": "Bulk approve in progress", "approved": len(due)}
 
     # -- bonuses
 
@@ -591,9 +592,7 @@ class ProlificStandIn(ServedStandIn):
         return view
 
     def pay_bonus(self, bonus_id: str, now: float) -> None:
-        bonus = self.state["bonuses"].get(bonus_id)
-        if bonus is None:
-            raise Refused(404, f"No bulk bonus payment with id {bonus_id!r}")
+        bonus = self._find("bonuses", bonus_id, "bulk bonus payment")
         if bonus["total_amount"] > self.available():
             raise Refused(400, f"Insufficient funds: the bonuses cost {bonus['total_amount']} cents with fees; the "
                                f"available balance is {self.available()} cents")
@@ -613,10 +612,7 @@ class ProlificStandIn(ServedStandIn):
     # -- participant groups
 
     def _group(self, group_id: str) -> dict:
-        group = self.state["groups"].get(group_id)
-        if group is None:
-            raise Refused(404, f"No participant group with id {group_id!r}")
-        return group
+        return self._find("groups", group_id, "participant group")
 
     def group_view(self, group: dict) -> dict:
         view = {k: v for k, v in group.items() if k != "participants"}
@@ -756,20 +752,25 @@ class ProlificStandIn(ServedStandIn):
     # -- listings
 
     def page(self, items: list, path: str, query: dict) -> dict:
-        """One page of ``items`` (``?page=N``, ``page_size`` each) with Prolific's ``_links`` and ``meta``."""
+        """One page of ``items`` (``?page=N``; ``?page_size=M`` or the stand-in's ``page_size`` each) with Prolific's
+        ``_links`` and ``meta``."""
         try:
             number = int(query.get("page", 1))
         except ValueError:
             raise Refused(400, {"page": [f"{query.get('page')!r} is not a page number"]}) from None
         if number < 1:
             raise Refused(400, {"page": ["Page numbers start at 1"]})
-        last = max(1, -(-len(items) // self.page_size))
+        size = query.get("page_size", self.page_size)
+        if not str(size).isdigit() or not 1 <= int(size) <= 200:
+            raise Refused(400, {"page_size": [f"{size!r} is not a page size from 1 to 200"]})
+        size = int(size)
+        last = max(1, -(-len(items) // size))
 
         def link(n: int | None) -> dict:
             return {"href": None if n is None else f"{self.url}{path}?{urlencode(dict(query, page=n))}", "title": None}
 
         return {
-            "results": items[(number - 1) * self.page_size:number * self.page_size],
+            "results": items[(number - 1) * size:number * size],
             "_links": {"self": link(number), "next": link(number + 1 if number < last else None),
                        "previous": link(number - 1 if number > 1 else None), "last": link(last)},
             "meta": {"count": len(items)},

@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -97,6 +96,8 @@ def test_listings_are_paginated_with_next_links(api):
     names = [s["internal_name"] for s in api.paginate("/studies/")]
     assert names == [f"s{i}" for i in range(12)]
     assert api.get("/studies/", {"page": 3})["_links"]["next"]["href"] is None
+    assert len(list(api.paginate("/studies/", {"page_size": 100}))) == 12
+    assert api.get("/studies/", {"page_size": 100})["_links"]["next"]["href"] is None
 
 
 def test_errors_are_shaped_like_prolifics(api):
