@@ -5,6 +5,7 @@ thread, and dropping a connection without an answer (the "lost reply" every rehe
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 import time
@@ -120,3 +121,28 @@ class StandInHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
+
+
+def serve_until_interrupted(standin: ServedStandIn) -> None:
+    """Serve in the foreground until Ctrl-C or SIGTERM (a process manager), then ``stop()`` the stand-in.
+
+    Started in the background by a shell, a process inherits SIGINT ignored and Python then sets no handler:
+    Ctrl-C (or a test's SIGINT) must still stop it, so both signals are handled here."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    try:
+        standin.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        standin.stop()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def add_listen_arguments(parser) -> None:
+    """A stand-in command's ``--port`` (required; 0: any free port) and ``--host``."""
+    parser.add_argument("--port", type=int, required=True, help="Port to listen on (0: any free port).")
+    parser.add_argument("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1).")
