@@ -29,7 +29,7 @@ Prolific's published reference (docs.prolific.com/api-reference):
 - participant groups (create, list, retrieve; participants listed, added repeat-safely, removed) and the
   ``participant_group_allowlist`` / ``participant_group_blocklist`` study filters, enforced when a
   participant starts.
-- ``users/me/`` and ``workspaces/{id}/balance/`` (cents: ``total_balance``, ``available_balance`` = the
+- ``users/me/``, ``workspaces/`` (one), ``workspaces/{id}/``, ``projects/{id}/`` and ``workspaces/{id}/balance/`` (cents: ``total_balance``, ``available_balance`` = the
   total less what active studies hold and bonuses being paid, with breakdowns).  Fees: ``fee_rate``
   (33.33% by default, Prolific's published platform fee) of every reward and bonus, rounded half up to
   the cent; no VAT (a USD workspace).
@@ -664,9 +664,21 @@ class ProlificStandIn(ServedStandIn):
                 "current_project_id": self.state["project_id"], "current_workspace_id": self.state["workspace_id"],
                 "currency_code": "USD"}
 
-    def workspace_balance(self, workspace_id: str) -> dict:
-        if workspace_id != self.state["workspace_id"]:
+    def workspace(self, workspace_id: str | None = None) -> dict:
+        """The token's one workspace (with its one project)."""
+        if workspace_id is not None and workspace_id != self.state["workspace_id"]:
             raise Refused(404, f"No workspace with id {workspace_id!r}")
+        return {"id": self.state["workspace_id"], "title": "Stand-in workspace", "currency_code": "USD",
+                "projects": [{"id": self.state["project_id"]}], "owner": self.state["user_id"]}
+
+    def project(self, project_id: str) -> dict:
+        if project_id != self.state["project_id"]:
+            raise Refused(404, f"No project with id {project_id!r}")
+        return {"id": project_id, "title": "Stand-in project", "workspace": self.state["workspace_id"],
+                "owner": self.state["user_id"]}
+
+    def workspace_balance(self, workspace_id: str) -> dict:
+        self.workspace(workspace_id)
         return self.balance_view()
 
     def call(self, method: str, path: str, query: dict | None = None, body: Any = None) -> tuple[int, Any]:
@@ -820,7 +832,10 @@ class Call:
 # (method, path under /api/v1, status of a success, operation(stand-in, call) -> body)
 OPERATIONS: list[tuple[str, str, int, Callable[["ProlificStandIn", Call], Any]]] = [
     ("GET", "/users/me/", 200, lambda s, r: s.me()),
+    ("GET", "/workspaces/", 200, lambda s, r: s.page([s.workspace()], r.path, r.query)),
+    ("GET", "/workspaces/{}/", 200, lambda s, r: s.workspace(r.id)),
     ("GET", "/workspaces/{}/balance/", 200, lambda s, r: s.workspace_balance(r.id)),
+    ("GET", "/projects/{}/", 200, lambda s, r: s.project(r.id)),
     ("GET", "/studies/", 200, lambda s, r: s.page([s.study_view(x) for x in s.state["studies"].values()], r.path, r.query)),
     ("POST", "/studies/", 201, lambda s, r: s.create_study(r.object, r.now)),
     ("GET", "/studies/{}/", 200, lambda s, r: s.study_view(s._study(r.id))),

@@ -68,8 +68,9 @@ def completed(standin, study, n: int) -> dict:
 
 
 def balance(api) -> dict:
-    me = api.get("/users/me/")
-    return api.get(f"/workspaces/{me['current_workspace_id']}/balance/")
+    workspace = next(api.paginate("/workspaces/"))
+    assert api.get("/users/me/")["current_workspace_id"] == workspace["id"]
+    return api.get(f"/workspaces/{workspace['id']}/balance/")
 
 
 # ------------------------------------------------------------------------------------------- auth, listings
@@ -299,6 +300,16 @@ def test_bonus_refusals_name_what_is_wrong(api, prolific_standin):
     with pytest.raises(ProlificError) as unknown:
         api.request("POST", "/bulk-bonus-payments/0123456789abcdef01234567/pay/")
     assert unknown.value.status == 404
+    bonus = api.request("POST", "/submissions/bonus-payments/",
+                        json={"study_id": study["id"], "csv_bonuses": f"{participant(1)},3.00"})  # 300 + 100 fee
+    money = balance(api)
+    held = money["total_balance"] - money["available_balance"]  # the study's places
+    prolific_standin.control("POST", "balance/", {"balance": f"{(held + 399) / 100:.2f}"})  # 399 cents available
+    with pytest.raises(ProlificError) as short:
+        api.request("POST", f"/bulk-bonus-payments/{bonus['id']}/pay/")
+    assert short.value.status == 400 and "400" in str(short.value) and "399" in str(short.value)
+    prolific_standin.control("POST", "clock/", {"advance_seconds": 3600})
+    assert prolific_standin.state()["totals"]["bonuses"] == 0
 
 
 # ------------------------------------------------------------------------------------------ faults
