@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.core.management import ManagementUtility
 
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.standin import Refused
@@ -77,15 +78,16 @@ def balance(api) -> dict:
 
 
 def test_token_is_required_and_checked(prolific_standin):
-    for headers in ({}, {"Authorization": "Token wrong"}, {"Authorization": "Bearer test-token"}):
-        answer = httpx.get(prolific_standin.url + "/api/v1/studies/", headers=headers)
-        assert answer.status_code == 401
-        assert answer.json()["error"]["status"] == 401
+    with httpx.Client(base_url=prolific_standin.url) as http:
+        for headers in ({}, {"Authorization": "Token wrong"}, {"Authorization": "Bearer test-token"}):
+            answer = http.get("/api/v1/studies/", headers=headers)
+            assert answer.status_code == 401
+            assert answer.json()["error"]["status"] == 401
+        ok = http.get("/api/v1/studies/", headers={"Authorization": "Token test-token"})
+        assert ok.status_code == 200 and ok.json()["results"] == []
     with pytest.raises(ProlificError) as refused:
         Prolific(token="not-it").get("/users/me/")
     assert refused.value.status == 401 and not refused.value.ambiguous
-    ok = httpx.get(prolific_standin.url + "/api/v1/studies/", headers={"Authorization": "Token test-token"})
-    assert ok.status_code == 200 and ok.json()["results"] == []
 
 
 def test_listings_are_paginated_with_next_links(api):
@@ -110,6 +112,10 @@ def test_errors_are_shaped_like_prolifics(api):
     with pytest.raises(ProlificError) as missing:
         api.get("/studies/0123456789abcdef01234567/")
     assert missing.value.status == 404 and "0123456789abcdef01234567" in missing.value.detail["error"]["detail"]
+    with httpx.Client(base_url=api.base_url, headers={"Authorization": "Token test-token"}) as http:
+        not_json = http.post("/api/v1/studies/", content=b"{nope")
+        assert not_json.status_code == 400 and "not JSON" in not_json.json()["error"]["detail"]
+        assert http.delete("/api/v1/studies/").status_code == 405
 
 
 # ------------------------------------------------------------------------------------------------ studies
@@ -407,11 +413,12 @@ def test_reset_empties_everything(api, prolific_standin):
 # ------------------------------------------------------------------------------------------ the command
 
 
-def test_command_help_and_a_real_start():
+def test_command_help_and_a_real_start(capsys):
+    with pytest.raises(SystemExit) as helped:
+        ManagementUtility(["manage.py", "prolific_standin", "--help"]).execute()
+    out = capsys.readouterr().out
+    assert helped.value.code == 0 and "--balance" in out and "--token" in out and "--settle-seconds" in out
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    helped = subprocess.run([sys.executable, "manage.py", "prolific_standin", "--help"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=60)
-    assert helped.returncode == 0 and "--balance" in helped.stdout and "--token" in helped.stdout
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
