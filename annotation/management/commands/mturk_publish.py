@@ -44,6 +44,11 @@ def campaign_for(slug: str) -> Campaign:
 
 def mturk_backend(campaign: Campaign, sandbox: bool) -> str:
     """The MTurk backend to use: ``--sandbox`` forces the sandbox, otherwise the campaign's own setting."""
+    if campaign.backend == Campaign.Backend.PROLIFIC:
+        raise CommandError(
+            f"campaign '{campaign.slug}' runs on Prolific, not MTurk: publish it with "
+            f"'manage.py prolific_publish --campaign {campaign.slug}' (or set its market to MTurk on its settings page first)"
+        )
     if sandbox:
         return Campaign.Backend.MTURK_SANDBOX
     if campaign.backend == Campaign.Backend.LOCAL:

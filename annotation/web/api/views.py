@@ -303,7 +303,10 @@ class CampaignViewSet(
         except pipeline.LaunchError as exc:
             raise Conflict(as_sentence(exc)) from None
         campaign.refresh_from_db()
-        return Response({"slug": campaign.slug, "state": campaign.state, "detail": done.format(n=result)})
+        body = {"slug": campaign.slug, "state": campaign.state, "detail": done.format(n=result)}
+        if isinstance(result, list):  # pause / resume / cancel: what the crowd market refused (Prolific's studies)
+            body["market_errors"] = result
+        return Response(body)
 
     @extend_schema(request=None, responses={200: serializers.StateSerializer, 409: DETAIL})
     @action(detail=True, methods=["post"])
