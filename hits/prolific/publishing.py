@@ -299,9 +299,9 @@ def publish_batch(batch: Batch, prolific: Prolific | None = None) -> PublishRepo
     """Create, filter and publish the studies the batch needs, and grow the places of those it has; safe to run
     again at any point (see the module's docstring).  Refuses (``PublishRefused``) a batch not on Prolific and
     (``pricing.HourlyRateTooLow``) a study under Prolific's hourly minimum."""
+    batch.refresh_from_db()
     if not batch.on_prolific:
         raise PublishRefused(f"batch '{batch}' does not run on Prolific (its backend is {batch.backend})")
-    batch.refresh_from_db()
     if batch.state != Batch.State.ACTIVE:
         return PublishReport(stopped=f"the batch is {batch.state}")
     wanted = plans(batch)
@@ -321,6 +321,7 @@ def publish_batch(batch: Batch, prolific: Prolific | None = None) -> PublishRepo
 def ensure_places(batch: Batch, prolific: Prolific | None = None) -> PublishReport:
     """What the sync calls after new HITs appear: grow the studies' places, and create the studies of task types
     whose work appeared since (``publish_batch``); a batch not active on Prolific is left alone."""
+    batch.refresh_from_db()
     if not batch.on_prolific or batch.state != Batch.State.ACTIVE:
         return PublishReport(stopped=f"the batch is {batch.state} on {batch.backend}")
     return publish_batch(batch, prolific)

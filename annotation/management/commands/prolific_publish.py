@@ -70,11 +70,11 @@ class Command(BaseCommand):
             raise CommandError("PROLIFIC_API_TOKEN is not set: Prolific's API needs a token (Prolific: Settings > API "
                                "tokens); --dry-run shows the requests without one")
         preview = campaign_cost_preview(campaign, Campaign.Backend.PROLIFIC)
+        launched = None
         try:
             with transaction.atomic():
                 if campaign.state == Campaign.State.DRAFT:
-                    created = launch_campaign(campaign)
-                    self.stdout.write(f"Launched '{campaign.slug}': {created} HITs created.")
+                    launched = launch_campaign(campaign)
                 batch = Batch.objects.get(pk=Campaign.objects.get(pk=campaign.pk).batch_id)
                 if cap is not None:
                     Batch.objects.filter(pk=batch.pk).update(budget_cap=cap)
@@ -84,8 +84,11 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         studies = ProlificStudy.objects.filter(batch=batch).exclude(prolific_id=None).count()
         if options["format"] == "json":
-            self.stdout.write(json.dumps({**report.as_dict(), "studies": studies, "cost_preview": preview.as_dict()}, indent=2))
+            self.stdout.write(json.dumps({**report.as_dict(), "launched_hits": launched, "studies": studies,
+                                          "cost_preview": preview.as_dict()}, indent=2))
             return
+        if launched is not None:
+            self.stdout.write(f"Launched '{campaign.slug}': {launched} HITs created.")
         self.stdout.write(
             f"Created {len(report.created)} studies ({report.recovered} found again by name), published "
             f"{len(report.published)}, grew {len(report.grown)}; {studies} on Prolific; ${report.committed} committed."
