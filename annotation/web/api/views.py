@@ -463,7 +463,8 @@ class CampaignViewSet(
         ],
         responses={200: OpenApiTypes.OBJECT, 400: DETAIL},
     )
-    @action(detail=True, methods=["get"])
+    # No filter backends: ``?backend=`` names the market to price, not a filter on the campaign list.
+    @action(detail=True, methods=["get"], filter_backends=[])
     def cost(self, request, slug=None):
         """Estimated cost from launch to the last presence judgment (amounts as decimal strings, USD)."""
         from annotation.services.costs import campaign_cost_preview
