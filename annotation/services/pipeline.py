@@ -42,15 +42,10 @@ from annotation.services.followups import schedule_completed_presence, schedule_
 from annotation.services.gold import refresh_gold, turn_share_into_gold
 from annotation.text.duplicates import PairText, near_duplicates
 from hits import sql
-from hits.models import HIT, Assignment, Batch, TaskType
+from hits.models import HIT, Assignment, Batch
 from hits.mturk.publishing import publish_soon
 from hits.services import set_batch_state
-
-def task_type(slug: str) -> TaskType:
-    """The task type, created with its defaults on first use."""
-    obj, _ = TaskType.objects.get_or_create(slug=slug, defaults=TASK_TYPES[slug])
-    return obj
-
+from annotation.services.task_types import task_type  # noqa: F401 - the pipeline's callers import it from here
 
 def campaign_batch_reference(campaign: Campaign) -> str:
     return f"campaign:{campaign.pk}"

@@ -11,13 +11,12 @@ from decimal import Decimal
 
 from annotation.models import Campaign
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
+from annotation.services.task_types import task_type
 from hits.prolific import pricing
 
 
 def campaign_rewards(campaign: Campaign) -> list[tuple]:
     """(task type, reward per HIT) for every stage the campaign publishes: an "scu" campaign has presence only."""
-    from annotation.services.pipeline import task_type
-
     stages = [(PRESENCE, campaign.reward_presence)]
     if campaign.unit_type == Campaign.UnitType.QA:
         stages = [(GENERATION, campaign.reward_generation), (VERIFICATION, campaign.reward_verification)] + stages
