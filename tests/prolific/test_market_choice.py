@@ -18,38 +18,23 @@ from annotation.models import Campaign
 from annotation.services.campaign_import import import_campaign
 from annotation.services.costs import campaign_cost_preview
 from annotation.services.pipeline import task_type
-from annotation.services.roles import make_researcher
 from hits.models import HIT, Assignment, Batch, Worker
 from hits.prolific import pricing
+from tests.web.conftest import rita  # noqa: F401 - the researcher fixture
+from tests.web.test_settings_predicates import settings_data
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def researcher(django_user_model):
-    user = django_user_model.objects.create_user(username="rosa", password="a-long-test-password")
-    make_researcher(user)
-    return user
-
-
-@pytest.fixture
-def draft(small_files, researcher):
+def draft(small_files, rita):
     refs, sums = small_files
-    return import_campaign(name="Choice", slug="choice", owner=researcher, references=refs, summaries=sums).campaign
+    return import_campaign(name="Choice", slug="choice", owner=rita, references=refs, summaries=sums).campaign
 
 
-def settings_data(campaign, **changes):
-    from annotation.web.forms import CampaignSettingsForm
-
-    form = CampaignSettingsForm(instance=campaign)
-    data = {name: form[name].value() for name in form.fields}
-    data.update(changes)
-    return {k: ("" if v is None else v) for k, v in data.items()}
-
-
-def test_the_settings_page_offers_prolific_with_its_settings_and_rates(draft, researcher):
+def test_the_settings_page_offers_prolific_with_its_settings_and_rates(draft, rita):
     client = Client()
-    client.force_login(researcher)
+    client.force_login(rita)
     url = reverse("campaign-settings", args=[draft.slug])
     html = client.get(url).content.decode()
     assert '<option value="prolific">Prolific</option>' in html and "On Prolific" in html
@@ -73,9 +58,9 @@ def test_the_settings_page_offers_prolific_with_its_settings_and_rates(draft, re
     assert draft.prolific_fee_rate == Decimal("0.4")
 
 
-def test_the_api_sets_prolific_and_previews_its_fee(draft, researcher):
+def test_the_api_sets_prolific_and_previews_its_fee(draft, rita):
     api = APIClient()
-    api.force_authenticate(researcher)
+    api.force_authenticate(rita)
     url = f"/api/campaigns/{draft.slug}/"
     response = api.patch(url, {"backend": "prolific", "prolific_hits_per_submission": 5, "prolific_fee_rate": "0.3333"}, format="json")
     assert response.status_code == 200, response.content

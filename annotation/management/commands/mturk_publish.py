@@ -69,6 +69,19 @@ def use_backend(campaign: Campaign, backend: str) -> Batch:
     return batch
 
 
+def budget_cap_option(raw: str | None) -> Decimal | None:
+    """``--budget-cap`` (USD) checked: None when not given; an error naming the option for anything but an amount > 0."""
+    if raw is None:
+        return None
+    try:
+        cap = Decimal(raw).quantize(fees.CENT)
+    except InvalidOperation:
+        raise CommandError(f"--budget-cap '{raw}' is not an amount of money") from None
+    if not cap.is_finite() or cap <= 0:
+        raise CommandError("--budget-cap must be more than 0")
+    return cap
+
+
 def requests_cost(requests: list[dict]) -> Decimal:
     """Exact money the listed CreateHIT requests commit: sum of (reward + fee) x MaxAssignments."""
     return sum((fees.hit_commitment(Decimal(r["Reward"]), r["MaxAssignments"]) for r in requests), Decimal("0.00"))
@@ -148,15 +161,7 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(f"Stopped: {report.stopped}."))
 
     def _cap(self, raw):
-        if raw is None:
-            return None
-        try:
-            cap = Decimal(raw).quantize(fees.CENT)
-        except InvalidOperation:
-            raise CommandError(f"--budget-cap '{raw}' is not an amount of money") from None
-        if cap <= 0:
-            raise CommandError("--budget-cap must be more than 0")
-        return cap
+        return budget_cap_option(raw)
 
     def _dry_run(self, campaign, backend, cap, fmt):
         preview = campaign_cost_preview(campaign, backend, **self.estimate)

@@ -16,19 +16,16 @@ For a draft campaign the launch is simulated in a transaction that is rolled bac
 from __future__ import annotations
 
 import json
-from decimal import Decimal, InvalidOperation
-
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation.management.commands.mturk_publish import campaign_for
+from annotation.management.commands.mturk_publish import budget_cap_option, campaign_for
 from annotation.models import Campaign
 from annotation.services.costs import campaign_cost_preview
 from annotation.services.pipeline import LaunchError, ensure_batch, launch_campaign
 from annotation.services.prolific import check_campaign_hourly
 from hits.models import Batch
-from hits.mturk.fees import CENT
 from hits.prolific.client import ProlificError
 from hits.prolific.models import ProlificStudy
 from hits.prolific.pricing import MIN_HOURLY_SOURCE, HourlyRateTooLow
@@ -59,7 +56,7 @@ class Command(BaseCommand):
             )
         if campaign.state in (Campaign.State.FINISHED, Campaign.State.CANCELLED):
             raise CommandError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}")
-        cap = self._cap(options["budget_cap"])
+        cap = budget_cap_option(options["budget_cap"])
         try:
             rates = check_campaign_hourly(campaign)
         except HourlyRateTooLow as exc:
@@ -97,17 +94,6 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(f"{error.get('study') or error.get('group')}: {error['error']}"))
         if report.stopped:
             self.stdout.write(self.style.WARNING(f"Stopped: {report.stopped}."))
-
-    def _cap(self, raw):
-        if raw is None:
-            return None
-        try:
-            cap = Decimal(raw).quantize(CENT)
-        except InvalidOperation:
-            raise CommandError(f"--budget-cap '{raw}' is not an amount of money") from None
-        if not cap.is_finite() or cap <= 0:
-            raise CommandError("--budget-cap must be more than 0")
-        return cap
 
     def _dry_run(self, campaign, cap, rates, fmt):
         preview = campaign_cost_preview(campaign, Campaign.Backend.PROLIFIC)
