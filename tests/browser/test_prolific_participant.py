@@ -5,6 +5,8 @@ there, with that code)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from hits.models import HIT, Assignment, TaskType
@@ -37,7 +39,8 @@ def _published_study(standin, live_server) -> str:
 
 def test_a_participant_does_a_session_of_two_hits_and_lands_on_the_completion_page(page, live_server, settings, tmp_path):
     rows = [(f"e{i}", f"Reference {i} says a thing .", f"Summary {i} .", [f"fact a {i}", f"fact b {i}"]) for i in range(3)]
-    campaign = launched_scu_campaign(tmp_path / "prolific", "Prolific browser study", rows, backend="prolific", gold_share=0.0)
+    campaign = launched_scu_campaign(tmp_path / "prolific", "Prolific browser study", rows, backend="prolific", gold_share=0.0,
+                                      reward_presence=Decimal("0.30"))  # above Prolific's minimum
     HIT.objects.filter(batch_id=campaign.batch_id).update(max_assignments=1)
     with running_standin(token="test-token") as standin:
         settings.PROLIFIC_COMPLETION_URL = f"{standin.url}/submissions/complete"
