@@ -1,0 +1,1149 @@
+"""A local stand-in for Prolific: the subset of its API the platform uses, and the participant's side of it.
+
+Run ``python manage.py prolific_standin --port 8766 [--token T] [--balance 1000.00]`` and set
+``PROLIFIC_API_URL`` / ``PROLIFIC_API_TOKEN`` (and ``PROLIFIC_COMPLETION_URL`` to its
+``/submissions/complete``) as it prints them: the platform's client (``hits.prolific.client``) then talks to
+it instead of Prolific.  Tests use ``running_standin(token=...)`` (a free port on 127.0.0.1, served in a
+thread, shut down cleanly) and its ``.url``, ``.control(method, path, json)`` and ``.state()``.
+
+The API (``/api/v1/``, ``Authorization: Token <token>``; no token or a wrong one: 401), written from
+Prolific's published reference (docs.prolific.com/api-reference):
+
+- studies: create (UNPUBLISHED), list, retrieve, PATCH (``total_available_places`` may only grow), and
+  ``transition``: UNPUBLISHED -PUBLISH-> ACTIVE, refused while the workspace's available balance cannot
+  cover reward + fee of every place; ACTIVE -PAUSE-> PAUSED -START-> ACTIVE; ACTIVE|PAUSED -STOP->
+  AWAITING REVIEW while submissions wait for review, then COMPLETED.  A study whose places are all taken,
+  none still being worked on, is AWAITING REVIEW (COMPLETED once all are reviewed) as on Prolific.  A
+  transition to the state a study is in, or one its state does not allow, is a 400.
+- submissions (a participant's attempt; its id is the study URL's SESSION_ID): ACTIVE, RETURNED,
+  TIMED-OUT, AWAITING REVIEW, APPROVED, REJECTED.  ``transition`` APPROVE (reward + fee charged) or REJECT
+  (``message`` of at least 100 characters and a ``rejection_category`` from Prolific's list) only from
+  AWAITING REVIEW; the same action again on a submission already there is ignored (Prolific: "this endpoint
+  is idempotent").  ``bulk-approve`` by participant or submission ids, all or nothing.  RETURNED,
+  TIMED-OUT and REJECTED free the place.
+- bonuses in two steps: ``submissions/bonus-payments/`` creates (``csv_bonuses`` lines
+  ``<participant or submission id>,<amount in dollars>``; every id must have a submission in the study)
+  and pays nothing; ``bulk-bonus-payments/{id}/pay/`` answers 202 and pays asynchronously: the money
+  leaves the balance and lands in the submissions' ``bonus_payments`` once the stand-in's clock has passed
+  ``settle_seconds`` since the call.  NOT idempotent, as Prolific warns: a second pay call pays again.
+- participant groups (create, list, retrieve; participants listed, added repeat-safely, removed) and the
+  ``participant_group_allowlist`` / ``participant_group_blocklist`` study filters, enforced when a
+  participant starts.
+- ``users/me/`` and ``workspaces/{id}/balance/`` (cents: ``total_balance``, ``available_balance`` = the
+  total less what active studies hold and bonuses being paid, with breakdowns).  Fees: ``fee_rate``
+  (33.33% by default, Prolific's published platform fee) of every reward and bonus, rounded half up to
+  the cent; no VAT (a USD workspace).
+- listings are paginated (``page_size`` items, ``_links.next.href``, ``meta.count``).
+- errors are shaped like Prolific's: ``{"error": {"status", "title", "detail", "additional_information"}}``.
+
+The participant's side (no token; what a browser does on Prolific): ``GET /studies/{id}/start?participant_id=P``
+("take part": an ACTIVE submission, a cookie naming the participant, 302 to the study's URL with
+PROLIFIC_PID, STUDY_ID and SESSION_ID filled in) and ``GET /submissions/complete?cc=CODE`` (the
+participant's ACTIVE submission in the study with that completion code goes to AWAITING REVIEW, or
+APPROVED for a code whose action is AUTOMATICALLY_APPROVE; a wrong code changes nothing and says so).
+
+The control API (no token), under ``/__control/``: ``participants/`` (a participant starts a study),
+``submissions/{id}/complete/`` (``{"code"}``), ``.../return/``, ``.../timeout/``, ``clock/``
+(``{"advance_seconds"}``: ACTIVE submissions past ``maximum_allowed_time`` time out, due bonus payments
+settle), ``faults/`` (POST ``{"method", "path" (a regex searched in the request path), "kind": "lost_reply"
+| "error" | "throttle", "status", "times", "retry_after"}``, GET, DELETE), ``balance/`` (``{"balance"}``
+in dollars: sets the total), ``state/`` (everything, with the money paid per participant) and ``reset/``.
+Faults hit the API only: ``lost_reply`` does the request and drops the connection without an answer,
+``error`` answers ``status`` (503) without doing it, ``throttle`` answers 429 with ``Retry-After``.
+
+What it does not model: Prolific's own rate limits (only injected), reserved places, screen-out and
+partial-approval codes, messages, study collections, custom screeners other than the two group filters,
+multiple workspaces or currencies, the minimum hourly pay (the platform checks it before publishing), and
+the exact wording and numeric ``error_code`` of Prolific's errors.  Standard library only: it imports
+nothing from Django or the platform.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import secrets
+import threading
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterator
+from urllib.parse import parse_qsl, urlencode
+
+from hits.standins import Clock, drop_connection, serve_in_thread
+
+API = "/api/v1"
+CONTROL = "/__control"
+COOKIE = "prolific_participant"
+
+DEFAULT_TOKEN = "test-token"
+DEFAULT_BALANCE = "10000.00"
+DEFAULT_FEE_RATE = "0.3333"
+DEFAULT_PAGE_SIZE = 5
+DEFAULT_SETTLE_SECONDS = 60.0
+REJECT_MESSAGE_MIN = 100
+
+# Study statuses (the stand-in's subset of Prolific's).
+UNPUBLISHED, ACTIVE, PAUSED = "UNPUBLISHED", "ACTIVE", "PAUSED"
+AWAITING_REVIEW, COMPLETED = "AWAITING REVIEW", "COMPLETED"
+STUDY_ACTIONS = ("PUBLISH", "PAUSE", "START", "STOP")
+
+# Submission statuses.
+RETURNED, TIMED_OUT, APPROVED, REJECTED = "RETURNED", "TIMED-OUT", "APPROVED", "REJECTED"
+HOLDS_A_PLACE = (ACTIVE, AWAITING_REVIEW, APPROVED)
+REJECTION_CATEGORIES = (
+    "TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK", "LOW_EFFORT",
+    "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER",
+)
+CODE_ACTIONS = {"MANUALLY_REVIEW": AWAITING_REVIEW, "AUTOMATICALLY_APPROVE": APPROVED}
+GROUP_FILTERS = ("participant_group_allowlist", "participant_group_blocklist")
+FAULT_KINDS = ("lost_reply", "error", "throttle")
+
+HEX_ID = re.compile(r"^[0-9a-f]{24}$")
+MONEY = re.compile(r"^[0-9]+(\.[0-9]{1,2})?$")
+STUDY_URL_FIELDS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+TITLES = {400: "Invalid request", 401: "Not authenticated", 404: "Not found", 405: "Method not allowed",
+          409: "Conflict", 429: "Too many requests", 500: "Server error", 502: "Bad gateway",
+          503: "Service unavailable"}
+
+
+class Refused(Exception):
+    """A request Prolific would refuse: the HTTP status and what is wrong, for an error body like Prolific's."""
+
+    def __init__(self, status: int, detail: Any, title: str | None = None):
+        super().__init__(detail if isinstance(detail, str) else json.dumps(detail))
+        self.status, self.detail, self.title = status, detail, title or TITLES.get(status, "Error")
+
+    def body(self, path: str = "") -> dict:
+        return {"error": {"status": self.status, "title": self.title, "detail": self.detail,
+                          "additional_information": path}}
+
+
+def new_id() -> str:
+    """24 lower-case hex characters, as Prolific's ids."""
+    return secrets.token_hex(12)
+
+
+def iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def cents(dollars, name: str) -> int:
+    """Dollars ("4.25", at most two decimals) as cents, refused (400) when not a valid positive amount."""
+    text = str(dollars).strip()
+    if not MONEY.match(text):
+        raise Refused(400, f"{name}: {dollars!r} is not an amount in dollars with at most two decimals (e.g. 4.25)")
+    return int(Decimal(text) * 100)
+
+
+def whole(value, name: str, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise Refused(400, {name: [f"must be a whole number of at least {low}, not {value!r}"]})
+    return value
+
+
+class ProlificStandIn:
+    """Prolific's API and participant site, in memory, over HTTP (``start()`` in a thread, ``stop()``)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, token: str = DEFAULT_TOKEN,
+                 balance=DEFAULT_BALANCE, fee_rate=DEFAULT_FEE_RATE, page_size: int = DEFAULT_PAGE_SIZE,
+                 settle_seconds: float = DEFAULT_SETTLE_SECONDS, log: Callable[[str], None] | None = None):
+        if not token:
+            raise ValueError("the stand-in needs a token (the platform sends one in every request)")
+        try:
+            self.fee_rate = Decimal(str(fee_rate))
+        except InvalidOperation:
+            raise ValueError(f"fee rate {fee_rate!r} is not a number") from None
+        if not 0 <= self.fee_rate < 1:
+            raise ValueError(f"fee rate {fee_rate!r} must be at least 0 and below 1 (0.3333 is 33.33%)")
+        if page_size < 1:
+            raise ValueError("page size must be at least 1")
+        if settle_seconds < 0:
+            raise ValueError("the settle delay cannot be negative")
+        self.token, self.page_size, self.settle_seconds, self.log = token, page_size, float(settle_seconds), log
+        self.initial_balance = self._dollars_to_cents(balance)
+        self.lock = threading.RLock()
+        self.clock = Clock()
+        self.faults: list[dict] = []
+        self._reset_state(self.initial_balance)
+        self.httpd = ThreadingHTTPServer((host, port), _Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.standin = self
+        self.url = f"http://{host}:{self.httpd.server_address[1]}"
+        self._thread: threading.Thread | None = None
+
+    @staticmethod
+    def _dollars_to_cents(balance) -> int:
+        try:
+            return cents(balance, "balance")
+        except Refused as exc:
+            raise ValueError(str(exc)) from None
+
+    # -- serving
+
+    @property
+    def port(self) -> int:
+        return self.httpd.server_address[1]
+
+    def start(self) -> "ProlificStandIn":
+        self._thread = serve_in_thread(self.httpd, "prolific-standin")
+        return self
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever(poll_interval=0.2)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self.httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self.httpd.server_close()
+
+    # -- state and time
+
+    def _reset_state(self, balance: int) -> None:
+        self.clock.restart(time.time())
+        self.state = {
+            "user_id": new_id(), "workspace_id": new_id(), "project_id": new_id(),
+            "balance": balance, "studies": {}, "submissions": {}, "groups": {}, "bonuses": {}, "ledger": [],
+        }
+
+    def reset(self, balance=None) -> None:
+        """Forget everything (studies, submissions, groups, bonuses, ledger, faults); the starting balance."""
+        with self.lock:
+            self._reset_state(self.initial_balance if balance is None else self._dollars_to_cents(balance))
+            self.faults = []
+
+    @contextmanager
+    def session(self) -> Iterator[float]:
+        """One request: under the lock, at one instant, with what fell due (time-outs, settled bonuses) done first."""
+        with self.lock:
+            now = self.clock.now()
+            self._tick(now)
+            yield now
+
+    def advance(self, seconds) -> float:
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+            raise Refused(400, f"advance_seconds must be a number of seconds, at least 0, not {seconds!r}")
+        with self.lock:
+            self.clock.advance(seconds)
+            with self.session() as now:
+                return now
+
+    def _tick(self, now: float) -> None:
+        for submission in self.state["submissions"].values():
+            if submission["status"] == ACTIVE:
+                study = self.state["studies"][submission["study_id"]]
+                if now >= submission["started_at"] + study["maximum_allowed_time"] * 60:
+                    submission.update(status=TIMED_OUT)
+        for bonus in self.state["bonuses"].values():
+            for payment in bonus["payments"]:
+                if not payment["settled"] and now >= payment["paid_at"] + self.settle_seconds:
+                    self._settle(bonus, payment, now)
+
+    # -- money
+
+    def fee(self, amount: int) -> int:
+        """Prolific's fee on ``amount`` cents: ``fee_rate`` of it, rounded half up to the cent."""
+        return int((Decimal(amount) * self.fee_rate).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+    def _place_cost(self, study: dict) -> int:
+        return study["reward"] + self.fee(study["reward"])
+
+    def _held_by(self, study: dict) -> int:
+        """What a published study holds of the balance: every place not yet paid (only those waiting for
+        review once it is stopped)."""
+        if study["status"] == UNPUBLISHED:
+            return 0
+        subs = self._submissions_of(study)
+        if study["stopped"]:
+            places = sum(1 for s in subs if s["status"] == AWAITING_REVIEW)
+        else:
+            places = max(0, study["total_available_places"] - sum(1 for s in subs if s["status"] == APPROVED))
+        return places * self._place_cost(study)
+
+    def _held(self) -> int:
+        studies = sum(self._held_by(s) for s in self.state["studies"].values())
+        paying = sum(b["total_amount"] for b in self.state["bonuses"].values() for p in b["payments"] if not p["settled"])
+        return studies + paying
+
+    def available(self) -> int:
+        return self.state["balance"] - self._held()
+
+    def _split(self, total: int) -> dict:
+        rewards = int((Decimal(total) / (1 + self.fee_rate)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+        return {"rewards": rewards, "fees": total - rewards, "vat": 0, "total": total}
+
+    def balance_view(self) -> dict:
+        total, available = self.state["balance"], self.available()
+        return {"currency_code": "USD", "total_balance": total, "balance_breakdown": self._split(total),
+                "available_balance": available, "available_balance_breakdown": self._split(available)}
+
+    def _charge(self, kind: str, submission: dict, amount: int, fee: int, now: float, bonus_id: str | None = None) -> None:
+        self.state["balance"] -= amount + fee
+        self.state["ledger"].append({
+            "kind": kind, "participant_id": submission["participant_id"], "submission_id": submission["id"],
+            "study_id": submission["study_id"], "amount": amount, "fees": fee, "bulk_bonus_id": bonus_id, "at": iso(now),
+        })
+
+    # -- studies
+
+    def _study(self, study_id: str) -> dict:
+        study = self.state["studies"].get(study_id)
+        if study is None:
+            raise Refused(404, f"No study with id {study_id!r}")
+        return study
+
+    def _submissions_of(self, study: dict) -> list[dict]:
+        return [s for s in self.state["submissions"].values() if s["study_id"] == study["id"]]
+
+    def study_status(self, study: dict) -> str:
+        if study["status"] in (UNPUBLISHED, PAUSED) and not study["stopped"]:
+            return study["status"]
+        subs = self._submissions_of(study)
+        waiting = any(s["status"] == AWAITING_REVIEW for s in subs)
+        if not study["stopped"]:
+            taken = sum(1 for s in subs if s["status"] in HOLDS_A_PLACE)
+            if taken < study["total_available_places"] or any(s["status"] == ACTIVE for s in subs):
+                return ACTIVE
+        return AWAITING_REVIEW if waiting else COMPLETED
+
+    def study_view(self, study: dict) -> dict:
+        view = {k: v for k, v in study.items() if k not in ("stopped", "created_at", "published_at_epoch")}
+        subs = self._submissions_of(study)
+        view.update(
+            status=self.study_status(study), places_taken=sum(1 for s in subs if s["status"] in HOLDS_A_PLACE),
+            number_of_submissions=len(subs), total_cost=study["total_available_places"] * self._place_cost(study),
+            date_created=iso(study["created_at"]), published_at=iso(study["published_at_epoch"]),
+        )
+        return view
+
+    def create_study(self, body: dict, now: float) -> dict:
+        missing = [name for name in ("name", "description", "external_study_url", "estimated_completion_time",
+                                     "reward", "total_available_places", "completion_codes") if body.get(name) in (None, "")]
+        if missing:
+            raise Refused(400, {name: ["This field is required."] for name in missing})
+        url = str(body["external_study_url"])
+        if not url.startswith(("http://", "https://")):
+            raise Refused(400, {"external_study_url": [f"{url!r} is not an http(s) URL"]})
+        codes = body["completion_codes"]
+        if not isinstance(codes, list) or not codes:
+            raise Refused(400, {"completion_codes": ["a list of at least one completion code"]})
+        for code in codes:
+            if not isinstance(code, dict) or not code.get("code"):
+                raise Refused(400, {"completion_codes": [f"each needs a 'code': {code!r}"]})
+            for action in code.get("actions") or []:
+                if not isinstance(action, dict) or action.get("action") not in CODE_ACTIONS:
+                    raise Refused(400, {"completion_codes": [
+                        f"action {action!r}: the stand-in knows {', '.join(CODE_ACTIONS)}"]})
+        estimated = whole(body["estimated_completion_time"], "estimated_completion_time", 1)
+        maximum = body.get("maximum_allowed_time")
+        maximum = max(estimated * 3, 10) if maximum is None else whole(maximum, "maximum_allowed_time", estimated)
+        filters = body.get("filters") or []
+        self._check_filters(filters)
+        study = {
+            "id": new_id(), "name": str(body["name"]), "internal_name": body.get("internal_name") or "",
+            "description": str(body["description"]), "external_study_url": url,
+            "prolific_id_option": body.get("prolific_id_option", "url_parameters"), "completion_codes": codes,
+            "total_available_places": whole(body["total_available_places"], "total_available_places", 1),
+            "estimated_completion_time": estimated, "maximum_allowed_time": maximum,
+            "reward": whole(body["reward"], "reward", 0), "device_compatibility": body.get("device_compatibility") or [],
+            "filters": filters, "project": body.get("project") or self.state["project_id"], "currency_code": "USD",
+            "status": UNPUBLISHED, "stopped": False, "created_at": now, "published_at_epoch": None,
+        }
+        self.state["studies"][study["id"]] = study
+        return self.study_view(study)
+
+    def _check_filters(self, filters) -> None:
+        if not isinstance(filters, list):
+            raise Refused(400, {"filters": ["a list of filters"]})
+        for f in filters:
+            if not isinstance(f, dict) or f.get("filter_id") not in GROUP_FILTERS:
+                raise Refused(400, {"filters": [f"{f!r}: the stand-in knows the filters {', '.join(GROUP_FILTERS)}"]})
+            values = f.get("selected_values")
+            if not isinstance(values, list) or not values:
+                raise Refused(400, {"filters": [f"{f['filter_id']}: selected_values must list group ids"]})
+            unknown = [v for v in values if v not in self.state["groups"]]
+            if unknown:
+                raise Refused(400, {"filters": [f"{f['filter_id']}: no participant group {', '.join(map(str, unknown))}"]})
+
+    def patch_study(self, study_id: str, body: dict) -> dict:
+        study = self._study(study_id)
+        if not isinstance(body, dict) or not body:
+            raise Refused(400, "Nothing to update: send the fields to change")
+        allowed = {"total_available_places", "name", "internal_name", "description"}
+        unknown = sorted(set(body) - allowed)
+        if unknown:
+            raise Refused(400, {name: ["The stand-in cannot update this field."] for name in unknown})
+        if "total_available_places" in body:
+            places = whole(body["total_available_places"], "total_available_places", 1)
+            if places < study["total_available_places"]:
+                raise Refused(400, {"total_available_places": [
+                    f"Places can only be increased ({study['total_available_places']} now, {places} asked)"]})
+            if study["status"] != UNPUBLISHED and not study["stopped"]:
+                extra = (places - study["total_available_places"]) * self._place_cost(study)
+                if extra > self.available():
+                    raise Refused(400, f"Insufficient funds: {places - study['total_available_places']} more places cost "
+                                       f"{extra} cents with fees; the available balance is {self.available()} cents")
+            study["total_available_places"] = places
+        for name in ("name", "internal_name", "description"):
+            if name in body:
+                study[name] = str(body[name])
+        return self.study_view(study)
+
+    def transition_study(self, study_id: str, body: dict, now: float) -> dict:
+        study = self._study(study_id)
+        action = body.get("action") if isinstance(body, dict) else None
+        if action not in STUDY_ACTIONS:
+            raise Refused(400, {"action": [f"{action!r} is not one of {', '.join(STUDY_ACTIONS)}"]})
+        status = self.study_status(study)
+        if action == "PUBLISH":
+            if status != UNPUBLISHED:
+                raise Refused(400, f"The study is {status}: only an UNPUBLISHED study can be published")
+            cost = study["total_available_places"] * self._place_cost(study)
+            if cost > self.available():
+                raise Refused(400, f"Insufficient funds: {study['total_available_places']} places cost {cost} cents with "
+                                   f"fees; the available balance is {self.available()} cents. Top up the workspace.")
+            study.update(status=ACTIVE, published_at_epoch=now)
+        elif action == "PAUSE":
+            if status != ACTIVE:
+                raise Refused(400, f"The study is {status}: only an ACTIVE study can be paused")
+            study["status"] = PAUSED
+        elif action == "START":
+            if status != PAUSED:
+                raise Refused(400, f"The study is {status}: only a PAUSED study can be started again")
+            study["status"] = ACTIVE
+        else:
+            if status not in (ACTIVE, PAUSED) or study["stopped"]:
+                raise Refused(400, f"The study is {status}: only an ACTIVE or PAUSED study can be stopped")
+            study["stopped"] = True
+        return self.study_view(study)
+
+    # -- submissions
+
+    def _submission(self, submission_id: str) -> dict:
+        submission = self.state["submissions"].get(submission_id)
+        if submission is None:
+            raise Refused(404, f"No submission with id {submission_id!r}")
+        return submission
+
+    def submission_view(self, submission: dict) -> dict:
+        view = dict(submission)
+        view.update(started_at=iso(submission["started_at"]), completed_at=iso(submission["completed_at"]),
+                    participant=submission["participant_id"], study=submission["study_id"],
+                    bonus_payments=list(submission["bonus_payments"]))
+        return view
+
+    def _in_group(self, group_id: str, participant_id: str) -> bool:
+        group = self.state["groups"].get(group_id)
+        return bool(group) and participant_id in group["participants"]
+
+    def start_participant(self, study_id: str, participant_id: str | None, now: float) -> dict:
+        """A participant takes part: an ACTIVE submission, or a refusal (409) saying why."""
+        study = self._study(study_id)
+        participant_id = participant_id or new_id()
+        if not isinstance(participant_id, str) or not HEX_ID.match(participant_id):
+            raise Refused(400, f"participant_id {participant_id!r} is not a Prolific id (24 lower-case hex characters)")
+        status = self.study_status(study)
+        if status != ACTIVE:
+            raise Refused(409, f"The study is {status}: participants can only start an ACTIVE study")
+        subs = self._submissions_of(study)
+        if any(s["participant_id"] == participant_id for s in subs):
+            raise Refused(409, f"Participant {participant_id} already has a submission in this study")
+        if sum(1 for s in subs if s["status"] in HOLDS_A_PLACE) >= study["total_available_places"]:
+            raise Refused(409, "The study has no free place")
+        for f in study["filters"]:
+            listed = [self._in_group(g, participant_id) for g in f["selected_values"]]
+            if f["filter_id"] == "participant_group_allowlist" and not any(listed):
+                raise Refused(409, f"Participant {participant_id} is not in the study's allowlist group(s) "
+                                   f"{', '.join(f['selected_values'])}")
+            if f["filter_id"] == "participant_group_blocklist" and any(listed):
+                raise Refused(409, f"Participant {participant_id} is in the study's blocklist group(s) "
+                                   f"{', '.join(f['selected_values'])}")
+        submission = {
+            "id": new_id(), "participant_id": participant_id, "study_id": study["id"], "status": ACTIVE,
+            "started_at": now, "completed_at": None, "study_code": None, "reward": study["reward"],
+            "bonus_payments": [], "return_requested": None,
+        }
+        self.state["submissions"][submission["id"]] = submission
+        url = study["external_study_url"]
+        for name, value in zip(STUDY_URL_FIELDS, (participant_id, study["id"], submission["id"])):
+            url = url.replace("{{%" + name + "%}}", value)
+        return {"participant_id": participant_id, "session_id": submission["id"], "study_id": study["id"], "url": url}
+
+    def complete(self, submission_id: str, code, now: float) -> dict:
+        """The participant comes back with ``code``: AWAITING REVIEW (or APPROVED for an auto-approve code)."""
+        submission = self._submission(submission_id)
+        if submission["status"] != ACTIVE:
+            raise Refused(409, f"The submission is {submission['status']}: only an ACTIVE one can be completed")
+        study = self.state["studies"][submission["study_id"]]
+        match = next((c for c in study["completion_codes"] if c.get("code") == code), None)
+        if match is None:
+            raise Refused(409, f"{code!r} is not a completion code of study {study['id']}")
+        actions = [a.get("action") for a in match.get("actions") or []]
+        submission.update(status=AWAITING_REVIEW, completed_at=now, study_code=code)
+        if "AUTOMATICALLY_APPROVE" in actions:
+            self._approve(submission, now)
+        return self.submission_view(submission)
+
+    def complete_by_participant(self, participant_id: str, code: str, now: float) -> dict:
+        """``/submissions/complete?cc=CODE`` for the participant of the cookie."""
+        for submission in self.state["submissions"].values():
+            if submission["participant_id"] != participant_id or submission["status"] != ACTIVE:
+                continue
+            study = self.state["studies"][submission["study_id"]]
+            if any(c.get("code") == code for c in study["completion_codes"]):
+                return self.complete(submission["id"], code, now)
+        raise Refused(409, f"{code!r} is not the completion code of a study you are taking part in")
+
+    def leave(self, submission_id: str, status: str, now: float) -> dict:
+        submission = self._submission(submission_id)
+        allowed = (ACTIVE, AWAITING_REVIEW) if status == RETURNED else (ACTIVE,)
+        if submission["status"] not in allowed:
+            raise Refused(409, f"The submission is {submission['status']}: it cannot become {status}")
+        submission["status"] = status
+        return self.submission_view(submission)
+
+    def _approve(self, submission: dict, now: float) -> None:
+        fee = self.fee(submission["reward"])
+        if submission["reward"] + fee > self.state["balance"]:
+            raise Refused(400, f"Insufficient funds: approving costs {submission['reward'] + fee} cents, "
+                               f"the balance is {self.state['balance']} cents")
+        submission["status"] = APPROVED
+        self._charge("reward", submission, submission["reward"], fee, now)
+
+    def transition_submission(self, submission_id: str, body: dict, now: float) -> dict:
+        submission = self._submission(submission_id)
+        action = body.get("action") if isinstance(body, dict) else None
+        if action not in ("APPROVE", "REJECT"):
+            raise Refused(400, {"action": [f"{action!r}: the stand-in knows APPROVE and REJECT"]})
+        target = APPROVED if action == "APPROVE" else REJECTED
+        if action == "REJECT":
+            message, category = body.get("message"), body.get("rejection_category")
+            if not isinstance(message, str) or len(message.strip()) < REJECT_MESSAGE_MIN:
+                raise Refused(400, {"message": [f"Required to reject, at least {REJECT_MESSAGE_MIN} characters "
+                                                f"({len(message.strip()) if isinstance(message, str) else 0} given)"]})
+            if category not in REJECTION_CATEGORIES:
+                raise Refused(400, {"rejection_category": [
+                    f"{category!r} is not one of {', '.join(REJECTION_CATEGORIES)}"]})
+        if submission["status"] == target:
+            return self.submission_view(submission)  # Prolific: the same request again is ignored
+        if submission["status"] != AWAITING_REVIEW:
+            raise Refused(400, f"The submission is {submission['status']}: only one AWAITING REVIEW can be "
+                               f"{'approved' if action == 'APPROVE' else 'rejected'}")
+        if action == "APPROVE":
+            self._approve(submission, now)
+        else:
+            submission.update(status=REJECTED, rejection_message=body["message"],
+                              rejection_category=body["rejection_category"])
+        return self.submission_view(submission)
+
+    def bulk_approve(self, body: dict, now: float) -> dict:
+        if not isinstance(body, dict):
+            raise Refused(400, "Send study_id with participant_ids, or submission_ids")
+        if body.get("submission_ids") is not None:
+            ids = body["submission_ids"]
+            found = {i: self.state["submissions"].get(i) for i in ids} if isinstance(ids, list) else None
+        elif body.get("participant_ids") is not None and body.get("study_id"):
+            study, ids = self._study(body["study_id"]), body["participant_ids"]
+            by_participant = {s["participant_id"]: s for s in self._submissions_of(study)}
+            found = {i: by_participant.get(i) for i in ids} if isinstance(ids, list) else None
+        else:
+            raise Refused(400, "Send study_id with participant_ids, or submission_ids")
+        if not found:
+            raise Refused(400, "The list of ids to approve is empty or not a list")
+        unknown = [i for i, s in found.items() if s is None]
+        if unknown:
+            raise Refused(400, f"No submission for: {', '.join(map(str, unknown))}")
+        wrong = [f"{i} ({s['status']})" for i, s in found.items() if s["status"] not in (AWAITING_REVIEW, APPROVED)]
+        if wrong:
+            raise Refused(400, f"Only submissions AWAITING REVIEW can be approved: {', '.join(wrong)}")
+        due = [s for s in found.values() if s["status"] == AWAITING_REVIEW]
+        cost = sum(s["reward"] + self.fee(s["reward"]) for s in due)
+        if cost > self.state["balance"]:
+            raise Refused(400, f"Insufficient funds: approving costs {cost} cents, the balance is {self.state['balance']} cents")
+        for submission in due:
+            self._approve(submission, now)
+        return {"message": "The request to bulk approve has been received", "approved": len(due)}
+
+    # -- bonuses
+
+    def create_bonus(self, body: dict, now: float) -> dict:
+        if not isinstance(body, dict) or not body.get("study_id"):
+            raise Refused(400, {"study_id": ["This field is required."]})
+        study = self._study(body["study_id"])
+        text = body.get("csv_bonuses")
+        if not isinstance(text, str) or not text.strip():
+            raise Refused(400, {"csv_bonuses": ["Lines '<participant or submission id>,<amount>' are required."]})
+        subs = self._submissions_of(study)
+        lines, bad = [], []
+        for number, line in enumerate(text.strip().splitlines(), 1):
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) != 2:
+                raise Refused(400, {"csv_bonuses": [f"line {number} {line!r}: expected '<id>,<amount>'"]})
+            amount = cents(parts[1], f"csv_bonuses line {number}")
+            if amount <= 0:
+                raise Refused(400, {"csv_bonuses": [f"line {number}: the amount must be above 0"]})
+            submission = next((s for s in subs if parts[0] in (s["participant_id"], s["id"])), None)
+            if submission is None:
+                bad.append(parts[0])
+                continue
+            lines.append({"participant_id": submission["participant_id"], "submission_id": submission["id"], "amount": amount})
+        if bad:
+            raise Refused(400, {"csv_bonuses": [f"Not taking part in study {study['id']}: {', '.join(bad)}"]})
+        amount = sum(line["amount"] for line in lines)
+        fees = self.fee(amount)
+        bonus = {"id": new_id(), "study": study["id"], "amount": amount, "fees": fees, "vat": 0,
+                 "total_amount": amount + fees, "lines": lines, "payments": [], "created_at": iso(now)}
+        self.state["bonuses"][bonus["id"]] = bonus
+        return self.bonus_view(bonus)
+
+    def bonus_view(self, bonus: dict) -> dict:
+        view = {k: v for k, v in bonus.items() if k not in ("lines", "payments")}
+        pending = any(not p["settled"] for p in bonus["payments"])
+        view["status"] = "PAYING" if pending else ("PAID" if bonus["payments"] else "CREATED")
+        view["payments"] = len(bonus["payments"])
+        return view
+
+    def pay_bonus(self, bonus_id: str, now: float) -> None:
+        bonus = self.state["bonuses"].get(bonus_id)
+        if bonus is None:
+            raise Refused(404, f"No bulk bonus payment with id {bonus_id!r}")
+        if bonus["total_amount"] > self.available():
+            raise Refused(400, f"Insufficient funds: the bonuses cost {bonus['total_amount']} cents with fees; the "
+                               f"available balance is {self.available()} cents")
+        bonus["payments"].append({"paid_at": now, "settled": False})
+
+    def _settle(self, bonus: dict, payment: dict, now: float) -> None:
+        payment["settled"] = True
+        fee_left = bonus["fees"]
+        for index, line in enumerate(bonus["lines"]):
+            submission = self.state["submissions"][line["submission_id"]]
+            # The bulk's fee is charged with its last line, so the ledger's fees add up to the bulk's exactly.
+            fee = fee_left if index == len(bonus["lines"]) - 1 else 0
+            fee_left -= fee
+            submission["bonus_payments"].append(line["amount"])
+            self._charge("bonus", submission, line["amount"], fee, now, bonus["id"])
+
+    # -- participant groups
+
+    def _group(self, group_id: str) -> dict:
+        group = self.state["groups"].get(group_id)
+        if group is None:
+            raise Refused(404, f"No participant group with id {group_id!r}")
+        return group
+
+    def group_view(self, group: dict) -> dict:
+        view = {k: v for k, v in group.items() if k != "participants"}
+        view["participant_count"] = len(group["participants"])
+        return view
+
+    def _participant_ids(self, body) -> list[str]:
+        ids = body.get("participant_ids") if isinstance(body, dict) else None
+        if not isinstance(ids, list) or not ids:
+            raise Refused(400, {"participant_ids": ["A list of participant ids is required."]})
+        bad = [i for i in ids if not isinstance(i, str) or not HEX_ID.match(i)]
+        if bad:
+            raise Refused(400, {"participant_ids": [f"Not Prolific ids (24 lower-case hex characters): {bad!r}"]})
+        return ids
+
+    def create_group(self, body: dict, now: float) -> dict:
+        if not isinstance(body, dict) or not str(body.get("name") or "").strip():
+            raise Refused(400, {"name": ["This field is required."]})
+        owner = body.get("workspace_id") or body.get("project_id")
+        if owner not in (self.state["workspace_id"], self.state["project_id"]):
+            raise Refused(400, {"workspace_id": [f"Send the workspace_id ({self.state['workspace_id']}) or project_id "
+                                                 f"({self.state['project_id']}) of the token's workspace, not {owner!r}"]})
+        ids = self._participant_ids(body) if body.get("participant_ids") else []
+        group = {"id": new_id(), "name": str(body["name"]), "description": str(body.get("description") or ""),
+                 "workspace_id": self.state["workspace_id"], "project_id": body.get("project_id"),
+                 "is_deleted": False, "created_at": iso(now), "participants": {}}
+        for pid in ids:
+            group["participants"].setdefault(pid, iso(now))
+        self.state["groups"][group["id"]] = group
+        return self.group_view(group)
+
+    def change_members(self, group_id: str, body: dict, add: bool, now: float) -> list[dict]:
+        group = self._group(group_id)
+        for pid in self._participant_ids(body):
+            if add:
+                group["participants"].setdefault(pid, iso(now))
+            else:
+                group["participants"].pop(pid, None)
+        return self.members(group)
+
+    @staticmethod
+    def members(group: dict) -> list[dict]:
+        return [{"participant_id": pid, "datetime_created": at} for pid, at in group["participants"].items()]
+
+    # -- everything, for tests and rehearsals
+
+    def dump(self) -> dict:
+        with self.session() as now:
+            paid: dict[str, dict] = {}
+            totals = {"rewards": 0, "bonuses": 0, "fees": 0}
+            for entry in self.state["ledger"]:
+                mine = paid.setdefault(entry["participant_id"], {"rewards": 0, "bonuses": 0})
+                key = "rewards" if entry["kind"] == "reward" else "bonuses"
+                mine[key] += entry["amount"]
+                totals[key] += entry["amount"]
+                totals["fees"] += entry["fees"]
+            return {
+                "now": iso(now), "fee_rate": str(self.fee_rate), "settle_seconds": self.settle_seconds,
+                "page_size": self.page_size, "user_id": self.state["user_id"],
+                "workspace_id": self.state["workspace_id"], "project_id": self.state["project_id"],
+                "initial_balance": self.initial_balance, "balance": self.balance_view(),
+                "studies": [self.study_view(s) for s in self.state["studies"].values()],
+                "submissions": [self.submission_view(s) for s in self.state["submissions"].values()],
+                "groups": [dict(self.group_view(g), participant_ids=list(g["participants"]))
+                           for g in self.state["groups"].values()],
+                "bonuses": [dict(self.bonus_view(b), lines=b["lines"],
+                                 pay_calls=[dict(p, paid_at=iso(p["paid_at"])) for p in b["payments"]])
+                            for b in self.state["bonuses"].values()],
+                "paid": paid, "totals": dict(totals, spent=totals["rewards"] + totals["bonuses"] + totals["fees"]),
+                "ledger": list(self.state["ledger"]), "faults": [dict(f) for f in self.faults],
+            }
+
+    # -- faults
+
+    def add_fault(self, body: dict) -> dict:
+        if not isinstance(body, dict):
+            raise Refused(400, "A fault is a JSON object")
+        kind = body.get("kind")
+        if kind not in FAULT_KINDS:
+            raise Refused(400, f"kind {kind!r} is not one of {', '.join(FAULT_KINDS)}")
+        try:
+            pattern = re.compile(str(body.get("path") or ".*"))
+        except re.error as exc:
+            raise Refused(400, f"path {body.get('path')!r} is not a regular expression: {exc}") from None
+        times = body.get("times", 1)
+        if times is not None:
+            times = whole(times, "times", 1)
+        status = body.get("status", 429 if kind == "throttle" else 503)
+        if kind == "error" and (isinstance(status, bool) or not isinstance(status, int) or not 500 <= status <= 599):
+            raise Refused(400, f"status {status!r}: an error fault answers a 5xx status")
+        retry_after = body.get("retry_after", 1)
+        if isinstance(retry_after, bool) or not isinstance(retry_after, (int, float)) or retry_after < 0:
+            raise Refused(400, f"retry_after {retry_after!r} must be a number of seconds")
+        fault = {"method": str(body.get("method") or "*").upper(), "path": pattern.pattern, "kind": kind,
+                 "status": status, "times": times, "retry_after": retry_after, "fired": 0}
+        with self.lock:
+            self.faults.append(fault)
+        return dict(fault)
+
+    def fault_for(self, method: str, path: str) -> dict | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault["method"] not in ("*", method) or not re.search(fault["path"], path):
+                    continue
+                fault["fired"] += 1
+                if fault["times"] is not None:
+                    fault["times"] -= 1
+                    if fault["times"] == 0:
+                        self.faults.remove(fault)
+                return dict(fault)
+            return None
+
+    # -- listings
+
+    def page(self, items: list, path: str, query: dict) -> dict:
+        """One page of ``items`` (``?page=N``, ``page_size`` each) with Prolific's ``_links`` and ``meta``."""
+        try:
+            number = int(query.get("page", 1))
+        except ValueError:
+            raise Refused(400, {"page": [f"{query.get('page')!r} is not a page number"]}) from None
+        if number < 1:
+            raise Refused(400, {"page": ["Page numbers start at 1"]})
+        last = max(1, -(-len(items) // self.page_size))
+
+        def link(n: int | None) -> dict:
+            return {"href": None if n is None else f"{self.url}{path}?{urlencode(dict(query, page=n))}", "title": None}
+
+        return {
+            "results": items[(number - 1) * self.page_size:number * self.page_size],
+            "_links": {"self": link(number), "next": link(number + 1 if number < last else None),
+                       "previous": link(number - 1 if number > 1 else None), "last": link(last)},
+            "meta": {"count": len(items)},
+        }
+
+
+# ---------------------------------------------------------------------------------------------- HTTP
+
+PAGE = ("<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
+        "<h1>{title}</h1><p>{message}</p><p><small>Prolific stand-in</small></p></body></html>")
+
+ID = "([0-9a-zA-Z_-]+)"
+
+
+def _routes() -> list[tuple[str, re.Pattern, str]]:
+    table = [
+        ("GET", "/users/me/", "me"),
+        ("GET", f"/workspaces/{ID}/balance/", "balance"),
+        ("GET", "/studies/", "list_studies"),
+        ("POST", "/studies/", "create_study"),
+        ("GET", f"/studies/{ID}/", "get_study"),
+        ("PATCH", f"/studies/{ID}/", "patch_study"),
+        ("POST", f"/studies/{ID}/transition/", "transition_study"),
+        ("GET", f"/studies/{ID}/submissions/", "list_submissions"),
+        ("GET", "/submissions/", "list_all_submissions"),
+        ("POST", "/submissions/bulk-approve/", "bulk_approve"),
+        ("POST", "/submissions/bonus-payments/", "create_bonus"),
+        ("GET", f"/submissions/{ID}/", "get_submission"),
+        ("POST", f"/submissions/{ID}/transition/", "transition_submission"),
+        ("POST", f"/bulk-bonus-payments/{ID}/pay/", "pay_bonus"),
+        ("GET", "/participant-groups/", "list_groups"),
+        ("POST", "/participant-groups/", "create_group"),
+        ("GET", f"/participant-groups/{ID}/", "get_group"),
+        ("GET", f"/participant-groups/{ID}/participants/", "list_members"),
+        ("POST", f"/participant-groups/{ID}/participants/", "add_members"),
+        ("DELETE", f"/participant-groups/{ID}/participants/", "remove_members"),
+    ]
+    return [(method, re.compile("^" + API + path + "$"), name) for method, path, name in table]
+
+
+ROUTES = _routes()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "ProlificStandIn/1.0"
+    disable_nagle_algorithm = True
+
+    @property
+    def standin(self) -> ProlificStandIn:
+        return self.server.standin
+
+    def log_message(self, format, *args):  # noqa: A002 - BaseHTTPRequestHandler's name
+        if self.standin.log is not None:
+            self.standin.log("%s %s" % (self.address_string(), format % args))
+
+    def do_GET(self):
+        self._route("GET")
+
+    def do_POST(self):
+        self._route("POST")
+
+    def do_PATCH(self):
+        self._route("PATCH")
+
+    def do_DELETE(self):
+        self._route("DELETE")
+
+    # answers
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json", headers: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, payload, headers: dict | None = None) -> None:
+        self._send(status, b"" if payload is None else json.dumps(payload).encode(), headers=headers)
+
+    def _page(self, status: int, title: str, message: str, headers: dict | None = None) -> None:
+        page = PAGE.format(title=html.escape(title), message=html.escape(message))
+        self._send(status, page.encode(), "text/html; charset=utf-8", headers)
+
+    # dispatch
+
+    def _route(self, method: str) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True
+            return self._json(400, Refused(400, "Content-Length is not a number").body())
+        raw = self.rfile.read(length) if length > 0 else b""
+        path, _, query_text = self.path.partition("?")
+        query = dict(parse_qsl(query_text, keep_blank_values=True))
+        try:
+            if path.startswith(API + "/"):
+                self._api(method, path, query, raw)
+            elif path.startswith(CONTROL + "/"):
+                self._control(method, path[len(CONTROL):], raw)
+            elif method == "GET" and re.match(r"^/studies/[^/]+/start/?$", path):
+                self._start_page(path.split("/")[2], query)
+            elif method == "GET" and path.rstrip("/") == "/submissions/complete":
+                self._complete_page(query)
+            else:
+                self._json(404, Refused(404, f"Nothing at {method} {path}").body(path))
+        except BrokenPipeError:
+            pass
+
+    @staticmethod
+    def _body(raw: bytes) -> Any:
+        if not raw:
+            return {}
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise Refused(400, "The request body is not JSON") from None
+
+    def _api(self, method: str, path: str, query: dict, raw: bytes) -> None:
+        standin = self.standin
+        if self.headers.get("Authorization") != f"Token {standin.token}":
+            detail = ("Authentication credentials were not provided." if not self.headers.get("Authorization")
+                      else "Invalid token.")
+            return self._json(401, Refused(401, detail).body(path))
+        fault = standin.fault_for(method, path)
+        if fault and fault["kind"] == "throttle":
+            return self._json(429, Refused(429, "Request was throttled.").body(path),
+                              {"Retry-After": f"{fault['retry_after']:g}"})
+        if fault and fault["kind"] == "error":
+            return self._json(fault["status"], Refused(fault["status"], "The stand-in failed on purpose (injected).").body(path))
+        try:
+            status, payload = self._dispatch(method, path, query, self._body(raw))
+        except Refused as exc:
+            status, payload = exc.status, exc.body(path)
+        except Exception as exc:  # a bug of the stand-in: a plain 500, so the caller sees it
+            status, payload = 500, Refused(500, f"Prolific stand-in failure: {exc!r}").body(path)
+        if fault and fault["kind"] == "lost_reply":
+            return drop_connection(self)
+        self._json(status, payload)
+
+    def _dispatch(self, method: str, path: str, query: dict, body: Any) -> tuple[int, Any]:
+        matched = [(m, route.match(path), name) for m, route, name in ROUTES]
+        matched = [(m, match, name) for m, match, name in matched if match]
+        if not matched:
+            raise Refused(404, f"Nothing at {path}")
+        for m, match, name in matched:
+            if m == method:
+                with self.standin.session() as now:
+                    return getattr(self, "_op_" + name)(*match.groups(), body=body, query=query, path=path, now=now)
+        raise Refused(405, f"Method {method} not allowed on {path}")
+
+    # API operations (called under the stand-in's lock)
+
+    def _op_me(self, *, now, **_):
+        state = self.standin.state
+        return 200, {"id": state["user_id"], "email": "researcher@standin.invalid", "name": "Stand-in researcher",
+                     "current_project_id": state["project_id"], "current_workspace_id": state["workspace_id"],
+                     "currency_code": "USD"}
+
+    def _op_balance(self, workspace_id, *, now, **_):
+        if workspace_id != self.standin.state["workspace_id"]:
+            raise Refused(404, f"No workspace with id {workspace_id!r}")
+        return 200, self.standin.balance_view()
+
+    def _op_list_studies(self, *, query, path, **_):
+        s = self.standin
+        return 200, s.page([s.study_view(x) for x in s.state["studies"].values()], path, query)
+
+    def _op_create_study(self, *, body, now, **_):
+        return 201, self.standin.create_study(self._object(body), now)
+
+    def _op_get_study(self, study_id, **_):
+        return 200, self.standin.study_view(self.standin._study(study_id))
+
+    def _op_patch_study(self, study_id, *, body, **_):
+        return 200, self.standin.patch_study(study_id, self._object(body))
+
+    def _op_transition_study(self, study_id, *, body, now, **_):
+        return 200, self.standin.transition_study(study_id, self._object(body), now)
+
+    def _op_list_submissions(self, study_id, *, query, path, **_):
+        s = self.standin
+        study = s._study(study_id)
+        return 200, s.page([s.submission_view(x) for x in s._submissions_of(study)], path, query)
+
+    def _op_list_all_submissions(self, *, query, path, **_):
+        s = self.standin
+        if not query.get("study"):
+            raise Refused(400, {"study": ["Give the study whose submissions to list (?study=ID)"]})
+        return self._op_list_submissions(query["study"], query=query, path=path)
+
+    def _op_bulk_approve(self, *, body, now, **_):
+        return 200, self.standin.bulk_approve(self._object(body), now)
+
+    def _op_create_bonus(self, *, body, now, **_):
+        return 201, self.standin.create_bonus(self._object(body), now)
+
+    def _op_get_submission(self, submission_id, **_):
+        return 200, self.standin.submission_view(self.standin._submission(submission_id))
+
+    def _op_transition_submission(self, submission_id, *, body, now, **_):
+        return 200, self.standin.transition_submission(submission_id, self._object(body), now)
+
+    def _op_pay_bonus(self, bonus_id, *, now, **_):
+        self.standin.pay_bonus(bonus_id, now)
+        return 202, None
+
+    def _op_list_groups(self, *, query, path, **_):
+        s = self.standin
+        return 200, s.page([s.group_view(g) for g in s.state["groups"].values()], path, query)
+
+    def _op_create_group(self, *, body, now, **_):
+        return 201, self.standin.create_group(self._object(body), now)
+
+    def _op_get_group(self, group_id, **_):
+        return 200, self.standin.group_view(self.standin._group(group_id))
+
+    def _op_list_members(self, group_id, *, query, path, **_):
+        s = self.standin
+        return 200, s.page(s.members(s._group(group_id)), path, query)
+
+    def _op_add_members(self, group_id, *, body, now, **_):
+        return 200, {"results": self.standin.change_members(group_id, self._object(body), True, now)}
+
+    def _op_remove_members(self, group_id, *, body, now, **_):
+        return 200, {"results": self.standin.change_members(group_id, self._object(body), False, now)}
+
+    @staticmethod
+    def _object(body) -> dict:
+        if not isinstance(body, dict):
+            raise Refused(400, "The request body must be a JSON object")
+        return body
+
+    # the participant's pages
+
+    def _start_page(self, study_id: str, query: dict) -> None:
+        try:
+            with self.standin.session() as now:
+                started = self.standin.start_participant(study_id, query.get("participant_id") or None, now)
+        except Refused as exc:
+            return self._page(exc.status, "You cannot take part in this study", str(exc))
+        cookie = f"{COOKIE}={started['participant_id']}; Path=/; HttpOnly; SameSite=Lax"
+        self._send(302, b"", "text/plain", {"Location": started["url"], "Set-Cookie": cookie})
+
+    def _participant(self) -> str | None:
+        for part in (self.headers.get("Cookie") or "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == COOKIE and HEX_ID.match(value):
+                return value
+        return None
+
+    def _complete_page(self, query: dict) -> None:
+        participant = self._participant()
+        code = query.get("cc", "")
+        if participant is None:
+            return self._page(400, "Submission not completed",
+                              "We do not know who you are: start the study from Prolific (the stand-in's start link) first.")
+        try:
+            with self.standin.session() as now:
+                done = self.standin.complete_by_participant(participant, code, now)
+        except Refused as exc:
+            return self._page(400, "Submission not completed", f"The completion code is not valid: {exc}")
+        self._page(200, "Submission completed",
+                   f"Thank you. Your submission {done['id']} for study {done['study_id']} is {done['status']}.")
+
+    # control
+
+    def _control(self, method: str, path: str, raw: bytes) -> None:
+        standin = self.standin
+        try:
+            body = self._body(raw)
+            status, payload = self._control_action(method, path, body)
+        except Refused as exc:
+            status, payload = exc.status, exc.body(CONTROL + path)
+        except Exception as exc:
+            status, payload = 500, Refused(500, f"Prolific stand-in failure: {exc!r}").body(CONTROL + path)
+        if standin.log is not None and path != "/state/":
+            standin.log(f"{method} {CONTROL}{path}: {status}")
+        self._json(status, payload)
+
+    def _control_action(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        standin = self.standin
+        if not path.endswith("/"):
+            path += "/"
+        leave = re.match(r"^/submissions/([^/]+)/(complete|return|timeout)/$", path)
+        if method == "POST" and leave:
+            submission_id, what = leave.groups()
+            with standin.session() as now:
+                if what == "complete":
+                    code = body.get("code") if isinstance(body, dict) else None
+                    if not code:
+                        raise Refused(400, "Send the completion code the participant came back with: {\"code\": ...}")
+                    return 200, standin.complete(submission_id, code, now)
+                return 200, standin.leave(submission_id, RETURNED if what == "return" else TIMED_OUT, now)
+        if (method, path) == ("POST", "/participants/"):
+            body = self._object(body)
+            if not body.get("study_id"):
+                raise Refused(400, {"study_id": ["This field is required."]})
+            with standin.session() as now:
+                return 201, standin.start_participant(body["study_id"], body.get("participant_id"), now)
+        if (method, path) == ("POST", "/clock/"):
+            seconds = self._object(body).get("advance_seconds", 0)
+            return 200, {"now": iso(standin.advance(seconds))}
+        if (method, path) == ("POST", "/faults/"):
+            return 201, {"added": standin.add_fault(body), "faults": [dict(f) for f in standin.faults]}
+        if (method, path) == ("GET", "/faults/"):
+            return 200, {"faults": [dict(f) for f in standin.faults]}
+        if (method, path) == ("DELETE", "/faults/"):
+            with standin.lock:
+                removed, standin.faults = len(standin.faults), []
+            return 200, {"removed": removed}
+        if (method, path) == ("POST", "/balance/"):
+            balance = cents(self._object(body).get("balance"), "balance")
+            with standin.session():
+                standin.state["balance"] = balance
+                return 200, standin.balance_view()
+        if (method, path) == ("GET", "/state/"):
+            return 200, standin.dump()
+        if (method, path) == ("POST", "/reset/"):
+            balance = self._object(body).get("balance")
+            try:
+                standin.reset(balance)
+            except ValueError as exc:
+                raise Refused(400, str(exc)) from None
+            return 200, {"reset": True, "balance": standin.balance_view()}
+        raise Refused(404, f"Nothing at {method} {CONTROL}{path}")
+
+
+# ---------------------------------------------------------------------------------------------- in tests
+
+
+class RunningStandIn:
+    """A stand-in served in a thread, as ``running_standin`` yields it."""
+
+    def __init__(self, server: ProlificStandIn):
+        self.server, self.url, self.token = server, server.url, server.token
+
+    def control(self, method: str, path: str, json: Any = None) -> Any:
+        """Call the control API (``path`` under ``/__control/``); raises ``Refused`` with its answer on an error."""
+        path = path if path.startswith(CONTROL) else CONTROL + "/" + path.lstrip("/")
+        data = None if json is None else _dumps(json)
+        request = urllib.request.Request(self.url + path, data=data, method=method.upper(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                text = response.read()
+        except urllib.error.HTTPError as exc:
+            answer = exc.read()
+            try:
+                error = _loads(answer)["error"]
+                raise Refused(exc.code, error.get("detail"), error.get("title")) from None
+            except (ValueError, KeyError, TypeError):
+                raise Refused(exc.code, answer.decode("utf-8", "replace")) from None
+        return _loads(text) if text else None
+
+    def state(self) -> dict:
+        return self.control("GET", "state/")
+
+    def reset(self, balance=None) -> None:
+        self.control("POST", "reset/", {} if balance is None else {"balance": str(balance)})
+
+
+# ``control``'s argument ``json`` hides the module there.
+_dumps = lambda value: json.dumps(value).encode()  # noqa: E731
+_loads = json.loads
+
+
+@contextmanager
+def running_standin(token: str = DEFAULT_TOKEN, **options) -> Iterator[RunningStandIn]:
+    """A Prolific stand-in on a free port of 127.0.0.1, served in a thread while the block runs.
+
+    ``options``: ``balance`` (dollars), ``fee_rate``, ``page_size``, ``settle_seconds`` (see ``ProlificStandIn``)."""
+    server = ProlificStandIn(port=0, token=token, **options).start()
+    try:
+        yield RunningStandIn(server)
+    finally:
+        server.stop()

@@ -1,0 +1,33 @@
+"""Fixtures of the Prolific backend's tests: the local Prolific stand-in (hits.prolific.standin)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hits.prolific.standin import running_standin
+
+TOKEN = "test-token"
+
+
+@pytest.fixture(scope="module")
+def _prolific_standin_server():
+    """One stand-in per test module (starting one per test would cost a server each)."""
+    with running_standin(token=TOKEN) as standin:
+        yield standin
+
+
+@pytest.fixture
+def prolific_standin(_prolific_standin_server, settings):
+    """The module's Prolific stand-in, emptied for this test, with the platform's settings pointing at it.
+
+    Yields the handle of ``running_standin``: ``.url``, ``.control(method, path, json=None)``, ``.state()``.
+    Retries of the client wait nothing here (``PROLIFIC_RETRY_BASE_SECONDS = 0``); an injected throttle's
+    ``Retry-After`` is still honoured."""
+    standin = _prolific_standin_server
+    standin.reset()
+    settings.PROLIFIC_API_URL = standin.url
+    settings.PROLIFIC_API_TOKEN = TOKEN
+    settings.PROLIFIC_COMPLETION_URL = standin.url + "/submissions/complete"
+    settings.PROLIFIC_RETRY_BASE_SECONDS = 0.0
+    yield standin
+    standin.reset()
