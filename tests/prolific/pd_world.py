@@ -27,6 +27,11 @@ class QuietHandler:
     def on_submitted(self, assignment):
         pass
 
+    def grade_qualification(self, assignments):
+        from hits.qualifications import TestGrade
+
+        return TestGrade(score=1.0, passed=True)
+
 
 def make_batch(slug="pd-label", reference=None) -> Batch:
     register_task_handler(slug, QuietHandler())  # a slug of its own: no other test sees this handler
@@ -69,13 +74,13 @@ def forged(study: ProlificStudy, session_id=None) -> ProlificSession:
     return ProlificSession.objects.create(study=study, participant_id=pid, session_id=session_id or secrets.token_hex(12), worker=worker)
 
 
-def do_hits(session: ProlificSession, n: int, state=Assignment.State.PENDING) -> list[Assignment]:
+def do_hits(session: ProlificSession, n: int, state=Assignment.State.PENDING, kind=HIT.Kind.REGULAR) -> list[Assignment]:
     """The participant's n HITs, stored (pending until the sync confirms the session)."""
     now = timezone.now()
     done = []
     for _ in range(n):
         hit = HIT.objects.create(batch=session.study.batch, task_type=session.study.task_type, payload={"n": 1},
-                                 max_assignments=1, reward=REWARD, n_taken=1)
+                                 max_assignments=1, reward=REWARD, n_taken=1, kind=kind)
         done.append(Assignment.objects.create(
             hit=hit, worker=session.worker, state=state, accepted_at=now - timedelta(minutes=3),
             expires_at=now + timedelta(minutes=7), submitted_at=now, answers={"ok": True},
