@@ -1,0 +1,68 @@
+"""prolific_reconcile: the ledger against Prolific's records, mturk_reconcile's keys; agreeing, and a difference
+when Prolific's side differs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from hits import payments
+from hits.models import Assignment
+from hits.mturk.models import Reconciliation
+from tests.prolific.pd_world import SessionCalls, complete, do_hits, make_batch, publish_study, run_sync, start
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def paid_campaign(prolific_standin, monkeypatch, settings):
+    from annotation.models import Campaign
+
+    SessionCalls().install(monkeypatch)
+    settings.PROLIFIC_APPROVE_AFTER_HOURS = 1000
+    batch = make_batch()
+    study = publish_study(prolific_standin, batch)
+    session = start(prolific_standin, study)
+    work = do_hits(session, 3)
+    complete(prolific_standin, session)
+    run_sync(batch)
+    for assignment in Assignment.objects.filter(pk__in=[a.pk for a in work]):
+        payments.approve_assignment(assignment, settle=False)
+    run_sync(batch)
+    prolific_standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    return Campaign.objects.create(name="P", slug="p-rec", batch=batch, backend=Campaign.Backend.PROLIFIC), session
+
+
+def _reconcile(slug, capsys):
+    with pytest.raises(SystemExit) as ended:
+        call_command("prolific_reconcile", "--campaign", slug, "--format", "json")
+        raise SystemExit(0)
+    return ended.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_the_ledger_and_prolific_agree(paid_campaign, capsys):
+    campaign, _ = paid_campaign
+    code, result = _reconcile(campaign.slug, capsys)
+    assert code == 0 and set(result) == {"ledger_total", "market_total", "differences"}
+    # 3 rewards of $0.50 and Prolific's 33.33% on the reward ($0.17) and on the $1.00 bonus line ($0.33).
+    assert result == {"ledger_total": "2.00", "market_total": "2.00", "differences": []}
+    stored = Reconciliation.objects.get()
+    assert stored.market == "prolific" and stored.agrees
+
+
+def test_a_payment_prolific_made_that_the_ledger_lacks_is_a_difference(paid_campaign, prolific_standin, capsys):
+    campaign, session = paid_campaign
+    from hits.prolific.client import Prolific
+
+    with Prolific() as client:  # someone paid a bonus on Prolific's site, outside the platform
+        made = client.request("POST", "/submissions/bonus-payments/", json={
+            "study_id": session.study.prolific_id, "csv_bonuses": f"{session.participant_id},0.30"})
+        client.request("POST", f"/bulk-bonus-payments/{made['id']}/pay/")
+    prolific_standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    code, result = _reconcile(campaign.slug, capsys)
+    assert code == 1 and result["market_total"] == "2.40" and result["ledger_total"] == "2.00"
+    assert result["differences"] == [{
+        "kind": "charged_not_booked", "hit": session.study.prolific_id, "assignment": session.session_id, "amount": "0.40",
+    }]
