@@ -15,8 +15,8 @@ Prolific's two steps, and what is recorded before each (``ProlificBonus.state``)
    create moved no money.  A refused create (4xx) marks it ``failed``: its entries are due again.
 2. ``created`` (Prolific's id) -> ``paying``: ``pay_recorded_at`` is committed BEFORE the pay call
    (``POST /bulk-bonus-payments/{id}/pay/``), which is sent once.  Answered -> ``paid``, and the entries and
-   their fees are paid in the ledger (the fee of each line is Prolific's share of the line, spread over its
-   entries: ``fees.split_fee``).  Refused (4xx: Prolific did nothing) -> ``failed``, entries due again.  No
+   their fees are paid in the ledger (the fees Prolific answered for the bulk, spread over its lines and
+   entries: ``line_fees``).  Refused (4xx: Prolific did nothing) -> ``failed``, entries due again.  No
    answer or a 5xx -> ``unknown``: from then on the sync only READS Prolific's records (the study's
    submissions' ``bonus_payments``) and marks it paid when every line shows there; the pay call is never sent
    again by the platform.  Still not shown ``PROLIFIC_BONUS_FLAG_HOURS`` after the pay call: flagged for the
@@ -147,17 +147,27 @@ def pay(client: Prolific, bonus: ProlificBonus, report, now) -> None:
     report.bonuses += 1
 
 
+def line_fees(bonus: ProlificBonus) -> dict[str, Decimal]:
+    """The fee Prolific charges on each line (participant) of a bulk bonus: the fee it answered for the whole
+    bulk (``fees``), spread over the lines in proportion to their amounts (``fees.split_fee``); the rate's fee
+    on the amount when Prolific's answer is not known."""
+    lines = parse_csv(bonus.csv_bonuses)
+    amounts = [amount for _, amount in lines]
+    total = bonus.fees if bonus.fees is not None else fees.fee(sum(amounts, Decimal("0.00")), fees.fee_rate(bonus.batch))
+    return {pid: share for (pid, _), share in zip(lines, fees.split_fee(total, amounts))}
+
+
 def settle(bonus: ProlificBonus) -> None:
-    """The bulk bonus is paid: its entries and their fees are paid, each line's fee being Prolific's share."""
-    rate = fees.fee_rate(bonus.batch)
+    """The bulk bonus is paid: its entries and their fees are paid; the fee entries of each line add up to
+    Prolific's fee on that line (``line_fees``), so the ledger's fees are what Prolific charged."""
     entries = list(bonus.entries.select_related("worker", "fee").order_by("pk"))
     per: dict[str, list[LedgerEntry]] = defaultdict(list)
     for entry in entries:
         per[entry.worker.prolific_pid].append(entry)
+    charged = line_fees(bonus)
     with transaction.atomic():
-        for group in per.values():
-            line = sum((e.amount for e in group), Decimal("0.00"))
-            for entry, share in zip(group, fees.split_fee(fees.fee(line, rate), [e.amount for e in group])):
+        for pid, group in per.items():
+            for entry, share in zip(group, fees.split_fee(charged[pid], [e.amount for e in group])):
                 fee = getattr(entry, "fee", None)
                 if fee is not None and fee.amount != share:
                     LedgerEntry.objects.filter(pk=fee.pk).update(amount=share)
@@ -233,4 +243,4 @@ def pay_bonuses(batch: Batch, client: Prolific, report, now=None) -> None:
             report.error(f"bonuses of study {study.prolific_id}", exc)
 
 
-__all__ = ["flagged", "pay_bonuses", "record_bonus", "settle"]
+__all__ = ["flagged", "line_fees", "parse_csv", "pay_bonuses", "record_bonus", "settle"]

@@ -1,9 +1,10 @@
 """The ledger against Prolific's own records: what Prolific paid for a batch, and what the ledger booked as paid.
 
 Prolific's side, read from Prolific (every study of the batch, its submissions listed to the last page): an
-APPROVED submission was charged its ``reward`` plus Prolific's fee on it; each of a submission's
-``bonus_payments`` was charged plus the fee on it (the fee rate of ``hits.prolific.fees``, rounded per
-amount as the ledger's fees are).  The ledger's side is its ``paid`` entries: the reward a submission paid (the
+APPROVED submission was charged its ``reward`` plus Prolific's fee on it (the rate of
+``hits.prolific.fees``); each of a submission's ``bonus_payments`` was charged plus its fee: for a payment that
+matches a line of one of the platform's bulk bonuses, that line's share of the fee Prolific answered for the
+bulk (listings do not carry fees), else the rate's fee on it.  The ledger's side is its ``paid`` entries: the reward a submission paid (the
 session's first approved HIT), the rewards and bonuses paid by bulk bonuses, and their fees.
 
 Both sides are compared per submission (the session id), rewards and bonuses apart, with the result shapes and
@@ -25,6 +26,7 @@ from hits.mturk.reconcile import (
     BOOKED_NOT_CHARGED, BONUS, CHARGED_NOT_BOOKED, REWARD, UNCHECKED, ZERO, Difference, ReconcileResult,
 )
 from hits.prolific import fees
+from hits.prolific.bonuses import line_fees, parse_csv
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificBonus, ProlificSession, ProlificStudy
 from hits.prolific.review import session_assignments
@@ -33,16 +35,35 @@ log = logging.getLogger(__name__)
 MARKET = "prolific"
 
 
+def _bulk_lines(study: ProlificStudy) -> dict[str, list[tuple[Decimal, Decimal]]]:
+    """Per participant, the (amount, fee) of each line of the study's bulk bonuses whose pay call was sent, the
+    fee being Prolific's answered fee for the bulk spread over its lines (``bonuses.line_fees``)."""
+    lines: dict[str, list[tuple[Decimal, Decimal]]] = defaultdict(list)
+    sent = [ProlificBonus.State.PAID, ProlificBonus.State.UNKNOWN, ProlificBonus.State.PAYING]
+    for bonus in ProlificBonus.objects.filter(study=study, state__in=sent).order_by("pk"):
+        charged = line_fees(bonus)
+        for pid, amount in parse_csv(bonus.csv_bonuses):
+            lines[pid].append((amount, charged[pid]))
+    return lines
+
+
 def _charged(client: Prolific, study: ProlificStudy, rate: Decimal) -> dict[tuple[str, str], Decimal]:
+    """Reward + fee of each APPROVED submission, and each bonus payment + its fee (the fee of the bulk line it
+    matches, else the rate's fee: a bonus paid outside the platform)."""
     charged: dict[tuple[str, str], Decimal] = defaultdict(lambda: ZERO)
+    lines = _bulk_lines(study)
     for item in client.paginate(f"/studies/{study.prolific_id}/submissions/"):
         sid = item["id"]
         if item.get("status") == "APPROVED":
             reward = Decimal(int(item.get("reward") or 0)) / 100
             charged[(sid, REWARD)] += reward + fees.fee(reward, rate)
+        mine = list(lines.get(item.get("participant_id", ""), []))
         for paid in item.get("bonus_payments") or []:
             amount = Decimal(int(paid)) / 100
-            charged[(sid, BONUS)] += amount + fees.fee(amount, rate)
+            line = next((line for line in mine if line[0] == amount), None)
+            if line is not None:
+                mine.remove(line)
+            charged[(sid, BONUS)] += amount + (line[1] if line is not None else fees.fee(amount, rate))
     return charged
 
 
