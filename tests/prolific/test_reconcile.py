@@ -66,3 +66,30 @@ def test_a_payment_prolific_made_that_the_ledger_lacks_is_a_difference(paid_camp
     assert result["differences"] == [{
         "kind": "charged_not_booked", "hit": session.study.prolific_id, "assignment": session.session_id, "amount": "0.40",
     }]
+
+
+def test_the_ledgers_fees_are_what_prolific_charged_for_a_bulk_of_several_lines(prolific_standin, monkeypatch, settings, capsys):
+    """Two participants' $0.50 bonuses in one bulk: Prolific's fee is on the bulk ($0.33), not per line (2 x $0.17)."""
+    from annotation.models import Campaign
+    from hits.models import LedgerEntry
+
+    SessionCalls().install(monkeypatch)
+    settings.PROLIFIC_APPROVE_AFTER_HOURS = 1000
+    batch = make_batch()
+    study = publish_study(prolific_standin, batch)
+    work = []
+    for _ in range(2):
+        session = start(prolific_standin, study)
+        work += do_hits(session, 2)
+        complete(prolific_standin, session)
+    run_sync(batch)
+    for assignment in Assignment.objects.filter(pk__in=[a.pk for a in work]):
+        payments.approve_assignment(assignment, settle=False)
+    run_sync(batch)
+    prolific_standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    totals = prolific_standin.state()["totals"]
+    fees = sum(e.amount for e in LedgerEntry.objects.filter(batch=batch, kind=LedgerEntry.Kind.FEE, state=LedgerEntry.State.PAID))
+    assert int(fees * 100) == totals["fees"] == 17 + 17 + 33
+    campaign = Campaign.objects.create(name="P2", slug="p-rec2", batch=batch, backend=Campaign.Backend.PROLIFIC)
+    code, result = _reconcile(campaign.slug, capsys)
+    assert code == 0 and result["differences"] == [] and result["ledger_total"] == result["market_total"] == "2.67"
