@@ -22,9 +22,7 @@ from decimal import Decimal
 
 from hits.models import Batch, LedgerEntry
 from hits.mturk.models import Reconciliation
-from hits.mturk.reconcile import (
-    BOOKED_NOT_CHARGED, BONUS, CHARGED_NOT_BOOKED, REWARD, UNCHECKED, ZERO, Difference, ReconcileResult,
-)
+from hits.mturk.reconcile import BONUS, REWARD, UNCHECKED, ZERO, Difference, ReconcileResult, compare
 from hits.prolific import fees
 from hits.prolific.bonuses import line_fees, parse_csv
 from hits.prolific.client import Prolific, ProlificError
@@ -123,22 +121,7 @@ def reconcile_batch(batch: Batch, client: Prolific | None = None, save: bool = T
     booked, booked_study, ledger_total = _booked(batch)
     result.ledger_total = ledger_total.quantize(fees.CENT)
     result.market_total = sum(charged.values(), ZERO).quantize(fees.CENT)
-    for key in sorted(set(charged) | set(booked), key=lambda k: (study_of.get(k[0]) or booked_study.get(k[0]) or "", k)):
-        sid, group = key
-        study_id = study_of.get(sid) or booked_study.get(sid)
-        if study_id in unchecked:
-            continue
-        gap = charged.get(key, ZERO) - booked.get(key, ZERO)
-        if gap > 0:
-            result.differences.append(Difference(
-                CHARGED_NOT_BOOKED, study_id, sid, gap.quantize(fees.CENT),
-                f"{group}: Prolific charged ${charged[key]}, the ledger has ${booked.get(key, ZERO)} paid",
-            ))
-        elif gap < 0:
-            result.differences.append(Difference(
-                BOOKED_NOT_CHARGED, study_id, sid, (-gap).quantize(fees.CENT),
-                f"{group}: the ledger has ${booked[key]} paid, Prolific charged ${charged.get(key, ZERO)}",
-            ))
+    result.differences.extend(compare(charged, booked, {**booked_study, **study_of}, unchecked, "Prolific"))
     if save:
         Reconciliation.objects.create(
             batch=batch, market=MARKET, ledger_total=result.ledger_total, market_total=result.market_total,

@@ -25,7 +25,7 @@ the session, the bonus, and in the report) and tried again by the next sync.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
@@ -36,6 +36,7 @@ from hits.models import Batch
 from hits.prolific import bonuses, groups, review
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificSession, ProlificStudy
+from hits.reports import SyncErrors
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,9 @@ ENDED_STATUS = {"RETURNED": ProlificSession.State.RETURNED, "TIMED-OUT": Prolifi
 
 
 @dataclass
-class SyncReport:
+class SyncReport(SyncErrors):
+    market = "Prolific"
+
     studies: int = 0
     listed: int = 0
     status_changes: int = 0
@@ -56,14 +59,6 @@ class SyncReport:
     group_changes: int = 0
     failed: int = 0
     errors: list = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def error(self, what: str, exc: Exception) -> None:
-        self.failed += 1
-        self.errors.append(f"{what}: {exc}"[:300])
-        log.warning("Prolific sync: %s: %s", what, exc)
 
 
 def session_actions():

@@ -7,6 +7,7 @@ import secrets
 from datetime import timedelta
 from decimal import Decimal
 
+import pytest
 from django.utils import timezone
 
 from hits.handlers import register_task_handler
@@ -132,3 +133,28 @@ def paid_to(standin, participant_id) -> dict:
 
 def submission(standin, session_id) -> dict:
     return next(s for s in standin.state()["submissions"] if s["id"] == session_id)
+
+
+def approve_all(work) -> None:
+    from hits import payments
+
+    for assignment in Assignment.objects.filter(pk__in=[a.pk for a in work]):
+        payments.approve_assignment(assignment, settle=False)
+
+
+@pytest.fixture
+def world(prolific_standin, monkeypatch, settings):
+    """The stand-in, a Prolific batch and its published study; pc's session services stood in for; no HIT
+    approved by the delay unless a test says so."""
+    SessionCalls().install(monkeypatch)
+    settings.PROLIFIC_APPROVE_AFTER_HOURS = 1000
+    batch = make_batch()
+    return prolific_standin, batch, publish_study(prolific_standin, batch)
+
+
+def finished_session(standin, study, n):
+    """A participant who did n HITs and came back to Prolific with the completion code."""
+    session = start(standin, study)
+    work = do_hits(session, n)
+    complete(standin, session)
+    return session, work

@@ -9,33 +9,20 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from hits import payments
-from hits.models import HIT, Assignment, LedgerEntry
+from hits.models import HIT, LedgerEntry
 from hits.prolific.bonuses import flagged
 from hits.prolific.models import ProlificBonus, ProlificSession
-from tests.prolific.pd_world import (
-    REWARD, SessionCalls, complete, do_hits, make_batch, paid_to, publish_study, run_sync, start,
+from tests.prolific.pd_world import (  # noqa: F401 - world: a fixture
+    REWARD, approve_all, complete, do_hits, finished_session, paid_to, publish_study, run_sync, start, world,
 )
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def world(prolific_standin, monkeypatch, settings):
-    SessionCalls().install(monkeypatch)
-    settings.PROLIFIC_APPROVE_AFTER_HOURS = 1000
-    batch = make_batch()
-    study = publish_study(prolific_standin, batch)
-    return prolific_standin, batch, study
-
-
 def _approved_session(standin, batch, study, n):
-    session = start(standin, study)
-    work = do_hits(session, n)
-    complete(standin, session)
+    session, work = finished_session(standin, study, n)
     run_sync(batch)
-    for assignment in Assignment.objects.filter(pk__in=[a.pk for a in work]):
-        payments.approve_assignment(assignment, settle=False)
+    approve_all(work)
     return session, work
 
 
@@ -67,8 +54,7 @@ def test_a_returned_sessions_finished_hits_are_all_paid_as_bonuses(world):
     standin.control("POST", f"/__control/submissions/{session.session_id}/return/")
     run_sync(batch)
     assert ProlificSession.objects.get(pk=session.pk).state == ProlificSession.State.RETURNED
-    for assignment in Assignment.objects.filter(pk__in=[a.pk for a in work]):
-        payments.approve_assignment(assignment, settle=False)
+    approve_all(work)
     run_sync(batch)
     standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
     assert paid_to(standin, session.participant_id) == {"rewards": 0, "bonuses": 100}
@@ -114,8 +100,7 @@ def test_a_failing_bonus_set_of_one_study_does_not_stop_another(world):
     tests = do_hits(screened, 2, kind=HIT.Kind.QUALIFICATION)
     complete(standin, screened)
     run_sync(batch)
-    for assignment in Assignment.objects.filter(pk__in=[a.pk for a in tests]):
-        payments.approve_assignment(assignment, settle=False)
+    approve_all(tests)
     standin.control("POST", "/__control/faults/", {"method": "POST", "path": "bonus-payments/$", "kind": "error", "status": 503, "times": 1})
     report = run_sync(batch)
     states = sorted(ProlificBonus.objects.values_list("state", flat=True))

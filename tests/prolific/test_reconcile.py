@@ -8,30 +8,29 @@ import json
 import pytest
 from django.core.management import call_command
 
-from hits import payments
-from hits.models import Assignment
 from hits.mturk.models import Reconciliation
-from tests.prolific.pd_world import SessionCalls, complete, do_hits, make_batch, publish_study, run_sync, start
+from tests.prolific.pd_world import approve_all, finished_session, run_sync, world  # noqa: F401 - world: a fixture
 
 pytestmark = pytest.mark.django_db
 
 
+def _paid(standin, batch, study, sessions=1, hits=3):
+    """Sessions of ``hits`` HITs each, all approved, reviewed on Prolific and their bonuses paid and settled."""
+    done = [finished_session(standin, study, hits) for _ in range(sessions)]
+    run_sync(batch)
+    for _, work in done:
+        approve_all(work)
+    run_sync(batch)
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    return done
+
+
 @pytest.fixture
-def paid_campaign(prolific_standin, monkeypatch, settings):
+def paid_campaign(world):
     from annotation.models import Campaign
 
-    SessionCalls().install(monkeypatch)
-    settings.PROLIFIC_APPROVE_AFTER_HOURS = 1000
-    batch = make_batch()
-    study = publish_study(prolific_standin, batch)
-    session = start(prolific_standin, study)
-    work = do_hits(session, 3)
-    complete(prolific_standin, session)
-    run_sync(batch)
-    for assignment in Assignment.objects.filter(pk__in=[a.pk for a in work]):
-        payments.approve_assignment(assignment, settle=False)
-    run_sync(batch)
-    prolific_standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    standin, batch, study = world
+    ((session, _),) = _paid(standin, batch, study)
     return Campaign.objects.create(name="P", slug="p-rec", batch=batch, backend=Campaign.Backend.PROLIFIC), session
 
 
@@ -68,25 +67,13 @@ def test_a_payment_prolific_made_that_the_ledger_lacks_is_a_difference(paid_camp
     }]
 
 
-def test_the_ledgers_fees_are_what_prolific_charged_for_a_bulk_of_several_lines(prolific_standin, monkeypatch, settings, capsys):
+def test_the_ledgers_fees_are_what_prolific_charged_for_a_bulk_of_several_lines(world, capsys):
     """Two participants' $0.50 bonuses in one bulk: Prolific's fee is on the bulk ($0.33), not per line (2 x $0.17)."""
     from annotation.models import Campaign
     from hits.models import LedgerEntry
 
-    SessionCalls().install(monkeypatch)
-    settings.PROLIFIC_APPROVE_AFTER_HOURS = 1000
-    batch = make_batch()
-    study = publish_study(prolific_standin, batch)
-    work = []
-    for _ in range(2):
-        session = start(prolific_standin, study)
-        work += do_hits(session, 2)
-        complete(prolific_standin, session)
-    run_sync(batch)
-    for assignment in Assignment.objects.filter(pk__in=[a.pk for a in work]):
-        payments.approve_assignment(assignment, settle=False)
-    run_sync(batch)
-    prolific_standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    prolific_standin, batch, study = world
+    _paid(prolific_standin, batch, study, sessions=2, hits=2)
     totals = prolific_standin.state()["totals"]
     fees = sum(e.amount for e in LedgerEntry.objects.filter(batch=batch, kind=LedgerEntry.Kind.FEE, state=LedgerEntry.State.PAID))
     assert int(fees * 100) == totals["fees"] == 17 + 17 + 33

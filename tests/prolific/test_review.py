@@ -9,34 +9,16 @@ from hits import payments
 from hits.models import LedgerEntry
 from hits.prolific.models import ProlificSession
 from hits.prolific.review import ReviewRefused, check_rejection, note_rejection_category
-from tests.prolific.pd_world import (
-    SessionCalls, complete, do_hits, make_batch, publish_study, run_sync, start, submission,
-)
+from tests.prolific.pd_world import approve_all, finished_session, run_sync, submission, world  # noqa: F401 - world: a fixture
 
 pytestmark = pytest.mark.django_db
 
 WHY = "The answers do not follow the instructions: every question was left as the example. " * 2
 
 
-@pytest.fixture
-def world(prolific_standin, monkeypatch, settings):
-    SessionCalls().install(monkeypatch)
-    settings.PROLIFIC_APPROVE_AFTER_HOURS = 1000
-    batch = make_batch()
-    study = publish_study(prolific_standin, batch)
-    return prolific_standin, batch, study
-
-
-def _session(standin, study, n):
-    session = start(standin, study)
-    work = do_hits(session, n)
-    complete(standin, session)
-    return session, work
-
-
 def test_nothing_is_sent_until_every_hit_of_the_session_is_reviewed(world):
     standin, batch, study = world
-    session, work = _session(standin, study, 2)
+    session, work = finished_session(standin, study, 2)
     run_sync(batch)  # confirmed
     payments.approve_assignment(work[0].__class__.objects.get(pk=work[0].pk), settle=False)
     run_sync(batch)
@@ -45,12 +27,10 @@ def test_nothing_is_sent_until_every_hit_of_the_session_is_reviewed(world):
 
 def test_approved_sessions_are_approved_in_one_bulk_call_and_the_base_reward_is_booked(world):
     standin, batch, study = world
-    sessions = [_session(standin, study, 2) for _ in range(2)]
+    sessions = [finished_session(standin, study, 2) for _ in range(2)]
     run_sync(batch)
     for _, work in sessions:
-        for assignment in work:
-            assignment.refresh_from_db()
-            payments.approve_assignment(assignment, settle=False)
+        approve_all(work)
     report = run_sync(batch)
     assert report.approved == 2
     for session, work in sessions:
@@ -65,7 +45,7 @@ def test_approved_sessions_are_approved_in_one_bulk_call_and_the_base_reward_is_
 
 def test_a_session_with_every_hit_rejected_is_rejected_with_category_and_message(world):
     standin, batch, study = world
-    session, work = _session(standin, study, 2)
+    session, work = finished_session(standin, study, 2)
     run_sync(batch)
     for assignment in work:
         assignment.refresh_from_db()
@@ -79,7 +59,7 @@ def test_a_session_with_every_hit_rejected_is_rejected_with_category_and_message
 
 def test_a_rejection_without_category_is_not_sent_and_says_why(world):
     standin, batch, study = world
-    session, work = _session(standin, study, 1)
+    session, work = finished_session(standin, study, 1)
     run_sync(batch)
     payments.reject_assignment(work[0].__class__.objects.get(pk=work[0].pk), WHY, settle=False)
     report = run_sync(batch)
@@ -101,7 +81,7 @@ def test_bad_rejections_are_refused_naming_what_is_wrong(message, category, comp
 
 def test_unreviewed_hits_are_approved_after_the_delay_and_the_submission_with_them(world, settings):
     standin, batch, study = world
-    session, work = _session(standin, study, 1)
+    session, work = finished_session(standin, study, 1)
     run_sync(batch)
     settings.PROLIFIC_APPROVE_AFTER_HOURS = 0
     report = run_sync(batch)

@@ -4,11 +4,9 @@ on the payout page.  Exit code 0 when the two sides agree, 1 on any difference. 
 
 from __future__ import annotations
 
-import json
-import sys
-
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.management.commands.mturk_reconcile import finish
 from annotation.management.commands.prolific_sync import prolific_batch
 from hits.prolific.client import ProlificError
 from hits.prolific.reconcile import reconcile_batch
@@ -27,19 +25,10 @@ class Command(BaseCommand):
             result = reconcile_batch(batch)
         except ProlificError as exc:  # e.g. no token
             raise CommandError(str(exc)) from None
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(result.as_dict(), indent=2))
-        else:
-            self.stdout.write(
+        finish(
+            self, result, options["format"], market="Prolific", place="study", item="submission",
+            summary=(
                 f"Ledger (paid): ${result.ledger_total}; Prolific charged: ${result.market_total}; "
                 f"{result.hits_checked} studies checked, {result.calls} Prolific requests."
-            )
-            for d in result.differences:
-                amount = "?" if d.amount is None else f"${d.amount}"
-                self.stdout.write(f"{d.kind}: study {d.hit or '-'} submission {d.assignment or '-'} {amount}: {d.detail}")
-            if not result.differences:
-                self.stdout.write(self.style.SUCCESS("No difference: the ledger and Prolific agree to the cent."))
-            else:
-                self.stdout.write(self.style.WARNING(f"{len(result.differences)} difference(s)."))
-        if result.differences:
-            sys.exit(1)
+            ),
+        )
