@@ -1,5 +1,6 @@
-"""The review page of a Prolific campaign: Prolific's rejection rules shown, and a rejection refused (with what is
-missing) unless it has a category and a message as long as Prolific requires."""
+"""A Prolific campaign's pages: the review page shows Prolific's rejection rules and refuses a rejection (with what is
+missing) unless it has a category and a message as long as Prolific requires; the payout page shows Prolific and the
+bulk bonuses to check."""
 
 from __future__ import annotations
 
@@ -56,3 +57,20 @@ def test_a_complete_rejection_keeps_the_category_for_the_submission(client_rita,
     client_rita.post(url, {"action": "reject", "message": WHY, "rejection_category": "FAILED_INSTRUCTIONS"})
     assert Assignment.objects.get(pk=work.pk).state == "rejected"
     assert ProlificSession.objects.get(pk=session.pk).rejection_category == "FAILED_INSTRUCTIONS"
+
+
+def test_the_payout_page_shows_prolific_and_the_bulk_bonuses_to_check(client_rita, prolific_work):
+    from decimal import Decimal
+
+    from hits.prolific.bonuses import FLAG
+    from hits.prolific.models import ProlificBonus
+
+    draft, session, _ = prolific_work
+    ProlificBonus.objects.create(
+        batch_id=draft.batch_id, study=session.study, csv_bonuses=f"{session.participant_id},0.50", amount=Decimal("0.50"),
+        state=ProlificBonus.State.UNKNOWN, prolific_id="f" * 24, last_error=f"{FLAG}: the pay call of bulk bonus {'f' * 24} was lost",
+    )
+    page = client_rita.get(f"/campaigns/{draft.slug}/payouts/").content.decode()
+    assert 'id="prolific-pays"' in page and "Prolific fees" in page and 'id="mark-paid"' not in page
+    assert 'id="flagged-bonuses"' in page and f"bulk bonus {'f' * 24}" in page
+    assert "Reconciliation with Prolific" in page and "prolific_reconcile --campaign" in page
