@@ -40,7 +40,7 @@ from hits.models import Batch, LedgerEntry
 from hits.prolific import fees
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificBonus, ProlificSession, ProlificStudy
-from hits.prolific.review import APPROVE, REJECT, base_entry, mark_entries_paid, outcome, session_assignments
+from hits.prolific.review import APPROVE, REJECT, mark_entries_paid, outcome, session_assignments
 
 log = logging.getLogger(__name__)
 
@@ -65,15 +65,12 @@ def due_entries(study: ProlificStudy) -> list[LedgerEntry]:
         ).exclude(pk__in=taken).order_by("pk")
         if session.state in ENDED:
             rewards_due = outcome(session) is not None  # once every HIT of it is reviewed
-            skip = None
-        elif session.decision == APPROVE:
-            rewards_due, skip = True, base_entry(session)
-        elif session.decision == REJECT:
-            rewards_due, skip = True, None
         else:
-            rewards_due, skip = False, None
+            # Approved: the submission's reward paid the base entry when the decision was recorded (same
+            # transaction, ``review.record_decision``), so every reward still pending is a bonus.  Rejected: all.
+            rewards_due = session.decision in (APPROVE, REJECT)
         for entry in entries:
-            if entry.kind == LedgerEntry.Kind.REWARD and (not rewards_due or (skip is not None and entry.pk == skip.pk)):
+            if entry.kind == LedgerEntry.Kind.REWARD and not rewards_due:
                 continue
             due.append(entry)
     return due

@@ -171,15 +171,22 @@ def approve_due(batch: Batch, now=None) -> int:
     return done
 
 
-def _decided(session: ProlificSession, decision: str, report) -> None:
-    ProlificSession.objects.filter(pk=session.pk).update(
-        decision=decision, decided_at=timezone.now(), last_error="",
-        market_status="APPROVED" if decision == APPROVE else "REJECTED",
-    )
-    if decision == APPROVE:
-        entry = base_entry(session)
+def record_decision(session: ProlificSession, decision: str, market_status: str | None = None) -> None:
+    """The submission's decision, and with APPROVE its reward booked as paid (the base entry), in one transaction:
+    from then on every pending reward of the session is a bonus (``hits.prolific.bonuses``)."""
+    with transaction.atomic():
+        ProlificSession.objects.filter(pk=session.pk).update(
+            decision=decision, decided_at=timezone.now(), last_error="",
+            market_status=market_status or ("APPROVED" if decision == APPROVE else "REJECTED"),
+        )
+        entry = base_entry(session) if decision == APPROVE else None
         if entry is not None and entry.state == LedgerEntry.State.PENDING:
             mark_entries_paid([entry])
+
+
+def _decided(session: ProlificSession, decision: str, report) -> None:
+    record_decision(session, decision)
+    if decision == APPROVE:
         report.approved += 1
     else:
         report.rejected += 1
@@ -206,13 +213,19 @@ def send_decisions(batch: Batch, client: Prolific, report) -> None:
     one by one.  A refused call is noted on its sessions and tried again by the next sync; it never stops the
     others."""
     undecided = ProlificSession.objects.filter(
-        study__batch=batch, state=ProlificSession.State.COMPLETED, confirmed_at__isnull=False, decision="",
+        # Prolific lists it as awaiting review: the participant came back with the completion code (a session
+        # still "working" here too: its HITs held are reviewed once they are submitted or expire).
+        study__batch=batch, state__in=[ProlificSession.State.COMPLETED, ProlificSession.State.ACTIVE],
+        confirmed_at__isnull=False, decision="", market_status="AWAITING REVIEW",
     ).select_related("study").order_by("pk")
     approve: dict[ProlificStudy, list[ProlificSession]] = defaultdict(list)
     for session in undecided:
-        if session.market_status and session.market_status != "AWAITING REVIEW":
-            continue  # Prolific's own decision (or a return) is mirrored by the sync
         decision = outcome(session)
+        if decision is None and not session_assignments(session).exists() and not session.last_error:
+            # Nothing done here: for the researcher to decide on Prolific (ask for a return, or NO_DATA).
+            note = "awaits review on Prolific with no HIT done here: ask the participant to return it, or decide on Prolific"
+            ProlificSession.objects.filter(pk=session.pk).update(last_error=note)
+            report.errors.append(f"submission {session.session_id} {note}")
         if decision == APPROVE:
             approve[session.study].append(session)
         elif decision == REJECT:
@@ -257,7 +270,4 @@ def mirror_market_approval(session: ProlificSession) -> None:
 
     for assignment in session_assignments(session).filter(state=Assignment.State.SUBMITTED):
         approve_assignment(assignment, "Approved by Prolific (not reviewed in time).", settle=False)
-    ProlificSession.objects.filter(pk=session.pk).update(decision=APPROVE, decided_at=timezone.now())
-    entry = base_entry(session)
-    if entry is not None and entry.state == LedgerEntry.State.PENDING:
-        mark_entries_paid([entry])
+    record_decision(session, APPROVE)

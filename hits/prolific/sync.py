@@ -162,3 +162,6 @@ def take_session(session: ProlificSession, item: dict | None, report: SyncReport
         report.ended += 1
     elif status == "APPROVED" and not session.decision:
         review.mirror_market_approval(session)
+    elif status == "REJECTED" and not session.decision:
+        # Rejected on Prolific's own site: no reward was paid; the HITs approved here are paid as bonuses.
+        review.record_decision(session, review.REJECT)

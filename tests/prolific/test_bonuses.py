@@ -110,3 +110,22 @@ def test_a_failing_bonus_set_of_one_study_does_not_stop_another(world):
     standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
     assert paid_to(standin, session.participant_id)["bonuses"] == 50
     assert paid_to(standin, screened.participant_id)["bonuses"] == 50
+
+
+def test_a_hit_approved_after_its_submission_was_rejected_is_paid_as_a_bonus(world):
+    from hits import payments
+    from hits.models import Assignment
+    from hits.prolific.review import note_rejection_category
+
+    standin, batch, study = world
+    session, work = finished_session(standin, study, 1)
+    run_sync(batch)
+    (assignment,) = Assignment.objects.filter(pk=work[0].pk)
+    payments.reject_assignment(assignment, "Every answer repeats the example given in the instructions word for word. " * 2, settle=False)
+    note_rejection_category(assignment, "FAILED_INSTRUCTIONS")
+    run_sync(batch)
+    assert ProlificSession.objects.get(pk=session.pk).decision == "REJECT"
+    payments.approve_assignment(Assignment.objects.get(pk=assignment.pk), settle=False)  # the researcher changes their mind
+    run_sync(batch)
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    assert paid_to(standin, session.participant_id) == {"rewards": 0, "bonuses": 50}
