@@ -20,6 +20,8 @@ urlpatterns = [
     path("campaigns/", include("annotation.web.urls")),
     path("work/quality/", annotation_views.worker_quality, name="worker-quality"),
     path("work/", include("hits.urls")),
+    # A Prolific study's participants arrive here (hits.prolific.STUDY_START_PATH) and work on the pages above.
+    path("prolific/", include("hits.prolific.urls")),
     path("join/<str:token>/", hits_views.join, name="join"),
     path(
         "accounts/login/",

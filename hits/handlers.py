@@ -79,6 +79,11 @@ class Eligibility:
         """The same, within one batch: nothing anywhere else."""
         return Eligibility(frozenset(), {batch_id: self.batches.get(batch_id, (self.default, 1))})
 
+    def within(self, batch_id: int, kinds) -> "Eligibility":
+        """The same, within one batch and only for these kinds of HIT (a Prolific study's): nothing elsewhere."""
+        allowed, attempt = self.batches.get(batch_id, (self.default, 1))
+        return Eligibility(frozenset(), {batch_id: (frozenset(allowed) & frozenset(kinds), attempt)})
+
     def groups(self) -> list[tuple[tuple[str, ...], int, tuple[int, ...]]]:
         """The batches named here grouped by what they allow: [(kinds, attempt, batch ids)], empty groups left out."""
         grouped: dict[tuple, list[int]] = {}

@@ -62,19 +62,48 @@ def worker_for_user(user) -> Worker:
         return Worker.objects.get(user=user)
 
 
+def market_worker(id_field: str, market_id: str, label: str) -> Worker:
+    """The platform worker of a crowd market's worker (``id_field``: ``mturk_worker_id`` or ``prolific_pid``),
+    created on their first arrival with ``external_id`` ``"<label>:<market id>"``."""
+    for suffix in ("", "-2", "-3"):
+        worker = Worker.objects.filter(**{id_field: market_id}).first()
+        if worker is not None:
+            return worker
+        try:
+            with transaction.atomic():
+                return Worker.objects.create(external_id=f"{label}:{market_id}{suffix}", **{id_field: market_id})
+        except IntegrityError:
+            # Either the same worker's first two requests raced (found on the next turn), or the
+            # external id is taken by someone else (e.g. imported data): try the next suffix.
+            continue
+    return Worker.objects.get(**{id_field: market_id})
+
+
 def record_choice(worker: Worker, batch: Batch, how: str) -> None:
     """The worker chose this batch (a campaign): its qualification test is offered to them from now on."""
     BatchChoice.objects.get_or_create(worker=worker, batch=batch, defaults={"how": how})
 
 
-def available_hits(worker: Worker, task_type: TaskType, allowed: Eligibility | None = None, via_mturk: bool = False):
+#: The batches whose HITs are taken through MTurk's frame (``via_mturk``).
+MTURK_BACKENDS = (Batch.Backend.MTURK_SANDBOX, Batch.Backend.MTURK_LIVE)
+
+
+def _markets(via_mturk: bool, backend: str) -> tuple[str, ...]:
+    return MTURK_BACKENDS if via_mturk else (backend,)
+
+
+def available_hits(
+    worker: Worker, task_type: TaskType, allowed: Eligibility | None = None, via_mturk: bool = False, *,
+    backend: str = Batch.Backend.LOCAL,
+):
     """HITs of a type that this worker could accept now (unlocked query).
 
     HITs of an MTurk batch are taken only through MTurk (``via_mturk``, the
-    framed HIT page), those of a local batch only on the platform's pages.
+    framed HIT page), those of a Prolific batch only in a Prolific session
+    (``backend="prolific"``), those of a local batch only on the platform's pages.
     """
     allowed = eligibility(worker, task_type) if allowed is None else allowed
-    local = Q(batch__backend=Batch.Backend.LOCAL)
+    market = Q(batch__backend__in=_markets(via_mturk, backend))
     eligible = Q(pk__in=[])
     named = list(allowed.batches)
     # Through MTurk, a HIT published there is taken only by confirmed work (see ``_eligibility_sql``).
@@ -89,7 +118,7 @@ def available_hits(worker: Worker, task_type: TaskType, allowed: Eligibility | N
         eligible |= Q(batch_id__in=batch_ids, kind__in=kinds) & ~Exists(taken)
     return (
         HIT.objects.filter(
-            ~local if via_mturk else local,
+            market,
             eligible,
             task_type=task_type,
             state=HIT.State.OPEN,
@@ -230,7 +259,7 @@ def _next_hit_sql(
             # hands out its places, and made-up ids could otherwise fill them here (see ``HIT.overbook``).
             "(h.n_taken < h.max_assignments OR h.overbook)" if via_mturk else "h.n_taken < h.max_assignments",
             "b.state = %s",
-            "b.backend <> %s" if via_mturk else "b.backend = %s",
+            "b.backend IN (%s, %s)" if via_mturk else "b.backend = %s",
             eligible_sql,
             f"NOT EXISTS (SELECT 1 FROM {sql.table(HITExclusion)} x WHERE x.hit_id = h.id AND x.worker_id = %s)",
         ]
@@ -298,7 +327,9 @@ class _Drawn:
     kept: bool  # ``hit`` is the HIT drawn before (preview or an earlier hand-out)
 
 
-def _draw(worker, task_type, allowed: Eligibility, *, batch_id: int | None = None, moving_on: bool = False) -> _Drawn:
+def _draw(
+    worker, task_type, allowed: Eligibility, *, batch_id: int | None = None, moving_on: bool = False, backend: str = Batch.Backend.LOCAL,
+) -> _Drawn:
     """The worker's drawn HIT of this type, locked: the one drawn before while it is still open to them
     (``batch_id``: only a HIT of that batch), else a new draw.  A new draw avoids the HIT last given back;
     it falls back to it when nothing else is left, unless ``moving_on`` (a skip).
@@ -312,22 +343,22 @@ def _draw(worker, task_type, allowed: Eligibility, *, batch_id: int | None = Non
     if stored is not None and stored[0] is not None and stored[3] and (batch_id is None or stored[4] == batch_id) and (
         # Gold only beside regular work: a gold draw kept while the batch's regular work ran out lapses.
         stored[5] != HIT.Kind.GOLD
-        or available_hits(worker, task_type, allowed).filter(batch_id=stored[4], kind=HIT.Kind.REGULAR).exists()
+        or available_hits(worker, task_type, allowed, backend=backend).filter(batch_id=stored[4], kind=HIT.Kind.REGULAR).exists()
     ):
-        hit = _next_hit(worker, task_type, allowed, stored[0], False)
+        hit = _next_hit(worker, task_type, allowed, stored[0], False, backend=backend)
         if hit is not None:
             return _Drawn(hit, stored, True)
         locked = True  # its row may be locked even so (PostgreSQL can keep the lock of a row found no longer open)
     passed = stored[1] if stored is not None else None
-    hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, avoid=passed, may_wait=not locked)
+    hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, avoid=passed, may_wait=not locked, backend=backend)
     if hit is None and passed is not None and not moving_on:
-        hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, may_wait=not locked)
+        hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, may_wait=not locked, backend=backend)
     return _Drawn(hit, stored, False)
 
 
 def accept_next(
     worker: Worker, task_type: TaskType, hit_id: int | None = None, via_mturk: bool = False, *, unopened_hold: int | None = None,
-    batch_id: int | None = None, moving_on: bool = False,
+    batch_id: int | None = None, moving_on: bool = False, backend: str = Batch.Backend.LOCAL, kinds: frozenset | None = None,
 ) -> Assignment | None:
     """Give the worker the next HIT of this type (or the HIT ``hit_id``); None when nothing is left.
 
@@ -340,19 +371,28 @@ def accept_next(
     held only that long until the worker opens the HIT (``mark_opened`` then
     gives it the task type's full duration): a HIT reserved for a worker who
     has walked away goes back to the pool at the next expiry run.
+
+    ``backend`` names the market whose batches are handed out (a Prolific session: ``"prolific"``, with
+    ``batch_id`` its study's batch and ``kinds`` the study's kinds of HIT: test items, or regular and gold work).
     """
     allowed = eligibility(worker, task_type)
+    if kinds is not None:
+        allowed = allowed.within(batch_id, kinds)
     if not allowed:
         raise NotEligible(f"you may not do {task_type.name} HITs at the moment")
     existing = current_assignment(worker, task_type)
-    if existing is not None and (hit_id is None or existing.hit_id == hit_id) and not (via_mturk and existing.overbook):
-        # (An MTurk arrival on a HIT published there gets an assignment of its own: one per MTurk assignment id.)
+    if (
+        existing is not None and (hit_id is None or existing.hit_id == hit_id) and not (via_mturk and existing.overbook)
+        and (kinds is None or (existing.hit.batch_id == batch_id and existing.hit.kind in kinds))
+    ):
+        # (An MTurk arrival on a HIT published there gets an assignment of its own: one per MTurk assignment id;
+        # a Prolific session's hand-out gives only a HIT of its own study.)
         return existing
     now = timezone.now()
     with transaction.atomic():
         drawn = None
         if hit_id is None and not via_mturk:
-            drawn = _draw(worker, task_type, allowed, batch_id=batch_id, moving_on=moving_on)
+            drawn = _draw(worker, task_type, allowed, batch_id=batch_id, moving_on=moving_on, backend=backend)
             hit = drawn.hit
         else:
             hit = _next_hit(worker, task_type, allowed, hit_id, via_mturk)
@@ -427,7 +467,7 @@ _GOLD_RETRY_PAUSES = (0.02, 0.05, 0.1, 0.15, 0.2)
 
 def _next_hit(
     worker, task_type, allowed: Eligibility, hit_id, via_mturk, *, batch_id: int | None = None, avoid: int | None = None,
-    may_wait: bool = True,
+    may_wait: bool = True, backend: str = Batch.Backend.LOCAL,
 ):
     """Lock and return the next HIT (its batch loaded); gold HITs are mixed in at their batch's ``gold_share``.
 
@@ -446,7 +486,7 @@ def _next_hit(
     kinds = allowed.kinds()
 
     def first(gold=None, in_batch=None, wait=False):
-        params = [task_type.pk, HIT.State.OPEN, Batch.State.ACTIVE, Batch.Backend.LOCAL, *eligible_params, worker.pk]
+        params = [task_type.pk, HIT.State.OPEN, Batch.State.ACTIVE, *_markets(via_mturk, backend), *eligible_params, worker.pk]
         if hit_id is not None:
             params.append(hit_id)
         if gold is not None:
@@ -491,7 +531,7 @@ def _next_hit(
         gold_hit = first(gold="only", in_batch=hit.batch_id)  # skips locked gold HITs: the next one in this draw
         if gold_hit is None and connection.features.has_select_for_update_skip_locked:
             # None free: every gold HIT open to them may be locked for a moment (unlocked look), then draw again.
-            gold_left = available_hits(worker, task_type, allowed).filter(batch_id=hit.batch_id, kind=HIT.Kind.GOLD)
+            gold_left = available_hits(worker, task_type, allowed, via_mturk, backend=backend).filter(batch_id=hit.batch_id, kind=HIT.Kind.GOLD)
             if gold_left.exists():
                 for pause in _GOLD_RETRY_PAUSES:
                     time.sleep(pause)
@@ -704,6 +744,18 @@ def _release(assignment: Assignment, state: str) -> None:
         HIT.objects.filter(pk=assignment.hit_id).update(n_taken=F("n_taken") - 1)
 
 
+def release_assignment(assignment_id: int, state: str = Assignment.State.EXPIRED) -> bool:
+    """Take an assigned place back because its time ran out on the market or the work was given back there
+    (a Prolific submission returned or timed out): the assignment becomes ``state`` (expired or returned) and
+    its place is free again.  Returns False when it was no longer assigned (submitted meanwhile: kept)."""
+    with transaction.atomic():
+        assignment = Assignment.objects.select_for_update().filter(pk=assignment_id).first()
+        if assignment is None or assignment.state != Assignment.State.ASSIGNED:
+            return False
+        _release(assignment, state)
+    return True
+
+
 def return_assignment(worker: Worker, assignment_id: int, *, skipped: bool = False) -> Assignment:
     """The worker gives a HIT back (``skipped``: to get another one); it returns to the pool for others."""
     with transaction.atomic():
@@ -770,8 +822,10 @@ __all__ = [
     "expire_assignments",
     "expire_due",
     "mark_opened",
+    "market_worker",
     "preview_next",
     "record_choice",
+    "release_assignment",
     "seed_hand_out",
     "return_assignment",
     "set_batch_state",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from decimal import Decimal
+from functools import wraps
 
 from django.conf import settings
 from django.contrib import messages
@@ -30,6 +31,7 @@ from hits.handlers import AnswerErrors, eligibility, task_handler
 from hits.wording import as_sentence
 from hits.invitations import InvitationClosed, take_use
 from hits.models import HIT, Assignment, Batch, BatchChoice, Invitation, Qualification, TaskType, Worker
+from hits.prolific import views as prolific_pages
 from hits.qualifications import test_progress
 from hits.services import (
     AssignmentClosed,
@@ -53,7 +55,21 @@ def _worker(request):
     return worker_for_user(request.user)
 
 
+def _not_for_participants(view):
+    """A Prolific participant's pages are their session's: the platform's own lists and hand-out (local work)
+    send them back to it."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if prolific_pages.is_participant(request.user):
+            return redirect("prolific:session")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
 @login_required
+@_not_for_participants
 def worker_home(request):
     worker = _worker(request)
     expire_due()
@@ -164,6 +180,7 @@ def _posted_id(value) -> int | None:
 
 @login_required
 @require_POST
+@_not_for_participants
 def start_working(request, slug):
     """The worker's next HIT of a type: the one drawn for them (what the preview showed), never one the page
     names, so no one can pick their HITs and step around gold checks.  ``campaign`` (a button per campaign on
@@ -183,6 +200,7 @@ def start_working(request, slug):
 
 
 @login_required
+@_not_for_participants
 def preview(request, slug):
     """A read-only look at the next HIT the worker would get, before accepting it: the HIT drawn for them,
     the same on every preview until they take it (or the draw is no longer open to them, or expires)."""
@@ -252,9 +270,15 @@ def _count_in_session(request, response, reward):
 @rate_limited("SUBMIT_RATE_LIMIT", lambda r: f"user:{r.user.pk}")
 def assignment_page(request, pk):
     worker = _worker(request)
+    session = None
+    if worker.prolific_pid:
+        # A Prolific participant works only in the session this browser holds, on that session's HITs.
+        session, refusal = prolific_pages.browser_session(request, worker, pk)
+        if refusal is not None:
+            return refusal
     if request.method == "POST" and request.POST.get("action") not in ("return", "skip"):
         # A submission loads (and locks) the assignment itself: no separate lookup first.
-        return _submit(request, worker, pk)
+        return _submit(request, worker, pk, session)
     try:
         assignment = worker_assignment(worker, pk)
     except Assignment.DoesNotExist:
@@ -266,8 +290,7 @@ def assignment_page(request, pk):
             messages.info(request, f"This HIT is {assignment.get_state_display().lower()}.")
             return redirect("worker-home")
         mark_opened(assignment)
-        context = _page_context(handler, assignment.hit, assignment, None, worker)
-        context["session"] = _session_progress(request)
+        context = _hit_page(request, handler, assignment, None, worker, session)
         return render(request, "hits/assignment.html", context)
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
@@ -278,24 +301,39 @@ def assignment_page(request, pk):
     except AssignmentClosed as exc:
         messages.info(request, as_sentence(exc))
         return redirect("worker-home")
+    if session is not None:
+        return prolific_pages.go_on(request, session, moving_on=True)
     if action == "skip":
         return _start(request, task_type, moving_on=True)
     messages.info(request, "HIT returned.")
     return redirect("worker-home")
 
 
-def _submit(request, worker, pk):
-    """Store the worker's answers; on success, the next HIT (auto-accept) or the home page."""
+def _hit_page(request, handler, assignment, data, worker, session) -> dict:
+    """The HIT page's context with the progress line of the worker's session: a Prolific session's ("HIT 3 of
+    10"), else the browser's work session."""
+    context = _page_context(handler, assignment.hit, assignment, data, worker)
+    if session is not None:
+        context["prolific"] = prolific_pages.progress(session)
+    else:
+        context["session"] = _session_progress(request)
+    return context
+
+
+def _submit(request, worker, pk, session=None):
+    """Store the worker's answers; on success, the next HIT (auto-accept) or the home page.
+
+    In a Prolific ``session`` the answers are stored pending (they count once Prolific's records confirm the
+    session, ``hits.prolific.sessions``), and the session goes on: its next HIT, or back to Prolific."""
     try:
-        outcome = submit_assignment(worker, pk, request.POST)
+        outcome = submit_assignment(worker, pk, request.POST, confirm_later=session is not None)
     except Assignment.DoesNotExist:
         raise Http404("No such assignment") from None
     except AnswerErrors as exc:
         assignment = worker_assignment(worker, pk)
         handler = task_handler(assignment.hit.task_type.slug)
-        context = _page_context(handler, assignment.hit, assignment, request.POST, worker)
+        context = _hit_page(request, handler, assignment, request.POST, worker, session)
         context["errors"] = exc.errors
-        context["session"] = _session_progress(request)
         return render(request, "hits/assignment.html", context, status=400)
     except WorkCancelled as exc:
         # The worker's text stays on the page (to keep a copy); the form cannot be sent again.
@@ -306,6 +344,8 @@ def _submit(request, worker, pk):
         return render(request, "hits/assignment.html", context, status=409)
     except AssignmentClosed as exc:
         messages.error(request, as_sentence(exc) + " Here is the next one.")
+        if session is not None:
+            return prolific_pages.go_on(request, session)
         return _start(request, exc.task_type)
     task_type = outcome.assignment.hit.task_type
     if outcome.duplicate:
@@ -315,9 +355,14 @@ def _submit(request, worker, pk):
         if key not in (worker.seen_instructions or []):
             worker.seen_instructions = [*(worker.seen_instructions or []), key]
             worker.save(update_fields=["seen_instructions"])
+        if session is not None:
+            # (A test's result comes once the session is confirmed: its items are graded then.)
+            return prolific_pages.go_on(request, session, submitted=True)
         messages.success(request, "Submitted. Thank you!")
         if outcome.assignment.hit.kind == HIT.Kind.QUALIFICATION:
             _tell_test_result(request, worker, outcome.assignment)
+    if session is not None:
+        return prolific_pages.go_on(request, session)
     response = _start(request, task_type) if worker.auto_accept_next else redirect("worker-home")
     return response if outcome.duplicate else _count_in_session(request, response, outcome.assignment.hit.reward)
 
@@ -415,6 +460,7 @@ def worker_settings(request):
 
 
 @login_required
+@_not_for_participants
 def history(request):
     """The worker's HITs and earnings; "owed" comes from the ledger, as on the researcher's payout report."""
     worker = _worker(request)

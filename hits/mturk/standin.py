@@ -83,7 +83,6 @@ import os
 import random
 import re
 import secrets
-import socket
 import string
 import threading
 import time
@@ -91,10 +90,11 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 from urllib.parse import parse_qsl, urlencode
 from xml.sax.saxutils import escape, unescape
+
+from hits.standins import Clock, ServedStandIn, StandInHandler, drop_connection
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 CONTROL = "/_standin"
@@ -241,25 +241,6 @@ def bonus_fee(amount) -> Decimal:
 # ---------------------------------------------------------------------------------------------- time
 
 
-class Clock:
-    """Stand-in time: ``time_scale`` simulated seconds per real second, plus whatever ``advance`` added."""
-
-    def __init__(self, time_scale: float = 1.0, start: float | None = None):
-        if time_scale <= 0:
-            raise ValueError("time_scale must be positive")
-        self.time_scale = float(time_scale)
-        self.restart(time.time() if start is None else start)
-
-    def restart(self, start: float) -> None:
-        self._wall0, self._sim0 = time.time(), float(start)
-
-    def now(self) -> float:
-        return self._sim0 + (time.time() - self._wall0) * self.time_scale
-
-    def advance(self, seconds: float) -> None:
-        self._sim0 += float(seconds)
-
-
 def iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="seconds")
 
@@ -368,7 +349,7 @@ def empty_state(balance: Decimal, now: float) -> dict:
 # ---------------------------------------------------------------------------------------------- the stand-in
 
 
-class StandIn:
+class StandIn(ServedStandIn):
     """MTurk's requester API and worker site, in memory (optionally kept in ``state_path``), over HTTP.
 
     ``port=0`` picks a free port; ``url`` is the endpoint to give boto3 (and
@@ -401,46 +382,20 @@ class StandIn:
         self.loaded = bool(self.state_path and os.path.exists(self.state_path))
         if self.loaded:
             self._load()
-        self.httpd = ThreadingHTTPServer((host, port), _Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.standin = self
-        self.url = public_url or f"http://{host}:{self.httpd.server_address[1]}"
-        self._thread: threading.Thread | None = None
+        self._listen(host, port, _Handler)
+        self.url = public_url or f"http://{host}:{self.port}"
 
     # -- serving
 
-    @property
-    def port(self) -> int:
-        return self.httpd.server_address[1]
-
-    def start(self) -> "StandIn":
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="mturk-standin", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def serve_forever(self) -> None:
-        """Serve in the calling thread until interrupted (Ctrl-C raises KeyboardInterrupt here); then call ``stop``."""
-        self.httpd.serve_forever()
+    thread_name = "mturk-standin"
 
     def stop(self) -> None:
         """Stop serving, close the socket, and save the state file one last time (with the clock's time)."""
-        if self._thread is not None:
-            self.httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self.httpd.server_close()
+        self._stop_serving()
         with self.lock:
             self.state["now"] = max(self.state["now"], self.clock.now())
             if self.state_path:
                 self._save()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
     # -- state, time and persistence
 
@@ -1453,35 +1408,11 @@ def _count(value) -> int | None:
     return int(value)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(StandInHandler):
     server_version = "MTurkStandIn/1.0"
-    disable_nagle_algorithm = True  # headers and body go out at once (else each keep-alive answer waits ~40 ms)
-
-    @property
-    def standin(self) -> StandIn:
-        return self.server.standin
 
     def log_message(self, format, *args):  # noqa: A002 - BaseHTTPRequestHandler's name
         pass  # calls are logged one line each by _api; the access log would only repeat them
-
-    def do_GET(self):
-        self._route("GET")
-
-    def do_POST(self):
-        self._route("POST")
-
-    def do_DELETE(self):
-        self._route("DELETE")
-
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
 
     def _json(self, status: int, payload, headers: dict | None = None, content_type: str = "application/json") -> None:
         self._send(status, json.dumps(payload).encode(), content_type, headers)
@@ -1561,11 +1492,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._log(f"{operation}: done, then ServiceFault (injected)")
             return self._json(500, self._service_fault(request_id), headers, content_type)
         self._log(f"{operation}: done, reply lost (injected)")
-        self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        drop_connection(self)
 
     def _log(self, line: str) -> None:
         if self.standin.log is not None:

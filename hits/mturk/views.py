@@ -52,7 +52,7 @@ from hits.handlers import AnswerErrors, task_handler
 from hits.models import Assignment, Worker
 from hits.wording import as_sentence
 from hits.mturk.models import MTurkAssignment, MTurkHIT
-from hits.services import AssignmentClosed, NotEligible, WorkCancelled, accept_next, submit_assignment
+from hits.services import AssignmentClosed, NotEligible, WorkCancelled, accept_next, market_worker, submit_assignment
 
 PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 # MTurk's ids are upper-case letters and digits.
@@ -99,18 +99,7 @@ def _page(request, hit, assignment, record, data=None, errors=None, status=200, 
 
 def _worker(mturk_worker_id: str) -> Worker:
     """The platform worker of an MTurk worker id, created on their first accepted HIT."""
-    for suffix in ("", "-2", "-3"):
-        worker = Worker.objects.filter(mturk_worker_id=mturk_worker_id).first()
-        if worker is not None:
-            return worker
-        try:
-            with transaction.atomic():
-                return Worker.objects.create(external_id=f"mturk:{mturk_worker_id}{suffix}", mturk_worker_id=mturk_worker_id)
-        except IntegrityError:
-            # Either the same worker's first two requests raced (found on the next turn), or the
-            # external id is taken by someone else (e.g. imported data): try the next suffix.
-            continue
-    return Worker.objects.get(mturk_worker_id=mturk_worker_id)
+    return market_worker("mturk_worker_id", mturk_worker_id, "mturk")
 
 
 ANOTHER_ASSIGNMENT = (

@@ -29,11 +29,12 @@ Prolific's published reference (docs.prolific.com/api-reference):
 - participant groups (create, list, retrieve; participants listed, added repeat-safely, removed) and the
   ``participant_group_allowlist`` / ``participant_group_blocklist`` study filters, enforced when a
   participant starts.
-- ``users/me/`` and ``workspaces/{id}/balance/`` (cents: ``total_balance``, ``available_balance`` = the
+- ``users/me/``, ``workspaces/`` (one), ``workspaces/{id}/``, ``projects/{id}/`` and ``workspaces/{id}/balance/`` (cents: ``total_balance``, ``available_balance`` = the
   total less what active studies hold and bonuses being paid, with breakdowns).  Fees: ``fee_rate``
   (33.33% by default, Prolific's published platform fee) of every reward and bonus, rounded half up to
   the cent; no VAT (a USD workspace).
-- listings are paginated (``page_size`` items, ``_links.next.href``, ``meta.count``).
+- listings are paginated (``page_size`` items, 5 by default, or ``?page_size=``; ``_links.next.href``;
+  ``meta.count``).
 - errors are shaped like Prolific's: ``{"error": {"status", "title", "detail", "additional_information"}}``.
 
 The participant's side (no token; what a browser does on Prolific): ``GET /studies/{id}/start?participant_id=P``
@@ -71,11 +72,10 @@ import urllib.request
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
 from urllib.parse import parse_qsl, urlencode
 
-from hits.standins import Clock, drop_connection, serve_in_thread
+from hits.standins import Clock, ServedStandIn, StandInHandler, drop_connection
 
 API = "/api/v1"
 CONTROL = "/__control"
@@ -149,7 +149,7 @@ def whole(value, name: str, low: int = 0) -> int:
     return value
 
 
-class ProlificStandIn:
+class ProlificStandIn(ServedStandIn):
     """Prolific's API and participant site, in memory, over HTTP (``start()`` in a thread, ``stop()``)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, token: str = DEFAULT_TOKEN,
@@ -173,11 +173,8 @@ class ProlificStandIn:
         self.clock = Clock()
         self.faults: list[dict] = []
         self._reset_state(self.initial_balance)
-        self.httpd = ThreadingHTTPServer((host, port), _Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.standin = self
-        self.url = f"http://{host}:{self.httpd.server_address[1]}"
-        self._thread: threading.Thread | None = None
+        self._listen(host, port, _Handler)
+        self.url = f"http://{host}:{self.port}"
 
     @staticmethod
     def _dollars_to_cents(balance) -> int:
@@ -186,25 +183,7 @@ class ProlificStandIn:
         except Refused as exc:
             raise ValueError(str(exc)) from None
 
-    # -- serving
-
-    @property
-    def port(self) -> int:
-        return self.httpd.server_address[1]
-
-    def start(self) -> "ProlificStandIn":
-        self._thread = serve_in_thread(self.httpd, "prolific-standin")
-        return self
-
-    def serve_forever(self) -> None:
-        self.httpd.serve_forever(poll_interval=0.2)
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self.httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self.httpd.server_close()
+    thread_name = "prolific-standin"
 
     # -- state and time
 
@@ -295,11 +274,14 @@ class ProlificStandIn:
 
     # -- studies
 
+    def _find(self, table: str, key: str, what: str) -> dict:
+        item = self.state[table].get(key)
+        if item is None:
+            raise Refused(404, f"No {what} with id {key!r}")
+        return item
+
     def _study(self, study_id: str) -> dict:
-        study = self.state["studies"].get(study_id)
-        if study is None:
-            raise Refused(404, f"No study with id {study_id!r}")
-        return study
+        return self._find("studies", study_id, "study")
 
     def _submissions_of(self, study: dict) -> list[dict]:
         return [s for s in self.state["submissions"].values() if s["study_id"] == study["id"]]
@@ -429,10 +411,7 @@ class ProlificStandIn:
     # -- submissions
 
     def _submission(self, submission_id: str) -> dict:
-        submission = self.state["submissions"].get(submission_id)
-        if submission is None:
-            raise Refused(404, f"No submission with id {submission_id!r}")
-        return submission
+        return self._find("submissions", submission_id, "submission")
 
     def submission_view(self, submission: dict) -> dict:
         view = dict(submission)
@@ -571,7 +550,7 @@ class ProlificStandIn:
             raise Refused(400, f"Insufficient funds: approving costs {cost} cents, the balance is {self.state['balance']} cents")
         for submission in due:
             self._approve(submission, now)
-        return {"message": "The request to bulk approve has been received", "approved": len(due)}
+        return {"message": "Bulk approve in progress", "approved": len(due)}
 
     # -- bonuses
 
@@ -613,9 +592,7 @@ class ProlificStandIn:
         return view
 
     def pay_bonus(self, bonus_id: str, now: float) -> None:
-        bonus = self.state["bonuses"].get(bonus_id)
-        if bonus is None:
-            raise Refused(404, f"No bulk bonus payment with id {bonus_id!r}")
+        bonus = self._find("bonuses", bonus_id, "bulk bonus payment")
         if bonus["total_amount"] > self.available():
             raise Refused(400, f"Insufficient funds: the bonuses cost {bonus['total_amount']} cents with fees; the "
                                f"available balance is {self.available()} cents")
@@ -635,10 +612,7 @@ class ProlificStandIn:
     # -- participant groups
 
     def _group(self, group_id: str) -> dict:
-        group = self.state["groups"].get(group_id)
-        if group is None:
-            raise Refused(404, f"No participant group with id {group_id!r}")
-        return group
+        return self._find("groups", group_id, "participant group")
 
     def group_view(self, group: dict) -> dict:
         view = {k: v for k, v in group.items() if k != "participants"}
@@ -682,6 +656,42 @@ class ProlificStandIn:
     @staticmethod
     def members(group: dict) -> list[dict]:
         return [{"participant_id": pid, "datetime_created": at} for pid, at in group["participants"].items()]
+
+    # -- the API
+
+    def me(self) -> dict:
+        return {"id": self.state["user_id"], "email": "researcher@standin.invalid", "name": "Stand-in researcher",
+                "current_project_id": self.state["project_id"], "current_workspace_id": self.state["workspace_id"],
+                "currency_code": "USD"}
+
+    def workspace(self, workspace_id: str | None = None) -> dict:
+        """The token's one workspace (with its one project)."""
+        if workspace_id is not None and workspace_id != self.state["workspace_id"]:
+            raise Refused(404, f"No workspace with id {workspace_id!r}")
+        return {"id": self.state["workspace_id"], "title": "Stand-in workspace", "currency_code": "USD",
+                "projects": [{"id": self.state["project_id"]}], "owner": self.state["user_id"]}
+
+    def project(self, project_id: str) -> dict:
+        if project_id != self.state["project_id"]:
+            raise Refused(404, f"No project with id {project_id!r}")
+        return {"id": project_id, "title": "Stand-in project", "workspace": self.state["workspace_id"],
+                "owner": self.state["user_id"]}
+
+    def workspace_balance(self, workspace_id: str) -> dict:
+        self.workspace(workspace_id)
+        return self.balance_view()
+
+    def call(self, method: str, path: str, query: dict | None = None, body: Any = None) -> tuple[int, Any]:
+        """One API request (``path`` with its ``/api/v1`` prefix), as (status, body); a refusal raises ``Refused``."""
+        found = [(m, route.match(path), status, operation) for m, route, status, operation in ROUTES]
+        found = [(m, match, status, operation) for m, match, status, operation in found if match]
+        if not found:
+            raise Refused(404, f"Nothing at {path}")
+        for m, match, status, operation in found:
+            if m == method:
+                with self.session() as now:
+                    return status, operation(self, Call(match.groups(), body, query or {}, path, now))
+        raise Refused(405, f"Method {method} not allowed on {path}")
 
     # -- everything, for tests and rehearsals
 
@@ -754,20 +764,25 @@ class ProlificStandIn:
     # -- listings
 
     def page(self, items: list, path: str, query: dict) -> dict:
-        """One page of ``items`` (``?page=N``, ``page_size`` each) with Prolific's ``_links`` and ``meta``."""
+        """One page of ``items`` (``?page=N``; ``?page_size=M`` or the stand-in's ``page_size`` each) with Prolific's
+        ``_links`` and ``meta``."""
         try:
             number = int(query.get("page", 1))
         except ValueError:
             raise Refused(400, {"page": [f"{query.get('page')!r} is not a page number"]}) from None
         if number < 1:
             raise Refused(400, {"page": ["Page numbers start at 1"]})
-        last = max(1, -(-len(items) // self.page_size))
+        size = query.get("page_size", self.page_size)
+        if not str(size).isdigit() or not 1 <= int(size) <= 200:
+            raise Refused(400, {"page_size": [f"{size!r} is not a page size from 1 to 200"]})
+        size = int(size)
+        last = max(1, -(-len(items) // size))
 
         def link(n: int | None) -> dict:
             return {"href": None if n is None else f"{self.url}{path}?{urlencode(dict(query, page=n))}", "title": None}
 
         return {
-            "results": items[(number - 1) * self.page_size:number * self.page_size],
+            "results": items[(number - 1) * size:number * size],
             "_links": {"self": link(number), "next": link(number + 1 if number < last else None),
                        "previous": link(number - 1 if number > 1 else None), "last": link(last)},
             "meta": {"count": len(items)},
@@ -779,73 +794,82 @@ class ProlificStandIn:
 PAGE = ("<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
         "<h1>{title}</h1><p>{message}</p><p><small>Prolific stand-in</small></p></body></html>")
 
-ID = "([0-9a-zA-Z_-]+)"
+def _object(body) -> dict:
+    if not isinstance(body, dict):
+        raise Refused(400, "The request body must be a JSON object")
+    return body
 
 
-def _routes() -> list[tuple[str, re.Pattern, str]]:
-    table = [
-        ("GET", "/users/me/", "me"),
-        ("GET", f"/workspaces/{ID}/balance/", "balance"),
-        ("GET", "/studies/", "list_studies"),
-        ("POST", "/studies/", "create_study"),
-        ("GET", f"/studies/{ID}/", "get_study"),
-        ("PATCH", f"/studies/{ID}/", "patch_study"),
-        ("POST", f"/studies/{ID}/transition/", "transition_study"),
-        ("GET", f"/studies/{ID}/submissions/", "list_submissions"),
-        ("GET", "/submissions/", "list_all_submissions"),
-        ("POST", "/submissions/bulk-approve/", "bulk_approve"),
-        ("POST", "/submissions/bonus-payments/", "create_bonus"),
-        ("GET", f"/submissions/{ID}/", "get_submission"),
-        ("POST", f"/submissions/{ID}/transition/", "transition_submission"),
-        ("POST", f"/bulk-bonus-payments/{ID}/pay/", "pay_bonus"),
-        ("GET", "/participant-groups/", "list_groups"),
-        ("POST", "/participant-groups/", "create_group"),
-        ("GET", f"/participant-groups/{ID}/", "get_group"),
-        ("GET", f"/participant-groups/{ID}/participants/", "list_members"),
-        ("POST", f"/participant-groups/{ID}/participants/", "add_members"),
-        ("DELETE", f"/participant-groups/{ID}/participants/", "remove_members"),
-    ]
-    return [(method, re.compile("^" + API + path + "$"), name) for method, path, name in table]
+def _submissions_page(s: "ProlificStandIn", study_id: str, r: "Call") -> dict:
+    return s.page([s.submission_view(x) for x in s._submissions_of(s._study(study_id))], r.path, r.query)
 
 
-ROUTES = _routes()
+def _study_of_query(r: "Call") -> str:
+    if not r.query.get("study"):
+        raise Refused(400, {"study": ["Give the study whose submissions to list (?study=ID)"]})
+    return r.query["study"]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "ProlificStandIn/1.0"
-    disable_nagle_algorithm = True
+def _pay(s: "ProlificStandIn", bonus_id: str, now: float) -> None:
+    s.pay_bonus(bonus_id, now)
+
+
+class Call:
+    """One API request as the operations see it: the path's ids, the JSON body, the query, the instant."""
+
+    def __init__(self, ids: tuple, body: Any, query: dict, path: str, now: float):
+        self.ids, self.body, self.query, self.path, self.now = ids, body, query, path, now
 
     @property
-    def standin(self) -> ProlificStandIn:
-        return self.server.standin
+    def id(self) -> str:
+        return self.ids[0]
+
+    @property
+    def object(self) -> dict:
+        return _object(self.body)
+
+
+# (method, path under /api/v1, status of a success, operation(stand-in, call) -> body)
+OPERATIONS: list[tuple[str, str, int, Callable[["ProlificStandIn", Call], Any]]] = [
+    ("GET", "/users/me/", 200, lambda s, r: s.me()),
+    ("GET", "/workspaces/", 200, lambda s, r: s.page([s.workspace()], r.path, r.query)),
+    ("GET", "/workspaces/{}/", 200, lambda s, r: s.workspace(r.id)),
+    ("GET", "/workspaces/{}/balance/", 200, lambda s, r: s.workspace_balance(r.id)),
+    ("GET", "/projects/{}/", 200, lambda s, r: s.project(r.id)),
+    ("GET", "/studies/", 200, lambda s, r: s.page([s.study_view(x) for x in s.state["studies"].values()], r.path, r.query)),
+    ("POST", "/studies/", 201, lambda s, r: s.create_study(r.object, r.now)),
+    ("GET", "/studies/{}/", 200, lambda s, r: s.study_view(s._study(r.id))),
+    ("PATCH", "/studies/{}/", 200, lambda s, r: s.patch_study(r.id, r.object)),
+    ("POST", "/studies/{}/transition/", 200, lambda s, r: s.transition_study(r.id, r.object, r.now)),
+    ("GET", "/studies/{}/submissions/", 200, lambda s, r: _submissions_page(s, r.id, r)),
+    ("GET", "/submissions/", 200, lambda s, r: _submissions_page(s, _study_of_query(r), r)),
+    ("POST", "/submissions/bulk-approve/", 200, lambda s, r: s.bulk_approve(r.object, r.now)),
+    ("POST", "/submissions/bonus-payments/", 201, lambda s, r: s.create_bonus(r.object, r.now)),
+    ("GET", "/submissions/{}/", 200, lambda s, r: s.submission_view(s._submission(r.id))),
+    ("POST", "/submissions/{}/transition/", 200, lambda s, r: s.transition_submission(r.id, r.object, r.now)),
+    ("POST", "/bulk-bonus-payments/{}/pay/", 202, lambda s, r: _pay(s, r.id, r.now)),
+    ("GET", "/participant-groups/", 200, lambda s, r: s.page([s.group_view(g) for g in s.state["groups"].values()],
+                                                             r.path, r.query)),
+    ("POST", "/participant-groups/", 201, lambda s, r: s.create_group(r.object, r.now)),
+    ("GET", "/participant-groups/{}/", 200, lambda s, r: s.group_view(s._group(r.id))),
+    ("GET", "/participant-groups/{}/participants/", 200, lambda s, r: s.page(s.members(s._group(r.id)), r.path, r.query)),
+    ("POST", "/participant-groups/{}/participants/", 200,
+     lambda s, r: {"results": s.change_members(r.id, r.object, True, r.now)}),
+    ("DELETE", "/participant-groups/{}/participants/", 200,
+     lambda s, r: {"results": s.change_members(r.id, r.object, False, r.now)}),
+]
+ROUTES = [(method, re.compile("^" + API + re.escape(path).replace(r"\{\}", "([0-9a-zA-Z_-]+)") + "$"), status, operation)
+          for method, path, status, operation in OPERATIONS]
+
+
+class _Handler(StandInHandler):
+    server_version = "ProlificStandIn/1.0"
 
     def log_message(self, format, *args):  # noqa: A002 - BaseHTTPRequestHandler's name
         if self.standin.log is not None:
             self.standin.log("%s %s" % (self.address_string(), format % args))
 
-    def do_GET(self):
-        self._route("GET")
-
-    def do_POST(self):
-        self._route("POST")
-
-    def do_PATCH(self):
-        self._route("PATCH")
-
-    def do_DELETE(self):
-        self._route("DELETE")
-
     # answers
-
-    def _send(self, status: int, body: bytes, content_type: str = "application/json", headers: dict | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
 
     def _json(self, status: int, payload, headers: dict | None = None) -> None:
         self._send(status, b"" if payload is None else json.dumps(payload).encode(), headers=headers)
@@ -911,97 +935,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(status, payload)
 
     def _dispatch(self, method: str, path: str, query: dict, body: Any) -> tuple[int, Any]:
-        matched = [(m, route.match(path), name) for m, route, name in ROUTES]
-        matched = [(m, match, name) for m, match, name in matched if match]
-        if not matched:
-            raise Refused(404, f"Nothing at {path}")
-        for m, match, name in matched:
-            if m == method:
-                with self.standin.session() as now:
-                    return getattr(self, "_op_" + name)(*match.groups(), body=body, query=query, path=path, now=now)
-        raise Refused(405, f"Method {method} not allowed on {path}")
-
-    # API operations (called under the stand-in's lock)
-
-    def _op_me(self, *, now, **_):
-        state = self.standin.state
-        return 200, {"id": state["user_id"], "email": "researcher@standin.invalid", "name": "Stand-in researcher",
-                     "current_project_id": state["project_id"], "current_workspace_id": state["workspace_id"],
-                     "currency_code": "USD"}
-
-    def _op_balance(self, workspace_id, *, now, **_):
-        if workspace_id != self.standin.state["workspace_id"]:
-            raise Refused(404, f"No workspace with id {workspace_id!r}")
-        return 200, self.standin.balance_view()
-
-    def _op_list_studies(self, *, query, path, **_):
-        s = self.standin
-        return 200, s.page([s.study_view(x) for x in s.state["studies"].values()], path, query)
-
-    def _op_create_study(self, *, body, now, **_):
-        return 201, self.standin.create_study(self._object(body), now)
-
-    def _op_get_study(self, study_id, **_):
-        return 200, self.standin.study_view(self.standin._study(study_id))
-
-    def _op_patch_study(self, study_id, *, body, **_):
-        return 200, self.standin.patch_study(study_id, self._object(body))
-
-    def _op_transition_study(self, study_id, *, body, now, **_):
-        return 200, self.standin.transition_study(study_id, self._object(body), now)
-
-    def _op_list_submissions(self, study_id, *, query, path, **_):
-        s = self.standin
-        study = s._study(study_id)
-        return 200, s.page([s.submission_view(x) for x in s._submissions_of(study)], path, query)
-
-    def _op_list_all_submissions(self, *, query, path, **_):
-        s = self.standin
-        if not query.get("study"):
-            raise Refused(400, {"study": ["Give the study whose submissions to list (?study=ID)"]})
-        return self._op_list_submissions(query["study"], query=query, path=path)
-
-    def _op_bulk_approve(self, *, body, now, **_):
-        return 200, self.standin.bulk_approve(self._object(body), now)
-
-    def _op_create_bonus(self, *, body, now, **_):
-        return 201, self.standin.create_bonus(self._object(body), now)
-
-    def _op_get_submission(self, submission_id, **_):
-        return 200, self.standin.submission_view(self.standin._submission(submission_id))
-
-    def _op_transition_submission(self, submission_id, *, body, now, **_):
-        return 200, self.standin.transition_submission(submission_id, self._object(body), now)
-
-    def _op_pay_bonus(self, bonus_id, *, now, **_):
-        self.standin.pay_bonus(bonus_id, now)
-        return 202, None
-
-    def _op_list_groups(self, *, query, path, **_):
-        s = self.standin
-        return 200, s.page([s.group_view(g) for g in s.state["groups"].values()], path, query)
-
-    def _op_create_group(self, *, body, now, **_):
-        return 201, self.standin.create_group(self._object(body), now)
-
-    def _op_get_group(self, group_id, **_):
-        return 200, self.standin.group_view(self.standin._group(group_id))
-
-    def _op_list_members(self, group_id, *, query, path, **_):
-        s = self.standin
-        return 200, s.page(s.members(s._group(group_id)), path, query)
-
-    def _op_add_members(self, group_id, *, body, now, **_):
-        return 200, {"results": self.standin.change_members(group_id, self._object(body), True, now)}
-
-    def _op_remove_members(self, group_id, *, body, now, **_):
-        return 200, {"results": self.standin.change_members(group_id, self._object(body), False, now)}
-
-    @staticmethod
-    def _object(body) -> dict:
-        if not isinstance(body, dict):
-            raise Refused(400, "The request body must be a JSON object")
-        return body
+        return self.standin.call(method, path, query, body)
 
     # the participant's pages
 
@@ -1065,13 +999,13 @@ class _Handler(BaseHTTPRequestHandler):
                     return 200, standin.complete(submission_id, code, now)
                 return 200, standin.leave(submission_id, RETURNED if what == "return" else TIMED_OUT, now)
         if (method, path) == ("POST", "/participants/"):
-            body = self._object(body)
+            body = _object(body)
             if not body.get("study_id"):
                 raise Refused(400, {"study_id": ["This field is required."]})
             with standin.session() as now:
                 return 201, standin.start_participant(body["study_id"], body.get("participant_id"), now)
         if (method, path) == ("POST", "/clock/"):
-            seconds = self._object(body).get("advance_seconds", 0)
+            seconds = _object(body).get("advance_seconds", 0)
             return 200, {"now": iso(standin.advance(seconds))}
         if (method, path) == ("POST", "/faults/"):
             return 201, {"added": standin.add_fault(body), "faults": [dict(f) for f in standin.faults]}
@@ -1082,14 +1016,14 @@ class _Handler(BaseHTTPRequestHandler):
                 removed, standin.faults = len(standin.faults), []
             return 200, {"removed": removed}
         if (method, path) == ("POST", "/balance/"):
-            balance = cents(self._object(body).get("balance"), "balance")
+            balance = cents(_object(body).get("balance"), "balance")
             with standin.session():
                 standin.state["balance"] = balance
                 return 200, standin.balance_view()
         if (method, path) == ("GET", "/state/"):
             return 200, standin.dump()
         if (method, path) == ("POST", "/reset/"):
-            balance = self._object(body).get("balance")
+            balance = _object(body).get("balance")
             try:
                 standin.reset(balance)
             except ValueError as exc:

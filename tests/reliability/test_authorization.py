@@ -50,6 +50,10 @@ MATRIX = {
     # MTurk's framed HIT page: no login; without MTurk's hitId/assignmentId/workerId it refuses everyone.
     # (CSRF-exempt by design: the assignment's secret token in the form plays that role; see hits/mturk/views.py.)
     "mturk-hit": ("GET", {}, [400, 400, 400, 400, 400, 400]),
+    # A Prolific study's URL: no login (it signs the participant in); without Prolific's PROLIFIC_PID, STUDY_ID and
+    # SESSION_ID it refuses everyone.  The session's page: only a browser holding a Prolific session.
+    "prolific:start": ("GET", {}, [400, 400, 400, 400, 400, 400]),
+    "prolific:session": ("GET", {}, [403, 403, 403, 403, 403, 403]),
     # Researcher pages (issue 8). Creating a campaign needs the researcher role; the worker "mw" has none.
     "campaign-new": ("GET", {}, [LOGIN, 403, 403, 200, 200, 200]),
     "campaign-new-confirm": ("POST", {}, [LOGIN, 403, 403, 302, 302, 302]),  # no upload: back to the form
@@ -156,14 +160,15 @@ ROLES = ["anonymous", "worker", "other_worker", "other_researcher", "owner", "st
 
 
 def _named_routes(resolver=None, prefix=""):
+    """Every named route outside the admin, as ``reverse`` names it (``namespace:name`` inside a namespace)."""
     resolver = resolver or get_resolver()
     for pattern in resolver.url_patterns:
         if isinstance(pattern, URLResolver):
             if pattern.namespace == "admin":
                 continue
-            yield from _named_routes(pattern, prefix)
+            yield from _named_routes(pattern, f"{prefix}{pattern.namespace}:" if pattern.namespace else prefix)
         elif isinstance(pattern, URLPattern) and pattern.name:
-            yield pattern.name
+            yield prefix + pattern.name
 
 
 def test_every_url_is_in_the_matrix():

@@ -46,15 +46,15 @@ HOSTILE_JSON = [
 GENERIC_FIELDS = ["action", "worker", "hit", "next", "page", "message", "amount", "name", "slug", "upload", "assignmentId", "hitId", "workerId"]
 
 
-def _routes(resolver=None):
-    """(name, parameter names) of every named route outside the Django admin."""
+def _routes(resolver=None, prefix=""):
+    """The name of every named route outside the Django admin, as ``reverse`` names it (``namespace:name``)."""
     resolver = resolver or get_resolver()
     for pattern in resolver.url_patterns:
         if isinstance(pattern, URLResolver):
             if pattern.namespace != "admin":
-                yield from _routes(pattern)
+                yield from _routes(pattern, f"{prefix}{pattern.namespace}:" if pattern.namespace else prefix)
         elif isinstance(pattern, URLPattern) and pattern.name:
-            yield pattern.name
+            yield prefix + pattern.name
 
 
 def _urls(world_objects) -> list[tuple[str, str]]:

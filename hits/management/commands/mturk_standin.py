@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import signal
 from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandError
+
+from hits.standins import add_listen_arguments, serve_until_interrupted
 
 
 class Command(BaseCommand):
@@ -16,8 +17,7 @@ class Command(BaseCommand):
     requires_system_checks: list = []
 
     def add_arguments(self, parser):
-        parser.add_argument("--port", type=int, required=True, help="Port to listen on (0: any free port).")
-        parser.add_argument("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1).")
+        add_listen_arguments(parser)
         parser.add_argument(
             "--state", default=None,
             help="JSON file keeping the stand-in's state across restarts, e.g. var/mturk-standin.json (default: memory only).",
@@ -76,16 +76,7 @@ class Command(BaseCommand):
                 f"  fault: {fault['operation']} {fault['kind']} x{fault['count'] or 'until cleared'} at rate {fault['rate']:g}"
             )
         self.stdout.flush()
-        signal.signal(signal.SIGTERM, _interrupt)  # stopped by a process manager: end as on Ctrl-C (state saved)
-        # Started in the background by a shell, a process inherits SIGINT ignored and Python then sets no handler:
-        # Ctrl-C (or a test's SIGINT) must still stop it.
-        signal.signal(signal.SIGINT, _interrupt)
-        try:
-            standin.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            standin.stop()
+        serve_until_interrupted(standin)  # Ctrl-C or SIGTERM: stopped, the state saved
         self.stdout.write("MTurk stand-in stopped.")
 
     def _log(self, line: str) -> None:
@@ -110,7 +101,3 @@ def _fault(spec: str) -> dict:
         except ValueError:
             raise ValueError(f"RATE {parts[3]!r} is not a number") from None
     return fault
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import signal
-
 from django.core.management.base import BaseCommand, CommandError
+
+from hits.standins import add_listen_arguments, serve_until_interrupted
 
 
 class Command(BaseCommand):
@@ -18,8 +18,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         from hits.prolific import standin
 
-        parser.add_argument("--port", type=int, required=True, help="Port to listen on (0: any free port).")
-        parser.add_argument("--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1).")
+        add_listen_arguments(parser)
         parser.add_argument("--token", default=standin.DEFAULT_TOKEN,
                             help=f"The API token it accepts (default {standin.DEFAULT_TOKEN!r}).")
         parser.add_argument("--balance", default=standin.DEFAULT_BALANCE,
@@ -50,21 +49,9 @@ class Command(BaseCommand):
         self.stdout.write(f"  PROLIFIC_COMPLETION_URL={server.url}/submissions/complete")
         self.stdout.write(f"Control API (no token) under {server.url}/__control/ (participants, clock, faults, state, reset).")
         self.stdout.flush()
-        # Stopped by a process manager, or started in the background by a shell (SIGINT then ignored): end as on Ctrl-C.
-        signal.signal(signal.SIGTERM, _interrupt)
-        signal.signal(signal.SIGINT, _interrupt)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.stop()
+        serve_until_interrupted(server)
         self.stdout.write("Prolific stand-in stopped.")
 
     def _log(self, line: str) -> None:
         self.stdout.write(line)
         self.stdout.flush()
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt

@@ -1,0 +1,161 @@
+"""A Prolific participant's pages: arrival from the study URL, the session's next step, and the identity check
+the platform's HIT pages make for a participant (``hits.views`` calls ``browser_session`` and ``go_on``).
+
+- ``start`` (``STUDY_START_PATH``, URL name ``prolific:start``): the study URL.  Prolific's three parameters
+  are checked (``hits.prolific.sessions.start_session``: malformed 400, unknown study 404, a session id bound to
+  another participant or study 403, a second session in a study 409, each with a page saying why); then the
+  browser is signed in as the participant and remembers the session, and the session's next step follows.
+- ``session`` (``prolific:session``): the browser's session goes on: its HIT page, or Prolific's completion
+  page with the study's code, or (no work at all) a page asking to return the study on Prolific.
+
+One browser works for one participant in one session at a time.  Another participant's study link opened in a
+browser that holds a session switches it cleanly: Django's login ends the previous sign-in (its session data
+goes with it), so the first participant's pages refuse in this browser until their own link signs them in
+again (their session, drafts and HIT are kept).  The same participant's link of another study switches the
+browser to that study's session.  A participant's HIT pages refuse a browser whose remembered session is not
+theirs, not active, or not the one the HIT belongs to.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.http import HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
+
+from config.ratelimit import client_ip, hit_limit
+from hits.models import Worker
+from hits.prolific import sessions
+from hits.prolific.models import ProlificSession
+
+#: The browser's session data key naming its Prolific session.
+SESSION_KEY = "prolific_session"
+
+_ENDED_WORDS = {
+    ProlificSession.State.RETURNED: "you returned it on Prolific",
+    ProlificSession.State.TIMED_OUT: "Prolific timed it out",
+    ProlificSession.State.DISCARDED: "it is not a submission Prolific knows for you",
+}
+
+
+def _page(request, status: int, title: str, message: str, *, back: str = ""):
+    """A page of its own for the participant (``back``: a link back to Prolific's completion page)."""
+    return render(request, "hits/prolific_message.html", {"title": title, "message": message, "back": back}, status=status)
+
+
+def _refuse(request, status: int, message: str):
+    return _page(request, status, "This Prolific link cannot be used", message)
+
+
+@require_GET
+def start(request):
+    """The study URL: check Prolific's parameters, bind the session, sign the participant in, go on."""
+    values, problems = sessions.check_parameters(request.GET)
+    if problems:
+        return _refuse(request, 400, "This page is opened from a Prolific study, and its address is wrong: "
+                                     + "; ".join(problems) + ". Please open the study from Prolific again.")
+    bound = ProlificSession.objects.filter(session_id=values["SESSION_ID"]).exists()
+    # Ids in a URL are no secret: cap how fast one client can open new sessions.
+    if not bound and hit_limit(f"SUBMIT_RATE_LIMIT:prolific-start:{client_ip(request)}", settings.SUBMIT_RATE_LIMIT):
+        return render(request, "429.html", status=429)
+    try:
+        session = sessions.start_session(values["PROLIFIC_PID"], values["STUDY_ID"], values["SESSION_ID"])
+    except sessions.SessionRefused as exc:
+        return _refuse(request, exc.status, str(exc))
+    if session.state in sessions.ENDED:
+        return _ended(request, session)
+    user = sessions.participant_user(session.worker)
+    if request.user.pk != user.pk:
+        login(request, user, backend="config.auth.WorkerModelBackend")
+    request.session[SESSION_KEY] = session.pk
+    return go_on(request, session)
+
+
+@require_GET
+def session(request):
+    """The browser's Prolific session goes on (its HIT, the completion code, or no work)."""
+    current, refusal = browser_session(request)
+    if refusal is not None:
+        return refusal
+    return go_on(request, current)
+
+
+def go_on(request, current: ProlificSession, *, submitted: bool = False, moving_on: bool = False):
+    """The response for the session's next step (``submitted``: after a HIT was just submitted; ``moving_on``:
+    after one was given back, so another one comes when there is one)."""
+    step = sessions.advance(current, unopened_hold=settings.HIT_UNOPENED_HOLD_SECONDS, moving_on=moving_on)
+    if step.completed:
+        # Prolific's page is the end of the way: nothing is left on the browser's message list for later.
+        list(messages.get_messages(request))
+        return HttpResponseRedirect(sessions.completion_url(step.session.study))
+    if step.ended:
+        return _ended(request, step.session)
+    if step.assignment is not None:
+        if submitted:
+            messages.success(request, "Submitted. Thank you! Here is the next one.")
+        return redirect("assignment", pk=step.assignment.pk)
+    list(messages.get_messages(request))
+    return _page(
+        request, 200, "No work for you in this study right now",
+        f"Sorry: {step.why}. Please return the study on Prolific (\"Return submission\"): you have done no work "
+        "in it, so there is no completion code and nothing to pay.",
+    )
+
+
+def _ended(request, current: ProlificSession):
+    why = _ENDED_WORDS.get(current.state, current.get_state_display().lower())
+    return _page(request, 410, "This Prolific session is over",
+                 f"This session has ended ({why}): no more work can be done in it. The HITs you finished are kept.")
+
+
+def browser_session(request, worker: Worker | None = None, assignment_id=None):
+    """The browser's Prolific session, checked: (session, None), or (None, a refusal page).
+
+    The browser must be signed in as the session's participant and the session active; with ``assignment_id``
+    the HIT must be one of that session's (a participant's HIT of another session is refused here)."""
+    pk = request.session.get(SESSION_KEY)
+    current = None
+    if pk is not None and request.user.is_authenticated:
+        current = ProlificSession.objects.select_related("study__batch", "study__task_type").filter(
+            pk=pk, worker__user_id=request.user.pk
+        ).first()
+    if current is None or (worker is not None and current.worker_id != worker.pk):
+        return None, _refuse(request, 403, "These pages belong to a Prolific session that this browser does not hold. "
+                                           "Please open the study from Prolific again to continue.")
+    if current.state == ProlificSession.State.COMPLETED:
+        return None, _page(request, 410, "You finished this study",
+                           "You already finished this session: please go back to Prolific with your completion code.",
+                           back=sessions.completion_url(current.study))
+    if current.state != ProlificSession.State.ACTIVE:
+        return None, _ended(request, current)
+    if assignment_id is not None and not _in_session(current, assignment_id):
+        return None, _refuse(request, 403, "This HIT is not part of your current Prolific session. Please open "
+                                           "the study from Prolific again to continue.")
+    return current, None
+
+
+def _in_session(current: ProlificSession, assignment_id) -> bool:
+    try:
+        assignment_id = int(assignment_id)
+    except (TypeError, ValueError):
+        return False
+    return sessions.session_assignments(current).filter(pk=assignment_id).exists()
+
+
+def progress(current: ProlificSession) -> dict:
+    """The HIT page's progress line: this is HIT ``n`` of ``of`` in the session."""
+    of = current.study.hits_per_submission
+    return {"n": min(current.hits_done + 1, of), "of": of}
+
+
+def is_participant(user) -> bool:
+    """Whether a signed-in user is a Prolific participant (their pages are their session's)."""
+    try:
+        return bool(user.worker.prolific_pid)
+    except (AttributeError, Worker.DoesNotExist):
+        return False
+
+
+__all__ = ["SESSION_KEY", "browser_session", "go_on", "is_participant", "progress", "session", "start"]

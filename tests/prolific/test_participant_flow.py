@@ -1,0 +1,301 @@
+"""A Prolific participant's way through a study (issue 31, point 2): arrival from the study URL and its refusals,
+a session of HITs on the platform's own pages ending on Prolific's completion page, resume, identity, pending
+work until the sync confirms or discards the session, a returned or timed-out session freeing its HIT, and a
+hand-out that keeps Prolific work inside its sessions."""
+
+from __future__ import annotations
+
+import html
+import json
+from urllib.parse import urlencode
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotation.models import Campaign, PresenceJudgment
+from annotation.services import qualification_tests
+from hits.models import HIT, Assignment, Batch, Qualification, TaskType, Worker
+from hits.prolific import STUDY_START_PATH
+from hits.prolific.models import ProlificSession, ProlificStudy
+from hits.prolific.sessions import confirm_session, discard_session, end_session
+from hits.services import accept_next, worker_for_user
+from tests.conftest import DEMO_DIR, launched_scu_campaign
+
+pytestmark = pytest.mark.django_db
+
+COMPLETION = "https://app.prolific.test/submissions/complete"
+STUDY = "5f0c1e2d3b4a59687766aa01"
+OTHER_STUDY = "5f0c1e2d3b4a59687766aa02"
+PID = "60a1b2c3d4e5f60718293a4b"
+PID2 = "60a1b2c3d4e5f60718293a4c"
+SESSION = "6500000000000000000000a1"
+SESSION2 = "6500000000000000000000a2"
+
+
+def _rows(prefix, n):
+    return [(f"{prefix}{i}", f"Reference {i} of {prefix} says a thing .", f"Summary {i} of {prefix} .", [f"fact a {i}", f"fact b {i}"])
+            for i in range(n)]
+
+
+@pytest.fixture(autouse=True)
+def prolific_settings(settings):
+    settings.PROLIFIC_COMPLETION_URL = COMPLETION
+    settings.SUBMIT_RATE_LIMIT = "1000/60"
+
+
+def _campaign(tmp_path, name, n, backend="prolific", one_place=True):
+    campaign = launched_scu_campaign(tmp_path / name, name, _rows(name, n), backend=backend, gold_share=0.0)
+    if one_place:  # one judge per summary: each HIT is done once, so "no work left" comes after n HITs
+        HIT.objects.filter(batch_id=campaign.batch_id).update(max_assignments=1)
+    return campaign
+
+
+def _study(campaign, prolific_id=STUDY, *, n=3, kind=ProlificStudy.Kind.MAIN, code="C0MPL3TE"):
+    return ProlificStudy.objects.create(
+        batch_id=campaign.batch_id, task_type=TaskType.objects.get(slug="presence"), kind=kind,
+        internal_name=f"qapyramid-{prolific_id}", prolific_id=prolific_id, completion_code=code, hits_per_submission=n,
+        status="ACTIVE",
+    )
+
+
+@pytest.fixture
+def study(tmp_path):
+    return _study(_campaign(tmp_path, "pro", 4))
+
+
+def _arrive(client, pid=PID, study_id=STUDY, session_id=SESSION, **extra):
+    params = {"PROLIFIC_PID": pid, "STUDY_ID": study_id, "SESSION_ID": session_id, **extra}
+    return client.get(STUDY_START_PATH + "?" + urlencode({k: v for k, v in params.items() if v is not None}))
+
+
+def _answers(assignment):
+    """Every pair of the presence HIT judged present (a test item names its pairs inline)."""
+    payload = assignment.hit.payload
+    n = len(payload["inline"]["pairs"]) if payload.get("inline") else len(payload["units"])
+    return {"action": "submit", **{f"p_{k}": "1" for k in range(1, n + 1)}}
+
+
+def _submit(client, page_url):
+    assignment = Assignment.objects.select_related("hit").get(pk=int(page_url.rstrip("/").rsplit("/", 1)[1]))
+    return client.post(page_url, _answers(assignment))
+
+
+def _completion(study):
+    return f"{COMPLETION}?cc={study.completion_code}"
+
+
+def test_the_study_url_path_is_the_start_view():
+    assert reverse("prolific:start") == STUDY_START_PATH
+
+
+@pytest.mark.parametrize("params, named", [
+    ({"PROLIFIC_PID": None}, "PROLIFIC_PID is missing"),
+    ({"STUDY_ID": "not-an-id"}, "STUDY_ID 'not-an-id' is not a Prolific id"),
+    ({"SESSION_ID": SESSION + "0"}, "SESSION_ID"),
+    ({"PROLIFIC_PID": "{{%PROLIFIC_PID%}}"}, "PROLIFIC_PID '{{%PROLIFIC_PID%}}' is not a Prolific id"),
+])
+def test_malformed_parameters_are_refused_naming_what_is_wrong(client, study, params, named):
+    response = _arrive(client, **{k.lower().replace("prolific_pid", "pid"): v for k, v in params.items()})
+    assert response.status_code == 400
+    assert named in html.unescape(response.content.decode())
+    assert not ProlificSession.objects.exists() and not Worker.objects.filter(prolific_pid__isnull=False).exists()
+
+
+def test_unknown_study_is_refused(client, study):
+    response = _arrive(client, study_id=OTHER_STUDY)
+    assert response.status_code == 404 and "not one of this platform" in response.content.decode()
+    assert not ProlificSession.objects.exists()
+
+
+def test_a_session_id_bound_to_another_participant_or_study_is_refused(client, study, tmp_path):
+    assert _arrive(client).status_code == 302
+    other_study = _study(_campaign(tmp_path, "two", 1), OTHER_STUDY)
+    for attempt in ({"pid": PID2}, {"study_id": other_study.prolific_id}):
+        response = _arrive(Client(), **attempt)
+        assert response.status_code == 403 and "belongs to another participant or study" in response.content.decode()
+    assert ProlificSession.objects.count() == 1 and Worker.objects.filter(prolific_pid=PID2).count() == 0
+
+
+def test_a_second_session_of_a_participant_in_a_study_is_refused(client, study):
+    assert _arrive(client).status_code == 302
+    response = _arrive(Client(), session_id=SESSION2)
+    assert response.status_code == 409 and "already have another session in this study" in response.content.decode()
+    assert list(ProlificSession.objects.values_list("session_id", flat=True)) == [SESSION]
+
+
+def test_a_full_session_ends_on_prolifics_completion_page_and_its_work_waits_for_confirmation(client, study):
+    response = _arrive(client)
+    session = ProlificSession.objects.get()
+    assert (session.participant_id, session.study, session.state) == (PID, study, "active")
+    worker = session.worker
+    assert worker.prolific_pid == PID and not worker.user.has_usable_password()
+    for n in (1, 2, 3):
+        page_url = response["Location"]
+        page = client.get(page_url)
+        assert page.status_code == 200
+        assert f"HIT {n} of 3 in this Prolific session" in page.content.decode()
+        response = _submit(client, page_url)
+    assert response.status_code == 302 and response["Location"] == _completion(study)
+    session.refresh_from_db()
+    assert session.state == "completed" and session.finished_at is not None and session.hits_done == 3
+    done = Assignment.objects.filter(worker=worker)
+    assert done.count() == 3 and set(done.values_list("state", flat=True)) == {"pending"}
+    assert HIT.objects.filter(batch_id=study.batch_id, kind="regular", n_submitted__gt=0).count() == 0
+    # The same link again (the participant reloads Prolific's link): sent back with the code, nothing new.
+    assert _arrive(client)["Location"] == _completion(study)
+    assert Assignment.objects.filter(worker=worker).count() == 3
+    # Work counts only once the sync confirms the session (Prolific lists the submission).
+    assert not PresenceJudgment.objects.exists()
+    assert confirm_session(session) == 3
+    assert set(done.values_list("state", flat=True)) == {"submitted"} and PresenceJudgment.objects.count() == 6
+    assert HIT.objects.filter(batch_id=study.batch_id, n_submitted=1).count() == 3
+    assert confirm_session(session) == 0  # idempotent
+    session.refresh_from_db()
+    assert session.confirmed_at is not None
+
+
+def test_no_work_left_sends_back_with_the_code_after_one_hit_and_asks_to_return_with_none(client, tmp_path):
+    study = _study(_campaign(tmp_path, "small", 1), n=10)
+    first = _arrive(client)
+    response = _submit(client, first["Location"])
+    assert response["Location"] == _completion(study)  # 1 HIT of 10: no work left
+    assert ProlificSession.objects.get().state == "completed"
+    # Another participant finds nothing to do: a page asking to return the study, and no code.
+    other = Client()
+    response = _arrive(other, pid=PID2, session_id=SESSION2)
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "return the study on Prolific" in text and "no completion code" in text and study.completion_code not in text
+    assert ProlificSession.objects.get(session_id=SESSION2).state == "active"
+    assert not Assignment.objects.filter(worker__prolific_pid=PID2).exists()
+
+
+def test_the_same_link_resumes_the_session_with_its_hit_and_drafts(client, study):
+    first_page = _arrive(client)["Location"]
+    _submit(client, first_page)
+    second_page = client.get(_arrive(client)["Location"])  # back to the session: its next HIT
+    held = second_page.wsgi_request.path
+    # Later, in another browser: the same three parameters resume the same session, on the same HIT (drafts
+    # are kept by assignment: the page names the same one).
+    again = Client()
+    response = _arrive(again)
+    assert response["Location"] == held
+    page = again.get(held)
+    assert "HIT 2 of 3 in this Prolific session" in page.content.decode()
+    assert f'data-draft="{held.rstrip("/").rsplit("/", 1)[1]}"' in page.content.decode()
+    assert ProlificSession.objects.count() == 1 and Assignment.objects.filter(state="assigned").count() == 1
+
+
+def test_another_participant_in_the_same_browser_switches_it_and_the_first_ones_pages_refuse(client, study):
+    first_page = _arrive(client)["Location"]
+    assert client.get(first_page).status_code == 200
+    second = _arrive(client, pid=PID2, session_id=SESSION2)
+    assert second.status_code == 302 and second["Location"] != first_page
+    refused = client.get(first_page)
+    assert refused.status_code == 403 and "not part of your current Prolific session" in refused.content.decode()
+    assert client.post(first_page, _answers(Assignment.objects.get(worker__prolific_pid=PID))).status_code == 403
+    assert Assignment.objects.get(worker__prolific_pid=PID).state == "assigned"
+    # The first participant's own link switches back, to the same HIT.
+    assert _arrive(client)["Location"] == first_page
+    # A browser signed in as the participant but holding no session (its session data lost) is refused.
+    stranger = Client()
+    stranger.force_login(Worker.objects.get(prolific_pid=PID).user)
+    response = stranger.get(first_page)
+    assert response.status_code == 403 and "open the study from Prolific again" in response.content.decode()
+    assert stranger.get(reverse("prolific:session")).status_code == 403
+
+
+def test_discarded_session_counts_nothing_and_frees_its_places(client, study):
+    done_page = _arrive(client)["Location"]
+    _submit(client, done_page)
+    live_page = client.get(reverse("prolific:session"))["Location"]
+    session = ProlificSession.objects.get()
+    assert discard_session(session, "Prolific lists no such submission") == 1
+    session.refresh_from_db()
+    assert session.state == "discarded" and session.finished_at is not None
+    states = dict(Assignment.objects.values_list("pk", "state"))
+    assert sorted(states.values()) == ["discarded", "returned"]
+    assert HIT.objects.filter(batch_id=study.batch_id, n_taken__gt=0).count() == 0
+    assert not PresenceJudgment.objects.exists()
+    assert confirm_session(session) == 0 and not PresenceJudgment.objects.exists()
+    assert client.get(live_page).status_code == 410
+    assert _arrive(client).status_code == 410
+
+
+@pytest.mark.parametrize("state, freed_as", [("returned", "returned"), ("timed_out", "expired")])
+def test_a_returned_or_timed_out_session_frees_its_hit_and_keeps_finished_work(client, study, state, freed_as):
+    _submit(client, _arrive(client)["Location"])
+    live_page = client.get(reverse("prolific:session"))["Location"]
+    session = ProlificSession.objects.get()
+    assert end_session(session, state) == 1
+    session.refresh_from_db()
+    assert session.state == state and session.finished_at is not None
+    assert sorted(Assignment.objects.values_list("state", flat=True)) == sorted(["pending", freed_as])
+    assert HIT.objects.filter(batch_id=study.batch_id, n_taken__gt=0).count() == 1  # the finished HIT only
+    page = client.get(live_page)
+    assert page.status_code == 410 and "This Prolific session is over" in page.content.decode()
+    assert client.post(live_page, {"action": "submit", "p_1": "1", "p_2": "1"}).status_code == 410
+    assert _arrive(client).status_code == 410
+    assert confirm_session(session) == 1  # the finished HIT is the sync's to count and pay
+    with pytest.raises(ValueError, match="'returned' or 'timed_out'"):
+        end_session(session, "completed")
+
+
+def test_prolific_work_is_handed_out_only_inside_its_sessions(client, study, tmp_path, django_user_model):
+    local = _campaign(tmp_path, "loc", 2, backend="local")
+    presence = TaskType.objects.get(slug="presence")
+    # A local worker: the Prolific study's HITs are neither listed nor handed out.
+    user = django_user_model.objects.create_user("lena", password="pw-for-tests-123")
+    lena = worker_for_user(user)
+    taken = [accept_next(lena, presence), None]
+    assert taken[0].hit.batch_id == local.batch_id
+    from hits.services import submit_assignment
+
+    submit_assignment(lena, taken[0].pk, _answers(taken[0]))
+    taken[1] = accept_next(lena, presence)
+    submit_assignment(lena, taken[1].pk, _answers(taken[1]))
+    assert taken[1].hit.batch_id == local.batch_id
+    assert accept_next(lena, presence) is None  # the Prolific study's 4 HITs stay for its participants
+    assert accept_next(lena, presence, hit_id=HIT.objects.filter(batch_id=study.batch_id).first().pk, via_mturk=True) is None
+    # A Prolific participant: only the study's HITs, and the platform's own lists send them to their session.
+    HIT.objects.filter(batch_id=local.batch_id).update(max_assignments=3, state="open")
+    response = _arrive(client)
+    for _ in range(3):
+        assert Assignment.objects.get(pk=int(response["Location"].rstrip("/").rsplit("/", 1)[1])).hit.batch_id == study.batch_id
+        response = _submit(client, response["Location"])
+    assert response["Location"] == _completion(study)
+    for url in ("/work/", "/work/history/", "/work/presence/preview/"):
+        assert client.get(url)["Location"] == reverse("prolific:session")
+    assert client.post("/work/presence/start/")["Location"] == reverse("prolific:session")
+    assert not Assignment.objects.filter(worker__prolific_pid=PID, hit__batch_id=local.batch_id).exists()
+    assert set(Batch.objects.values_list("backend", flat=True)) == {"local", "prolific"}
+
+
+def test_a_screening_study_hands_out_the_test_items_and_the_main_study_waits_for_it(client, tmp_path):
+    campaign = _campaign(tmp_path, "tested", 2, one_place=False)
+    demo = json.loads((DEMO_DIR / "qualifications.json").read_text())
+    qualification_tests.define_qualifications(campaign, {"presence": demo["presence"]})
+    items = HIT.objects.filter(batch_id=campaign.batch_id, kind="qualification").count()
+    assert items >= 2
+    main = _study(campaign, STUDY)
+    screening = _study(campaign, OTHER_STUDY, kind=ProlificStudy.Kind.SCREENING, n=items)
+    # Not qualified yet: the main study has no work for them.
+    response = _arrive(client)
+    assert response.status_code == 200 and "return the study on Prolific" in response.content.decode()
+    # The screening study: the test items, one after the other, then back to Prolific.
+    browser = Client()
+    response = _arrive(browser, study_id=screening.prolific_id, session_id=SESSION2)
+    kinds = []
+    while response["Location"].startswith("/work/assignments/"):
+        assignment = Assignment.objects.select_related("hit").get(pk=int(response["Location"].rstrip("/").rsplit("/", 1)[1]))
+        kinds.append(assignment.hit.kind)
+        page = browser.get(response["Location"])
+        assert f"HIT {len(kinds)} of {items} in this Prolific session" in page.content.decode()
+        response = browser.post(response["Location"], _answers(assignment))
+    assert kinds == ["qualification"] * items and response["Location"] == _completion(screening)
+    # Graded once the sync confirms the screening session.
+    assert not Qualification.objects.filter(worker__prolific_pid=PID).exclude(state="pending").exists()
+    confirm_session(ProlificSession.objects.get(session_id=SESSION2))
+    assert Qualification.objects.filter(worker__prolific_pid=PID, batch_id=campaign.batch_id).exclude(state="pending").exists()
+    assert main.pk != screening.pk and Campaign.objects.get(pk=campaign.pk).backend == "prolific"
