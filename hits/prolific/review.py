@@ -41,6 +41,7 @@ from django.utils import timezone
 from hits.models import HIT, Assignment, Batch, LedgerEntry
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificSession, ProlificStudy
+from hits.prolific.sessions import session_assignments
 
 log = logging.getLogger(__name__)
 
@@ -95,20 +96,9 @@ def check_rejection(message: str, category: str) -> None:
         )
 
 
-def session_assignments(session: ProlificSession):
-    """The HITs a participant took in their session: theirs, in the study's batch and task type (test items for a
-    screening study, the other HITs for a main study).  A participant has one session per study."""
-    study = session.study
-    hits = HIT.objects.filter(batch_id=study.batch_id, task_type_id=study.task_type_id)
-    if study.kind == ProlificStudy.Kind.SCREENING:
-        hits = hits.filter(kind=HIT.Kind.QUALIFICATION)
-    else:
-        hits = hits.exclude(kind=HIT.Kind.QUALIFICATION)
-    return Assignment.objects.filter(worker_id=session.worker_id, hit__in=hits)
-
-
 def session_of(assignment: Assignment) -> ProlificSession | None:
-    """The Prolific session an assignment was done in (None for work not done through Prolific)."""
+    """The Prolific session an assignment was done in (None for work not done through Prolific): its worker's
+    session in the study of its batch, task type and kind (``sessions.session_assignments`` the other way)."""
     kind = ProlificStudy.Kind.SCREENING if assignment.hit.kind == HIT.Kind.QUALIFICATION else ProlificStudy.Kind.MAIN
     return ProlificSession.objects.filter(
         worker_id=assignment.worker_id, study__batch_id=assignment.hit.batch_id,

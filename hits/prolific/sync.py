@@ -158,7 +158,6 @@ def take_session(session: ProlificSession, item: dict | None, report: SyncReport
         report.confirmed += 1
     if status in ENDED_STATUS and session.state not in (ENDED_STATUS[status], ProlificSession.State.DISCARDED):
         end(session, ENDED_STATUS[status])
-        ProlificSession.objects.filter(pk=session.pk).update(state=ENDED_STATUS[status], finished_at=session.finished_at or now)
         report.ended += 1
     elif status == "APPROVED" and not session.decision:
         review.mirror_market_approval(session)

@@ -15,7 +15,6 @@ from hits.models import HIT, Assignment, Batch, TaskType, Worker
 from hits.prolific import sync
 from hits.prolific.client import Prolific
 from hits.prolific.models import ProlificSession, ProlificStudy
-from hits.services import confirm_submission, discard_submission
 
 REWARD = Decimal("0.50")
 
@@ -90,35 +89,9 @@ def do_hits(session: ProlificSession, n: int, state=Assignment.State.PENDING, ki
 
 
 def complete(standin, session: ProlificSession) -> None:
+    """The participant is sent back with the completion code (the session's end on the platform's pages)."""
     standin.control("POST", f"/__control/submissions/{session.session_id}/complete/", {"code": session.study.completion_code})
     ProlificSession.objects.filter(pk=session.pk).update(state=ProlificSession.State.COMPLETED, finished_at=timezone.now())
-
-
-class SessionCalls:
-    """Stands in for pc's ``hits.prolific.sessions`` (confirm / discard / end) with the same effect on the work:
-    pending HITs confirmed or discarded; records each call."""
-
-    def __init__(self):
-        self.calls = []
-
-    def confirm(self, session):
-        self.calls.append(("confirm", session.session_id))
-        for assignment in sync.review.session_assignments(session).filter(state=Assignment.State.PENDING):
-            confirm_submission(assignment.pk)
-
-    def discard(self, session, reason):
-        self.calls.append(("discard", session.session_id))
-        for assignment in sync.review.session_assignments(session).filter(state=Assignment.State.PENDING):
-            discard_submission(assignment.pk, reason)
-        ProlificSession.objects.filter(pk=session.pk).update(state=ProlificSession.State.DISCARDED)
-
-    def end(self, session, state):
-        self.calls.append(("end", session.session_id, state))
-        ProlificSession.objects.filter(pk=session.pk).update(state=state)
-
-    def install(self, monkeypatch):
-        monkeypatch.setattr(sync, "session_actions", lambda: (self.confirm, self.discard, self.end))
-        return self
 
 
 def run_sync(batch, **kwargs):
@@ -143,10 +116,8 @@ def approve_all(work) -> None:
 
 
 @pytest.fixture
-def world(prolific_standin, monkeypatch, settings):
-    """The stand-in, a Prolific batch and its published study; pc's session services stood in for; no HIT
-    approved by the delay unless a test says so."""
-    SessionCalls().install(monkeypatch)
+def world(prolific_standin, settings):
+    """The stand-in, a Prolific batch and its published study; no HIT approved by the delay unless a test says so."""
     settings.PROLIFIC_APPROVE_AFTER_HOURS = 1000
     batch = make_batch()
     return prolific_standin, batch, publish_study(prolific_standin, batch)

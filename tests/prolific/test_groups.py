@@ -58,10 +58,9 @@ def test_passing_the_screening_test_and_a_block_change_this_campaigns_groups_onl
     assert not ProlificGroupMember.objects.exists()
 
 
-def test_a_failed_group_call_waits_for_the_sync(prolific_standin, eager_celery, monkeypatch, django_capture_on_commit_callbacks):
-    from tests.prolific.pd_world import SessionCalls, run_sync
+def test_a_failed_group_call_waits_for_the_sync(prolific_standin, eager_celery, django_capture_on_commit_callbacks):
+    from tests.prolific.pd_world import run_sync
 
-    SessionCalls().install(monkeypatch)
     batch = make_batch()
     blocked = _on_prolific(prolific_standin, batch, Kind.BLOCKED)
     worker = Worker.objects.create(external_id="p2", prolific_pid="b" * 24)
