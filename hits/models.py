@@ -128,6 +128,10 @@ class Batch(models.Model):
     mturk_assignment_duration = models.PositiveIntegerField(null=True, blank=True)
     mturk_hit_lifetime = models.PositiveIntegerField(null=True, blank=True)
     mturk_auto_approval_delay = models.PositiveIntegerField(null=True, blank=True)
+    # On Prolific (the campaign's settings at launch): HITs per submission (None: from the task type's typical
+    # time, ``hits.prolific.pricing``) and Prolific's service fee, for the budget cap and the cost figures.
+    prolific_hits_per_submission = models.PositiveSmallIntegerField(null=True, blank=True)
+    prolific_fee_rate = models.DecimalField(max_digits=5, decimal_places=4, default=Decimal("0.3333"))
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -29,6 +29,7 @@ from config.ratelimit import rate_limited
 from hits import payouts
 from hits.handlers import AnswerErrors, eligibility, task_handler
 from hits.wording import as_sentence
+from hits.worktime import typical_minutes
 from hits.invitations import InvitationClosed, take_use
 from hits.models import HIT, Assignment, Batch, BatchChoice, Invitation, Qualification, TaskType, Worker
 from hits.prolific import views as prolific_pages
@@ -99,25 +100,13 @@ def worker_home(request):
                     {"id": c["batch_id"], "name": c["batch__name"], "n": c["n"], "test": c["tests"] == c["n"]} for c in per_campaign
                 ],
                 "tests_to_choose": to_choose,
-                "minutes": _typical_minutes(task_type),
+                "minutes": typical_minutes(task_type),
                 "why_not": "" if allowed else _why_not(worker),
                 "held_back": _held_back(worker, task_type),
                 "current": current_assignment(worker, task_type),
             }
         )
     return render(request, "hits/home.html", {"worker": worker, "rows": rows, "session": _session_progress(request)})
-
-
-def _typical_minutes(task_type) -> float | None:
-    """The median work time of this task type's last 100 submissions, in minutes (None before any)."""
-    seconds = list(
-        Assignment.objects.filter(hit__task_type=task_type, work_seconds__isnull=False)
-        .order_by("-submitted_at").values_list("work_seconds", flat=True)[:100]
-    )
-    if not seconds:
-        return None
-    seconds.sort()
-    return max(1, round(seconds[len(seconds) // 2] / 60))
 
 
 def _why_not(worker) -> str:
@@ -537,5 +526,5 @@ def _work_on_offer(invitation: Invitation | None = None) -> list[dict]:
         )
         tests = open_items.filter(kind=HIT.Kind.QUALIFICATION).count()
         offer.append({"task_type": task_type, "open": figures["n"], "tests": tests, "reward_low": figures["low"],
-                      "reward_high": figures["high"], "minutes": _typical_minutes(task_type)})
+                      "reward_high": figures["high"], "minutes": typical_minutes(task_type)})
     return offer

@@ -200,6 +200,9 @@ def import_campaign(
 #: settings.json may give them too); each is checked by its model field's validators and choices, as the settings
 #: page and the API check it (bounds named).
 IMPORT_SETTINGS = {
+    "backend": "--market",
+    "prolific_hits_per_submission": "--prolific-hits-per-submission",
+    "prolific_fee_rate": "--prolific-fee-rate",
     "presence_judges": "--presence-judges",
     "third_judge_rate": "--third-judge-rate",
     "human_presence_share": "--human-share",
@@ -208,6 +211,11 @@ IMPORT_SETTINGS = {
     "mturk_hit_lifetime": "--mturk-hit-lifetime",
     "mturk_auto_approval_delay": "--mturk-auto-approval-delay",
 }
+
+
+#: ``--market`` (and a settings.json's "backend"): where the campaign runs.  "mturk" is the MTurk sandbox, as
+#: ``mturk_publish`` uses by default; the backends' own names are accepted too.
+MARKETS = {"local": Campaign.Backend.LOCAL, "mturk": Campaign.Backend.MTURK_SANDBOX, "prolific": Campaign.Backend.PROLIFIC}
 
 
 def check_import_settings(values: dict, problems: ProblemList, source: str | None = None) -> dict:
@@ -228,6 +236,11 @@ def check_import_settings(values: dict, problems: ProblemList, source: str | Non
             continue
         if value is None:
             continue
+        if field_name == "backend" and isinstance(value, str) and value not in Campaign.Backend.values:
+            if value not in MARKETS:
+                problems.add(where, None, field_name, f"{value!r} is not a market: one of {', '.join(MARKETS)}")
+                continue
+            value = MARKETS[value]
         try:
             cleaned = Campaign._meta.get_field(field_name).clean(value, None)
         except ValidationError as exc:

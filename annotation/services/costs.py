@@ -33,7 +33,12 @@ predicates that go round again, default 10%) adds their generation and
 verification HITs.  Returned and abandoned places cost nothing; rejected
 work and discretionary bonuses are not in the estimate.  Amazon Mechanical
 Turk's commission is 20% of rewards and bonuses, plus 20% more on HITs with
-10 or more assignments, at least $0.01 each; local campaigns pay no
+10 or more assignments, at least $0.01 each; Prolific's service fee is the
+campaign's ``prolific_fee_rate`` (its published 33.33% by default) of every
+reward and bonus, to the cent per paid place (``hits.prolific.pricing.fee``;
+a session's HITs are all paid, the first by the study's reward and the rest
+by bonuses, so the fee falls on every HIT's reward alike; the screening
+studies of tested task types are not estimated); local campaigns pay no
 commission.
 """
 
@@ -50,6 +55,7 @@ from annotation.scoring.routing import hit_budget
 # The commission lives with the MTurk backend (hits.mturk), which charges it to the ledger and the budget cap too.
 from hits.models import HIT
 from hits.mturk.fees import CENT, mturk_fee
+from hits.prolific.pricing import fee as prolific_fee
 
 
 @dataclass
@@ -114,16 +120,27 @@ class CostPreview:
         }
 
 
-def _stage(task_type: str, hits: int, assignments: int, reward: Decimal, with_fee: bool,
+def _stage(task_type: str, hits: int, assignments: int, reward: Decimal, with_fee,
            fee_assignments: int | None = None) -> StageCost:
-    """``hits`` x ``assignments`` paid places; the fee's rate follows the HIT's size on MTurk (``fee_assignments``,
-    by default ``assignments``)."""
+    """``hits`` x ``assignments`` paid places; ``with_fee``: the market's fee per paid place, ``fee(reward, size)``
+    (None or False: no fee); on MTurk its rate follows the HIT's size (``fee_assignments``, by default
+    ``assignments``)."""
     reward = Decimal(reward)
     paid = hits * assignments
     rewards = (reward * paid).quantize(CENT)
     size = assignments if fee_assignments is None else fee_assignments
-    fees = (mturk_fee(reward, size) * paid).quantize(CENT) if with_fee else Decimal("0.00")
+    fees = (with_fee(reward, size) * paid).quantize(CENT) if with_fee else Decimal("0.00")
     return StageCost(task_type, hits, assignments, reward, rewards, fees)
+
+
+def market_fee(campaign: Campaign, backend: str):
+    """The fee per paid place on ``backend``, as ``fee(reward, places of the HIT)``; None for local workers."""
+    if backend.startswith("mturk"):
+        return mturk_fee
+    if backend == Campaign.Backend.PROLIFIC:
+        rate = campaign.prolific_fee_rate
+        return lambda reward, size: prolific_fee(reward, rate)
+    return None
 
 
 def _presence_rule(campaign: Campaign) -> tuple[int, float, int]:
@@ -143,14 +160,14 @@ def campaign_cost_preview(
     """Estimated cost of running ``campaign`` from launch to its last presence judgment.
 
     ``backend`` defaults to the campaign's; the MTurk commission applies to
-    both MTurk backends.  ``judges``: how many people are expected to judge
+    both MTurk backends, Prolific's fee (``prolific_fee_rate``) to Prolific.  ``judges``: how many people are expected to judge
     presence (each meets every gold check once); by default the estimate
     from the campaign's ``gold_share`` (see the module's docstring).
     """
     backend = backend or campaign.backend
-    with_fee = backend.startswith("mturk")
+    with_fee = market_fee(campaign, backend)
     stages: list[StageCost] = []
-    qualification = _qualification_stage(campaign, with_fee)
+    qualification = _qualification_stage(campaign, backend.startswith("mturk"))
     if qualification is not None:
         stages.append(qualification)
     n_systems = campaign.systems.count()

@@ -42,15 +42,10 @@ from annotation.services.followups import schedule_completed_presence, schedule_
 from annotation.services.gold import refresh_gold, turn_share_into_gold
 from annotation.text.duplicates import PairText, near_duplicates
 from hits import sql
-from hits.models import HIT, Assignment, Batch, TaskType
+from hits.models import HIT, Assignment, Batch
 from hits.mturk.publishing import publish_soon
 from hits.services import set_batch_state
-
-def task_type(slug: str) -> TaskType:
-    """The task type, created with its defaults on first use."""
-    obj, _ = TaskType.objects.get_or_create(slug=slug, defaults=TASK_TYPES[slug])
-    return obj
-
+from annotation.services.task_types import task_type  # noqa: F401 - the pipeline's callers import it from here
 
 def campaign_batch_reference(campaign: Campaign) -> str:
     return f"campaign:{campaign.pk}"
@@ -67,7 +62,7 @@ def check_mturk_times(campaign: Campaign) -> None:
     from hits.mturk import limits
     from hits.mturk.publishing import auto_approval_too_soon
 
-    if campaign.backend == Campaign.Backend.LOCAL:
+    if campaign.backend in (Campaign.Backend.LOCAL, Campaign.Backend.PROLIFIC):
         return
     for bound, value in (
         (limits.ASSIGNMENT_DURATION, campaign.mturk_assignment_duration),
@@ -87,7 +82,11 @@ def copy_mturk_times(campaign: Campaign, batch: Batch) -> None:
     batch.mturk_assignment_duration = campaign.mturk_assignment_duration
     batch.mturk_hit_lifetime = campaign.mturk_hit_lifetime
     batch.mturk_auto_approval_delay = campaign.mturk_auto_approval_delay
-    batch.save(update_fields=["mturk_assignment_duration", "mturk_hit_lifetime", "mturk_auto_approval_delay"])
+    # Prolific's session length and fee (``hits.prolific``, which never reads the campaign).
+    batch.prolific_hits_per_submission = campaign.prolific_hits_per_submission
+    batch.prolific_fee_rate = campaign.prolific_fee_rate
+    batch.save(update_fields=["mturk_assignment_duration", "mturk_hit_lifetime", "mturk_auto_approval_delay",
+                              "prolific_hits_per_submission", "prolific_fee_rate"])
 
 
 @transaction.atomic
@@ -99,6 +98,14 @@ def launch_campaign(campaign: Campaign) -> int:
     if not campaign.systems.exists():
         raise LaunchError("the campaign has no system summaries to judge")
     check_mturk_times(campaign)
+    if campaign.backend == Campaign.Backend.PROLIFIC:
+        from annotation.services.prolific import check_campaign_hourly
+        from hits.prolific.pricing import HourlyRateTooLow
+
+        try:
+            check_campaign_hourly(campaign)
+        except HourlyRateTooLow as exc:
+            raise LaunchError(f"Prolific refuses pay under its minimum: {exc}") from None
     batch = ensure_batch(campaign)
     Batch.objects.filter(pk=batch.pk).update(
         gold_share=campaign.gold_share, state=Batch.State.ACTIVE, backend=campaign.backend
@@ -459,20 +466,43 @@ def finish_campaign_if_done(campaign: Campaign) -> bool:
 # --- campaign controls ------------------------------------------------------------------------
 
 
-@transaction.atomic
-def pause_campaign(campaign: Campaign) -> None:
-    """Stop handing out HITs of the campaign; work in progress can still be submitted."""
-    _switch(campaign, Campaign.State.RUNNING, Campaign.State.PAUSED, Batch.State.PAUSED)
+def pause_campaign(campaign: Campaign) -> list[str]:
+    """Stop handing out HITs of the campaign; work in progress can still be submitted.  On Prolific its studies
+    are paused too: returns what the market refused, one line per study (``market_follows``)."""
+    with transaction.atomic():
+        _switch(campaign, Campaign.State.RUNNING, Campaign.State.PAUSED, Batch.State.PAUSED)
+    return market_follows(campaign)
 
 
-@transaction.atomic
-def resume_campaign(campaign: Campaign) -> None:
-    _switch(campaign, Campaign.State.PAUSED, Campaign.State.RUNNING, Batch.State.ACTIVE)
+def resume_campaign(campaign: Campaign) -> list[str]:
+    """Hand out the campaign's HITs again (on Prolific, its paused studies start again)."""
+    with transaction.atomic():
+        _switch(campaign, Campaign.State.PAUSED, Campaign.State.RUNNING, Batch.State.ACTIVE)
+    return market_follows(campaign)
 
 
-@transaction.atomic
-def cancel_campaign(campaign: Campaign) -> None:
-    """Cancel for good: open HITs are cancelled; submitted work is kept."""
+def cancel_campaign(campaign: Campaign) -> list[str]:
+    """Cancel for good: open HITs are cancelled; submitted work is kept (on Prolific, its studies are stopped)."""
+    with transaction.atomic():
+        _cancel(campaign)
+    return market_follows(campaign)
+
+
+def market_follows(campaign: Campaign) -> list[str]:
+    """After the campaign's state changed (committed first, so the local pages never wait on the market): its
+    Prolific studies follow (PAUSE / START / STOP).  A failure on one study never stops the others; the errors
+    are returned for the researcher, and the sync tries again.  MTurk follows through its sync."""
+    if not campaign.batch_id:
+        return []
+    batch = Batch.objects.get(pk=campaign.batch_id)
+    if not batch.on_prolific:
+        return []
+    from hits.prolific.studies import follow_batch_state
+
+    return follow_batch_state(batch)
+
+
+def _cancel(campaign: Campaign) -> None:
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     if campaign.state in (Campaign.State.CANCELLED, Campaign.State.FINISHED):
         raise LaunchError(f"campaign '{campaign.slug}' is already {campaign.get_state_display().lower()}")

@@ -50,6 +50,7 @@ class CampaignUploadForm(forms.Form):
 SETTINGS_GROUPS = [
     ("Where the work runs", ["backend"]),
     ("On MTurk (seconds; empty: the platform's setting)", ["mturk_assignment_duration", "mturk_hit_lifetime", "mturk_auto_approval_delay"]),
+    ("On Prolific", ["prolific_hits_per_submission", "prolific_fee_rate"]),
     ("Redundancy (workers per HIT)", ["assignments_generation", "assignments_verification", "assignments_presence"]),
     ("Rewards per HIT (USD)", ["reward_generation", "reward_verification", "reward_presence"]),
     ("Fair pay", ["hourly_pay_floor"]),
@@ -122,9 +123,17 @@ class CampaignSettingsForm(forms.ModelForm):
             "judge_scoring": "Units the judge labels count as",
             "presence_judges": "Presence judges",
             "third_judge_rate": "Expected share of HITs needing the third judge (for the cost preview)",
+            "backend": "Market",
+            "prolific_hits_per_submission": "HITs per Prolific submission (1 to 100; empty: about 12 minutes of work)",
+            "prolific_fee_rate": "Prolific's service fee (share of rewards and bonuses, 0 to 1)",
         }
 
         help_texts = {
+            "backend": "Local workers: the platform's own pages, through invitation links. MTurk sandbox / live: HITs "
+            "published on Amazon Mechanical Turk (manage.py mturk_publish). Prolific: one study per task type, each "
+            "participant doing a session of HITs (manage.py prolific_publish); every HIT pays its reward, the first "
+            "by the study's reward and the others by bonuses, and publishing is refused below Prolific's minimum "
+            "hourly pay.",
             "judge_scoring": "Under budgeted presence, what a unit nobody judged counts as in the scores: the judge's label, or its "
             "probability calibrated on this campaign's human labels (Platt scaling, out of fold; labels until there are "
             "50 human-labelled units, 10 present and 10 absent). Units people judged always count as their majority.",
@@ -151,6 +160,7 @@ class CampaignSettingsForm(forms.ModelForm):
         adaptive = Campaign(assignments_presence=n, third_judge_rate=values.third_judge_rate,
                             presence_judges=Campaign.PresenceJudges.ADAPTIVE)
         return {
+            "backend": self.market_note(values),
             "presence_judges": (
                 f"Fixed: {n} judgments per presence HIT. Adaptive: {first} first, one more at a time only where they "
                 f"disagree: about {adaptive.expected_presence_assignments:.2f} judgments per HIT at the expected "
@@ -158,6 +168,19 @@ class CampaignSettingsForm(forms.ModelForm):
                 "rule, agreement (alpha) is computed over the first two judgments of every unit."
             ),
         }
+
+    def market_note(self, values) -> str:
+        """What the chosen market means; on Prolific, the hourly rate of each task type's reward against Prolific's
+        minimum (publishing is refused below it)."""
+        text = str(self.fields["backend"].help_text)
+        if values.backend != Campaign.Backend.PROLIFIC:
+            return text
+        from annotation.services.prolific import campaign_hourly_rates
+
+        rates = campaign_hourly_rates(values)
+        lines = [f"{r.task_type}: ${r.reward} for about {r.minutes} min = ${r.rate}/h" + ("" if r.passes else f" (below ${r.minimum}/h: at least ${r.reward_that_passes})")
+                 for r in rates]
+        return text + " Hourly rates: " + "; ".join(lines) + "."
 
     def clean_presence_judge(self):
         name = self.cleaned_data["presence_judge"].strip()
@@ -181,7 +204,8 @@ class CampaignSettingsForm(forms.ModelForm):
 
 
 # Settings the paper has no value for: the settings page says so rather than show our default as the paper's.
-NOT_IN_PAPER = {"hourly_pay_floor", "third_judge_rate", "mturk_assignment_duration", "mturk_hit_lifetime", "mturk_auto_approval_delay"}
+NOT_IN_PAPER = {"hourly_pay_floor", "third_judge_rate", "mturk_assignment_duration", "mturk_hit_lifetime", "mturk_auto_approval_delay",
+                "prolific_hits_per_submission", "prolific_fee_rate"}
 #: Settings whose default for new campaigns is not the paper's value.
 PAPER_VALUES = {"presence_judges": Campaign.PresenceJudges.FIXED}
 

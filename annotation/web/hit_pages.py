@@ -139,6 +139,8 @@ def example_question(predicate) -> str:
 class GenerationHandler:
     template_name = "annotation/hits/generation.html"
     instructions_key = "generation"
+    # Minutes a HIT takes by the protocol ("about 1-2 minutes per HIT", the upper figure): the typical time before any is measured.
+    protocol_minutes = 2
 
     def page_context(self, hit, assignment, data):
         item = sentence_item(hit)
@@ -232,6 +234,8 @@ class GenerationHandler:
 class VerificationHandler:
     template_name = "annotation/hits/verification.html"
     instructions_key = "verification"
+    # Minutes a HIT takes by the protocol ("under a minute", the upper figure): the typical time before any is measured.
+    protocol_minutes = 1
 
     def page_context(self, hit, assignment, data):
         item = sentence_item(hit)
@@ -308,6 +312,8 @@ def presence_field(k: int) -> str:
 class PresenceHandler:
     template_name = "annotation/hits/presence.html"
     instructions_key = "presence"
+    # Minutes a HIT takes by the protocol ("under 2 minutes", the upper figure): the typical time before any is measured.
+    protocol_minutes = 2
 
     def page_context(self, hit, assignment, data):
         item = presence_item(hit)

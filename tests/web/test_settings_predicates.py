@@ -14,7 +14,7 @@ from annotation.services.costs import campaign_cost_preview
 pytestmark = pytest.mark.django_db
 
 
-def _settings_data(campaign, **changes):
+def settings_data(campaign, **changes):
     from annotation.web.forms import CampaignSettingsForm
 
     form = CampaignSettingsForm(instance=campaign)
@@ -37,19 +37,19 @@ def test_save_preview_and_refuse_bad_values(client_rita, draft):
     url = reverse("campaign-settings", args=[draft.slug])
     # Preview: the total for the typed values, nothing saved.
     before = campaign_cost_preview(draft).total
-    response = client_rita.post(url, _settings_data(draft, reward_presence="0.40", action="preview"))
+    response = client_rita.post(url, settings_data(draft, reward_presence="0.40", action="preview"))
     assert response.status_code == 200
     assert response.context["cost"].total > before
     draft.refresh_from_db()
     assert draft.reward_presence == Decimal("0.20")
     # Save: stored, and the page shows the new total.
-    response = client_rita.post(url, _settings_data(draft, reward_presence="0.40", backend="mturk-sandbox", action="save"))
+    response = client_rita.post(url, settings_data(draft, reward_presence="0.40", backend="mturk-sandbox", action="save"))
     assert response.status_code == 302
     draft.refresh_from_db()
     assert draft.reward_presence == Decimal("0.40") and draft.backend == "mturk-sandbox"
     assert campaign_cost_preview(draft).fees > 0
     # A threshold above 1 and a zero reward are refused; the typed values stay in the form.
-    response = client_rita.post(url, _settings_data(draft, presence_accuracy_threshold="1.5", reward_generation="0", action="save"))
+    response = client_rita.post(url, settings_data(draft, presence_accuracy_threshold="1.5", reward_generation="0", action="save"))
     assert response.status_code == 400
     html = response.content.decode()
     assert 'value="1.5"' in html and "Nothing was saved" in html
@@ -63,7 +63,7 @@ def test_settings_are_read_only_after_launch(client_rita, draft):
     launch_campaign(draft)
     url = reverse("campaign-settings", args=[draft.slug])
     assert "shown read-only" in client_rita.get(url).content.decode()
-    response = client_rita.post(url, _settings_data(draft, reward_presence="0.99"), follow=True)
+    response = client_rita.post(url, settings_data(draft, reward_presence="0.99"), follow=True)
     assert "only change before launch" in response.content.decode()
     draft.refresh_from_db()
     assert draft.reward_presence == Decimal("0.20")
@@ -142,6 +142,6 @@ def test_invalid_values_leave_the_cost_preview_on_the_saved_settings(client_rita
     saved = campaign_cost_preview(draft).total
     response = client_rita.post(
         reverse("campaign-settings", args=[draft.slug]),
-        _settings_data(draft, reward_presence="0.90", presence_accuracy_threshold="7", action="preview"),
+        settings_data(draft, reward_presence="0.90", presence_accuracy_threshold="7", action="preview"),
     )
     assert response.status_code == 400 and response.context["cost"].total == saved

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importing.readers import CampaignImportError
 from annotation.management.progress import ProgressBar
-from annotation.services.campaign_import import IMPORT_SETTINGS, PREDICATES_AUTO, import_campaign
+from annotation.services.campaign_import import IMPORT_SETTINGS, MARKETS, PREDICATES_AUTO, import_campaign
 from annotation.services.roles import researchers
 
 
@@ -42,6 +42,16 @@ class Command(BaseCommand):
             "a campaign without an owner is seen by admins only).",
         )
         parser.add_argument("--description", default="", help="Free-text description.")
+        parser.add_argument(
+            "--market", choices=list(MARKETS),
+            help="Where the campaign runs: 'local' (the platform's own pages, the default), 'mturk' (the MTurk sandbox; "
+            "mturk_publish --campaign SLUG) or 'prolific' (prolific_publish --campaign SLUG). A --folder may give it "
+            "in settings.json as \"backend\".",
+        )
+        parser.add_argument("--prolific-hits-per-submission", type=int, metavar="N",
+                            help="Prolific: HITs in one participant's session (1..100; default: about 12 minutes of work).")
+        parser.add_argument("--prolific-fee-rate", metavar="SHARE",
+                            help="Prolific: its service fee as a share of rewards and bonuses (default 0.3333, its published figure).")
         for option, text in (
             ("--mturk-assignment-duration", "Seconds an MTurk worker may keep an assignment (30..31,536,000)."),
             ("--mturk-hit-lifetime", "Seconds a HIT stays on MTurk (30..31,536,000)."),

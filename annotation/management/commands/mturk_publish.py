@@ -44,6 +44,11 @@ def campaign_for(slug: str) -> Campaign:
 
 def mturk_backend(campaign: Campaign, sandbox: bool) -> str:
     """The MTurk backend to use: ``--sandbox`` forces the sandbox, otherwise the campaign's own setting."""
+    if campaign.backend == Campaign.Backend.PROLIFIC:
+        raise CommandError(
+            f"campaign '{campaign.slug}' runs on Prolific, not MTurk: publish it with "
+            f"'manage.py prolific_publish --campaign {campaign.slug}' (or set its market to MTurk on its settings page first)"
+        )
     if sandbox:
         return Campaign.Backend.MTURK_SANDBOX
     if campaign.backend == Campaign.Backend.LOCAL:
@@ -62,6 +67,19 @@ def use_backend(campaign: Campaign, backend: str) -> Batch:
     Batch.objects.filter(pk=batch.pk).update(backend=backend)
     campaign.backend = batch.backend = backend
     return batch
+
+
+def budget_cap_option(raw: str | None) -> Decimal | None:
+    """``--budget-cap`` (USD) checked: None when not given; an error naming the option for anything but an amount > 0."""
+    if raw is None:
+        return None
+    try:
+        cap = Decimal(raw).quantize(fees.CENT)
+    except InvalidOperation:
+        raise CommandError(f"--budget-cap '{raw}' is not an amount of money") from None
+    if not cap.is_finite() or cap <= 0:
+        raise CommandError("--budget-cap must be more than 0")
+    return cap
 
 
 def requests_cost(requests: list[dict]) -> Decimal:
@@ -143,15 +161,7 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(f"Stopped: {report.stopped}."))
 
     def _cap(self, raw):
-        if raw is None:
-            return None
-        try:
-            cap = Decimal(raw).quantize(fees.CENT)
-        except InvalidOperation:
-            raise CommandError(f"--budget-cap '{raw}' is not an amount of money") from None
-        if cap <= 0:
-            raise CommandError("--budget-cap must be more than 0")
-        return cap
+        return budget_cap_option(raw)
 
     def _dry_run(self, campaign, backend, cap, fmt):
         preview = campaign_cost_preview(campaign, backend, **self.estimate)

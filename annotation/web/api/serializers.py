@@ -57,6 +57,9 @@ SETTINGS_FIELDS = [
     "mturk_assignment_duration",
     "mturk_hit_lifetime",
     "mturk_auto_approval_delay",
+    # Prolific (issue 31): HITs per participant's submission (empty: about 12 minutes of work), Prolific's fee.
+    "prolific_hits_per_submission",
+    "prolific_fee_rate",
     # Budgeted presence (issue 32): the human share, and what a unit only the judge labelled counts as.
     "human_presence_share",
     "judge_scoring",
@@ -208,6 +211,10 @@ class StateSerializer(serializers.Serializer):
     slug = serializers.CharField()
     state = serializers.CharField()
     detail = serializers.CharField()
+    market_errors = serializers.ListField(
+        child=serializers.CharField(), required=False,
+        help_text="Pause, resume, cancel of a Prolific campaign: the studies whose transition failed, one line each.",
+    )
 
 
 class SentenceSerializer(serializers.ModelSerializer):

@@ -303,7 +303,10 @@ class CampaignViewSet(
         except pipeline.LaunchError as exc:
             raise Conflict(as_sentence(exc)) from None
         campaign.refresh_from_db()
-        return Response({"slug": campaign.slug, "state": campaign.state, "detail": done.format(n=result)})
+        body = {"slug": campaign.slug, "state": campaign.state, "detail": done.format(n=result)}
+        if isinstance(result, list):  # pause / resume / cancel: what the crowd market refused (Prolific's studies)
+            body["market_errors"] = result
+        return Response(body)
 
     @extend_schema(request=None, responses={200: serializers.StateSerializer, 409: DETAIL})
     @action(detail=True, methods=["post"])
@@ -460,7 +463,8 @@ class CampaignViewSet(
         ],
         responses={200: OpenApiTypes.OBJECT, 400: DETAIL},
     )
-    @action(detail=True, methods=["get"])
+    # No filter backends: ``?backend=`` names the market to price, not a filter on the campaign list.
+    @action(detail=True, methods=["get"], filter_backends=[])
     def cost(self, request, slug=None):
         """Estimated cost from launch to the last presence judgment (amounts as decimal strings, USD)."""
         from annotation.services.costs import campaign_cost_preview

@@ -101,6 +101,9 @@ def campaign_control(request, slug):
         messages.error(request, as_sentence(exc))
     else:
         messages.success(request, message.format(n=result))
+        # Pause, resume and cancel return what the crowd market refused (Prolific's study transitions).
+        for problem in result if isinstance(result, list) else []:
+            messages.error(request, as_sentence(f"Prolific did not follow: {problem}"))
     return redirect("campaign-progress", slug=slug)
 
 
