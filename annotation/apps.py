@@ -14,16 +14,6 @@ class AnnotationConfig(AppConfig):
         for slug, handler in HANDLERS.items():
             register_task_handler(slug, handler)
 
-        # Prolific's service fee is a campaign setting: ``hits`` reads it through this.
-        from hits.prolific.fees import register_fee_rate
-
-        def campaign_fee_rate(batch):
-            from annotation.models import Campaign
-
-            return Campaign.objects.filter(batch=batch).values_list("prolific_fee_rate", flat=True).first()
-
-        register_fee_rate(campaign_fee_rate)
-
         # Register the Celery entry points in every process, web included: the core and automation
         # queue them by name (``annotation.services.coalesce.TASKS``, ``RUN_JOB_TASK``, ``CHUNK_TASK``)
         # and, with eager Celery (the embedded default), run them from this process's task registry.

@@ -361,8 +361,6 @@ PROLIFIC_MAX_RETRIES = env_int("PROLIFIC_MAX_RETRIES", 5)
 PROLIFIC_RETRY_BASE_SECONDS = float(os.environ.get("PROLIFIC_RETRY_BASE_SECONDS", "1.0"))
 PROLIFIC_SYNC_INTERVAL = env_int("PROLIFIC_SYNC_INTERVAL", 300)
 CELERY_BEAT_SCHEDULE["prolific-sync"] = {"task": "hits.prolific.sync_all", "schedule": float(PROLIFIC_SYNC_INTERVAL)}
-# Prolific's service fee (share of rewards and bonuses) when a campaign names none: its published 33.33%.
-PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.3333")
 # A session's work unknown to Prolific this many seconds after it started is discarded (made-up ids).
 PROLIFIC_CONFIRM_GRACE = env_int("PROLIFIC_CONFIRM_GRACE", 1800)
 # Submitted HITs no researcher reviewed are approved after this many hours (Prolific itself approves a

@@ -39,6 +39,7 @@ from django.utils import timezone
 from hits.models import Batch, LedgerEntry
 from hits.prolific import fees
 from hits.prolific.client import Prolific, ProlificError
+from hits.prolific.pricing import cents
 from hits.prolific.models import ProlificBonus, ProlificSession, ProlificStudy
 from hits.prolific.review import APPROVE, REJECT, mark_entries_paid, outcome, session_assignments
 
@@ -48,10 +49,6 @@ ENDED = (ProlificSession.State.RETURNED, ProlificSession.State.TIMED_OUT)
 FLAG = "FLAGGED"
 # A pay call recorded this long ago with no outcome recorded (its process died) is treated as a lost reply.
 STUCK = timedelta(minutes=15)
-
-
-def cents(amount: Decimal) -> int:
-    return int((Decimal(amount) * 100).to_integral_value())
 
 
 def due_entries(study: ProlificStudy) -> list[LedgerEntry]:

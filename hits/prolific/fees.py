@@ -1,37 +1,21 @@
-"""Prolific's service fee on what a campaign pays: a share of every reward and bonus (the campaign's
-``prolific_fee_rate``; Prolific's published figure is 33.33%, VAT not included).
+"""Prolific's service fee on what a campaign pays: a share of every reward and bonus, the batch's
+``prolific_fee_rate`` (the campaign's setting at launch; Prolific's published figure is 33.33%, VAT not included).
 
-``hits`` never imports ``annotation``: the campaign's rate reaches it through ``register_fee_rate``, called
-once at start-up (``annotation.apps``).  Without a registered rate, ``PROLIFIC_FEE_RATE`` applies.
-
-A fee is the rate times an amount, rounded half up to the cent.  The same rounding is used on both sides of
-a reconciliation: per submission reward, and per line of a bulk bonus (one participant's bonuses of one
-bulk payment together; ``split_fee`` spreads that line's fee over its ledger entries)."""
+A fee is the rate times an amount, rounded half up to the cent (``pricing.fee``): per submission reward, and
+for a bulk bonus the fee Prolific answered for the whole bulk, spread over its lines and ledger entries in
+proportion (``split_fee``), so the ledger's fees add up to what Prolific charged."""
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
-from typing import Callable
+from decimal import ROUND_DOWN, Decimal
 
-from django.conf import settings
+from hits.prolific.pricing import CENT, fee
 
-CENT = Decimal("0.01")
-_provider: Callable | None = None
-
-
-def register_fee_rate(provider: Callable) -> None:
-    """``provider(batch) -> Decimal | None``: the fee rate of the batch's campaign (a share: 0.3333)."""
-    global _provider
-    _provider = provider
+__all__ = ["CENT", "fee", "fee_rate", "split_fee"]
 
 
 def fee_rate(batch) -> Decimal:
-    rate = _provider(batch) if _provider is not None else None
-    return Decimal(str(settings.PROLIFIC_FEE_RATE if rate is None else rate))
-
-
-def fee(amount: Decimal, rate: Decimal) -> Decimal:
-    return (Decimal(amount) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
+    return Decimal(batch.prolific_fee_rate)
 
 
 def split_fee(total: Decimal, amounts: list[Decimal]) -> list[Decimal]:
@@ -43,7 +27,7 @@ def split_fee(total: Decimal, amounts: list[Decimal]) -> list[Decimal]:
     if whole == 0:
         return [total] + [Decimal("0.00")] * (len(amounts) - 1)
     exact = [total * a / whole for a in amounts]
-    shares = [e.quantize(CENT, rounding="ROUND_DOWN") for e in exact]
+    shares = [e.quantize(CENT, rounding=ROUND_DOWN) for e in exact]
     left = int(((total - sum(shares, Decimal("0"))) / CENT).to_integral_value())
     for i in sorted(range(len(amounts)), key=lambda i: (exact[i] - shares[i], amounts[i]), reverse=True)[:left]:
         shares[i] += CENT

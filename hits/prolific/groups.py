@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
@@ -35,20 +35,20 @@ REMOVE = "REMOVE"
 Kind = ProlificParticipantGroup.Kind
 
 
-def group_name(batch: Batch, kind: str, task_type=None) -> str:
-    """Unique: the batch's random key tells two campaigns apart."""
-    what = f"{kind} {task_type.slug}" if task_type is not None else kind
-    return f"qapyr {batch.key} {what}"[:200]
-
-
 def group_for(batch: Batch, kind: str, task_type=None) -> ProlificParticipantGroup:
-    """The batch's group (the row; Prolific's id once publishing created it there)."""
+    """The batch's group (the row, named as publishing names it; Prolific's id once publishing created it there)."""
     found = ProlificParticipantGroup.objects.filter(batch=batch, kind=kind, task_type=task_type).first()
     if found is not None:
         return found
-    group, _ = ProlificParticipantGroup.objects.get_or_create(
-        batch=batch, kind=kind, task_type=task_type, defaults={"name": group_name(batch, kind, task_type)},
-    )
+    from hits.prolific.publishing import group_name
+
+    try:
+        with transaction.atomic():
+            group, _ = ProlificParticipantGroup.objects.get_or_create(
+                batch=batch, kind=kind, task_type=task_type, defaults={"name": group_name(batch, kind, task_type)},
+            )
+    except IntegrityError:  # made by publishing at the same moment
+        group = ProlificParticipantGroup.objects.get(batch=batch, kind=kind, task_type=task_type)
     return group
 
 

@@ -3,8 +3,8 @@
 The database is the source of truth for the work; Prolific for who really took part and what it paid.
 ``sync_batch``:
 
-1. grows the studies' places when new HITs appeared (``hits.prolific.publishing.ensure_places``, when that
-   module offers it);
+1. grows the studies' places when new HITs appeared, and publishes studies for task types whose work appeared
+   since (``hits.prolific.publishing.ensure_places``);
 2. lists each study's submissions (every page), mirrors the study's status and each submission's status:
    - a session whose SESSION_ID Prolific lists for the same participant: confirmed (its work counts:
      ``hits.prolific.sessions.confirm_session``);
@@ -76,7 +76,7 @@ def sync_batch(batch: Batch, client: Prolific | None = None, now=None) -> SyncRe
     now = now or timezone.now()
     report = SyncReport()
     try:
-        _ensure_places(batch, report)
+        _ensure_places(batch, client, report)
         for study in ProlificStudy.objects.filter(batch=batch, prolific_id__isnull=False).order_by("pk"):
             report.studies += 1
             sync_study(client, study, report, now)
@@ -98,13 +98,17 @@ def settle_batch(batch: Batch, client: Prolific, report: SyncReport | None = Non
     return report
 
 
-def _ensure_places(batch: Batch, report: SyncReport) -> None:
+def _ensure_places(batch: Batch, client: Prolific, report: SyncReport) -> None:
+    """New HITs: more places on the studies (``publishing.ensure_places``).  A refusal (budget cap, hourly
+    minimum) is shown in the report, as MTurk's sync shows one; a failed call is counted; the sync goes on."""
+    from hits.mturk.publishing import PublishRefused
+    from hits.prolific.pricing import HourlyRateTooLow
+    from hits.prolific.publishing import ensure_places
+
     try:
-        from hits.prolific.publishing import ensure_places
-    except ImportError:
-        return
-    try:
-        ensure_places(batch)
+        ensure_places(batch, client)
+    except (PublishRefused, HourlyRateTooLow) as exc:
+        report.errors.append(f"not publishing more places: {exc}"[:300])
     except Exception as exc:  # noqa: BLE001 - places grow next time; the rest of the sync goes on
         report.error("growing the studies' places", exc)
 

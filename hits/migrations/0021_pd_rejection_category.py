@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("hits", "0019_prolific"),
+        ("hits", "0020_pb_batch_prolific_settings"),
     ]
 
     operations = [
