@@ -262,7 +262,7 @@ def pay_bonus(
     ``amount`` is in USD, more than 0; the assignment's bonuses together may
     be at most ``MAX_BONUS``.  ``reason`` is shown to the worker (required by
     MTurk).  On MTurk the bonus and its 20% fee count against the batch's
-    budget cap.  Bonuses of one assignment are serialised by its row lock, so
+    budget cap (on Prolific: the bonus and Prolific's fee on it, with what the studies commit).  Bonuses of one assignment are serialised by its row lock, so
     concurrent calls see each other's bonus: ``first_only`` refuses to pay
     when the assignment already has one (``BonusNeedsConfirming``).  With
     ``idempotency_key``, a repeat of the same call returns the first call's
@@ -302,8 +302,13 @@ def pay_bonus(
                 f"${limit} (the platform's limit per assignment), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
             )
         batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
-        if batch.on_mturk and batch.budget_cap is not None:
-            after = fees.committed(batch) + amount + fees.bonus_fee(amount)
+        if (batch.on_mturk or batch.on_prolific) and batch.budget_cap is not None:
+            if batch.on_prolific:
+                from hits.prolific.bonuses import committed
+
+                after = committed(batch) + amount + prolific_fees.fee(amount, prolific_fees.fee_rate(batch))
+            else:
+                after = fees.committed(batch) + amount + fees.bonus_fee(amount)
             if after > batch.budget_cap:
                 raise BudgetExceeded(
                     f"the bonus would bring the batch to ${after}, over its budget cap of ${batch.budget_cap}"

@@ -129,3 +129,20 @@ def test_a_hit_approved_after_its_submission_was_rejected_is_paid_as_a_bonus(wor
     run_sync(batch)
     standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
     assert paid_to(standin, session.participant_id) == {"rewards": 0, "bonuses": 50}
+
+
+def test_a_researchers_bonus_over_the_budget_cap_is_refused(world):
+    from decimal import Decimal
+
+    from hits import payments
+    from hits.models import Assignment, Batch
+    from hits.prolific.bonuses import committed
+
+    standin, batch, study = world
+    session, work = finished_session(standin, study, 1)
+    run_sync(batch)
+    assignment = Assignment.objects.get(pk=work[0].pk)
+    Batch.objects.filter(pk=batch.pk).update(budget_cap=committed(batch) + Decimal("1.00"))
+    payments.pay_bonus(assignment, Decimal("0.75"), "Careful work")  # $0.75 + $0.25 fee: exactly the cap
+    with pytest.raises(payments.BudgetExceeded, match="over its budget cap"):
+        payments.pay_bonus(assignment, Decimal("0.01"), "More")
