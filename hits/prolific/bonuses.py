@@ -55,7 +55,11 @@ def due_entries(study: ProlificStudy) -> list[LedgerEntry]:
     """The study's pending ledger entries to pay as a bonus now (see the module's notes)."""
     taken = ProlificBonus.objects.exclude(state=ProlificBonus.State.FAILED).values("entries")
     due = []
-    for session in study.sessions.filter(confirmed_at__isnull=False).exclude(state=ProlificSession.State.DISCARDED).order_by("pk"):
+    sessions = study.sessions.filter(
+        # only those whose participant has money pending in the batch (settled sessions are not looked at again)
+        confirmed_at__isnull=False, worker__ledger__batch_id=study.batch_id, worker__ledger__state=LedgerEntry.State.PENDING,
+    ).exclude(state=ProlificSession.State.DISCARDED).distinct().order_by("pk")
+    for session in sessions:
         entries = LedgerEntry.objects.filter(
             assignment__in=session_assignments(session), state=LedgerEntry.State.PENDING,
             kind__in=[LedgerEntry.Kind.REWARD, LedgerEntry.Kind.BONUS],
