@@ -92,10 +92,6 @@ class StudyPlan:
     maximum_minutes: int
     tested: bool
 
-    @property
-    def session_pay(self) -> Decimal:
-        return self.reward * (self.hits_per_submission if self.kind == ProlificStudy.Kind.MAIN else 1)
-
 
 # --- names and bodies -------------------------------------------------------------------------------------------
 
@@ -230,8 +226,7 @@ def committed(batch: Batch) -> Decimal:
 
 def plan_commitment(plan: StudyPlan, places: int, fee_rate: Decimal) -> Decimal:
     hits_paid = plan.hits_per_submission if plan.kind == ProlificStudy.Kind.MAIN else 1
-    per_hit = plan.reward
-    return study_commitment(per_hit, hits_paid, places, fee_rate)
+    return study_commitment(plan.reward, hits_paid, places, fee_rate)
 
 
 def check_plans(batch: Batch, wanted: list[StudyPlan]) -> None:

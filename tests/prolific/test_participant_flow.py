@@ -5,6 +5,8 @@ hand-out that keeps Prolific work inside its sessions."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import html
 import json
 from urllib.parse import urlencode
@@ -45,7 +47,8 @@ def prolific_settings(settings):
 
 
 def _campaign(tmp_path, name, n, backend="prolific", one_place=True):
-    campaign = launched_scu_campaign(tmp_path / name, name, _rows(name, n), backend=backend, gold_share=0.0)
+    campaign = launched_scu_campaign(tmp_path / name, name, _rows(name, n), backend=backend, gold_share=0.0,
+                                      reward_presence=Decimal("0.30"))  # $9/h at 2 min: above Prolific's minimum
     if one_place:  # one judge per summary: each HIT is done once, so "no work left" comes after n HITs
         HIT.objects.filter(batch_id=campaign.batch_id).update(max_assignments=1)
     return campaign

@@ -259,3 +259,17 @@ def test_the_control_page_shows_what_prolific_refused(campaign, market, client):
     page = client.post(reverse("campaign-control", args=["pro"]), {"action": "pause"}, follow=True)
     html = page.content.decode()
     assert "Campaign paused" in html and f"Prolific did not follow: study {study.prolific_id}" in html
+
+
+def test_a_study_the_balance_cannot_cover_waits_as_a_draft_and_is_published_after_a_top_up(campaign, market, capsys):
+    market.standin.control("POST", "/__control/balance/", {"balance": "0.10"})
+    call_command("prolific_publish", campaign="pro")
+    out = capsys.readouterr().out
+    study = ProlificStudy.objects.get()
+    assert "Insufficient funds" in out and "Insufficient funds" in study.last_error
+    assert market.studies[study.prolific_id]["status"] == "UNPUBLISHED" and study.published_at is None
+    market.standin.control("POST", "/__control/balance/", {"balance": "100.00"})
+    call_command("prolific_publish", campaign="pro")
+    study.refresh_from_db()
+    assert len(market.studies) == 1 and market.studies[study.prolific_id]["status"] == "ACTIVE"
+    assert study.status == "ACTIVE" and study.last_error == ""
