@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
@@ -356,6 +356,12 @@ def _draw(
     return _Drawn(hit, stored, False)
 
 
+# A hand-out the database stopped to break a deadlock (40P01) or a serialization failure (40001) is tried again
+# this many times.
+_DEADLOCK_RETRIES = 5
+_RETRYABLE_SQLSTATES = ("40P01", "40001")
+
+
 def accept_next(
     worker: Worker, task_type: TaskType, hit_id: int | None = None, via_mturk: bool = False, *, unopened_hold: int | None = None,
     batch_id: int | None = None, moving_on: bool = False, backend: str = Batch.Backend.LOCAL, kinds: frozenset | None = None,
@@ -388,8 +394,9 @@ def accept_next(
         # (An MTurk arrival on a HIT published there gets an assignment of its own: one per MTurk assignment id;
         # a Prolific session's hand-out gives only a HIT of its own study.)
         return existing
-    now = timezone.now()
-    with transaction.atomic():
+
+    def hand_out() -> Assignment | None:
+        now = timezone.now()
         drawn = None
         if hit_id is None and not via_mturk:
             drawn = _draw(worker, task_type, allowed, batch_id=batch_id, moving_on=moving_on, backend=backend)
@@ -416,6 +423,20 @@ def accept_next(
             # worker started from another campaign stays for later).
             _keep_draw(worker.pk, task_type.pk, None, None, None)
         return assignment
+
+    # PostgreSQL keeps the lock of a HIT row it found no longer open (re-checked after another hand-out's
+    # update), so two hand-outs can each hold one such row and wait for the other's: it then stops one of them
+    # with a deadlock error.  That hand-out is tried again from the start (its savepoint let go of its locks).
+    for retry in range(_DEADLOCK_RETRIES + 1):
+        try:
+            with transaction.atomic():
+                return hand_out()
+        except OperationalError as exc:
+            if retry == _DEADLOCK_RETRIES or getattr(exc.__cause__, "sqlstate", None) not in _RETRYABLE_SQLSTATES:
+                raise
+            log.info("hand-out to worker %s stopped by the database (%s); trying again", worker.pk, exc.__cause__.sqlstate)
+            time.sleep(random.uniform(0.005, 0.05) * (retry + 1))
+    return None  # not reached
 
 
 def mark_opened(assignment: Assignment) -> None:

@@ -130,3 +130,47 @@ def test_the_home_page_counts_no_gold_hits_and_offers_no_start_once_regular_work
     row = _home_row(client, "presence")
     assert "Start here" not in row and "Start working" not in row and "None right now" in row, row
     assert '<td class="num" data-label="Available">0</td>' in row and campaign.batch.name not in row, row
+
+
+class _DatabaseStopped(Exception):
+    """What psycopg raises when PostgreSQL stops a transaction to break a deadlock (SQLSTATE 40P01)."""
+
+    sqlstate = "40P01"
+
+
+def test_a_hand_out_the_database_stops_to_break_a_deadlock_is_tried_again(tmp_path, monkeypatch):
+    """Two hand-outs can each keep the lock of a HIT row another one wants (PostgreSQL keeps the lock of a row it
+    re-checked and found full); the one PostgreSQL stops gets its HIT on a second try instead of an error page,
+    and nothing of the stopped try remains (one place taken, one assignment)."""
+    from django.db import OperationalError
+
+    import hits.services
+
+    campaign = launched_scu_campaign(tmp_path / "deadlock", "Deadlock", ROWS)
+    worker = Worker.objects.create(external_id="stopped-once")
+    task_type = HIT.objects.filter(batch_id=campaign.batch_id).first().task_type
+    real_draw, calls = hits.services._draw, []
+
+    def draw_stopped_once(*args, **kwargs):
+        calls.append(1)
+        drawn = real_draw(*args, **kwargs)
+        if len(calls) == 1:
+            # The HIT is locked and its place counted when the database stops the transaction.
+            HIT.objects.filter(pk=drawn.hit.pk).update(n_taken=drawn.hit.n_taken + 1)
+            raise OperationalError("deadlock detected") from _DatabaseStopped()
+        return drawn
+
+    monkeypatch.setattr(hits.services, "_draw", draw_stopped_once)
+    monkeypatch.setattr(hits.services.time, "sleep", lambda seconds: None)
+    assignment = accept_next(worker, task_type)
+    assert assignment is not None and len(calls) == 2
+    assert Assignment.objects.filter(worker=worker).count() == 1
+    assert HIT.objects.get(pk=assignment.hit_id).n_taken == 1
+
+    def always_stopped(*args, **kwargs):
+        raise OperationalError("deadlock detected") from _DatabaseStopped()
+
+    monkeypatch.setattr(hits.services, "_draw", always_stopped)
+    other = Worker.objects.create(external_id="stopped-always")
+    with pytest.raises(OperationalError):
+        accept_next(other, task_type)
