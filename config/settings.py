@@ -360,6 +360,17 @@ PROLIFIC_COMPLETION_URL = os.environ.get("PROLIFIC_COMPLETION_URL", "https://app
 PROLIFIC_MAX_RETRIES = env_int("PROLIFIC_MAX_RETRIES", 5)
 PROLIFIC_RETRY_BASE_SECONDS = float(os.environ.get("PROLIFIC_RETRY_BASE_SECONDS", "1.0"))
 PROLIFIC_SYNC_INTERVAL = env_int("PROLIFIC_SYNC_INTERVAL", 300)
+CELERY_BEAT_SCHEDULE["prolific-sync"] = {"task": "hits.prolific.sync_all", "schedule": float(PROLIFIC_SYNC_INTERVAL)}
+# A session's work unknown to Prolific this many seconds after it started is discarded (made-up ids).
+PROLIFIC_CONFIRM_GRACE = env_int("PROLIFIC_CONFIRM_GRACE", 1800)
+# Submitted HITs no researcher reviewed are approved after this many hours (Prolific itself approves a
+# submission left unreviewed for 21 days), and then their submission.
+PROLIFIC_APPROVE_AFTER_HOURS = float(os.environ.get("PROLIFIC_APPROVE_AFTER_HOURS", "24"))
+# Prolific's minimum length of a rejection message (characters).
+PROLIFIC_REJECT_MESSAGE_MIN = env_int("PROLIFIC_REJECT_MESSAGE_MIN", 100)
+# A bulk bonus whose pay reply was lost and that Prolific's records still do not show paid after this many
+# hours is flagged for the researcher (payout page); it is never paid again by the platform on its own.
+PROLIFIC_BONUS_FLAG_HOURS = float(os.environ.get("PROLIFIC_BONUS_FLAG_HOURS", "24"))
 # Prolific's minimum reward per hour (USD; its published minimum is $8.00 / £6.00 an hour).
 PROLIFIC_MIN_HOURLY_USD = float(os.environ.get("PROLIFIC_MIN_HOURLY_USD", "8.00"))
 # Largest total of the bonuses one assignment may receive (all its bonuses together), in USD.

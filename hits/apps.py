@@ -14,3 +14,6 @@ class HitsConfig(AppConfig):
         import hits.mturk.qualifications  # noqa: F401
         # Its Celery tasks are sent by name from web requests (outbox): register them in every process.
         import hits.mturk.tasks  # noqa: F401
+        # The Prolific backend: participant groups follow qualifications and blocks; its tasks, by name.
+        import hits.prolific.groups  # noqa: F401
+        import hits.prolific.tasks  # noqa: F401

@@ -29,8 +29,11 @@ from django.utils import timezone
 from hits.models import Assignment, Batch, LedgerEntry
 from hits.mturk import fees
 from hits.outbox import send_after_commit
+from hits.prolific import fees as prolific_fees
 
 SETTLE_TASK = "hits.mturk.settle_batch"
+# A Prolific batch's reviews and bonuses are sent by this task (``hits.prolific.review``, ``hits.prolific.bonuses``).
+PROLIFIC_SETTLE_TASK = "hits.prolific.settle_batch"
 
 
 # MTurk's OverrideRejection works only this long after the worker submitted.
@@ -87,17 +90,22 @@ def _locked(assignment: Assignment) -> Assignment:
 
 def _record(assignment: Assignment, kind: str, amount: Decimal, reason: str, by, token: str) -> LedgerEntry:
     batch = assignment.hit.batch
-    on_mturk = batch.on_mturk
-    state = LedgerEntry.State.PENDING if on_mturk else LedgerEntry.State.OWED
+    on_market = batch.on_mturk or batch.on_prolific
+    state = LedgerEntry.State.PENDING if on_market else LedgerEntry.State.OWED
     entry = LedgerEntry.objects.create(
         batch=batch, assignment=assignment, worker=assignment.worker, kind=kind, amount=amount,
         state=state, reason=reason[:1000], request_token=token, created_by=by,
     )
-    if on_mturk:
-        fee = fees.bonus_fee(amount) if kind == LedgerEntry.Kind.BONUS else reward_fee(assignment, amount)
+    if on_market:
+        if batch.on_prolific:
+            # Prolific's service fee: the same share of rewards and bonuses (``hits.prolific.fees``).
+            fee, what = prolific_fees.fee(amount, prolific_fees.fee_rate(batch)), "Prolific service fee"
+        else:
+            fee = fees.bonus_fee(amount) if kind == LedgerEntry.Kind.BONUS else reward_fee(assignment, amount)
+            what = "MTurk commission"
         LedgerEntry.objects.create(
             batch=batch, assignment=assignment, worker=assignment.worker, kind=LedgerEntry.Kind.FEE, fee_for=entry,
-            amount=fee, state=state, reason=f"MTurk commission on {kind}", request_token=f"{token}-fee", created_by=by,
+            amount=fee, state=state, reason=f"{what} on {kind}", request_token=f"{token}-fee", created_by=by,
         )
     return entry
 
@@ -118,6 +126,8 @@ def reward_of(assignment: Assignment) -> Decimal:
 def _after_commit(assignment: Assignment, settle: bool) -> None:
     if settle and assignment.hit.batch.on_mturk:
         send_after_commit(SETTLE_TASK, assignment.hit.batch_id)
+    elif settle and assignment.hit.batch.on_prolific:
+        send_after_commit(PROLIFIC_SETTLE_TASK, assignment.hit.batch_id)
 
 
 def approve_assignment(
@@ -252,7 +262,7 @@ def pay_bonus(
     ``amount`` is in USD, more than 0; the assignment's bonuses together may
     be at most ``MAX_BONUS``.  ``reason`` is shown to the worker (required by
     MTurk).  On MTurk the bonus and its 20% fee count against the batch's
-    budget cap.  Bonuses of one assignment are serialised by its row lock, so
+    budget cap (on Prolific: the bonus and Prolific's fee on it, with what the studies commit).  Bonuses of one assignment are serialised by its row lock, so
     concurrent calls see each other's bonus: ``first_only`` refuses to pay
     when the assignment already has one (``BonusNeedsConfirming``).  With
     ``idempotency_key``, a repeat of the same call returns the first call's
@@ -292,8 +302,13 @@ def pay_bonus(
                 f"${limit} (the platform's limit per assignment), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
             )
         batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
-        if batch.on_mturk and batch.budget_cap is not None:
-            after = fees.committed(batch) + amount + fees.bonus_fee(amount)
+        if (batch.on_mturk or batch.on_prolific) and batch.budget_cap is not None:
+            if batch.on_prolific:
+                from hits.prolific.bonuses import committed
+
+                after = committed(batch) + amount + prolific_fees.fee(amount, prolific_fees.fee_rate(batch))
+            else:
+                after = fees.committed(batch) + amount + fees.bonus_fee(amount)
             if after > batch.budget_cap:
                 raise BudgetExceeded(
                     f"the bonus would bring the batch to ${after}, over its budget cap of ${batch.budget_cap}"

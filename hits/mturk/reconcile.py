@@ -200,6 +200,37 @@ def _ledger(batch: Batch) -> tuple[dict, dict, Decimal]:
     return booked, hit_of, total
 
 
+def compare(
+    charged: dict, booked: dict, place_of: dict, unchecked: set, market: str, *, pending: set = frozenset(),
+    never_there: str = "",
+) -> list[Difference]:
+    """The differences between what a market charged and what the ledger booked as paid, per (id, reward|bonus)
+    key, in the order of their place (HIT or study) then key.  ``place_of``: id -> HIT or study id (ids of an
+    ``unchecked`` place are left out); ``pending``: ids with money still pending in the ledger; keys
+    ``local:<assignment id>`` are work never on the market (``never_there`` says so).  Shared by the markets."""
+    found = []
+    for key in sorted(set(charged) | set(booked), key=lambda k: (place_of.get(k[0]) or "", k)):
+        market_id, group = key
+        place = place_of.get(market_id)
+        if place in unchecked:
+            continue
+        gap = charged.get(key, ZERO) - booked.get(key, ZERO)
+        if gap == 0:
+            continue
+        local = market_id.startswith("local:")
+        if gap > 0:
+            detail = f"{group}: {market} charged ${charged[key]}, the ledger has ${booked.get(key, ZERO)} paid"
+            if market_id in pending:
+                detail += " (the rest is pending in the ledger)"
+            found.append(Difference(CHARGED_NOT_BOOKED, place, market_id, gap.quantize(CENT), detail))
+        else:
+            detail = f"{group}: the ledger has ${booked[key]} paid, {market} charged ${charged.get(key, ZERO)}"
+            if local and never_there:
+                detail += f" ({never_there})"
+            found.append(Difference(BOOKED_NOT_CHARGED, place, None if local else market_id, (-gap).quantize(CENT), detail))
+    return found
+
+
 def reconcile_batch(batch: Batch, mturk: MTurk | None = None, save: bool = True) -> ReconcileResult:
     """Compare the batch's ledger with MTurk's records; store the result (``Reconciliation``) unless ``save``
     is false."""
@@ -279,27 +310,10 @@ def reconcile_batch(batch: Batch, mturk: MTurk | None = None, save: bool = True)
             "assignment__mturk__mturk_assignment_id", flat=True
         )
     )
-    for key in sorted(set(charged) | set(booked), key=lambda k: (hit_of.get(k[0]) or booked_hit.get(k[0]) or "", k)):
-        assignment_id, group = key
-        hit_id = hit_of.get(assignment_id) or booked_hit.get(assignment_id)
-        if hit_id in unchecked_hits:
-            continue
-        gap = charged.get(key, ZERO) - booked.get(key, ZERO)
-        if gap == 0:
-            continue
-        local = assignment_id.startswith("local:")
-        if gap > 0:
-            detail = f"{group}: MTurk charged ${charged[key]}, the ledger has ${booked.get(key, ZERO)} paid"
-            if assignment_id in pending:
-                detail += " (the rest is pending in the ledger)"
-            result.differences.append(Difference(CHARGED_NOT_BOOKED, hit_id, assignment_id, gap.quantize(CENT), detail))
-        else:
-            detail = f"{group}: the ledger has ${booked[key]} paid, MTurk charged ${charged.get(key, ZERO)}"
-            if local:
-                detail += " (the assignment was never on MTurk)"
-            result.differences.append(Difference(
-                BOOKED_NOT_CHARGED, hit_id, None if local else assignment_id, (-gap).quantize(CENT), detail
-            ))
+    result.differences.extend(compare(
+        charged, booked, {**booked_hit, **hit_of}, unchecked_hits, "MTurk",
+        pending=pending, never_there="the assignment was never on MTurk",
+    ))
     result.calls = client.calls
     if save:
         Reconciliation.objects.create(

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 from decimal import Decimal
 
@@ -60,6 +60,7 @@ from hits.mturk import tokens
 from hits.mturk.client import MTurk, MTurkError, does_not_exist, for_batch
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkUnknownSubmission
 from hits.mturk.text import mturk_safe_text
+from hits.reports import SyncErrors
 from hits.services import confirm_submission, discard_other_places, discard_submission
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,9 @@ UNKNOWN_SUBMISSION_FEEDBACK = (
 
 
 @dataclass
-class SyncReport:
+class SyncReport(SyncErrors):
+    market = "MTurk"
+
     published: int = 0
     refused: int = 0  # HITs whose CreateHIT MTurk refused for good (kept on the HIT, retried by the researcher)
     listed: int = 0
@@ -95,14 +98,6 @@ class SyncReport:
     discarded: int = 0
     gone: int = 0
     errors: list = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def error(self, what: str, exc: Exception) -> None:
-        self.failed += 1
-        self.errors.append(f"{what}: {exc}"[:300])
-        log.warning("MTurk sync: %s: %s", what, exc)
 
 
 def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport:

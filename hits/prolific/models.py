@@ -75,6 +75,9 @@ class ProlificSession(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # The review decision sent to Prolific for the submission (APPROVE / REJECT) and when it was answered.
     decision = models.CharField(max_length=10, blank=True)
+    # Prolific's rejection category, chosen by the researcher when rejecting this session's HITs: sent with
+    # REJECT when every HIT of the session is rejected (Prolific requires one).
+    rejection_category = models.CharField(max_length=24, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
 

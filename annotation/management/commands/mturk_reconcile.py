@@ -37,20 +37,29 @@ class Command(BaseCommand):
             result = reconcile_batch(batch)
         except MTurkError as exc:  # not expected: every call is caught per HIT
             raise CommandError(str(exc)) from None
-        if options["format"] == "json":
-            self.stdout.write(json.dumps(result.as_dict(), indent=2))
-        else:
-            self.stdout.write(
+        finish(
+            self, result, options["format"], market="MTurk", place="HIT", item="assignment",
+            summary=(
                 f"Ledger (paid): ${result.ledger_total}; MTurk charged: ${result.market_total}; "
                 f"{result.hits_checked} HITs checked ({result.hits_from_records} deleted ones from the records kept), "
                 f"{result.calls} MTurk requests."
-            )
-            for d in result.differences:
-                amount = "?" if d.amount is None else f"${d.amount}"
-                self.stdout.write(f"{d.kind}: HIT {d.hit or '-'} assignment {d.assignment or '-'} {amount}: {d.detail}")
-            if not result.differences:
-                self.stdout.write(self.style.SUCCESS("No difference: the ledger and MTurk agree to the cent."))
-            else:
-                self.stdout.write(self.style.WARNING(f"{len(result.differences)} difference(s)."))
-        if result.differences:
-            sys.exit(1)
+            ),
+        )
+
+
+def finish(command: BaseCommand, result, output: str, *, market: str, place: str, item: str, summary: str) -> None:
+    """Print a reconciliation (JSON: ``ledger_total``, ``market_total``, ``differences``; or text) and exit 1 on
+    any difference.  Shared by ``mturk_reconcile`` and ``prolific_reconcile``."""
+    if output == "json":
+        command.stdout.write(json.dumps(result.as_dict(), indent=2))
+    else:
+        command.stdout.write(summary)
+        for d in result.differences:
+            amount = "?" if d.amount is None else f"${d.amount}"
+            command.stdout.write(f"{d.kind}: {place} {d.hit or '-'} {item} {d.assignment or '-'} {amount}: {d.detail}")
+        if not result.differences:
+            command.stdout.write(command.style.SUCCESS(f"No difference: the ledger and {market} agree to the cent."))
+        else:
+            command.stdout.write(command.style.WARNING(f"{len(result.differences)} difference(s)."))
+    if result.differences:
+        sys.exit(1)

@@ -37,9 +37,20 @@ def campaign_payouts(request, slug):
         request,
         "annotation/campaign_payouts.html",
         {"campaign": campaign, "rows": rows, "total": total, "on_mturk": batch is not None and batch.on_mturk,
-         **_marking(batch), **_reconciliation(batch),
+         "on_market": batch is not None and (batch.on_mturk or batch.on_prolific),
+         **_marking(batch), **_reconciliation(batch), **_prolific(batch),
          "paid_by_mturk": payouts.paid_by_mturk(batch) if batch is not None and batch.on_mturk else []},
     )
+
+
+def _prolific(batch) -> dict:
+    """A Prolific campaign: the market's name, and bulk bonuses whose pay reply was lost and that Prolific's
+    records still do not show paid after long (``hits.prolific.bonuses.flagged``): for the researcher to check."""
+    if batch is None or not batch.on_prolific:
+        return {"on_prolific": False, "market_name": "MTurk"}
+    from hits.prolific.bonuses import flagged
+
+    return {"on_prolific": True, "market_name": "Prolific", "flagged_bonuses": list(flagged(batch))}
 
 
 def _reconciliation(batch) -> dict:

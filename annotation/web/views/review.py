@@ -52,6 +52,7 @@ def campaign_review(request, slug):
             "n_waiting": waiting.count(),
             # A refused bulk decision comes back here with its choices (``_back_to_bulk``).
             "bulk_worker": request.GET.get("worker", ""), "bulk_task": request.GET.get("task", ""),
+            **_prolific_review_context(campaign),
         },
     )
 
@@ -102,6 +103,12 @@ def review_bulk(request, slug):
     if action == "reject" and not message:
         messages.error(request, "Say why the work is rejected: every worker concerned sees this message.")
         return _back_to_bulk(slug, worker, task)
+    category = (request.POST.get("rejection_category") or "").strip()
+    if action == "reject" and campaign.batch is not None and campaign.batch.on_prolific:
+        problem = _prolific_rejection_problem(message, category)
+        if problem:
+            messages.error(request, problem)
+            return _back_to_bulk(slug, worker, task)
     chosen = _submitted(campaign).select_related("hit__batch", "hit__task_type", "hit__mturk", "worker")
     if request.POST.get("confirmed") == "1":
         ids = [i for i in map(parse_id, request.POST.getlist("ids")) if i]
@@ -114,6 +121,10 @@ def review_bulk(request, slug):
                     payments.approve_assignment(assignment, message=message, by=request.user, settle=False)
                 else:
                     payments.reject_assignment(assignment, message, by=request.user, settle=False)
+                    if assignment.hit.batch.on_prolific:
+                        from hits.prolific.review import note_rejection_category
+
+                        note_rejection_category(assignment, category)
                 done += 1
             except payments.PaymentError as exc:
                 refused.append(f"{assignment.pk}: {exc}")
@@ -121,6 +132,10 @@ def review_bulk(request, slug):
             from hits.outbox import send_after_commit
 
             send_after_commit(payments.SETTLE_TASK, campaign.batch_id)
+        elif done and campaign.batch is not None and campaign.batch.on_prolific:
+            from hits.outbox import send_after_commit
+
+            send_after_commit(payments.PROLIFIC_SETTLE_TASK, campaign.batch_id)
         verb = "approved" if action == "approve" else "rejected"
         messages.success(request, f"{done} assignment{'s' if done != 1 else ''} {verb}.")
         if len(ids) > done:
@@ -144,6 +159,7 @@ def review_bulk(request, slug):
         "annotation/campaign_review_bulk.html",
         {
             "campaign": campaign, "action": action, "message": message, "worker": worker, "task": task,
+            "rejection_category": category,
             "assignments": chosen, "money": _money_of(chosen), "by_worker": sorted(by_worker.items()),
             "on_mturk": chosen[0].hit.batch.on_mturk,
         },
@@ -247,6 +263,26 @@ def _assignment_of_campaign(campaign, pk) -> Assignment:
     )
 
 
+def _prolific_review_context(campaign) -> dict:
+    """On a Prolific campaign: Prolific's rejection categories and its rules for rejecting (review page)."""
+    if campaign.batch is None or not campaign.batch.on_prolific:
+        return {}
+    from hits.prolific.review import REJECTION_CATEGORIES, rejection_rules
+
+    return {"prolific_categories": REJECTION_CATEGORIES.items(), "prolific_rules": rejection_rules()}
+
+
+def _prolific_rejection_problem(message: str, category: str) -> str:
+    """What is missing for Prolific to accept a rejection (category, message length), or ""."""
+    from hits.prolific.review import ReviewRefused, check_rejection
+
+    try:
+        check_rejection(message, category)
+    except ReviewRefused as exc:
+        return str(exc)
+    return ""
+
+
 @login_required
 @require_POST
 def review_assignment(request, slug, pk):
@@ -264,6 +300,12 @@ def review_assignment(request, slug, pk):
         return _back(back, slug)
     action, message = form.cleaned_data["action"], form.cleaned_data["message"].strip()
     amount = form.cleaned_data["amount"]  # with "approve" too: the work is approved and the bonus paid
+    category = (request.POST.get("rejection_category") or "").strip()
+    if action == "reject" and assignment.hit.batch.on_prolific:
+        problem = _prolific_rejection_problem(message, category)
+        if problem:
+            messages.error(request, f"Assignment {assignment.pk}: {problem}")
+            return _back(back, slug)
     try:
         # The decision and a typed bonus stand or fall together: a refused bonus (over the limit, a second one
         # not confirmed) undoes the approval too, so the researcher can correct the bonus and decide again.
@@ -272,6 +314,10 @@ def review_assignment(request, slug, pk):
                 payments.approve_assignment(assignment, message=message, by=request.user)
             elif action == "reject":
                 payments.reject_assignment(assignment, message, by=request.user)
+                if assignment.hit.batch.on_prolific:
+                    from hits.prolific.review import note_rejection_category
+
+                    note_rejection_category(assignment, category)
             if amount is not None and action != "reject":
                 # A second bonus is rarely meant (a double click, a stale page): it needs saying so.  The check
                 # is made under the assignment's row lock, so two clicks at once cannot both be "the first".

@@ -1,0 +1,253 @@
+"""Bonuses on Prolific: what is due, grouped per study into one bulk bonus, created then paid once.
+
+Due as a bonus (pending ledger entries of a study's confirmed sessions): every approved HIT's reward beyond
+the one the submission's reward pays (``hits.prolific.review``), every approved HIT of a returned or timed-out
+session (Prolific pays no reward for those), every approved HIT of a rejected submission, and the bonuses a
+researcher gives (``hits.payments.pay_bonus``).
+
+Prolific's two steps, and what is recorded before each (``ProlificBonus.state``):
+
+1. ``recorded``: the CSV (``participant id,amount`` per line, one line per participant, amounts in dollars)
+   and the ledger entries it pays are fixed here, in one transaction, before the create call
+   (``POST /submissions/bonus-payments/``).  Creating pays nothing, so after an ambiguous create (no answer)
+   the same recorded set is simply created again by the next sync: a bulk bonus whose id never reached us is
+   never paid (only an id we hold is), so Prolific's records (no bonus on the submissions) prove the first
+   create moved no money.  A refused create (4xx) marks it ``failed``: its entries are due again.
+2. ``created`` (Prolific's id) -> ``paying``: ``pay_recorded_at`` is committed BEFORE the pay call
+   (``POST /bulk-bonus-payments/{id}/pay/``), which is sent once.  Answered -> ``paid``, and the entries and
+   their fees are paid in the ledger (the fees Prolific answered for the bulk, spread over its lines and
+   entries: ``line_fees``).  Refused (4xx: Prolific did nothing) -> ``failed``, entries due again.  No
+   answer or a 5xx -> ``unknown``: from then on the sync only READS Prolific's records (the study's
+   submissions' ``bonus_payments``) and marks it paid when every line shows there; the pay call is never sent
+   again by the platform.  Still not shown ``PROLIFIC_BONUS_FLAG_HOURS`` after the pay call: flagged for the
+   researcher with the facts (``last_error``, payout page), to settle with Prolific's support.
+
+One failing bonus set never stops the others: each study's set is tried on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from hits.models import Batch, LedgerEntry
+from hits.prolific import fees
+from hits.prolific.client import Prolific, ProlificError
+from hits.prolific.pricing import cents
+from hits.prolific.models import ProlificBonus, ProlificSession, ProlificStudy
+from hits.prolific.review import APPROVE, REJECT, mark_entries_paid, outcome, session_assignments
+
+log = logging.getLogger(__name__)
+
+ENDED = (ProlificSession.State.RETURNED, ProlificSession.State.TIMED_OUT)
+FLAG = "FLAGGED"
+# A pay call recorded this long ago with no outcome recorded (its process died) is treated as a lost reply.
+STUCK = timedelta(minutes=15)
+
+
+def due_entries(study: ProlificStudy) -> list[LedgerEntry]:
+    """The study's pending ledger entries to pay as a bonus now (see the module's notes)."""
+    taken = ProlificBonus.objects.exclude(state=ProlificBonus.State.FAILED).values("entries")
+    due = []
+    for session in study.sessions.filter(confirmed_at__isnull=False).exclude(state=ProlificSession.State.DISCARDED).order_by("pk"):
+        entries = LedgerEntry.objects.filter(
+            assignment__in=session_assignments(session), state=LedgerEntry.State.PENDING,
+            kind__in=[LedgerEntry.Kind.REWARD, LedgerEntry.Kind.BONUS],
+        ).exclude(pk__in=taken).order_by("pk")
+        if session.state in ENDED:
+            rewards_due = outcome(session) is not None  # once every HIT of it is reviewed
+        else:
+            # Approved: the submission's reward paid the base entry when the decision was recorded (same
+            # transaction, ``review.record_decision``), so every reward still pending is a bonus.  Rejected: all.
+            rewards_due = session.decision in (APPROVE, REJECT)
+        for entry in entries:
+            if entry.kind == LedgerEntry.Kind.REWARD and not rewards_due:
+                continue
+            due.append(entry)
+    return due
+
+
+def csv_lines(entries: list[LedgerEntry]) -> tuple[str, Decimal]:
+    """``participant id,amount`` per participant (sorted), and the total."""
+    per: dict[str, Decimal] = defaultdict(lambda: Decimal("0.00"))
+    for entry in entries:
+        per[entry.worker.prolific_pid] += entry.amount
+    lines = [f"{pid},{amount:.2f}" for pid, amount in sorted(per.items())]
+    return "\n".join(lines), sum(per.values(), Decimal("0.00"))
+
+
+def record_bonus(study: ProlificStudy) -> ProlificBonus | None:
+    """Fix the study's due bonus set before anything is sent (None when nothing is due)."""
+    with transaction.atomic():
+        ProlificStudy.objects.select_for_update().get(pk=study.pk)  # two syncs at once record one set
+        entries = [e for e in due_entries(study) if e.worker.prolific_pid]
+        if not entries:
+            return None
+        csv, total = csv_lines(entries)
+        bonus = ProlificBonus.objects.create(batch_id=study.batch_id, study=study, csv_bonuses=csv, amount=total)
+        bonus.entries.set(entries)
+    return bonus
+
+
+def _fail(bonus: ProlificBonus, what: str, exc: Exception, report) -> None:
+    ProlificBonus.objects.filter(pk=bonus.pk).update(state=ProlificBonus.State.FAILED, last_error=f"{what}: {exc}"[:1000])
+    report.error(f"{what} (bulk bonus {bonus.pk})", exc)
+
+
+def create(client: Prolific, bonus: ProlificBonus, report) -> bool:
+    try:
+        answer = client.request("POST", "/submissions/bonus-payments/", safe=False, json={
+            "study_id": bonus.study.prolific_id, "csv_bonuses": bonus.csv_bonuses,
+        })
+    except ProlificError as exc:
+        if exc.ambiguous:  # stays recorded: created again next time (creating pays nothing)
+            ProlificBonus.objects.filter(pk=bonus.pk).update(last_error=f"create: {exc}"[:1000])
+            report.error(f"creating bulk bonus {bonus.pk}", exc)
+        else:
+            _fail(bonus, "create refused", exc, report)
+        return False
+    fee = Decimal(answer["fees"]) / 100 if answer.get("fees") is not None else None
+    ProlificBonus.objects.filter(pk=bonus.pk).update(
+        prolific_id=answer["id"], state=ProlificBonus.State.CREATED, fees=fee, last_error="",
+    )
+    bonus.refresh_from_db()
+    return True
+
+
+def pay(client: Prolific, bonus: ProlificBonus, report, now) -> None:
+    """Record the pay call, then send it once (see the module's notes)."""
+    with transaction.atomic():
+        claimed = ProlificBonus.objects.filter(pk=bonus.pk, state=ProlificBonus.State.CREATED).update(
+            state=ProlificBonus.State.PAYING, pay_recorded_at=now,
+        )
+    if not claimed:
+        return  # another sync took it
+    try:
+        client.request("POST", f"/bulk-bonus-payments/{bonus.prolific_id}/pay/", safe=False)
+    except ProlificError as exc:
+        if exc.ambiguous:
+            ProlificBonus.objects.filter(pk=bonus.pk).update(state=ProlificBonus.State.UNKNOWN, last_error=f"pay: {exc}"[:1000])
+            report.error(f"paying bulk bonus {bonus.prolific_id} (reply lost: Prolific's records will be read, never paid again)", exc)
+        else:
+            _fail(bonus, "pay refused", exc, report)
+        return
+    settle(bonus)
+    report.bonuses += 1
+
+
+def line_fees(bonus: ProlificBonus) -> dict[str, Decimal]:
+    """The fee Prolific charges on each line (participant) of a bulk bonus: the fee it answered for the whole
+    bulk (``fees``), spread over the lines in proportion to their amounts (``fees.split_fee``); the rate's fee
+    on the amount when Prolific's answer is not known."""
+    lines = parse_csv(bonus.csv_bonuses)
+    amounts = [amount for _, amount in lines]
+    total = bonus.fees if bonus.fees is not None else fees.fee(sum(amounts, Decimal("0.00")), fees.fee_rate(bonus.batch))
+    return {pid: share for (pid, _), share in zip(lines, fees.split_fee(total, amounts))}
+
+
+def settle(bonus: ProlificBonus) -> None:
+    """The bulk bonus is paid: its entries and their fees are paid; the fee entries of each line add up to
+    Prolific's fee on that line (``line_fees``), so the ledger's fees are what Prolific charged."""
+    entries = list(bonus.entries.select_related("worker", "fee").order_by("pk"))
+    per: dict[str, list[LedgerEntry]] = defaultdict(list)
+    for entry in entries:
+        per[entry.worker.prolific_pid].append(entry)
+    charged = line_fees(bonus)
+    with transaction.atomic():
+        for pid, group in per.items():
+            for entry, share in zip(group, fees.split_fee(charged[pid], [e.amount for e in group])):
+                fee = getattr(entry, "fee", None)
+                if fee is not None and fee.amount != share:
+                    LedgerEntry.objects.filter(pk=fee.pk).update(amount=share)
+        mark_entries_paid(entries)
+        ProlificBonus.objects.filter(pk=bonus.pk).update(state=ProlificBonus.State.PAID, settled_at=timezone.now(), last_error="")
+
+
+def paid_on_prolific(client: Prolific, bonus: ProlificBonus) -> bool:
+    """Whether Prolific's records show the bulk bonus paid: every line's participant has, on the study's
+    submission, bonus payments covering this line on top of the study's bulk bonuses already paid here."""
+    listed: dict[str, int] = {}
+    for item in client.paginate(f"/studies/{bonus.study.prolific_id}/submissions/"):
+        listed[item.get("participant_id", "")] = sum(int(c) for c in item.get("bonus_payments") or [])
+    earlier: dict[str, int] = defaultdict(int)
+    for other in ProlificBonus.objects.filter(study=bonus.study, state=ProlificBonus.State.PAID).exclude(pk=bonus.pk):
+        for pid, amount in parse_csv(other.csv_bonuses):
+            earlier[pid] += cents(amount)
+    return all(listed.get(pid, 0) >= earlier[pid] + cents(amount) for pid, amount in parse_csv(bonus.csv_bonuses))
+
+
+def parse_csv(csv: str) -> list[tuple[str, Decimal]]:
+    return [(pid, Decimal(amount)) for pid, amount in (line.split(",") for line in csv.splitlines() if line.strip())]
+
+
+def check_unknown(client: Prolific, bonus: ProlificBonus, report, now) -> None:
+    """A pay call whose reply was lost: read Prolific's records only; paid when they show it, flagged after a long
+    time when they do not.  Never sends the pay call again."""
+    try:
+        shown = paid_on_prolific(client, bonus)
+    except ProlificError as exc:
+        report.error(f"reading the records of bulk bonus {bonus.prolific_id}", exc)
+        return
+    if shown:
+        settle(bonus)
+        report.bonuses += 1
+        return
+    since = bonus.pay_recorded_at or bonus.created_at
+    if now - since >= timedelta(hours=settings.PROLIFIC_BONUS_FLAG_HOURS) and not bonus.last_error.startswith(FLAG):
+        facts = (
+            f"{FLAG}: the pay call of bulk bonus {bonus.prolific_id} (${bonus.amount}, {len(parse_csv(bonus.csv_bonuses))} "
+            f"participant(s)) was sent at {since:%Y-%m-%d %H:%M} UTC and its reply lost; Prolific's records still do not "
+            "show it paid. The platform will not send it again: check with Prolific's support before paying by hand."
+        )
+        ProlificBonus.objects.filter(pk=bonus.pk).update(last_error=facts)
+        report.errors.append(facts[:300])
+
+
+def committed(batch: Batch) -> Decimal:
+    """What a Prolific batch commits against its budget cap: its studies' places at the pay rule
+    (``publishing.committed``) plus the bonuses researchers gave and Prolific's fees on them."""
+    from django.db.models import Q, Sum
+
+    from hits.prolific.publishing import committed as places
+
+    given = LedgerEntry.objects.filter(batch=batch).filter(
+        Q(kind=LedgerEntry.Kind.BONUS) | Q(fee_for__kind=LedgerEntry.Kind.BONUS)
+    ).aggregate(total=Sum("amount"))["total"]
+    return places(batch) + (given or Decimal("0.00"))
+
+
+def flagged(batch: Batch):
+    """Bulk bonuses the researcher must look at (payout page): pay reply lost and still unpaid after a long time."""
+    return ProlificBonus.objects.filter(batch=batch, state=ProlificBonus.State.UNKNOWN, last_error__startswith=FLAG)
+
+
+def pay_bonuses(batch: Batch, client: Prolific, report, now=None) -> None:
+    """Every study's due bonus set, created and paid; earlier sets carried on.  One set's trouble never stops
+    another's."""
+    now = now or timezone.now()
+    for study in ProlificStudy.objects.filter(batch=batch, prolific_id__isnull=False).order_by("pk"):
+        try:
+            record_bonus(study)
+            for bonus in study.bonuses.exclude(state__in=[ProlificBonus.State.PAID, ProlificBonus.State.FAILED]).order_by("pk"):
+                if bonus.state == ProlificBonus.State.RECORDED and not create(client, bonus, report):
+                    continue
+                if bonus.state == ProlificBonus.State.CREATED:
+                    pay(client, bonus, report, now)
+                elif bonus.state == ProlificBonus.State.UNKNOWN:
+                    check_unknown(client, bonus, report, now)
+                elif bonus.state == ProlificBonus.State.PAYING and now - bonus.pay_recorded_at > STUCK:
+                    # The process sending it stopped before recording the answer: it may have been sent.
+                    ProlificBonus.objects.filter(pk=bonus.pk, state=ProlificBonus.State.PAYING).update(state=ProlificBonus.State.UNKNOWN)
+                # Otherwise PAYING: a pay call in flight in another process (its outcome is recorded there).
+        except Exception as exc:  # noqa: BLE001 - one study's bonuses must not stop another's
+            log.exception("Prolific bonuses of study %s", study.prolific_id)
+            report.error(f"bonuses of study {study.prolific_id}", exc)
+
+
+__all__ = ["committed", "flagged", "line_fees", "parse_csv", "pay_bonuses", "record_bonus", "settle"]

@@ -1,0 +1,34 @@
+"""Prolific's service fee on what a campaign pays: a share of every reward and bonus, the batch's
+``prolific_fee_rate`` (the campaign's setting at launch; Prolific's published figure is 33.33%, VAT not included).
+
+A fee is the rate times an amount, rounded half up to the cent (``pricing.fee``): per submission reward, and
+for a bulk bonus the fee Prolific answered for the whole bulk, spread over its lines and ledger entries in
+proportion (``split_fee``), so the ledger's fees add up to what Prolific charged."""
+
+from __future__ import annotations
+
+from decimal import ROUND_DOWN, Decimal
+
+from hits.prolific.pricing import CENT, fee
+
+__all__ = ["CENT", "fee", "fee_rate", "split_fee"]
+
+
+def fee_rate(batch) -> Decimal:
+    return Decimal(batch.prolific_fee_rate)
+
+
+def split_fee(total: Decimal, amounts: list[Decimal]) -> list[Decimal]:
+    """``total`` spread over ``amounts`` in proportion, to the cent, summing exactly to ``total`` (the
+    remainder cents go to the largest shares first)."""
+    whole = sum(amounts, Decimal("0"))
+    if not amounts:
+        return []
+    if whole == 0:
+        return [total] + [Decimal("0.00")] * (len(amounts) - 1)
+    exact = [total * a / whole for a in amounts]
+    shares = [e.quantize(CENT, rounding=ROUND_DOWN) for e in exact]
+    left = int(((total - sum(shares, Decimal("0"))) / CENT).to_integral_value())
+    for i in sorted(range(len(amounts)), key=lambda i: (exact[i] - shares[i], amounts[i]), reverse=True)[:left]:
+        shares[i] += CENT
+    return shares

@@ -1,0 +1,130 @@
+"""The ledger against Prolific's own records: what Prolific paid for a batch, and what the ledger booked as paid.
+
+Prolific's side, read from Prolific (every study of the batch, its submissions listed to the last page): an
+APPROVED submission was charged its ``reward`` plus Prolific's fee on it (the rate of
+``hits.prolific.fees``); each of a submission's ``bonus_payments`` was charged plus its fee: for a payment that
+matches a line of one of the platform's bulk bonuses, that line's share of the fee Prolific answered for the
+bulk (listings do not carry fees), else the rate's fee on it.  The ledger's side is its ``paid`` entries: the reward a submission paid (the
+session's first approved HIT), the rewards and bonuses paid by bulk bonuses, and their fees.
+
+Both sides are compared per submission (the session id), rewards and bonuses apart, with the result shapes and
+the difference kinds of ``hits.mturk.reconcile`` (``hit`` is the study's id, ``assignment`` the submission's):
+``charged_not_booked``, ``booked_not_charged``, and ``unchecked`` for a study whose listing failed (its
+entries are left out).  A submission Prolific lists that the platform never recorded counts on Prolific's side
+and is reported as charged but not booked.  One failing study never stops the others.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from decimal import Decimal
+
+from hits.models import Batch, LedgerEntry
+from hits.mturk.models import Reconciliation
+from hits.mturk.reconcile import BONUS, REWARD, UNCHECKED, ZERO, Difference, ReconcileResult, compare
+from hits.prolific import fees
+from hits.prolific.bonuses import line_fees, parse_csv
+from hits.prolific.client import Prolific, ProlificError
+from hits.prolific.models import ProlificBonus, ProlificSession, ProlificStudy
+from hits.prolific.review import session_assignments
+
+log = logging.getLogger(__name__)
+MARKET = "prolific"
+
+
+def _bulk_lines(study: ProlificStudy) -> dict[str, list[tuple[Decimal, Decimal]]]:
+    """Per participant, the (amount, fee) of each line of the study's bulk bonuses whose pay call was sent, the
+    fee being Prolific's answered fee for the bulk spread over its lines (``bonuses.line_fees``)."""
+    lines: dict[str, list[tuple[Decimal, Decimal]]] = defaultdict(list)
+    sent = [ProlificBonus.State.PAID, ProlificBonus.State.UNKNOWN, ProlificBonus.State.PAYING]
+    for bonus in ProlificBonus.objects.filter(study=study, state__in=sent).order_by("pk"):
+        charged = line_fees(bonus)
+        for pid, amount in parse_csv(bonus.csv_bonuses):
+            lines[pid].append((amount, charged[pid]))
+    return lines
+
+
+def _charged(client: Prolific, study: ProlificStudy, rate: Decimal) -> dict[tuple[str, str], Decimal]:
+    """Reward + fee of each APPROVED submission, and each bonus payment + its fee (the fee of the bulk line it
+    matches, else the rate's fee: a bonus paid outside the platform)."""
+    charged: dict[tuple[str, str], Decimal] = defaultdict(lambda: ZERO)
+    lines = _bulk_lines(study)
+    for item in client.paginate(f"/studies/{study.prolific_id}/submissions/"):
+        sid = item["id"]
+        if item.get("status") == "APPROVED":
+            reward = Decimal(int(item.get("reward") or 0)) / 100
+            charged[(sid, REWARD)] += reward + fees.fee(reward, rate)
+        mine = list(lines.get(item.get("participant_id", ""), []))
+        for paid in item.get("bonus_payments") or []:
+            amount = Decimal(int(paid)) / 100
+            line = next((line for line in mine if line[0] == amount), None)
+            if line is not None:
+                mine.remove(line)
+            charged[(sid, BONUS)] += amount + (line[1] if line is not None else fees.fee(amount, rate))
+    return charged
+
+
+def _booked(batch: Batch) -> tuple[dict, dict, Decimal]:
+    """Paid ledger money per (session id, reward|bonus), the study of each session, and the paid total."""
+    session_of: dict[int, ProlificSession] = {}
+    for session in ProlificSession.objects.filter(study__batch=batch).select_related("study"):
+        for assignment_id in session_assignments(session).values_list("pk", flat=True):
+            session_of[assignment_id] = session
+    by_bonus = set(ProlificBonus.objects.filter(batch=batch, state=ProlificBonus.State.PAID).values_list("entries", flat=True))
+    booked: dict[tuple[str, str], Decimal] = defaultdict(lambda: ZERO)
+    study_of: dict[str, str] = {}
+    total = ZERO
+    rows = LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PAID).values_list(
+        "pk", "assignment_id", "kind", "fee_for_id", "fee_for__kind", "amount",
+    )
+    for pk, assignment_id, kind, fee_for, fee_for_kind, amount in rows:
+        money = fee_for if kind == LedgerEntry.Kind.FEE else pk
+        money_kind = fee_for_kind if kind == LedgerEntry.Kind.FEE else kind
+        group = BONUS if money in by_bonus or money_kind == LedgerEntry.Kind.BONUS else REWARD
+        session = session_of.get(assignment_id)
+        key = session.session_id if session else f"local:{assignment_id}"
+        if session:
+            study_of[key] = session.study.prolific_id or ""
+        booked[(key, group)] += amount
+        total += amount
+    return booked, study_of, total
+
+
+def reconcile_batch(batch: Batch, client: Prolific | None = None, save: bool = True) -> ReconcileResult:
+    """Compare the batch's ledger with Prolific's records; stored (``Reconciliation``, market "prolific")."""
+    own = client is None
+    client = client or Prolific()
+    result = ReconcileResult()
+    rate = fees.fee_rate(batch)
+    charged: dict[tuple[str, str], Decimal] = defaultdict(lambda: ZERO)
+    study_of: dict[str, str] = {}
+    unchecked: set[str] = set()
+    try:
+        for study in ProlificStudy.objects.filter(batch=batch, prolific_id__isnull=False).order_by("pk"):
+            calls = client.requests_sent
+            try:
+                listed = _charged(client, study, rate)
+            except ProlificError as exc:
+                unchecked.add(study.prolific_id)
+                result.differences.append(Difference(UNCHECKED, study.prolific_id, None, None, f"not compared: {exc}"))
+                continue
+            finally:
+                result.calls += client.requests_sent - calls
+            result.hits_checked += 1
+            for key, amount in listed.items():
+                charged[key] += amount
+                study_of[key[0]] = study.prolific_id
+    finally:
+        if own:
+            client.close()
+    booked, booked_study, ledger_total = _booked(batch)
+    result.ledger_total = ledger_total.quantize(fees.CENT)
+    result.market_total = sum(charged.values(), ZERO).quantize(fees.CENT)
+    result.differences.extend(compare(charged, booked, {**booked_study, **study_of}, unchecked, "Prolific"))
+    if save:
+        Reconciliation.objects.create(
+            batch=batch, market=MARKET, ledger_total=result.ledger_total, market_total=result.market_total,
+            differences=[d.as_dict() for d in result.differences], hits_checked=result.hits_checked,
+        )
+    return result

@@ -1,0 +1,263 @@
+"""A researcher's review of a Prolific participant's HITs, mapped to their submission's transition.
+
+The researcher approves and rejects HITs (assignments) one by one or in bulk, as for any campaign
+(``hits.payments``).  A Prolific participant's submission is one session of HITs, and Prolific knows only the
+submission, so once every HIT of a session is reviewed (none submitted, pending or held any more):
+
+- at least one HIT approved: the submission is APPROVED (several of one study in one ``bulk-approve``
+  call).  Its reward (the study's base reward) pays the session's first approved HIT (the lowest
+  assignment id): that HIT's reward entry and its fee are paid when Prolific answers.  Every further
+  approved HIT is paid as a bonus of its reward (``hits.prolific.bonuses``), so k approved HITs are k
+  rewards to the cent;
+- every HIT rejected: the submission is REJECTED with the researcher's message and a rejection category, as
+  Prolific requires (``REJECTION_CATEGORIES``; the message at least ``PROLIFIC_REJECT_MESSAGE_MIN``
+  characters).  Nothing is paid.  A HIT approved later (the researcher changes their mind) is paid as a
+  bonus: Prolific cannot approve a rejected submission;
+- a returned or timed-out session is not reviewed on Prolific (Prolific does not allow it): its approved HITs
+  are all paid as bonuses.
+
+Unreviewed HITs are approved ``PROLIFIC_APPROVE_AFTER_HOURS`` after their submission (as MTurk's
+``MTURK_APPROVE_AFTER_HOURS``), which completes the session's review; Prolific itself approves a submission
+left unreviewed for 21 days, and the sync then approves its HITs here (the submission's status says so).
+
+Prolific's rules for rejecting (researcher help, "Reviewing submissions: how do I decide who to
+accept/reject?", https://researcher-help.prolific.co/hc/en-gb/articles/360009092394): reject only with
+evidence of negligence: completed exceptionally fast (3 standard deviations below the mean), skipped crucial
+questions, failed fair attention checks, or clearly low effort where the engagement needed was stated.  Not
+for a participant who did the work with a completion code; a participant with a technical problem should be
+asked to return the submission instead (``REJECTION_RULES``, shown on the review page).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from hits.models import HIT, Assignment, Batch, LedgerEntry
+from hits.prolific.client import Prolific, ProlificError
+from hits.prolific.models import ProlificSession, ProlificStudy
+from hits.prolific.sessions import session_assignments
+
+log = logging.getLogger(__name__)
+
+APPROVE, REJECT = "APPROVE", "REJECT"
+
+# Prolific's rejection categories (API reference, submission transition), with what they mean.
+REJECTION_CATEGORIES = {
+    "TOO_QUICKLY": "Completed too quickly",
+    "TOO_SLOWLY": "Took too long",
+    "FAILED_INSTRUCTIONS": "Did not follow the instructions",
+    "INCOMP_LONGITUDINAL": "Incomplete longitudinal study",
+    "FAILED_CHECK": "Failed an attention check",
+    "LOW_EFFORT": "Low effort",
+    "MALINGERING": "Malingering",
+    "NO_CODE": "No completion code",
+    "BAD_CODE": "Wrong completion code",
+    "NO_DATA": "No data",
+    "UNSUPP_DEVICE": "Unsupported device",
+    "OTHER": "Other",
+}
+
+REJECTION_RULES = (
+    "Prolific penalises participants for rejections, and allows them only with evidence of negligence: "
+    "completed exceptionally fast (3 standard deviations below the mean), skipped crucial questions, failed fair "
+    "attention checks, or clearly low effort where the engagement needed was stated. A participant who did the "
+    "work and came back with the completion code should be paid; one with a technical problem should be asked "
+    "to return the submission instead. The submission is rejected only when every HIT of the participant's "
+    "session is; the message (at least {minimum} characters) and the category are sent to Prolific. "
+    "Source: Prolific researcher help, \u201cReviewing submissions: how do I decide who to accept/reject?\u201d."
+)
+
+
+class ReviewRefused(Exception):
+    """A Prolific review that cannot be made as asked (e.g. a rejection without a category)."""
+
+
+def rejection_rules() -> str:
+    return REJECTION_RULES.format(minimum=settings.PROLIFIC_REJECT_MESSAGE_MIN)
+
+
+def check_rejection(message: str, category: str) -> None:
+    """A rejection of a Prolific participant's work needs a category and a message long enough for Prolific."""
+    message = (message or "").strip()
+    if not category:
+        raise ReviewRefused("Prolific needs a rejection category: choose one (" + ", ".join(REJECTION_CATEGORIES) + ")")
+    if category not in REJECTION_CATEGORIES:
+        raise ReviewRefused(f"'{category}' is not one of Prolific's rejection categories (" + ", ".join(REJECTION_CATEGORIES) + ")")
+    minimum = settings.PROLIFIC_REJECT_MESSAGE_MIN
+    if len(message) < minimum:
+        raise ReviewRefused(
+            f"Prolific needs a rejection message of at least {minimum} characters explaining why; this one has {len(message)}"
+        )
+
+
+def session_of(assignment: Assignment) -> ProlificSession | None:
+    """The Prolific session an assignment was done in (None for work not done through Prolific): its worker's
+    session in the study of its batch, task type and kind (``sessions.session_assignments`` the other way)."""
+    kind = ProlificStudy.Kind.SCREENING if assignment.hit.kind == HIT.Kind.QUALIFICATION else ProlificStudy.Kind.MAIN
+    return ProlificSession.objects.filter(
+        worker_id=assignment.worker_id, study__batch_id=assignment.hit.batch_id,
+        study__task_type_id=assignment.hit.task_type_id, study__kind=kind,
+    ).first()
+
+
+def note_rejection_category(assignment: Assignment, category: str) -> None:
+    """Keep the category a researcher chose when rejecting a Prolific participant's HIT, for the submission."""
+    session = session_of(assignment)
+    if session is not None and category:
+        ProlificSession.objects.filter(pk=session.pk).update(rejection_category=category)
+
+
+UNREVIEWED = (Assignment.State.ASSIGNED, Assignment.State.PENDING, Assignment.State.SUBMITTED)
+
+
+def outcome(session: ProlificSession) -> str | None:
+    """APPROVE, REJECT, or None while the session's review is not complete (or it has no reviewed HIT)."""
+    states = list(session_assignments(session).values_list("state", flat=True))
+    if not states or any(state in UNREVIEWED for state in states):
+        return None
+    if Assignment.State.APPROVED in states:
+        return APPROVE
+    if Assignment.State.REJECTED in states:
+        return REJECT
+    return None
+
+
+def base_entry(session: ProlificSession) -> LedgerEntry | None:
+    """The reward entry the submission's own reward pays: the session's first approved HIT's."""
+    first = session_assignments(session).filter(state=Assignment.State.APPROVED).order_by("pk").first()
+    if first is None:
+        return None
+    return LedgerEntry.objects.filter(assignment=first, kind=LedgerEntry.Kind.REWARD).first()
+
+
+def mark_entries_paid(entries) -> None:
+    """Ledger entries (and their fee entries) Prolific has now paid; their assignments' rewards paid too."""
+    ids = [entry.pk for entry in entries]
+    now = timezone.now()
+    with transaction.atomic():
+        LedgerEntry.objects.filter(pk__in=ids).update(state=LedgerEntry.State.PAID, settled_at=now, error="")
+        LedgerEntry.objects.filter(fee_for_id__in=ids).update(state=LedgerEntry.State.PAID, settled_at=now)
+        rewarded = LedgerEntry.objects.filter(pk__in=ids, kind=LedgerEntry.Kind.REWARD).values("assignment_id")
+        Assignment.objects.filter(pk__in=rewarded).update(paid=True)
+
+
+def approve_due(batch: Batch, now=None) -> int:
+    """Approve Prolific participants' HITs submitted more than ``PROLIFIC_APPROVE_AFTER_HOURS`` ago that no
+    researcher reviewed; returns how many."""
+    from hits.payments import approve_assignment
+
+    now = now or timezone.now()
+    due = now - timedelta(hours=settings.PROLIFIC_APPROVE_AFTER_HOURS)
+    done = 0
+    for assignment in Assignment.objects.filter(hit__batch=batch, state=Assignment.State.SUBMITTED, submitted_at__lte=due):
+        approve_assignment(assignment, "Thank you for your work.", settle=False)
+        done += 1
+    return done
+
+
+def record_decision(session: ProlificSession, decision: str, market_status: str | None = None) -> None:
+    """The submission's decision, and with APPROVE its reward booked as paid (the base entry), in one transaction:
+    from then on every pending reward of the session is a bonus (``hits.prolific.bonuses``)."""
+    with transaction.atomic():
+        ProlificSession.objects.filter(pk=session.pk).update(
+            decision=decision, decided_at=timezone.now(), last_error="",
+            market_status=market_status or ("APPROVED" if decision == APPROVE else "REJECTED"),
+        )
+        entry = base_entry(session) if decision == APPROVE else None
+        if entry is not None and entry.state == LedgerEntry.State.PENDING:
+            mark_entries_paid([entry])
+
+
+def _decided(session: ProlificSession, decision: str, report) -> None:
+    record_decision(session, decision)
+    if decision == APPROVE:
+        report.approved += 1
+    else:
+        report.rejected += 1
+
+
+def _failed(sessions, what: str, exc: ProlificError, report) -> None:
+    ProlificSession.objects.filter(pk__in=[s.pk for s in sessions]).update(last_error=f"{what}: {exc}"[:1000])
+    report.error(what, exc)
+
+
+def rejection_message(session: ProlificSession) -> str:
+    """The researcher's messages on the session's rejected HITs, each once."""
+    messages = []
+    for message in session_assignments(session).filter(state=Assignment.State.REJECTED).order_by("pk").values_list("review_message", flat=True):
+        if message and message not in messages:
+            messages.append(message.strip())
+    return " ".join(messages)
+
+
+def send_decisions(batch: Batch, client: Prolific, report) -> None:
+    """Send the submissions' transitions whose review is complete (see the module's notes).
+
+    A session is decided once: APPROVE for several sessions of a study goes in one bulk-approve call; REJECT
+    one by one.  A refused call is noted on its sessions and tried again by the next sync; it never stops the
+    others."""
+    undecided = ProlificSession.objects.filter(
+        # Prolific lists it as awaiting review: the participant came back with the completion code (a session
+        # still "working" here too: its HITs held are reviewed once they are submitted or expire).
+        study__batch=batch, state__in=[ProlificSession.State.COMPLETED, ProlificSession.State.ACTIVE],
+        confirmed_at__isnull=False, decision="", market_status="AWAITING REVIEW",
+    ).select_related("study").order_by("pk")
+    approve: dict[ProlificStudy, list[ProlificSession]] = defaultdict(list)
+    for session in undecided:
+        decision = outcome(session)
+        if decision is None and not session_assignments(session).exists() and not session.last_error:
+            # Nothing done here: for the researcher to decide on Prolific (ask for a return, or NO_DATA).
+            note = "awaits review on Prolific with no HIT done here: ask the participant to return it, or decide on Prolific"
+            ProlificSession.objects.filter(pk=session.pk).update(last_error=note)
+            report.errors.append(f"submission {session.session_id} {note}")
+        if decision == APPROVE:
+            approve[session.study].append(session)
+        elif decision == REJECT:
+            _reject(client, session, report)
+    for study, sessions in approve.items():
+        try:
+            if len(sessions) == 1:
+                client.request("POST", f"/submissions/{sessions[0].session_id}/transition/", json={"action": APPROVE}, safe=True)
+            else:
+                client.request("POST", "/submissions/bulk-approve/", safe=True, json={
+                    "study_id": study.prolific_id, "submission_ids": [s.session_id for s in sessions],
+                })
+        except ProlificError as exc:
+            _failed(sessions, f"approving {len(sessions)} submission(s) of study {study.prolific_id}", exc, report)
+            continue
+        for session in sessions:
+            _decided(session, APPROVE, report)
+
+
+def _reject(client: Prolific, session: ProlificSession, report) -> None:
+    message = rejection_message(session)
+    try:
+        check_rejection(message, session.rejection_category)
+    except ReviewRefused as exc:
+        ProlificSession.objects.filter(pk=session.pk).update(last_error=f"not rejected on Prolific: {exc}"[:1000])
+        report.errors.append(f"submission {session.session_id} not rejected: {exc}"[:300])
+        return
+    try:
+        client.request("POST", f"/submissions/{session.session_id}/transition/", safe=True, json={
+            "action": REJECT, "message": message, "rejection_category": session.rejection_category,
+        })
+    except ProlificError as exc:
+        _failed([session], f"rejecting submission {session.session_id}", exc, report)
+        return
+    _decided(session, REJECT, report)
+
+
+def mirror_market_approval(session: ProlificSession) -> None:
+    """Prolific approved the submission on its own (21 days unreviewed): its unreviewed HITs are approved here
+    and the base reward is booked as paid."""
+    from hits.payments import approve_assignment
+
+    for assignment in session_assignments(session).filter(state=Assignment.State.SUBMITTED):
+        approve_assignment(assignment, "Approved by Prolific (not reviewed in time).", settle=False)
+    record_decision(session, APPROVE)

@@ -1,0 +1,170 @@
+"""Keeping Prolific and the platform in step: studies, submissions, reviews, bonuses and groups.
+
+The database is the source of truth for the work; Prolific for who really took part and what it paid.
+``sync_batch``:
+
+1. grows the studies' places when new HITs appeared, and publishes studies for task types whose work appeared
+   since (``hits.prolific.publishing.ensure_places``);
+2. lists each study's submissions (every page), mirrors the study's status and each submission's status:
+   - a session whose SESSION_ID Prolific lists for the same participant: confirmed (its work counts:
+     ``hits.prolific.sessions.confirm_session``);
+   - listed for another participant, or still unknown to Prolific ``PROLIFIC_CONFIRM_GRACE`` seconds after it
+     started (made-up ids): discarded, nothing counts, nothing is paid (``discard_session``);
+   - RETURNED or TIMED-OUT: ended (``end_session``): unfinished HITs freed, finished ones kept (paid as
+     bonuses once reviewed);
+   - APPROVED by Prolific without a decision here (21 days unreviewed): mirrored (``review.mirror_market_approval``);
+3. approves HITs left unreviewed ``PROLIFIC_APPROVE_AFTER_HOURS`` and sends the submissions' transitions whose
+   review is complete (``hits.prolific.review``);
+4. pays due bonuses per study (``hits.prolific.bonuses``), reading Prolific's records for lost pay replies;
+5. sends group changes (``hits.prolific.groups``).
+
+A failing call on one study, submission or bonus set never stops the others: it is recorded (on the study,
+the session, the bonus, and in the report) and tried again by the next sync.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from hits.models import Batch
+from hits.prolific import bonuses, groups, review
+from hits.prolific.client import Prolific, ProlificError
+from hits.prolific.models import ProlificSession, ProlificStudy
+from hits.reports import SyncErrors
+
+log = logging.getLogger(__name__)
+
+ENDED_STATUS = {"RETURNED": ProlificSession.State.RETURNED, "TIMED-OUT": ProlificSession.State.TIMED_OUT}
+
+
+@dataclass
+class SyncReport(SyncErrors):
+    market = "Prolific"
+
+    studies: int = 0
+    listed: int = 0
+    status_changes: int = 0
+    confirmed: int = 0
+    discarded: int = 0
+    ended: int = 0
+    approved: int = 0
+    rejected: int = 0
+    bonuses: int = 0
+    group_changes: int = 0
+    failed: int = 0
+    errors: list = field(default_factory=list)
+
+
+def session_actions():
+    """The participant pages' session services (``hits.prolific.sessions``): confirm, discard, end."""
+    from hits.prolific import sessions
+
+    return sessions.confirm_session, sessions.discard_session, sessions.end_session
+
+
+def sync_batch(batch: Batch, client: Prolific | None = None, now=None) -> SyncReport:
+    """Bring a batch and its Prolific studies in step; safe to run any number of times."""
+    batch.refresh_from_db()
+    own = client is None
+    client = client or Prolific()
+    now = now or timezone.now()
+    report = SyncReport()
+    try:
+        _ensure_places(batch, client, report)
+        for study in ProlificStudy.objects.filter(batch=batch, prolific_id__isnull=False).order_by("pk"):
+            report.studies += 1
+            sync_study(client, study, report, now)
+        settle_batch(batch, client, report, now)
+        groups.push(batch, client, report)
+    finally:
+        if own:
+            client.close()
+    return report
+
+
+def settle_batch(batch: Batch, client: Prolific, report: SyncReport | None = None, now=None) -> SyncReport:
+    """Reviews and bonuses: approve what waited too long, send complete reviews, pay due bonuses."""
+    report = report or SyncReport()
+    now = now or timezone.now()
+    review.approve_due(batch, now)
+    review.send_decisions(batch, client, report)
+    bonuses.pay_bonuses(batch, client, report, now)
+    return report
+
+
+def _ensure_places(batch: Batch, client: Prolific, report: SyncReport) -> None:
+    """New HITs: more places on the studies (``publishing.ensure_places``).  A refusal (budget cap, hourly
+    minimum) is shown in the report, as MTurk's sync shows one; a failed call is counted; the sync goes on."""
+    from hits.mturk.publishing import PublishRefused
+    from hits.prolific.pricing import HourlyRateTooLow
+    from hits.prolific.publishing import ensure_places
+
+    try:
+        ensure_places(batch, client)
+    except (PublishRefused, HourlyRateTooLow) as exc:
+        report.errors.append(f"not publishing more places: {exc}"[:300])
+    except Exception as exc:  # noqa: BLE001 - places grow next time; the rest of the sync goes on
+        report.error("growing the studies' places", exc)
+
+
+def sync_study(client: Prolific, study: ProlificStudy, report: SyncReport, now) -> None:
+    try:
+        details = client.get(f"/studies/{study.prolific_id}/")
+        items = list(client.paginate(f"/studies/{study.prolific_id}/submissions/"))
+    except ProlificError as exc:
+        ProlificStudy.objects.filter(pk=study.pk).update(last_error=str(exc)[:1000])
+        report.error(f"listing study {study.prolific_id}", exc)
+        return
+    ProlificStudy.objects.filter(pk=study.pk).update(status=details.get("status", study.status), last_synced_at=now, last_error="")
+    listed = {}
+    for item in items:
+        report.listed += 1
+        listed[item.get("id")] = item
+    sessions = study.sessions.exclude(state=ProlificSession.State.DISCARDED).order_by("pk")
+    for session in sessions:
+        try:
+            with transaction.atomic():
+                take_session(session, listed.get(session.session_id), report, now)
+        except Exception as exc:  # noqa: BLE001 - one submission's trouble must not stop the others
+            ProlificSession.objects.filter(pk=session.pk).update(last_error=str(exc)[:1000])
+            report.error(f"session {session.session_id}", exc)
+            log.exception("Prolific sync: session %s", session.session_id)
+
+
+def take_session(session: ProlificSession, item: dict | None, report: SyncReport, now) -> None:
+    """One session brought in step with what Prolific lists for its SESSION_ID (None: not listed)."""
+    confirm, discard, end = session_actions()
+    if item is None:
+        if session.confirmed_at is None and session.started_at <= now - timedelta(seconds=settings.PROLIFIC_CONFIRM_GRACE):
+            discard(session, "Prolific has no submission with this session id: nothing counts")
+            report.discarded += 1
+        return
+    if item.get("participant_id") != session.participant_id:
+        if session.confirmed_at is None:
+            discard(session, f"Prolific lists this session for another participant ({item.get('participant_id')})")
+            report.discarded += 1
+        return
+    status = item.get("status", "")
+    if status != session.market_status:
+        ProlificSession.objects.filter(pk=session.pk).update(market_status=status)
+        session.market_status = status
+        report.status_changes += 1
+    if session.confirmed_at is None:
+        confirm(session)
+        ProlificSession.objects.filter(pk=session.pk, confirmed_at__isnull=True).update(confirmed_at=now)
+        session.confirmed_at = now
+        report.confirmed += 1
+    if status in ENDED_STATUS and session.state not in (ENDED_STATUS[status], ProlificSession.State.DISCARDED):
+        end(session, ENDED_STATUS[status])
+        report.ended += 1
+    elif status == "APPROVED" and not session.decision:
+        review.mirror_market_approval(session)
+    elif status == "REJECTED" and not session.decision:
+        # Rejected on Prolific's own site: no reward was paid; the HITs approved here are paid as bonuses.
+        review.record_decision(session, review.REJECT)
