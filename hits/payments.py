@@ -314,9 +314,7 @@ def pay_bonus(
         batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
         if (batch.on_mturk or batch.on_prolific) and batch.budget_cap is not None:
             if batch.on_prolific:
-                from hits.prolific.bonuses import committed
-
-                after = committed(batch) + amount + prolific_fees.fee(amount, prolific_fees.fee_rate(batch))
+                after = prolific_fees.committed(batch) + amount + prolific_fees.fee(amount, prolific_fees.fee_rate(batch))
             else:
                 after = fees.committed(batch) + amount + fees.bonus_fee(amount)
             if after > batch.budget_cap:

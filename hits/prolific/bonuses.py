@@ -55,7 +55,11 @@ def due_entries(study: ProlificStudy) -> list[LedgerEntry]:
     """The study's pending ledger entries to pay as a bonus now (see the module's notes)."""
     taken = ProlificBonus.objects.exclude(state=ProlificBonus.State.FAILED).values("entries")
     due = []
-    for session in study.sessions.filter(confirmed_at__isnull=False).exclude(state=ProlificSession.State.DISCARDED).order_by("pk"):
+    sessions = study.sessions.filter(
+        # only those whose participant has money pending in the batch (settled sessions are not looked at again)
+        confirmed_at__isnull=False, worker__ledger__batch_id=study.batch_id, worker__ledger__state=LedgerEntry.State.PENDING,
+    ).exclude(state=ProlificSession.State.DISCARDED).distinct().order_by("pk")
+    for session in sessions:
         entries = LedgerEntry.objects.filter(
             assignment__in=session_assignments(session), state=LedgerEntry.State.PENDING,
             kind__in=[LedgerEntry.Kind.REWARD, LedgerEntry.Kind.BONUS],
@@ -209,19 +213,6 @@ def check_unknown(client: Prolific, bonus: ProlificBonus, report, now) -> None:
         report.errors.append(facts[:300])
 
 
-def committed(batch: Batch) -> Decimal:
-    """What a Prolific batch commits against its budget cap: its studies' places at the pay rule
-    (``publishing.committed``) plus the bonuses researchers gave and Prolific's fees on them."""
-    from django.db.models import Q, Sum
-
-    from hits.prolific.publishing import committed as places
-
-    given = LedgerEntry.objects.filter(batch=batch).filter(
-        Q(kind=LedgerEntry.Kind.BONUS) | Q(fee_for__kind=LedgerEntry.Kind.BONUS)
-    ).aggregate(total=Sum("amount"))["total"]
-    return places(batch) + (given or Decimal("0.00"))
-
-
 def flagged(batch: Batch):
     """Bulk bonuses the researcher must look at (payout page): pay reply lost and still unpaid after a long time."""
     return ProlificBonus.objects.filter(batch=batch, state=ProlificBonus.State.UNKNOWN, last_error__startswith=FLAG)
@@ -250,4 +241,4 @@ def pay_bonuses(batch: Batch, client: Prolific, report, now=None) -> None:
             report.error(f"bonuses of study {study.prolific_id}", exc)
 
 
-__all__ = ["committed", "flagged", "line_fees", "parse_csv", "pay_bonuses", "record_bonus", "settle"]
+__all__ = ["flagged", "line_fees", "parse_csv", "pay_bonuses", "record_bonus", "settle"]

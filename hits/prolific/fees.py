@@ -11,7 +11,7 @@ from decimal import ROUND_DOWN, Decimal
 
 from hits.prolific.pricing import CENT, fee
 
-__all__ = ["CENT", "fee", "fee_rate", "split_fee"]
+__all__ = ["CENT", "committed", "fee", "fee_rate", "split_fee"]
 
 
 def fee_rate(batch) -> Decimal:
@@ -32,3 +32,17 @@ def split_fee(total: Decimal, amounts: list[Decimal]) -> list[Decimal]:
     for i in sorted(range(len(amounts)), key=lambda i: (exact[i] - shares[i], amounts[i]), reverse=True)[:left]:
         shares[i] += CENT
     return shares
+
+
+def committed(batch) -> Decimal:
+    """What a Prolific batch commits against its budget cap: its studies' places at the pay rule
+    (``publishing.committed``) plus the bonuses researchers gave and Prolific's fees on them."""
+    from django.db.models import Q, Sum
+
+    from hits.models import LedgerEntry
+    from hits.prolific.publishing import committed as places
+
+    given = LedgerEntry.objects.filter(batch=batch).filter(
+        Q(kind=LedgerEntry.Kind.BONUS) | Q(fee_for__kind=LedgerEntry.Kind.BONUS)
+    ).aggregate(total=Sum("amount"))["total"]
+    return places(batch) + (given or Decimal("0.00"))

@@ -20,14 +20,13 @@ import logging
 from collections import defaultdict
 from decimal import Decimal
 
-from hits.models import Batch, LedgerEntry
+from hits.models import HIT, Assignment, Batch, LedgerEntry
 from hits.mturk.models import Reconciliation
 from hits.mturk.reconcile import BONUS, REWARD, UNCHECKED, ZERO, Difference, ReconcileResult, compare
 from hits.prolific import fees
 from hits.prolific.bonuses import line_fees, parse_csv
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificBonus, ProlificSession, ProlificStudy
-from hits.prolific.review import session_assignments
 
 log = logging.getLogger(__name__)
 MARKET = "prolific"
@@ -67,10 +66,19 @@ def _charged(client: Prolific, study: ProlificStudy, rate: Decimal) -> dict[tupl
 
 def _booked(batch: Batch) -> tuple[dict, dict, Decimal]:
     """Paid ledger money per (session id, reward|bonus), the study of each session, and the paid total."""
+    # An assignment's session: its worker's in the study of its task type and kind (``sessions.session_assignments``).
+    sessions = {
+        (s.worker_id, s.study.task_type_id, s.study.kind): s
+        for s in ProlificSession.objects.filter(study__batch=batch).select_related("study")
+    }
     session_of: dict[int, ProlificSession] = {}
-    for session in ProlificSession.objects.filter(study__batch=batch).select_related("study"):
-        for assignment_id in session_assignments(session).values_list("pk", flat=True):
-            session_of[assignment_id] = session
+    rows = Assignment.objects.filter(hit__batch=batch, ledger__isnull=False).distinct().values_list(
+        "pk", "worker_id", "hit__task_type_id", "hit__kind")
+    for pk, worker_id, task_type_id, kind in rows:
+        study_kind = ProlificStudy.Kind.SCREENING if kind == HIT.Kind.QUALIFICATION else ProlificStudy.Kind.MAIN
+        session = sessions.get((worker_id, task_type_id, study_kind))
+        if session is not None:
+            session_of[pk] = session
     by_bonus = set(ProlificBonus.objects.filter(batch=batch, state=ProlificBonus.State.PAID).values_list("entries", flat=True))
     booked: dict[tuple[str, str], Decimal] = defaultdict(lambda: ZERO)
     study_of: dict[str, str] = {}

@@ -246,17 +246,27 @@ def send_decisions(batch: Batch, client: Prolific, report) -> None:
         elif decision == REJECT:
             _reject(client, session, report)
     for study, sessions in approve.items():
-        try:
-            if len(sessions) == 1:
-                client.request("POST", f"/submissions/{sessions[0].session_id}/transition/", json={"action": APPROVE}, safe=True)
-            else:
+        if len(sessions) > 1:
+            try:
                 client.request("POST", "/submissions/bulk-approve/", safe=True, json={
                     "study_id": study.prolific_id, "submission_ids": [s.session_id for s in sessions],
                 })
-        except ProlificError as exc:
-            _failed(sessions, f"approving {len(sessions)} submission(s) of study {study.prolific_id}", exc, report)
-            continue
+            except ProlificError as exc:
+                if exc.transient:
+                    _failed(sessions, f"approving {len(sessions)} submissions of study {study.prolific_id}", exc, report)
+                    continue
+                # Refused (all or nothing): one submission may be the cause; each is approved on its own.
+                log.warning("bulk approve of study %s refused, approving one by one: %s", study.prolific_id, exc)
+            else:
+                for session in sessions:
+                    _decided(session, APPROVE, report)
+                continue
         for session in sessions:
+            try:
+                client.request("POST", f"/submissions/{session.session_id}/transition/", json={"action": APPROVE}, safe=True)
+            except ProlificError as exc:
+                _failed([session], f"approving submission {session.session_id}", exc, report)
+                continue
             _decided(session, APPROVE, report)
 
 

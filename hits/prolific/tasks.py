@@ -41,18 +41,22 @@ def push_groups_task(batch_id: int) -> int:
 
 
 def running_batches():
-    """Prolific batches to sync: active or paused ones, and finished or cancelled ones with money or reviews
-    still open on Prolific."""
+    """Prolific batches to sync: active or paused ones, and finished or cancelled ones with money still to pay
+    or submissions still to decide."""
     from django.db.models import Q
 
     from hits.models import Batch, LedgerEntry
-    from hits.prolific.models import ProlificBonus
+    from hits.prolific.models import ProlificBonus, ProlificSession
 
     open_money = Q(ledger__state=LedgerEntry.State.PENDING) | Q(
         prolific_bonuses__state__in=[ProlificBonus.State.RECORDED, ProlificBonus.State.CREATED,
                                      ProlificBonus.State.PAYING, ProlificBonus.State.UNKNOWN]
     )
-    live = Q(state__in=[Batch.State.ACTIVE, Batch.State.PAUSED]) | open_money
+    # Submissions still to decide (the review of a finished campaign goes on: Prolific approves on its own
+    # after 21 days, and the ledger must follow).
+    undecided = Q(prolific_studies__sessions__decision="", prolific_studies__sessions__state__in=[
+        ProlificSession.State.ACTIVE, ProlificSession.State.COMPLETED])
+    live = Q(state__in=[Batch.State.ACTIVE, Batch.State.PAUSED]) | open_money | undecided
     return Batch.objects.filter(backend=Batch.Backend.PROLIFIC).filter(live).distinct().order_by("pk")
 
 

@@ -136,7 +136,7 @@ def test_a_researchers_bonus_over_the_budget_cap_is_refused(world):
 
     from hits import payments
     from hits.models import Assignment, Batch
-    from hits.prolific.bonuses import committed
+    from hits.prolific.fees import committed
 
     standin, batch, study = world
     session, work = finished_session(standin, study, 1)

@@ -111,7 +111,11 @@ def test_the_periodic_task_syncs_running_prolific_batches_only(prolific_standin,
     do_hits(session, 1)
     finished = make_batch()
     Batch.objects.filter(pk=finished.pk).update(state=Batch.State.FINISHED)
+    reviewing = make_batch("pd-label-2")  # finished, with a submission still to decide
+    waiting = start(prolific_standin, publish_study(prolific_standin, reviewing))
+    complete(prolific_standin, waiting)
+    Batch.objects.filter(pk=reviewing.pk).update(state=Batch.State.FINISHED)
     local = Batch.objects.create(name="local", reference="local:9")
     done = sync_all_task()
-    assert set(done) == {batch.pk} and done[batch.pk]["confirmed"] == 1
+    assert set(done) == {batch.pk, reviewing.pk} and done[batch.pk]["confirmed"] == 1
     assert local.pk not in done

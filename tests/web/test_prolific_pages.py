@@ -74,3 +74,24 @@ def test_the_payout_page_shows_prolific_and_the_bulk_bonuses_to_check(client_rit
     assert 'id="prolific-pays"' in page and "Prolific fees" in page and 'id="mark-paid"' not in page
     assert 'id="flagged-bonuses"' in page and f"bulk bonus {'f' * 24}" in page
     assert "Reconciliation with Prolific" in page and "prolific_reconcile --campaign" in page
+
+
+def test_the_examples_review_offers_prolifics_categories_beside_each_submitted_hit(client_rita, prolific_work):
+    from annotation.models import Example
+
+    draft, _, work = prolific_work
+    example = Example.objects.filter(campaign=draft).order_by("position").first()
+    page = client_rita.get(f"/campaigns/{draft.slug}/review/{example.pk}/").content.decode()
+    assert 'id="prolific-rejection-rules"' in page and f'data-assignment="{work.pk}"' in page
+    assert 'name="rejection_category"' in page
+
+
+def test_a_bulk_rejection_carries_the_category_through_its_confirmation(client_rita, prolific_work):
+    draft, session, work = prolific_work
+    url = f"/campaigns/{draft.slug}/review/bulk/"
+    body = {"action": "reject", "message": WHY, "rejection_category": "LOW_EFFORT"}
+    page = client_rita.post(url, body).content.decode()
+    assert 'name="rejection_category" value="LOW_EFFORT"' in page
+    client_rita.post(url, {**body, "confirmed": "1", "ids": [str(work.pk)]})
+    assert Assignment.objects.get(pk=work.pk).state == "rejected"
+    assert ProlificSession.objects.get(pk=session.pk).rejection_category == "LOW_EFFORT"

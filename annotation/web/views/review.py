@@ -228,6 +228,7 @@ def campaign_review_example(request, slug, pk):
             "scu_units": scu_units,
             "assignments": _example_assignments(campaign, example, predicate_ids, [s.pk for s in summaries]),
             "review_form": AssignmentReviewForm(),
+            **_prolific_review_context(campaign),
             "previous": Example.objects.filter(campaign=campaign, position__lt=example.position).order_by("-position").first(),
             "next": Example.objects.filter(campaign=campaign, position__gt=example.position).order_by("position").first(),
         },
