@@ -773,6 +773,14 @@ def standin_state(standin_url: str) -> dict:
     return json.loads(body)
 
 
+def refuse_https_redirect(status: int, location: str) -> None:
+    """The platform served in-process speaks plain HTTP: a redirect to HTTPS (``DEBUG`` off, so
+    ``SECURE_SSL_REDIRECT`` on) would send every simulated participant away without work."""
+    if status in (301, 302) and (location or "").startswith("https://"):
+        raise ValueError("the platform redirects the study URL to HTTPS (DEBUG is off, so SECURE_SSL_REDIRECT is on): "
+                         "for a local rehearsal set DEBUG=1 (or SECURE_SSL_REDIRECT=0)")
+
+
 class _Participant:
     """One simulated Prolific participant: an id as Prolific's, and the studies they took part in."""
 
@@ -890,6 +898,7 @@ def _prolific_session(person: _Participant, study, standin_url: str, base_url: s
     parts = urllib.parse.urlsplit(started["url"])
     browser = HttpWorker(base_url, person.pid, "")
     status, location, _ = browser.request(f"{parts.path}?{parts.query}")
+    refuse_https_redirect(status, location)
     done = 0
     while True:
         match = re.search(r"/work/assignments/(\d+)/", location or "") if status == 302 else None

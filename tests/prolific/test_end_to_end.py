@@ -116,3 +116,11 @@ def test_simulating_prolific_needs_the_standin_and_a_prolific_campaign(tmp_path,
     Campaign.objects.filter(pk=campaign.pk).update(backend=Campaign.Backend.LOCAL)
     with pytest.raises(CommandError, match="runs on Local workers, not Prolific"):
         call_command("simulate_crowd", campaign=campaign.slug, backend="prolific")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_platform_that_redirects_to_https_is_named_not_simulated_as_a_crowd_without_work(prolific_standin, tmp_path, settings):
+    settings.SECURE_SSL_REDIRECT = True  # DEBUG off: the pages served in-process over HTTP would all redirect
+    campaign = _campaign(tmp_path / "c")
+    with pytest.raises(CommandError, match="redirects the study URL to HTTPS .* set DEBUG=1"):
+        call_command("simulate_crowd", campaign=campaign.slug, backend="prolific", workers=2)

@@ -90,18 +90,14 @@ class Command(BaseCommand):
                 max_seconds=options["max_seconds"],
             )
         elif options["backend"] == "prolific":
-            report = simulate_prolific_crowd(
-                campaign,
-                options["workers"],
-                standin_url=settings.PROLIFIC_API_URL,
-                accuracy=options["accuracy"],
-                seed=options["seed"],
-                careless=options["careless"],
-                forged=1 if options["forged"] is None else options["forged"],
-                reject=options["reject"],
-                base_url=options["url"],
-                max_seconds=options["max_seconds"],
-            )
+            from hits.prolific.client import ProlificError
+            from hits.prolific.pricing import HourlyRateTooLow
+            from hits.prolific.publishing import PublishRefused
+
+            try:
+                report = self._prolific(campaign, options, settings)
+            except (ValueError, PublishRefused, ProlificError, HourlyRateTooLow) as exc:
+                raise CommandError(str(exc)) from None
         else:
             report = simulate_crowd(
                 campaign,
@@ -129,3 +125,18 @@ class Command(BaseCommand):
             standin_state(settings.PROLIFIC_API_URL)
         except ValueError as exc:
             raise CommandError(f"--backend prolific runs against the Prolific stand-in only: {exc}") from None
+
+    @staticmethod
+    def _prolific(campaign, options, settings):
+        return simulate_prolific_crowd(
+            campaign,
+            options["workers"],
+            standin_url=settings.PROLIFIC_API_URL,
+            accuracy=options["accuracy"],
+            seed=options["seed"],
+            careless=options["careless"],
+            forged=1 if options["forged"] is None else options["forged"],
+            reject=options["reject"],
+            base_url=options["url"],
+            max_seconds=options["max_seconds"],
+        )
