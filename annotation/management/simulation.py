@@ -755,7 +755,8 @@ class ProlificFigures:
             "HITs: " + ", ".join(f"{n} {state}" for state, n in sorted(self.hits.items())),
             "Prolific submissions: " + ", ".join(f"{n} {status}" for status, n in sorted(self.submissions.items())),
             "bulk bonuses: " + (", ".join(f"{n} {state}" for state, n in sorted(self.bonuses.items())) or "none"),
-            f"money, ledger (paid): {money(self.ledger)}",
+            f"money, ledger (paid): {money(self.ledger)} (rewards: every HIT, including those Prolific paid as "
+            "bonuses; bonuses: a researcher's own)",
             f"money, Prolific stand-in (paid): {money(self.market)}",
             *(f"sync: {error}" for error in self.sync_errors[:10]),
         ]
@@ -917,7 +918,9 @@ def _prolific_session(person: _Participant, study, standin_url: str, base_url: s
             _leave_mid_session(leaving.pop(0), study, session_id, standin_url, figures)
             return True
         status, _, _ = browser.request(f"/work/assignments/{pk}/")  # the HIT page (sets the CSRF cookie)
-        if status != 200:
+        if status != 200:  # the page refused: the participant gives the study back on Prolific
+            _http("POST", f"{standin_url}/__control/submissions/{session_id}/return/", {}, as_json=True)
+            figures.no_work += 1
             return done > 0
         assignment = Assignment.objects.select_related("hit", "hit__task_type").get(pk=pk)
         slug = assignment.hit.task_type.slug
