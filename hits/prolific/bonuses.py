@@ -104,22 +104,31 @@ def _fail(bonus: ProlificBonus, what: str, exc: Exception, report) -> None:
     report.error(f"{what} (bulk bonus {bonus.pk})", exc)
 
 
-def create(client: Prolific, bonus: ProlificBonus, report) -> bool:
+def create(client: Prolific, bonus: ProlificBonus, report, now=None) -> bool:
+    """Claim the recorded set (``recorded`` -> ``creating``: one sync only), send the create call, and record
+    Prolific's id only on the set this sync claimed.  False when nothing is to be paid by this sync."""
+    now = now or timezone.now()
+    S = ProlificBonus.State
+    if not ProlificBonus.objects.filter(pk=bonus.pk, state=S.RECORDED).update(state=S.CREATING, create_claimed_at=now):
+        return False  # another sync took it
     try:
         answer = client.request("POST", "/submissions/bonus-payments/", safe=False, json={
             "study_id": bonus.study.prolific_id, "csv_bonuses": bonus.csv_bonuses,
         })
     except ProlificError as exc:
-        if exc.ambiguous:  # stays recorded: created again next time (creating pays nothing)
-            ProlificBonus.objects.filter(pk=bonus.pk).update(last_error=f"create: {exc}"[:1000])
+        if exc.ambiguous:  # back to recorded: created again next time (creating pays nothing)
+            ProlificBonus.objects.filter(pk=bonus.pk, state=S.CREATING).update(state=S.RECORDED, last_error=f"create: {exc}"[:1000])
             report.error(f"creating bulk bonus {bonus.pk}", exc)
         else:
             _fail(bonus, "create refused", exc, report)
         return False
     fee = Decimal(answer["fees"]) / 100 if answer.get("fees") is not None else None
-    ProlificBonus.objects.filter(pk=bonus.pk).update(
-        prolific_id=answer["id"], state=ProlificBonus.State.CREATED, fees=fee, last_error="",
+    taken = ProlificBonus.objects.filter(pk=bonus.pk, state=S.CREATING, prolific_id__isnull=True).update(
+        prolific_id=answer["id"], state=S.CREATED, fees=fee, last_error="",
     )
+    if not taken:  # the claim was given up meanwhile (thought dead): this id is never paid
+        report.errors.append(f"bulk bonus {answer['id']} created for set {bonus.pk} after its claim was given up: not paid")
+        return False
     bonus.refresh_from_db()
     return True
 
@@ -127,16 +136,18 @@ def create(client: Prolific, bonus: ProlificBonus, report) -> bool:
 def pay(client: Prolific, bonus: ProlificBonus, report, now) -> None:
     """Record the pay call, then send it once (see the module's notes)."""
     with transaction.atomic():
-        claimed = ProlificBonus.objects.filter(pk=bonus.pk, state=ProlificBonus.State.CREATED).update(
-            state=ProlificBonus.State.PAYING, pay_recorded_at=now,
-        )
+        claimed = ProlificBonus.objects.filter(
+            pk=bonus.pk, state=ProlificBonus.State.CREATED, prolific_id__isnull=False,
+        ).update(state=ProlificBonus.State.PAYING, pay_recorded_at=now)
     if not claimed:
         return  # another sync took it
+    bonus.refresh_from_db()  # the id this claim covers, never one held in memory
     try:
         client.request("POST", f"/bulk-bonus-payments/{bonus.prolific_id}/pay/", safe=False)
     except ProlificError as exc:
         if exc.ambiguous:
-            ProlificBonus.objects.filter(pk=bonus.pk).update(state=ProlificBonus.State.UNKNOWN, last_error=f"pay: {exc}"[:1000])
+            ProlificBonus.objects.filter(pk=bonus.pk, state=ProlificBonus.State.PAYING).update(
+                state=ProlificBonus.State.UNKNOWN, last_error=f"pay: {exc}"[:1000])
             report.error(f"paying bulk bonus {bonus.prolific_id} (reply lost: Prolific's records will be read, never paid again)", exc)
         else:
             _fail(bonus, "pay refused", exc, report)
@@ -218,6 +229,26 @@ def flagged(batch: Batch):
     return ProlificBonus.objects.filter(batch=batch, state=ProlificBonus.State.UNKNOWN, last_error__startswith=FLAG)
 
 
+def carry_on(client: Prolific, bonus: ProlificBonus, report, now) -> None:
+    """One bulk bonus one step further; every step is a conditional update, so two syncs never both act."""
+    S = ProlificBonus.State
+    if bonus.state == S.CREATING and bonus.create_claimed_at and now - bonus.create_claimed_at > STUCK:
+        # The sync that claimed the create died: no id reached us, so nothing of it can be paid; create again.
+        ProlificBonus.objects.filter(pk=bonus.pk, state=S.CREATING, prolific_id__isnull=True,
+                                     create_claimed_at=bonus.create_claimed_at).update(state=S.RECORDED)
+        bonus.refresh_from_db()
+    if bonus.state == S.RECORDED and not create(client, bonus, report, now):
+        return
+    if bonus.state == S.CREATED:
+        pay(client, bonus, report, now)
+    elif bonus.state == S.UNKNOWN:
+        check_unknown(client, bonus, report, now)
+    elif bonus.state == S.PAYING and now - bonus.pay_recorded_at > STUCK:
+        # The process sending it stopped before recording the answer: it may have been sent.
+        ProlificBonus.objects.filter(pk=bonus.pk, state=S.PAYING).update(state=S.UNKNOWN)
+    # Otherwise CREATING or PAYING: a call in flight in another process (its outcome is recorded there).
+
+
 def pay_bonuses(batch: Batch, client: Prolific, report, now=None) -> None:
     """Every study's due bonus set, created and paid; earlier sets carried on.  One set's trouble never stops
     another's."""
@@ -226,16 +257,12 @@ def pay_bonuses(batch: Batch, client: Prolific, report, now=None) -> None:
         try:
             record_bonus(study)
             for bonus in study.bonuses.exclude(state__in=[ProlificBonus.State.PAID, ProlificBonus.State.FAILED]).order_by("pk"):
-                if bonus.state == ProlificBonus.State.RECORDED and not create(client, bonus, report):
-                    continue
-                if bonus.state == ProlificBonus.State.CREATED:
-                    pay(client, bonus, report, now)
-                elif bonus.state == ProlificBonus.State.UNKNOWN:
-                    check_unknown(client, bonus, report, now)
-                elif bonus.state == ProlificBonus.State.PAYING and now - bonus.pay_recorded_at > STUCK:
-                    # The process sending it stopped before recording the answer: it may have been sent.
-                    ProlificBonus.objects.filter(pk=bonus.pk, state=ProlificBonus.State.PAYING).update(state=ProlificBonus.State.UNKNOWN)
-                # Otherwise PAYING: a pay call in flight in another process (its outcome is recorded there).
+                try:
+                    carry_on(client, bonus, report, now)
+                except Exception as exc:  # noqa: BLE001 - one set's trouble must not stop the study's others
+                    log.exception("Prolific bulk bonus %s", bonus.pk)
+                    ProlificBonus.objects.filter(pk=bonus.pk).update(last_error=f"{type(exc).__name__}: {exc}"[:1000])
+                    report.error(f"bulk bonus {bonus.pk}", exc)
         except Exception as exc:  # noqa: BLE001 - one study's bonuses must not stop another's
             log.exception("Prolific bonuses of study %s", study.prolific_id)
             report.error(f"bonuses of study {study.prolific_id}", exc)

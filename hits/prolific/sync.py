@@ -76,25 +76,55 @@ def sync_batch(batch: Batch, client: Prolific | None = None, now=None) -> SyncRe
     now = now or timezone.now()
     report = SyncReport()
     try:
-        _ensure_places(batch, client, report)
-        for study in ProlificStudy.objects.filter(batch=batch, prolific_id__isnull=False).order_by("pk"):
-            report.studies += 1
-            sync_study(client, study, report, now)
-        settle_batch(batch, client, report, now)
-        groups.push(batch, client, report)
+        with settling_lock(batch) as acquired:
+            if not acquired:
+                report.errors.append(BUSY)
+                return report
+            _ensure_places(batch, client, report)
+            for study in ProlificStudy.objects.filter(batch=batch, prolific_id__isnull=False).order_by("pk"):
+                report.studies += 1
+                sync_study(client, study, report, now)
+            settle_batch(batch, client, report, now)
+            _step("sending group changes", report, groups.push, batch, client, report)
     finally:
         if own:
             client.close()
     return report
 
 
+# First key of the advisory lock held by a sync or settle run of a batch (second key: the batch id).
+SETTLE_LOCK = 7302
+BUSY = "another sync of this batch is running: nothing done (it does the same)"
+
+
+def settling_lock(batch: Batch):
+    """One sync/settle run per batch at a time (two runs would both act on one recorded bulk bonus); a no-op on
+    SQLite, re-entrant in one connection (``sync_batch`` calls ``settle_batch``)."""
+    from hits.mturk.publishing import publishing_lock
+
+    return publishing_lock(batch, namespace=SETTLE_LOCK)
+
+
+def _step(what: str, report: SyncReport, function, *args) -> None:
+    """One step of a run; an unexpected error is recorded and the run goes on with the next step."""
+    try:
+        function(*args)
+    except Exception as exc:  # noqa: BLE001 - one step's trouble must not stop the others
+        log.exception("Prolific sync: %s", what)
+        report.error(what, exc)
+
+
 def settle_batch(batch: Batch, client: Prolific, report: SyncReport | None = None, now=None) -> SyncReport:
     """Reviews and bonuses: approve what waited too long, send complete reviews, pay due bonuses."""
     report = report or SyncReport()
     now = now or timezone.now()
-    review.approve_due(batch, now)
-    review.send_decisions(batch, client, report)
-    bonuses.pay_bonuses(batch, client, report, now)
+    with settling_lock(batch) as acquired:
+        if not acquired:
+            report.errors.append(BUSY)
+            return report
+        _step("approving HITs left unreviewed", report, review.approve_due, batch, now)
+        _step("sending review decisions", report, review.send_decisions, batch, client, report)
+        _step("paying bonuses", report, bonuses.pay_bonuses, batch, client, report, now)
     return report
 
 

@@ -1,0 +1,76 @@
+"""Money defects found in review: overlapping syncs never pay one bulk bonus twice; HITs done after a session's
+first confirmation are paid; screening rewards are booked; a refused set does not block the others; rewards
+Prolific pays on its own are booked; the base entry is what Prolific pays; lost-reply sets are settled from
+Prolific's records only when they prove it; one failing step does not stop the rest; the automatic approval
+never approves a HIT the researcher rejected."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from hits.models import LedgerEntry
+from hits.prolific import bonuses, review
+from hits.prolific.client import Prolific
+from hits.prolific.models import ProlificBonus
+from hits.prolific.sync import SyncReport
+from tests.prolific.pd_world import (  # noqa: F401 - world: a fixture
+    REWARD, approve_all, finished_session, paid_to, run_sync, world,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def _pay_calls(standin):
+    return sum(len(b["pay_calls"]) for b in standin.state()["bonuses"])
+
+
+def _approved_session(standin, batch, study, n):
+    session, work = finished_session(standin, study, n)
+    run_sync(batch)
+    approve_all(work)
+    with Prolific() as client:
+        review.send_decisions(batch, client, SyncReport())  # the submission approved: its other HITs are bonuses
+    return session, work
+
+
+def test_a_second_sync_running_while_the_first_creates_the_bonus_never_pays_it_twice(world, monkeypatch):
+    standin, batch, study = world
+    session, _ = _approved_session(standin, batch, study, 3)
+    real = Prolific.request
+    overlapped = []
+
+    def request(self, method, path, **kwargs):
+        if path == "/submissions/bonus-payments/" and not overlapped:
+            overlapped.append(True)  # B runs while A's create call is on its way (after A's claim)
+            bonuses.pay_bonuses(batch, self, SyncReport())
+        return real(self, method, path, **kwargs)
+
+    monkeypatch.setattr(Prolific, "request", request)
+    with Prolific() as client:
+        bonuses.pay_bonuses(batch, client, SyncReport())
+    monkeypatch.setattr(Prolific, "request", real)
+    assert overlapped and len(standin.state()["bonuses"]) == 1 and _pay_calls(standin) == 1
+    run_sync(batch)
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    assert paid_to(standin, session.participant_id) == {"rewards": 50, "bonuses": 100}
+    assert ProlificBonus.objects.get().state == ProlificBonus.State.PAID
+
+
+def test_a_second_sync_after_the_create_answered_does_not_pay_again(world, monkeypatch):
+    standin, batch, study = world
+    _approved_session(standin, batch, study, 2)
+    real = Prolific.request
+    overlapped = []
+
+    def request(self, method, path, **kwargs):
+        if path.endswith("/pay/") and not overlapped:
+            overlapped.append(True)  # B runs when A has the id and is about to pay
+            bonuses.pay_bonuses(batch, self, SyncReport())
+        return real(self, method, path, **kwargs)
+
+    monkeypatch.setattr(Prolific, "request", request)
+    with Prolific() as client:
+        bonuses.pay_bonuses(batch, client, SyncReport())
+    assert overlapped and len(standin.state()["bonuses"]) == 1 and _pay_calls(standin) == 1
