@@ -32,10 +32,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from hits.models import Batch
+from hits.models import Assignment, Batch
 from hits.prolific import bonuses, groups, review
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificSession, ProlificStudy
+from hits.prolific.sessions import session_assignments
 from hits.reports import SyncErrors
 
 log = logging.getLogger(__name__)
@@ -185,8 +186,12 @@ def take_session(session: ProlificSession, item: dict | None, report: SyncReport
         ProlificSession.objects.filter(pk=session.pk).update(market_status=status)
         session.market_status = status
         report.status_changes += 1
-    if session.confirmed_at is None:
+    # Every sync (not only the first that lists it): HITs submitted after an earlier confirmation are pending
+    # until confirmed, also when the session has ended since (confirm_session is idempotent).
+    first = session.confirmed_at is None
+    if first or session_assignments(session).filter(state=Assignment.State.PENDING).exists():
         confirm(session)
+    if first:
         ProlificSession.objects.filter(pk=session.pk, confirmed_at__isnull=True).update(confirmed_at=now)
         session.confirmed_at = now
         report.confirmed += 1

@@ -74,3 +74,25 @@ def test_a_second_sync_after_the_create_answered_does_not_pay_again(world, monke
     with Prolific() as client:
         bonuses.pay_bonuses(batch, client, SyncReport())
     assert overlapped and len(standin.state()["bonuses"]) == 1 and _pay_calls(standin) == 1
+
+
+def test_hits_done_after_the_first_confirmation_are_confirmed_reviewed_and_paid(world):
+    from hits.models import Assignment
+    from hits.prolific.models import ProlificSession
+    from tests.prolific.pd_world import complete, do_hits, start
+
+    standin, batch, study = world
+    session = start(standin, study)
+    first = do_hits(session, 1)
+    assert run_sync(batch).confirmed == 1  # Prolific lists the session while the participant works
+    later = do_hits(session, 2)
+    complete(standin, session)
+    run_sync(batch)
+    work = first + later
+    assert set(Assignment.objects.filter(pk__in=[a.pk for a in work]).values_list("state", flat=True)) == {Assignment.State.SUBMITTED}
+    approve_all(work)
+    run_sync(batch)
+    assert ProlificSession.objects.get(pk=session.pk).decision == "APPROVE"
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    assert paid_to(standin, session.participant_id) == {"rewards": 50, "bonuses": 100}
+    assert set(LedgerEntry.objects.filter(assignment__in=work, kind=LedgerEntry.Kind.REWARD).values_list("state", flat=True)) == {LedgerEntry.State.PAID}
