@@ -110,6 +110,11 @@ def _record(assignment: Assignment, kind: str, amount: Decimal, reason: str, by,
     return entry
 
 
+def record_entry(assignment: Assignment, kind: str, amount: Decimal, reason: str, by, token: str) -> LedgerEntry:
+    """A ledger entry (and its market fee) for an assignment, pending on a market (for the markets' own code)."""
+    return _record(assignment, kind, amount, reason, by, token)
+
+
 def reward_fee(assignment: Assignment, amount: Decimal | None = None) -> Decimal:
     """MTurk's commission on the assignment's reward (``amount``: the reward), as approving it books it."""
     published = getattr(assignment.hit, "mturk", None)

@@ -91,6 +91,10 @@ def record_bonus(study: ProlificStudy) -> ProlificBonus | None:
     with transaction.atomic():
         ProlificStudy.objects.select_for_update().get(pk=study.pk)  # two syncs at once record one set
         entries = [e for e in due_entries(study) if e.worker.prolific_pid]
+        # Nothing to pay (a screening study's test items reward 0: the submission's reward pays the test):
+        # settled here, never a "pid,0.00" line Prolific refuses.
+        mark_entries_paid([e for e in entries if e.amount == 0])
+        entries = [e for e in entries if e.amount > 0]
         if not entries:
             return None
         csv, total = csv_lines(entries)

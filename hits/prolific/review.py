@@ -136,6 +136,68 @@ def base_entry(session: ProlificSession) -> LedgerEntry | None:
     return LedgerEntry.objects.filter(assignment=first, kind=LedgerEntry.Kind.REWARD).first()
 
 
+#: Starts the note on a session whose reward Prolific paid with no reward pending here (payout page).
+PAID_BY_PROLIFIC = "PAID BY PROLIFIC"
+
+
+def book_base(session: ProlificSession) -> None:
+    """Prolific paid the submission's reward (the study's ``reward``): booked as paid, with its fee.
+
+    It pays the session's first approved HIT (``base_entry``), whose reward entry becomes the study's reward
+    (a screening study's reward is its items' rewards, while its HITs' own are 0; a HIT reward edited after the
+    study was created differs from what Prolific pays); the part of that HIT's reward beyond it stays due as a
+    bonus.  With no such entry pending and in no bulk bonus (Prolific approved on its own a submission with no
+    approved HIT here, or whose HITs were all paid as bonuses already) the reward is booked as paid by Prolific
+    on its own and flagged for the researcher (payout page: ``hits.payouts.paid_by_mturk``)."""
+    from hits.payments import record_entry
+    from hits.prolific import fees
+    from hits.prolific.models import ProlificBonus
+
+    study = session.study
+    base = study.reward
+    entry = base_entry(session)
+    free = entry is not None and entry.state == LedgerEntry.State.PENDING and not entry.prolific_bonuses.exclude(
+        state=ProlificBonus.State.FAILED).exists()
+    if not free:
+        paid_unseen(session, base)
+        return
+    if entry.amount != base:
+        rest = entry.amount - base
+        LedgerEntry.objects.filter(pk=entry.pk).update(amount=base, reason=f"{entry.reason} (Prolific's reward of the submission)"[:1000])
+        LedgerEntry.objects.filter(fee_for=entry).update(amount=fees.fee(base, fees.fee_rate(study.batch)))
+        if rest > 0:  # the HIT's reward beyond the submission's: a bonus
+            record_entry(entry.assignment, LedgerEntry.Kind.BONUS, rest, "the HIT's reward beyond the submission's reward",
+                         None, f"reward-{entry.assignment_id}-rest")
+    mark_entries_paid([entry])
+
+
+def paid_unseen(session: ProlificSession, amount) -> None:
+    """The submission's reward Prolific paid with no reward pending here: booked paid, once, and flagged."""
+    from hits.prolific import fees
+
+    token = f"prolific-reward-{session.session_id}"[:64]
+    note = (f"{PAID_BY_PROLIFIC}: Prolific approved submission {session.session_id} and paid its reward ${amount} with "
+            "no reward pending here (its own approval, or a returned/timed-out submission): booked as paid; check it")
+    ProlificSession.objects.filter(pk=session.pk).update(last_error=note[:1000])
+    if amount <= 0 or LedgerEntry.objects.filter(request_token=token).exists():
+        return
+    assignment = session_assignments(session).order_by("pk").first()
+    if assignment is None:  # no work here to book it on: the note on the session is all (reconcile shows it)
+        log.warning("%s", note)
+        return
+    now = timezone.now()
+    entry = LedgerEntry.objects.create(
+        batch=session.study.batch, assignment=assignment, worker=session.worker, kind=LedgerEntry.Kind.BONUS,
+        amount=amount, state=LedgerEntry.State.PAID, settled_at=now, request_token=token, reason=note[:1000],
+        paid_by_mturk=True,
+    )
+    LedgerEntry.objects.create(
+        batch=session.study.batch, assignment=assignment, worker=session.worker, kind=LedgerEntry.Kind.FEE,
+        fee_for=entry, amount=fees.fee(amount, fees.fee_rate(session.study.batch)), state=LedgerEntry.State.PAID,
+        settled_at=now, request_token=f"{token}-fee"[:64], reason="Prolific service fee on its reward", paid_by_mturk=True,
+    )
+
+
 def mark_entries_paid(entries) -> None:
     """Ledger entries (and their fee entries) Prolific has now paid; their assignments' rewards paid too."""
     ids = [entry.pk for entry in entries]
@@ -169,9 +231,8 @@ def record_decision(session: ProlificSession, decision: str, market_status: str 
             decision=decision, decided_at=timezone.now(), last_error="",
             market_status=market_status or ("APPROVED" if decision == APPROVE else "REJECTED"),
         )
-        entry = base_entry(session) if decision == APPROVE else None
-        if entry is not None and entry.state == LedgerEntry.State.PENDING:
-            mark_entries_paid([entry])
+        if decision == APPROVE:
+            book_base(ProlificSession.objects.select_related("study__batch", "worker").get(pk=session.pk))
 
 
 def _decided(session: ProlificSession, decision: str, report) -> None:

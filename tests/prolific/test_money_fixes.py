@@ -96,3 +96,44 @@ def test_hits_done_after_the_first_confirmation_are_confirmed_reviewed_and_paid(
     standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
     assert paid_to(standin, session.participant_id) == {"rewards": 50, "bonuses": 100}
     assert set(LedgerEntry.objects.filter(assignment__in=work, kind=LedgerEntry.Kind.REWARD).values_list("state", flat=True)) == {LedgerEntry.State.PAID}
+
+
+def _ledger_paid(batch, kinds=(LedgerEntry.Kind.REWARD, LedgerEntry.Kind.BONUS)):
+    entries = LedgerEntry.objects.filter(batch=batch, kind__in=kinds, state=LedgerEntry.State.PAID)
+    return int(sum(e.amount for e in entries) * 100)
+
+
+def test_an_approved_screening_session_books_the_reward_prolific_pays(world):
+    from hits.models import HIT
+    from hits.prolific.models import ProlificStudy
+    from tests.prolific.pd_world import complete, do_hits, publish_study, start
+
+    standin, batch, _ = world
+    screening = publish_study(standin, batch, kind=ProlificStudy.Kind.SCREENING)  # reward 0.50 for the whole test
+    session = start(standin, screening)
+    tests = do_hits(session, 2, kind=HIT.Kind.QUALIFICATION)
+    HIT.objects.filter(assignments__in=tests).update(reward=0)  # test items pay nothing of their own
+    complete(standin, session)
+    run_sync(batch)
+    approve_all(tests)
+    run_sync(batch)
+    run_sync(batch)
+    paid = paid_to(standin, session.participant_id)
+    assert paid == {"rewards": 50, "bonuses": 0} and _ledger_paid(batch) == 50
+    assert not ProlificBonus.objects.exists() and not LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PENDING).exists()
+
+
+def test_the_base_entry_is_the_studys_reward_when_the_hits_reward_was_changed(world):
+    from hits.models import HIT
+
+    standin, batch, study = world
+    session, work = finished_session(standin, study, 3)
+    HIT.objects.filter(assignments__in=work).update(reward=Decimal("0.60"))  # edited after the study was created
+    run_sync(batch)
+    approve_all(work)
+    run_sync(batch)
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    paid = paid_to(standin, session.participant_id)
+    assert paid["rewards"] == 50 and paid["rewards"] + paid["bonuses"] == 180  # every HIT's 0.60, to the cent
+    assert _ledger_paid(batch) == 180
+    assert not LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PENDING).exists()
