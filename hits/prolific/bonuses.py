@@ -12,7 +12,11 @@ Prolific's two steps, and what is recorded before each (``ProlificBonus.state``)
    (``POST /submissions/bonus-payments/``).  Creating pays nothing, so after an ambiguous create (no answer)
    the same recorded set is simply created again by the next sync: a bulk bonus whose id never reached us is
    never paid (only an id we hold is), so Prolific's records (no bonus on the submissions) prove the first
-   create moved no money.  A refused create (4xx) marks it ``failed``: its entries are due again.
+   create moved no money.  The create call is claimed first (``recorded`` -> ``creating``, a conditional
+   update), and Prolific's id is recorded only on the set this sync claimed: two overlapping syncs never
+   both create and pay one set.  A refused create or pay (4xx) marks it ``failed`` and is never re-sent as
+   it was: a set of several participants is recorded again one set per participant; a refused
+   one-participant set keeps its entry and is flagged for the researcher (``flagged``, payout page).
 2. ``created`` (Prolific's id) -> ``paying``: ``pay_recorded_at`` is committed BEFORE the pay call
    (``POST /bulk-bonus-payments/{id}/pay/``), which is sent once.  Answered -> ``paid``, and the entries and
    their fees are paid in the ledger (the fees Prolific answered for the bulk, spread over its lines and
@@ -34,6 +38,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from hits.models import Batch, LedgerEntry
@@ -53,7 +58,7 @@ STUCK = timedelta(minutes=15)
 
 def due_entries(study: ProlificStudy) -> list[LedgerEntry]:
     """The study's pending ledger entries to pay as a bonus now (see the module's notes)."""
-    taken = ProlificBonus.objects.exclude(state=ProlificBonus.State.FAILED).values("entries")
+    taken = held().values("entries")
     due = []
     sessions = study.sessions.filter(
         # only those whose participant has money pending in the batch (settled sessions are not looked at again)
@@ -77,6 +82,12 @@ def due_entries(study: ProlificStudy) -> list[LedgerEntry]:
     return due
 
 
+def held():
+    """Bulk bonuses whose entries are not due again: all but the failed, and a refused one-participant set
+    (flagged for the researcher: Prolific refused exactly that line, so it is not sent again by itself)."""
+    return ProlificBonus.objects.exclude(Q(state=ProlificBonus.State.FAILED) & Q(csv_bonuses__contains="\n"))
+
+
 def csv_lines(entries: list[LedgerEntry]) -> tuple[str, Decimal]:
     """``participant id,amount`` per participant (sorted), and the total."""
     per: dict[str, Decimal] = defaultdict(lambda: Decimal("0.00"))
@@ -97,14 +108,34 @@ def record_bonus(study: ProlificStudy) -> ProlificBonus | None:
         entries = [e for e in entries if e.amount > 0]
         if not entries:
             return None
-        csv, total = csv_lines(entries)
-        bonus = ProlificBonus.objects.create(batch_id=study.batch_id, study=study, csv_bonuses=csv, amount=total)
-        bonus.entries.set(entries)
+        if study.bonuses.filter(state=ProlificBonus.State.FAILED).exists():
+            # After a refusal, one set per participant: a refused line never blocks the study's other bonuses.
+            per: dict[str, list[LedgerEntry]] = defaultdict(list)
+            for entry in entries:
+                per[entry.worker.prolific_pid].append(entry)
+            groups = [per[pid] for pid in sorted(per)]
+        else:
+            groups = [entries]
+        for group in groups:
+            csv, total = csv_lines(group)
+            bonus = ProlificBonus.objects.create(batch_id=study.batch_id, study=study, csv_bonuses=csv, amount=total)
+            bonus.entries.set(group)
     return bonus
 
 
+REFUSED = "REFUSED"
+
+
 def _fail(bonus: ProlificBonus, what: str, exc: Exception, report) -> None:
-    ProlificBonus.objects.filter(pk=bonus.pk).update(state=ProlificBonus.State.FAILED, last_error=f"{what}: {exc}"[:1000])
+    """Prolific refused the set (it did nothing): not sent again by itself.  Its entries are due again, one set
+    per participant, when it had several lines; a refused one-line set keeps its entry and is flagged for the
+    researcher (payout page) with Prolific's answer."""
+    single = "\n" not in bonus.csv_bonuses.strip()
+    detail = getattr(exc, "detail", None)
+    note = (f"{REFUSED}: {what}: {exc}{f' {detail}' if detail and str(detail) not in str(exc) else ''}. " + (
+        "Not sent again by the platform: correct the cause, then pay this participant by hand on Prolific."
+        if single else "Its participants' bonuses are sent again, one set per participant."))
+    ProlificBonus.objects.filter(pk=bonus.pk).update(state=ProlificBonus.State.FAILED, last_error=note[:1000])
     report.error(f"{what} (bulk bonus {bonus.pk})", exc)
 
 
@@ -229,8 +260,14 @@ def check_unknown(client: Prolific, bonus: ProlificBonus, report, now) -> None:
 
 
 def flagged(batch: Batch):
-    """Bulk bonuses the researcher must look at (payout page): pay reply lost and still unpaid after a long time."""
-    return ProlificBonus.objects.filter(batch=batch, state=ProlificBonus.State.UNKNOWN, last_error__startswith=FLAG)
+    """Bulk bonuses the researcher must look at (payout page): pay reply lost and still unpaid after a long time,
+    and one-participant sets Prolific refused (not sent again by the platform)."""
+    S = ProlificBonus.State
+    return ProlificBonus.objects.filter(
+        Q(state=S.UNKNOWN, last_error__startswith=FLAG)
+        | (Q(state=S.FAILED, last_error__startswith=REFUSED) & ~Q(csv_bonuses__contains="\n")),
+        batch=batch,
+    ).order_by("pk")
 
 
 def carry_on(client: Prolific, bonus: ProlificBonus, report, now) -> None:

@@ -137,3 +137,30 @@ def test_the_base_entry_is_the_studys_reward_when_the_hits_reward_was_changed(wo
     assert paid["rewards"] == 50 and paid["rewards"] + paid["bonuses"] == 180  # every HIT's 0.60, to the cent
     assert _ledger_paid(batch) == 180
     assert not LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PENDING).exists()
+
+
+def test_a_refused_line_is_flagged_not_resent_and_does_not_block_the_others(world, monkeypatch):
+    from hits.prolific.client import ProlificError
+
+    standin, batch, study = world
+    refused, refused_work = finished_session(standin, study, 2)
+    other, other_work = finished_session(standin, study, 2)
+    run_sync(batch)
+    approve_all(refused_work + other_work)
+    real = Prolific.request
+    tried = []
+
+    def request(self, method, path, **kwargs):
+        if path == "/submissions/bonus-payments/" and refused.participant_id in kwargs["json"]["csv_bonuses"]:
+            tried.append(kwargs["json"]["csv_bonuses"])
+            raise ProlificError("refused", status=400, detail={"csv_bonuses": ["participant not eligible"]})
+        return real(self, method, path, **kwargs)
+
+    monkeypatch.setattr(Prolific, "request", request)
+    for _ in range(3):
+        run_sync(batch)
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    assert paid_to(standin, other.participant_id)["bonuses"] == 50
+    assert len(tried) == 2 and tried[1] == f"{refused.participant_id},0.50"  # once with the others, once alone
+    (flag,) = bonuses.flagged(batch)
+    assert flag.csv_bonuses == tried[1] and "not eligible" in flag.last_error and "by hand" in flag.last_error
