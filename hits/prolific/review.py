@@ -326,7 +326,8 @@ def _reject(client: Prolific, session: ProlificSession, report) -> None:
 
 def mirror_market_approval(session: ProlificSession) -> None:
     """Prolific approved the submission on its own (21 days unreviewed): its unreviewed HITs are approved here
-    and the base reward is booked as paid."""
+    and the base reward is booked as paid; with no reward pending here to pay, Prolific's reward is booked as
+    paid by it on its own and flagged (``book_base``)."""
     from hits.payments import approve_assignment
 
     for assignment in session_assignments(session).filter(state=Assignment.State.SUBMITTED):

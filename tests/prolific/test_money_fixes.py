@@ -164,3 +164,24 @@ def test_a_refused_line_is_flagged_not_resent_and_does_not_block_the_others(worl
     assert len(tried) == 2 and tried[1] == f"{refused.participant_id},0.50"  # once with the others, once alone
     (flag,) = bonuses.flagged(batch)
     assert flag.csv_bonuses == tried[1] and "not eligible" in flag.last_error and "by hand" in flag.last_error
+
+
+def test_a_reward_prolific_pays_on_its_own_is_booked_and_flagged(world):
+    from hits import payments
+    from hits.models import Assignment
+    from hits.payouts import paid_by_mturk
+    from hits.prolific.models import ProlificSession
+
+    standin, batch, study = world
+    session, work = finished_session(standin, study, 1)
+    run_sync(batch)
+    payments.reject_assignment(Assignment.objects.get(pk=work[0].pk), "No answer given.", settle=False)  # no category: not sent
+    with Prolific() as client:  # Prolific approves the submission itself (e.g. 21 days unreviewed)
+        client.request("POST", f"/submissions/{session.session_id}/transition/", json={"action": "APPROVE"}, safe=True)
+    run_sync(batch)
+    run_sync(batch)
+    assert paid_to(standin, session.participant_id) == {"rewards": 50, "bonuses": 0}
+    assert _ledger_paid(batch) == 50 and LedgerEntry.objects.filter(batch=batch, kind=LedgerEntry.Kind.FEE, state=LedgerEntry.State.PAID).count() == 1
+    (row,) = paid_by_mturk(batch)  # the payout page's "paid by the market on its own" list
+    assert row["reward"] == Decimal("0.50") and "Prolific approved" in row["reason"]
+    assert ProlificSession.objects.get(pk=session.pk).last_error.startswith("PAID BY PROLIFIC")
