@@ -221,12 +221,15 @@ def settle(bonus: ProlificBonus) -> None:
 
 def paid_on_prolific(client: Prolific, bonus: ProlificBonus) -> bool:
     """Whether Prolific's records show the bulk bonus paid: every line's participant has, on the study's
-    submission, bonus payments covering this line on top of the study's bulk bonuses already paid here."""
+    submission, bonus payments covering this line on top of the study's other bulk bonuses whose pay call was sent."""
     listed: dict[str, int] = {}
     for item in client.paginate(f"/studies/{bonus.study.prolific_id}/submissions/"):
         listed[item.get("participant_id", "")] = sum(int(c) for c in item.get("bonus_payments") or [])
     earlier: dict[str, int] = defaultdict(int)
-    for other in ProlificBonus.objects.filter(study=bonus.study, state=ProlificBonus.State.PAID).exclude(pk=bonus.pk):
+    # Every other set whose pay call was sent counts as earlier (paid or not known): two lost-reply sets of one
+    # participant are settled only when the records show both, never one unpaid set on the other's payment.
+    sent = [ProlificBonus.State.PAYING, ProlificBonus.State.UNKNOWN, ProlificBonus.State.PAID]
+    for other in ProlificBonus.objects.filter(study=bonus.study, state__in=sent).exclude(pk=bonus.pk):
         for pid, amount in parse_csv(other.csv_bonuses):
             earlier[pid] += cents(amount)
     return all(listed.get(pid, 0) >= earlier[pid] + cents(amount) for pid, amount in parse_csv(bonus.csv_bonuses))

@@ -185,3 +185,23 @@ def test_a_reward_prolific_pays_on_its_own_is_booked_and_flagged(world):
     (row,) = paid_by_mturk(batch)  # the payout page's "paid by the market on its own" list
     assert row["reward"] == Decimal("0.50") and "Prolific approved" in row["reason"]
     assert ProlificSession.objects.get(pk=session.pk).last_error.startswith("PAID BY PROLIFIC")
+
+
+def test_two_lost_reply_sets_of_one_participant_are_not_settled_on_one_payment(world):
+    from hits import payments
+    from hits.models import Assignment
+
+    standin, batch, study = world
+    session, work = _approved_session(standin, batch, study, 2)
+    standin.control("POST", "/__control/faults/", {"method": "POST", "path": "bulk-bonus-payments/.*/pay", "kind": "error", "status": 503, "times": 1})
+    run_sync(batch)  # set 1: a 503, Prolific did not pay it
+    payments.pay_bonus(Assignment.objects.get(pk=work[0].pk), Decimal("0.50"), "Careful work")
+    standin.control("POST", "/__control/faults/", {"method": "POST", "path": "bulk-bonus-payments/.*/pay", "kind": "lost_reply", "times": 1})
+    run_sync(batch)  # set 2: paid, reply lost
+    first, second = ProlificBonus.objects.order_by("pk")
+    assert first.state == second.state == ProlificBonus.State.UNKNOWN
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    run_sync(batch)
+    assert paid_to(standin, session.participant_id)["bonuses"] == 50  # one of the two was paid
+    assert not ProlificBonus.objects.filter(state=ProlificBonus.State.PAID).exists()  # the records prove neither alone
+    assert _pay_calls(standin) == 1  # the 503 one was never performed, and neither was sent again
