@@ -271,39 +271,58 @@ def send_decisions(batch: Batch, client: Prolific, report) -> None:
     ).select_related("study").order_by("pk")
     approve: dict[ProlificStudy, list[ProlificSession]] = defaultdict(list)
     for session in undecided:
-        decision = outcome(session)
-        if decision is None and not session_assignments(session).exists() and not session.last_error:
-            # Nothing done here: for the researcher to decide on Prolific (ask for a return, or NO_DATA).
-            note = "awaits review on Prolific with no HIT done here: ask the participant to return it, or decide on Prolific"
-            ProlificSession.objects.filter(pk=session.pk).update(last_error=note)
-            report.errors.append(f"submission {session.session_id} {note}")
-        if decision == APPROVE:
-            approve[session.study].append(session)
-        elif decision == REJECT:
-            _reject(client, session, report)
+        _isolated(session, report, _sort, session, approve, client, report)
     for study, sessions in approve.items():
-        if len(sessions) > 1:
-            try:
-                client.request("POST", "/submissions/bulk-approve/", safe=True, json={
-                    "study_id": study.prolific_id, "submission_ids": [s.session_id for s in sessions],
-                })
-            except ProlificError as exc:
-                if exc.transient:
-                    _failed(sessions, f"approving {len(sessions)} submissions of study {study.prolific_id}", exc, report)
-                    continue
-                # Refused (all or nothing): one submission may be the cause; each is approved on its own.
-                log.warning("bulk approve of study %s refused, approving one by one: %s", study.prolific_id, exc)
-            else:
-                for session in sessions:
-                    _decided(session, APPROVE, report)
-                continue
-        for session in sessions:
-            try:
-                client.request("POST", f"/submissions/{session.session_id}/transition/", json={"action": APPROVE}, safe=True)
-            except ProlificError as exc:
-                _failed([session], f"approving submission {session.session_id}", exc, report)
-                continue
-            _decided(session, APPROVE, report)
+        _isolated(None, report, _approve_study, client, study, sessions, report)
+
+
+def _isolated(session: ProlificSession | None, report, function, *args) -> None:
+    """One session's (or study's) step; an unexpected error is recorded on it and the others go on."""
+    try:
+        function(*args)
+    except Exception as exc:  # noqa: BLE001 - one submission's trouble must not stop the others
+        log.exception("Prolific review: %s", session or args)
+        if session is not None:
+            ProlificSession.objects.filter(pk=session.pk).update(last_error=f"{type(exc).__name__}: {exc}"[:1000])
+        report.error(f"reviewing submission {session.session_id}" if session is not None else "reviewing submissions", exc)
+
+
+def _sort(session: ProlificSession, approve: dict, client: Prolific, report) -> None:
+    decision = outcome(session)
+    if decision is None and not session_assignments(session).exists() and not session.last_error:
+        # Nothing done here: for the researcher to decide on Prolific (ask for a return, or NO_DATA).
+        note = "awaits review on Prolific with no HIT done here: ask the participant to return it, or decide on Prolific"
+        ProlificSession.objects.filter(pk=session.pk).update(last_error=note)
+        report.errors.append(f"submission {session.session_id} {note}")
+    if decision == APPROVE:
+        approve[session.study].append(session)
+    elif decision == REJECT:
+        _reject(client, session, report)
+
+
+def _approve_study(client: Prolific, study: ProlificStudy, sessions: list[ProlificSession], report) -> None:
+    if len(sessions) > 1:
+        try:
+            client.request("POST", "/submissions/bulk-approve/", safe=True, json={
+                "study_id": study.prolific_id, "submission_ids": [s.session_id for s in sessions],
+            })
+        except ProlificError as exc:
+            if exc.transient:
+                _failed(sessions, f"approving {len(sessions)} submissions of study {study.prolific_id}", exc, report)
+                return
+            # Refused (all or nothing): one submission may be the cause; each is approved on its own.
+            log.warning("bulk approve of study %s refused, approving one by one: %s", study.prolific_id, exc)
+        else:
+            for session in sessions:
+                _isolated(session, report, _decided, session, APPROVE, report)
+            return
+    for session in sessions:
+        try:
+            client.request("POST", f"/submissions/{session.session_id}/transition/", json={"action": APPROVE}, safe=True)
+        except ProlificError as exc:
+            _failed([session], f"approving submission {session.session_id}", exc, report)
+            continue
+        _isolated(session, report, _decided, session, APPROVE, report)
 
 
 def _reject(client: Prolific, session: ProlificSession, report) -> None:

@@ -205,3 +205,26 @@ def test_two_lost_reply_sets_of_one_participant_are_not_settled_on_one_payment(w
     assert paid_to(standin, session.participant_id)["bonuses"] == 50  # one of the two was paid
     assert not ProlificBonus.objects.filter(state=ProlificBonus.State.PAID).exists()  # the records prove neither alone
     assert _pay_calls(standin) == 1  # the 503 one was never performed, and neither was sent again
+
+
+def test_an_unexpected_error_on_one_submission_does_not_stop_the_others(world, monkeypatch):
+    from hits.prolific.models import ProlificSession
+
+    standin, batch, study = world
+    broken, broken_work = finished_session(standin, study, 1)
+    fine, fine_work = finished_session(standin, study, 2)
+    run_sync(batch)
+    approve_all(broken_work + fine_work)
+    real = review.outcome
+
+    def outcome(session):
+        if session.pk == broken.pk:
+            raise RuntimeError("a bug reading this session")
+        return real(session)
+
+    monkeypatch.setattr(review, "outcome", outcome)
+    report = run_sync(batch)
+    assert ProlificSession.objects.get(pk=fine.pk).decision == "APPROVE"
+    assert "a bug reading this session" in ProlificSession.objects.get(pk=broken.pk).last_error and report.failed >= 1
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    assert paid_to(standin, fine.participant_id) == {"rewards": 50, "bonuses": 50}  # its bonuses paid too
