@@ -136,17 +136,22 @@ def _after_commit(assignment: Assignment, settle: bool) -> None:
 
 
 def approve_assignment(
-    assignment: Assignment, message: str = "", by=None, *, settle: bool = True, by_mturk: bool = False
+    assignment: Assignment, message: str = "", by=None, *, settle: bool = True, by_mturk: bool = False,
+    only_submitted: bool = False,
 ) -> Assignment:
     """Accept a submitted assignment: the worker is paid the HIT's reward.
 
     Approving an approved assignment changes nothing.  A rejected one may be
     approved afterwards (MTurk's OverrideRejection): the reward is then paid.
     ``settle=False`` leaves the MTurk call to the caller (the sync settles in one pass).
+    ``only_submitted``: an automatic approval; work reviewed meanwhile (e.g. rejected by the researcher at the same
+    moment) is left as it is.
     """
     with transaction.atomic():
         assignment = _locked(assignment)
         if assignment.state == Assignment.State.APPROVED:
+            return assignment
+        if only_submitted and assignment.state != Assignment.State.SUBMITTED:
             return assignment
         if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.REJECTED):
             raise PaymentError(

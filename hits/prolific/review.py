@@ -218,8 +218,9 @@ def approve_due(batch: Batch, now=None) -> int:
     due = now - timedelta(hours=settings.PROLIFIC_APPROVE_AFTER_HOURS)
     done = 0
     for assignment in Assignment.objects.filter(hit__batch=batch, state=Assignment.State.SUBMITTED, submitted_at__lte=due):
-        approve_assignment(assignment, "Thank you for your work.", settle=False)
-        done += 1
+        # only if still submitted when locked: a researcher's review made meanwhile stands
+        if approve_assignment(assignment, "Thank you for your work.", settle=False, only_submitted=True).state == Assignment.State.APPROVED:
+            done += 1
     return done
 
 
@@ -350,5 +351,5 @@ def mirror_market_approval(session: ProlificSession) -> None:
     from hits.payments import approve_assignment
 
     for assignment in session_assignments(session).filter(state=Assignment.State.SUBMITTED):
-        approve_assignment(assignment, "Approved by Prolific (not reviewed in time).", settle=False)
+        approve_assignment(assignment, "Approved by Prolific (not reviewed in time).", settle=False, only_submitted=True)
     record_decision(session, APPROVE)

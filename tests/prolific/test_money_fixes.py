@@ -228,3 +228,23 @@ def test_an_unexpected_error_on_one_submission_does_not_stop_the_others(world, m
     assert "a bug reading this session" in ProlificSession.objects.get(pk=broken.pk).last_error and report.failed >= 1
     standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
     assert paid_to(standin, fine.participant_id) == {"rewards": 50, "bonuses": 50}  # its bonuses paid too
+
+
+def test_the_automatic_approval_never_approves_a_hit_the_researcher_rejects_meanwhile(world, monkeypatch, settings):
+    from hits import payments
+    from hits.models import Assignment
+
+    standin, batch, study = world
+    session, work = finished_session(standin, study, 1)
+    run_sync(batch)
+    settings.PROLIFIC_APPROVE_AFTER_HOURS = 0
+    real = payments._locked
+
+    def locked(assignment):  # the researcher's rejection commits just before the automatic approval locks the row
+        Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.REJECTED, review_message="Copied answers.")
+        return real(assignment)
+
+    monkeypatch.setattr(payments, "_locked", locked)
+    assert review.approve_due(batch) == 0
+    assert Assignment.objects.get(pk=work[0].pk).state == Assignment.State.REJECTED
+    assert not LedgerEntry.objects.filter(assignment=work[0]).exists()
