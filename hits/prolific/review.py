@@ -6,7 +6,8 @@ submission, so once every HIT of a session is reviewed (none submitted, pending 
 
 - at least one HIT approved: the submission is APPROVED (several of one study in one ``bulk-approve``
   call).  Its reward (the study's base reward) pays the session's first approved HIT (the lowest
-  assignment id): that HIT's reward entry and its fee are paid when Prolific answers.  Every further
+  assignment id): that HIT's reward entry is booked at the study's reward, with its fee, and paid when
+  Prolific answers; the HIT's own reward beyond it is a bonus (``book_base``).  Every further
   approved HIT is paid as a bonus of its reward (``hits.prolific.bonuses``), so k approved HITs are k
   rewards to the cent;
 - every HIT rejected: the submission is REJECTED with the researcher's message and a rejection category, as
@@ -228,11 +229,11 @@ def record_decision(session: ProlificSession, decision: str, market_status: str 
     """The submission's decision, and with APPROVE its reward booked as paid (the base entry), in one transaction:
     from then on every pending reward of the session is a bonus (``hits.prolific.bonuses``)."""
     with transaction.atomic():
-        ProlificSession.objects.filter(pk=session.pk).update(
+        first = ProlificSession.objects.filter(pk=session.pk, decision="").update(
             decision=decision, decided_at=timezone.now(), last_error="",
             market_status=market_status or ("APPROVED" if decision == APPROVE else "REJECTED"),
         )
-        if decision == APPROVE:
+        if decision == APPROVE and first:  # booked once: a second call would book Prolific's reward again
             book_base(ProlificSession.objects.select_related("study__batch", "worker").get(pk=session.pk))
 
 

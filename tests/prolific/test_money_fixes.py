@@ -248,3 +248,27 @@ def test_the_automatic_approval_never_approves_a_hit_the_researcher_rejects_mean
     assert review.approve_due(batch) == 0
     assert Assignment.objects.get(pk=work[0].pk).state == Assignment.State.REJECTED
     assert not LedgerEntry.objects.filter(assignment=work[0]).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sync_of_a_batch_another_process_is_settling_does_nothing(world):
+    """PostgreSQL only (SQLite runs one process): the per-batch lock another connection holds."""
+    from django.db import connection
+
+    from hits.prolific.sync import BUSY, SETTLE_LOCK
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the per-batch lock is PostgreSQL's advisory lock")
+    import psycopg
+
+    standin, batch, study = world
+    _approved_session(standin, batch, study, 2)
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s, %s)", [SETTLE_LOCK, batch.pk])
+        report = run_sync(batch)
+        assert BUSY in report.errors and not ProlificBonus.objects.exists() and _pay_calls(standin) == 0
+    report = run_sync(batch)
+    assert BUSY not in report.errors and _pay_calls(standin) == 1
