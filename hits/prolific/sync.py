@@ -7,7 +7,8 @@ The database is the source of truth for the work; Prolific for who really took p
    since (``hits.prolific.publishing.ensure_places``);
 2. lists each study's submissions (every page), mirrors the study's status and each submission's status:
    - a session whose SESSION_ID Prolific lists for the same participant: confirmed (its work counts:
-     ``hits.prolific.sessions.confirm_session``);
+     ``hits.prolific.sessions.confirm_session``), again on every sync while it has pending work (HITs done
+     after the first confirmation, also once the session ended);
    - listed for another participant, or still unknown to Prolific ``PROLIFIC_CONFIRM_GRACE`` seconds after it
      started (made-up ids): discarded, nothing counts, nothing is paid (``discard_session``);
    - RETURNED or TIMED-OUT: ended (``end_session``): unfinished HITs freed, finished ones kept (paid as
@@ -19,7 +20,8 @@ The database is the source of truth for the work; Prolific for who really took p
 5. sends group changes (``hits.prolific.groups``).
 
 A failing call on one study, submission or bonus set never stops the others: it is recorded (on the study,
-the session, the bonus, and in the report) and tried again by the next sync.
+the session, the bonus, and in the report) and tried again by the next sync.  One run per batch at a time
+(``settling_lock``, PostgreSQL's advisory lock): a second run finds it held and does nothing.
 """
 
 from __future__ import annotations

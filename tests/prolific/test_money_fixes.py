@@ -272,3 +272,21 @@ def test_a_sync_of_a_batch_another_process_is_settling_does_nothing(world):
         assert BUSY in report.errors and not ProlificBonus.objects.exists() and _pay_calls(standin) == 0
     report = run_sync(batch)
     assert BUSY not in report.errors and _pay_calls(standin) == 1
+
+
+def test_a_returned_submission_approved_on_prolific_after_its_bonuses_books_the_extra_reward(world):
+    from hits.payouts import paid_by_mturk
+    from hits.prolific.models import ProlificSession
+    from tests.prolific.pd_world import do_hits, start
+
+    standin, batch, study = world
+    session = start(standin, study)
+    work = do_hits(session, 2)
+    standin.control("POST", f"/__control/submissions/{session.session_id}/return/")
+    run_sync(batch)
+    approve_all(work)
+    run_sync(batch)  # both HITs paid as bonuses (Prolific pays no reward for a returned submission)
+    assert _ledger_paid(batch) == 100
+    # Prolific approves it later all the same (k+1 rewards paid): the sync mirrors its status
+    review.mirror_market_approval(ProlificSession.objects.get(pk=session.pk))
+    assert _ledger_paid(batch) == 150 and [r["reward"] for r in paid_by_mturk(batch)] == [Decimal("0.50")]
