@@ -110,6 +110,11 @@ def _record(assignment: Assignment, kind: str, amount: Decimal, reason: str, by,
     return entry
 
 
+def record_entry(assignment: Assignment, kind: str, amount: Decimal, reason: str, by, token: str) -> LedgerEntry:
+    """A ledger entry (and its market fee) for an assignment, pending on a market (for the markets' own code)."""
+    return _record(assignment, kind, amount, reason, by, token)
+
+
 def reward_fee(assignment: Assignment, amount: Decimal | None = None) -> Decimal:
     """MTurk's commission on the assignment's reward (``amount``: the reward), as approving it books it."""
     published = getattr(assignment.hit, "mturk", None)
@@ -141,17 +146,22 @@ def _after_commit(assignment: Assignment, settle: bool) -> None:
 
 
 def approve_assignment(
-    assignment: Assignment, message: str = "", by=None, *, settle: bool = True, by_mturk: bool = False
+    assignment: Assignment, message: str = "", by=None, *, settle: bool = True, by_mturk: bool = False,
+    only_submitted: bool = False,
 ) -> Assignment:
     """Accept a submitted assignment: the worker is paid the HIT's reward.
 
     Approving an approved assignment changes nothing.  A rejected one may be
     approved afterwards (MTurk's OverrideRejection): the reward is then paid.
     ``settle=False`` leaves the MTurk call to the caller (the sync settles in one pass).
+    ``only_submitted``: an automatic approval; work reviewed meanwhile (e.g. rejected by the researcher at the same
+    moment) is left as it is.
     """
     with transaction.atomic():
         assignment = _locked(assignment)
         if assignment.state == Assignment.State.APPROVED:
+            return assignment
+        if only_submitted and assignment.state != Assignment.State.SUBMITTED:
             return assignment
         if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.REJECTED):
             raise PaymentError(

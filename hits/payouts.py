@@ -148,7 +148,8 @@ def paid_by_mturk(batch: Batch) -> list[dict]:
     """Rewards MTurk paid on its own, before or without a review here (its automatic approval, or work submitted
     straight to MTurk), oldest first: what the researcher should know was paid unseen.  Each with its fee."""
     entries = (
-        LedgerEntry.objects.filter(batch=batch, kind=LedgerEntry.Kind.REWARD, paid_by_mturk=True)
+        # (a Prolific submission's reward Prolific paid on its own is booked as a bonus: hits.prolific.review.paid_unseen)
+        LedgerEntry.objects.filter(batch=batch, kind__in=[LedgerEntry.Kind.REWARD, LedgerEntry.Kind.BONUS], paid_by_mturk=True)
         .select_related("worker", "assignment", "fee")
         .order_by("pk")
     )

@@ -314,23 +314,25 @@ def publish_batch(batch: Batch, limit: int | None = None, mturk: MTurk | None = 
 
 
 @contextmanager
-def publishing_lock(batch: Batch):
+def publishing_lock(batch: Batch, namespace: int = LOCK_NAMESPACE):
     """One publisher per batch at a time (PostgreSQL session advisory lock; SQLite runs one process anyway).
 
-    Not a row lock: each created HIT is committed on its own while the lock is held.
+    Not a row lock: each created HIT is committed on its own while the lock is held.  ``namespace`` (the lock's
+    first key) lets another kind of run (e.g. Prolific's settling of a batch) have a lock of its own per batch.
+    Re-entrant in one connection (PostgreSQL counts a session's advisory locks).
     """
     if connection.vendor != "postgresql":
         yield True
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, batch.pk])
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [namespace, batch.pk])
         acquired = cursor.fetchone()[0]
     try:
         yield acquired
     finally:
         if acquired:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, batch.pk])
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [namespace, batch.pk])
 
 
 def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:

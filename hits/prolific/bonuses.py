@@ -12,7 +12,11 @@ Prolific's two steps, and what is recorded before each (``ProlificBonus.state``)
    (``POST /submissions/bonus-payments/``).  Creating pays nothing, so after an ambiguous create (no answer)
    the same recorded set is simply created again by the next sync: a bulk bonus whose id never reached us is
    never paid (only an id we hold is), so Prolific's records (no bonus on the submissions) prove the first
-   create moved no money.  A refused create (4xx) marks it ``failed``: its entries are due again.
+   create moved no money.  The create call is claimed first (``recorded`` -> ``creating``, a conditional
+   update), and Prolific's id is recorded only on the set this sync claimed: two overlapping syncs never
+   both create and pay one set.  A refused create or pay (4xx) marks it ``failed`` and is never re-sent as
+   it was: a set of several participants is recorded again one set per participant; a refused
+   one-participant set keeps its entry and is flagged for the researcher (``flagged``, payout page).
 2. ``created`` (Prolific's id) -> ``paying``: ``pay_recorded_at`` is committed BEFORE the pay call
    (``POST /bulk-bonus-payments/{id}/pay/``), which is sent once.  Answered -> ``paid``, and the entries and
    their fees are paid in the ledger (the fees Prolific answered for the bulk, spread over its lines and
@@ -34,6 +38,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from hits.models import Batch, LedgerEntry
@@ -53,7 +58,7 @@ STUCK = timedelta(minutes=15)
 
 def due_entries(study: ProlificStudy) -> list[LedgerEntry]:
     """The study's pending ledger entries to pay as a bonus now (see the module's notes)."""
-    taken = ProlificBonus.objects.exclude(state=ProlificBonus.State.FAILED).values("entries")
+    taken = held().values("entries")
     due = []
     sessions = study.sessions.filter(
         # only those whose participant has money pending in the batch (settled sessions are not looked at again)
@@ -77,6 +82,12 @@ def due_entries(study: ProlificStudy) -> list[LedgerEntry]:
     return due
 
 
+def held():
+    """Bulk bonuses whose entries are not due again: all but the failed, and a refused one-participant set
+    (flagged for the researcher: Prolific refused exactly that line, so it is not sent again by itself)."""
+    return ProlificBonus.objects.exclude(Q(state=ProlificBonus.State.FAILED) & Q(csv_bonuses__contains="\n"))
+
+
 def csv_lines(entries: list[LedgerEntry]) -> tuple[str, Decimal]:
     """``participant id,amount`` per participant (sorted), and the total."""
     per: dict[str, Decimal] = defaultdict(lambda: Decimal("0.00"))
@@ -91,35 +102,68 @@ def record_bonus(study: ProlificStudy) -> ProlificBonus | None:
     with transaction.atomic():
         ProlificStudy.objects.select_for_update().get(pk=study.pk)  # two syncs at once record one set
         entries = [e for e in due_entries(study) if e.worker.prolific_pid]
+        # Nothing to pay (a screening study's test items reward 0: the submission's reward pays the test):
+        # settled here, never a "pid,0.00" line Prolific refuses.
+        mark_entries_paid([e for e in entries if e.amount == 0])
+        entries = [e for e in entries if e.amount > 0]
         if not entries:
             return None
-        csv, total = csv_lines(entries)
-        bonus = ProlificBonus.objects.create(batch_id=study.batch_id, study=study, csv_bonuses=csv, amount=total)
-        bonus.entries.set(entries)
+        if study.bonuses.filter(state=ProlificBonus.State.FAILED).exists():
+            # After a refusal, one set per participant: a refused line never blocks the study's other bonuses.
+            per: dict[str, list[LedgerEntry]] = defaultdict(list)
+            for entry in entries:
+                per[entry.worker.prolific_pid].append(entry)
+            groups = [per[pid] for pid in sorted(per)]
+        else:
+            groups = [entries]
+        for group in groups:
+            csv, total = csv_lines(group)
+            bonus = ProlificBonus.objects.create(batch_id=study.batch_id, study=study, csv_bonuses=csv, amount=total)
+            bonus.entries.set(group)
     return bonus
 
 
+REFUSED = "REFUSED"
+
+
 def _fail(bonus: ProlificBonus, what: str, exc: Exception, report) -> None:
-    ProlificBonus.objects.filter(pk=bonus.pk).update(state=ProlificBonus.State.FAILED, last_error=f"{what}: {exc}"[:1000])
+    """Prolific refused the set (it did nothing): not sent again by itself.  Its entries are due again, one set
+    per participant, when it had several lines; a refused one-line set keeps its entry and is flagged for the
+    researcher (payout page) with Prolific's answer."""
+    single = "\n" not in bonus.csv_bonuses.strip()
+    detail = getattr(exc, "detail", None)
+    note = (f"{REFUSED}: {what}: {exc}{f' {detail}' if detail and str(detail) not in str(exc) else ''}. " + (
+        "Not sent again by the platform: correct the cause, then pay this participant by hand on Prolific."
+        if single else "Its participants' bonuses are sent again, one set per participant."))
+    ProlificBonus.objects.filter(pk=bonus.pk).update(state=ProlificBonus.State.FAILED, last_error=note[:1000])
     report.error(f"{what} (bulk bonus {bonus.pk})", exc)
 
 
-def create(client: Prolific, bonus: ProlificBonus, report) -> bool:
+def create(client: Prolific, bonus: ProlificBonus, report, now=None) -> bool:
+    """Claim the recorded set (``recorded`` -> ``creating``: one sync only), send the create call, and record
+    Prolific's id only on the set this sync claimed.  False when nothing is to be paid by this sync."""
+    now = now or timezone.now()
+    S = ProlificBonus.State
+    if not ProlificBonus.objects.filter(pk=bonus.pk, state=S.RECORDED).update(state=S.CREATING, create_claimed_at=now):
+        return False  # another sync took it
     try:
         answer = client.request("POST", "/submissions/bonus-payments/", safe=False, json={
             "study_id": bonus.study.prolific_id, "csv_bonuses": bonus.csv_bonuses,
         })
     except ProlificError as exc:
-        if exc.ambiguous:  # stays recorded: created again next time (creating pays nothing)
-            ProlificBonus.objects.filter(pk=bonus.pk).update(last_error=f"create: {exc}"[:1000])
+        if exc.ambiguous:  # back to recorded: created again next time (creating pays nothing)
+            ProlificBonus.objects.filter(pk=bonus.pk, state=S.CREATING).update(state=S.RECORDED, last_error=f"create: {exc}"[:1000])
             report.error(f"creating bulk bonus {bonus.pk}", exc)
         else:
             _fail(bonus, "create refused", exc, report)
         return False
     fee = Decimal(answer["fees"]) / 100 if answer.get("fees") is not None else None
-    ProlificBonus.objects.filter(pk=bonus.pk).update(
-        prolific_id=answer["id"], state=ProlificBonus.State.CREATED, fees=fee, last_error="",
+    taken = ProlificBonus.objects.filter(pk=bonus.pk, state=S.CREATING, prolific_id__isnull=True).update(
+        prolific_id=answer["id"], state=S.CREATED, fees=fee, last_error="",
     )
+    if not taken:  # the claim was given up meanwhile (thought dead): this id is never paid
+        report.errors.append(f"bulk bonus {answer['id']} created for set {bonus.pk} after its claim was given up: not paid")
+        return False
     bonus.refresh_from_db()
     return True
 
@@ -127,16 +171,18 @@ def create(client: Prolific, bonus: ProlificBonus, report) -> bool:
 def pay(client: Prolific, bonus: ProlificBonus, report, now) -> None:
     """Record the pay call, then send it once (see the module's notes)."""
     with transaction.atomic():
-        claimed = ProlificBonus.objects.filter(pk=bonus.pk, state=ProlificBonus.State.CREATED).update(
-            state=ProlificBonus.State.PAYING, pay_recorded_at=now,
-        )
+        claimed = ProlificBonus.objects.filter(
+            pk=bonus.pk, state=ProlificBonus.State.CREATED, prolific_id__isnull=False,
+        ).update(state=ProlificBonus.State.PAYING, pay_recorded_at=now)
     if not claimed:
         return  # another sync took it
+    bonus.refresh_from_db()  # the id this claim covers, never one held in memory
     try:
         client.request("POST", f"/bulk-bonus-payments/{bonus.prolific_id}/pay/", safe=False)
     except ProlificError as exc:
         if exc.ambiguous:
-            ProlificBonus.objects.filter(pk=bonus.pk).update(state=ProlificBonus.State.UNKNOWN, last_error=f"pay: {exc}"[:1000])
+            ProlificBonus.objects.filter(pk=bonus.pk, state=ProlificBonus.State.PAYING).update(
+                state=ProlificBonus.State.UNKNOWN, last_error=f"pay: {exc}"[:1000])
             report.error(f"paying bulk bonus {bonus.prolific_id} (reply lost: Prolific's records will be read, never paid again)", exc)
         else:
             _fail(bonus, "pay refused", exc, report)
@@ -175,12 +221,15 @@ def settle(bonus: ProlificBonus) -> None:
 
 def paid_on_prolific(client: Prolific, bonus: ProlificBonus) -> bool:
     """Whether Prolific's records show the bulk bonus paid: every line's participant has, on the study's
-    submission, bonus payments covering this line on top of the study's bulk bonuses already paid here."""
+    submission, bonus payments covering this line on top of the study's other bulk bonuses whose pay call was sent."""
     listed: dict[str, int] = {}
     for item in client.paginate(f"/studies/{bonus.study.prolific_id}/submissions/"):
         listed[item.get("participant_id", "")] = sum(int(c) for c in item.get("bonus_payments") or [])
     earlier: dict[str, int] = defaultdict(int)
-    for other in ProlificBonus.objects.filter(study=bonus.study, state=ProlificBonus.State.PAID).exclude(pk=bonus.pk):
+    # Every other set whose pay call was sent counts as earlier (paid or not known): two lost-reply sets of one
+    # participant are settled only when the records show both, never one unpaid set on the other's payment.
+    sent = [ProlificBonus.State.PAYING, ProlificBonus.State.UNKNOWN, ProlificBonus.State.PAID]
+    for other in ProlificBonus.objects.filter(study=bonus.study, state__in=sent).exclude(pk=bonus.pk):
         for pid, amount in parse_csv(other.csv_bonuses):
             earlier[pid] += cents(amount)
     return all(listed.get(pid, 0) >= earlier[pid] + cents(amount) for pid, amount in parse_csv(bonus.csv_bonuses))
@@ -214,8 +263,34 @@ def check_unknown(client: Prolific, bonus: ProlificBonus, report, now) -> None:
 
 
 def flagged(batch: Batch):
-    """Bulk bonuses the researcher must look at (payout page): pay reply lost and still unpaid after a long time."""
-    return ProlificBonus.objects.filter(batch=batch, state=ProlificBonus.State.UNKNOWN, last_error__startswith=FLAG)
+    """Bulk bonuses the researcher must look at (payout page): pay reply lost and still unpaid after a long time,
+    and one-participant sets Prolific refused (not sent again by the platform)."""
+    S = ProlificBonus.State
+    return ProlificBonus.objects.filter(
+        Q(state=S.UNKNOWN, last_error__startswith=FLAG)
+        | (Q(state=S.FAILED, last_error__startswith=REFUSED) & ~Q(csv_bonuses__contains="\n")),
+        batch=batch,
+    ).order_by("pk")
+
+
+def carry_on(client: Prolific, bonus: ProlificBonus, report, now) -> None:
+    """One bulk bonus one step further; every step is a conditional update, so two syncs never both act."""
+    S = ProlificBonus.State
+    if bonus.state == S.CREATING and bonus.create_claimed_at and now - bonus.create_claimed_at > STUCK:
+        # The sync that claimed the create died: no id reached us, so nothing of it can be paid; create again.
+        ProlificBonus.objects.filter(pk=bonus.pk, state=S.CREATING, prolific_id__isnull=True,
+                                     create_claimed_at=bonus.create_claimed_at).update(state=S.RECORDED)
+        bonus.refresh_from_db()
+    if bonus.state == S.RECORDED and not create(client, bonus, report, now):
+        return
+    if bonus.state == S.CREATED:
+        pay(client, bonus, report, now)
+    elif bonus.state == S.UNKNOWN:
+        check_unknown(client, bonus, report, now)
+    elif bonus.state == S.PAYING and now - bonus.pay_recorded_at > STUCK:
+        # The process sending it stopped before recording the answer: it may have been sent.
+        ProlificBonus.objects.filter(pk=bonus.pk, state=S.PAYING).update(state=S.UNKNOWN)
+    # Otherwise CREATING or PAYING: a call in flight in another process (its outcome is recorded there).
 
 
 def pay_bonuses(batch: Batch, client: Prolific, report, now=None) -> None:
@@ -226,16 +301,12 @@ def pay_bonuses(batch: Batch, client: Prolific, report, now=None) -> None:
         try:
             record_bonus(study)
             for bonus in study.bonuses.exclude(state__in=[ProlificBonus.State.PAID, ProlificBonus.State.FAILED]).order_by("pk"):
-                if bonus.state == ProlificBonus.State.RECORDED and not create(client, bonus, report):
-                    continue
-                if bonus.state == ProlificBonus.State.CREATED:
-                    pay(client, bonus, report, now)
-                elif bonus.state == ProlificBonus.State.UNKNOWN:
-                    check_unknown(client, bonus, report, now)
-                elif bonus.state == ProlificBonus.State.PAYING and now - bonus.pay_recorded_at > STUCK:
-                    # The process sending it stopped before recording the answer: it may have been sent.
-                    ProlificBonus.objects.filter(pk=bonus.pk, state=ProlificBonus.State.PAYING).update(state=ProlificBonus.State.UNKNOWN)
-                # Otherwise PAYING: a pay call in flight in another process (its outcome is recorded there).
+                try:
+                    carry_on(client, bonus, report, now)
+                except Exception as exc:  # noqa: BLE001 - one set's trouble must not stop the study's others
+                    log.exception("Prolific bulk bonus %s", bonus.pk)
+                    ProlificBonus.objects.filter(pk=bonus.pk).update(last_error=f"{type(exc).__name__}: {exc}"[:1000])
+                    report.error(f"bulk bonus {bonus.pk}", exc)
         except Exception as exc:  # noqa: BLE001 - one study's bonuses must not stop another's
             log.exception("Prolific bonuses of study %s", study.prolific_id)
             report.error(f"bonuses of study {study.prolific_id}", exc)

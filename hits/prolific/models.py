@@ -95,13 +95,15 @@ class ProlificSession(models.Model):
 class ProlificBonus(models.Model):
     """One bulk bonus payment: created on Prolific, then paid (a second call, which is not idempotent).
 
-    ``state`` moves forward only: ``recorded`` (the CSV is fixed here before the create call),
+    ``state`` moves forward only: ``recorded`` (the CSV is fixed here before the create call), ``creating``
+    (one sync claimed the create call; back to ``recorded`` only when that sync died: creating pays nothing),
     ``created`` (Prolific answered with its id), ``paying`` (the pay call is recorded, then sent once),
     ``paid`` (Prolific answered, or its records show the payment), ``unknown`` (the pay reply was lost: the
     next sync reads Prolific's records and never sends the pay call again), ``failed``."""
 
     class State(models.TextChoices):
         RECORDED = "recorded", "Recorded (create call to send)"
+        CREATING = "creating", "Create call claimed by one sync (in flight)"
         CREATED = "created", "Created on Prolific (pay call to send)"
         PAYING = "paying", "Pay call recorded before sending"
         UNKNOWN = "unknown", "Pay reply lost (Prolific's records to read)"
@@ -118,6 +120,8 @@ class ProlificBonus(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.RECORDED)
     entries = models.ManyToManyField("hits.LedgerEntry", blank=True, related_name="prolific_bonuses")
     created_at = models.DateTimeField(auto_now_add=True)
+    # When one sync claimed the create call (``creating``): a claim older than a while is a dead process's.
+    create_claimed_at = models.DateTimeField(null=True, blank=True)
     pay_recorded_at = models.DateTimeField(null=True, blank=True)
     settled_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)

@@ -6,7 +6,8 @@ submission, so once every HIT of a session is reviewed (none submitted, pending 
 
 - at least one HIT approved: the submission is APPROVED (several of one study in one ``bulk-approve``
   call).  Its reward (the study's base reward) pays the session's first approved HIT (the lowest
-  assignment id): that HIT's reward entry and its fee are paid when Prolific answers.  Every further
+  assignment id): that HIT's reward entry is booked at the study's reward, with its fee, and paid when
+  Prolific answers; the HIT's own reward beyond it is a bonus (``book_base``).  Every further
   approved HIT is paid as a bonus of its reward (``hits.prolific.bonuses``), so k approved HITs are k
   rewards to the cent;
 - every HIT rejected: the submission is REJECTED with the researcher's message and a rejection category, as
@@ -158,6 +159,77 @@ def match_submission_fee(entries: list[LedgerEntry], rate: Decimal) -> None:
             LedgerEntry.objects.filter(pk=fee_entry.pk).update(amount=share)
 
 
+#: Starts the note on a session whose reward Prolific paid with no reward pending here (payout page).
+PAID_BY_PROLIFIC = "PAID BY PROLIFIC"
+
+
+def book_base(session: ProlificSession) -> None:
+    """Prolific paid the submission's reward (the study's ``reward``): booked as paid, with its fee.
+
+    It pays the session's first approved HITs (``base_entries``: one on a main study, every test item on a screening
+    study, each item booked at its share of the study's reward).  When those entries do not add up to the study's
+    reward (a HIT reward edited after the study was created), the last of them is set so that they do: Prolific pays
+    the study's reward whatever the HIT's own was, and a HIT's reward beyond it stays due as a bonus.  With no such
+    entry pending and in no bulk bonus (Prolific approved on its own a submission with no approved HIT here, or whose
+    HITs were all paid as bonuses already) the reward is booked as paid by Prolific on its own and flagged for the
+    researcher (payout page: ``hits.payouts.paid_by_mturk``)."""
+    from hits.payments import record_entry
+    from hits.prolific import fees
+    from hits.prolific.models import ProlificBonus
+
+    study = session.study
+    base = study.reward
+    entries = base_entries(session)
+    free = bool(entries) and all(
+        entry.state == LedgerEntry.State.PENDING
+        and not entry.prolific_bonuses.exclude(state=ProlificBonus.State.FAILED).exists()
+        for entry in entries
+    )
+    if not free:
+        paid_unseen(session, base)
+        return
+    total = sum((entry.amount for entry in entries), Decimal("0"))
+    last = entries[-1]
+    if total != base and last.amount + (base - total) >= 0:
+        rest = total - base
+        amount = last.amount - rest
+        LedgerEntry.objects.filter(pk=last.pk).update(amount=amount, reason=f"{last.reason} (Prolific's reward of the submission)"[:1000])
+        LedgerEntry.objects.filter(fee_for=last).update(amount=fees.fee(amount, fees.fee_rate(study.batch)))
+        last.amount = amount
+        if rest > 0:  # the HIT's reward beyond the submission's: a bonus
+            record_entry(last.assignment, LedgerEntry.Kind.BONUS, rest, "the HIT's reward beyond the submission's reward",
+                         None, f"reward-{last.assignment_id}-rest")
+    match_submission_fee(entries, fees.fee_rate(study.batch))
+    mark_entries_paid(entries)
+
+
+def paid_unseen(session: ProlificSession, amount) -> None:
+    """The submission's reward Prolific paid with no reward pending here: booked paid, once, and flagged."""
+    from hits.prolific import fees
+
+    token = f"prolific-reward-{session.session_id}"[:64]
+    note = (f"{PAID_BY_PROLIFIC}: Prolific approved submission {session.session_id} and paid its reward ${amount} with "
+            "no reward pending here (its own approval, or a returned/timed-out submission): booked as paid; check it")
+    ProlificSession.objects.filter(pk=session.pk).update(last_error=note[:1000])
+    if amount <= 0 or LedgerEntry.objects.filter(request_token=token).exists():
+        return
+    assignment = session_assignments(session).order_by("pk").first()
+    if assignment is None:  # no work here to book it on: the note on the session is all (reconcile shows it)
+        log.warning("%s", note)
+        return
+    now = timezone.now()
+    entry = LedgerEntry.objects.create(
+        batch=session.study.batch, assignment=assignment, worker=session.worker, kind=LedgerEntry.Kind.BONUS,
+        amount=amount, state=LedgerEntry.State.PAID, settled_at=now, request_token=token, reason=note[:1000],
+        paid_by_mturk=True,
+    )
+    LedgerEntry.objects.create(
+        batch=session.study.batch, assignment=assignment, worker=session.worker, kind=LedgerEntry.Kind.FEE,
+        fee_for=entry, amount=fees.fee(amount, fees.fee_rate(session.study.batch)), state=LedgerEntry.State.PAID,
+        settled_at=now, request_token=f"{token}-fee"[:64], reason="Prolific service fee on its reward", paid_by_mturk=True,
+    )
+
+
 def mark_entries_paid(entries) -> None:
     """Ledger entries (and their fee entries) Prolific has now paid; their assignments' rewards paid too."""
     ids = [entry.pk for entry in entries]
@@ -178,8 +250,9 @@ def approve_due(batch: Batch, now=None) -> int:
     due = now - timedelta(hours=settings.PROLIFIC_APPROVE_AFTER_HOURS)
     done = 0
     for assignment in Assignment.objects.filter(hit__batch=batch, state=Assignment.State.SUBMITTED, submitted_at__lte=due):
-        approve_assignment(assignment, "Thank you for your work.", settle=False)
-        done += 1
+        # only if still submitted when locked: a researcher's review made meanwhile stands
+        if approve_assignment(assignment, "Thank you for your work.", settle=False, only_submitted=True).state == Assignment.State.APPROVED:
+            done += 1
     return done
 
 
@@ -187,16 +260,12 @@ def record_decision(session: ProlificSession, decision: str, market_status: str 
     """The submission's decision, and with APPROVE its reward booked as paid (the base entry), in one transaction:
     from then on every pending reward of the session is a bonus (``hits.prolific.bonuses``)."""
     with transaction.atomic():
-        ProlificSession.objects.filter(pk=session.pk).update(
+        first = ProlificSession.objects.filter(pk=session.pk, decision="").update(
             decision=decision, decided_at=timezone.now(), last_error="",
             market_status=market_status or ("APPROVED" if decision == APPROVE else "REJECTED"),
         )
-        entries = [e for e in (base_entries(session) if decision == APPROVE else []) if e.state == LedgerEntry.State.PENDING]
-        if entries:
-            from hits.prolific import fees
-
-            match_submission_fee(entries, fees.fee_rate(session.study.batch))
-            mark_entries_paid(entries)
+        if decision == APPROVE and first:  # booked once: a second call would book Prolific's reward again
+            book_base(ProlificSession.objects.select_related("study__batch", "worker").get(pk=session.pk))
 
 
 def _decided(session: ProlificSession, decision: str, report) -> None:
@@ -235,39 +304,58 @@ def send_decisions(batch: Batch, client: Prolific, report) -> None:
     ).select_related("study").order_by("pk")
     approve: dict[ProlificStudy, list[ProlificSession]] = defaultdict(list)
     for session in undecided:
-        decision = outcome(session)
-        if decision is None and not session_assignments(session).exists() and not session.last_error:
-            # Nothing done here: for the researcher to decide on Prolific (ask for a return, or NO_DATA).
-            note = "awaits review on Prolific with no HIT done here: ask the participant to return it, or decide on Prolific"
-            ProlificSession.objects.filter(pk=session.pk).update(last_error=note)
-            report.errors.append(f"submission {session.session_id} {note}")
-        if decision == APPROVE:
-            approve[session.study].append(session)
-        elif decision == REJECT:
-            _reject(client, session, report)
+        _isolated(session, report, _sort, session, approve, client, report)
     for study, sessions in approve.items():
-        if len(sessions) > 1:
-            try:
-                client.request("POST", "/submissions/bulk-approve/", safe=True, json={
-                    "study_id": study.prolific_id, "submission_ids": [s.session_id for s in sessions],
-                })
-            except ProlificError as exc:
-                if exc.transient:
-                    _failed(sessions, f"approving {len(sessions)} submissions of study {study.prolific_id}", exc, report)
-                    continue
-                # Refused (all or nothing): one submission may be the cause; each is approved on its own.
-                log.warning("bulk approve of study %s refused, approving one by one: %s", study.prolific_id, exc)
-            else:
-                for session in sessions:
-                    _decided(session, APPROVE, report)
-                continue
-        for session in sessions:
-            try:
-                client.request("POST", f"/submissions/{session.session_id}/transition/", json={"action": APPROVE}, safe=True)
-            except ProlificError as exc:
-                _failed([session], f"approving submission {session.session_id}", exc, report)
-                continue
-            _decided(session, APPROVE, report)
+        _isolated(None, report, _approve_study, client, study, sessions, report)
+
+
+def _isolated(session: ProlificSession | None, report, function, *args) -> None:
+    """One session's (or study's) step; an unexpected error is recorded on it and the others go on."""
+    try:
+        function(*args)
+    except Exception as exc:  # noqa: BLE001 - one submission's trouble must not stop the others
+        log.exception("Prolific review: %s", session or args)
+        if session is not None:
+            ProlificSession.objects.filter(pk=session.pk).update(last_error=f"{type(exc).__name__}: {exc}"[:1000])
+        report.error(f"reviewing submission {session.session_id}" if session is not None else "reviewing submissions", exc)
+
+
+def _sort(session: ProlificSession, approve: dict, client: Prolific, report) -> None:
+    decision = outcome(session)
+    if decision is None and not session_assignments(session).exists() and not session.last_error:
+        # Nothing done here: for the researcher to decide on Prolific (ask for a return, or NO_DATA).
+        note = "awaits review on Prolific with no HIT done here: ask the participant to return it, or decide on Prolific"
+        ProlificSession.objects.filter(pk=session.pk).update(last_error=note)
+        report.errors.append(f"submission {session.session_id} {note}")
+    if decision == APPROVE:
+        approve[session.study].append(session)
+    elif decision == REJECT:
+        _reject(client, session, report)
+
+
+def _approve_study(client: Prolific, study: ProlificStudy, sessions: list[ProlificSession], report) -> None:
+    if len(sessions) > 1:
+        try:
+            client.request("POST", "/submissions/bulk-approve/", safe=True, json={
+                "study_id": study.prolific_id, "submission_ids": [s.session_id for s in sessions],
+            })
+        except ProlificError as exc:
+            if exc.transient:
+                _failed(sessions, f"approving {len(sessions)} submissions of study {study.prolific_id}", exc, report)
+                return
+            # Refused (all or nothing): one submission may be the cause; each is approved on its own.
+            log.warning("bulk approve of study %s refused, approving one by one: %s", study.prolific_id, exc)
+        else:
+            for session in sessions:
+                _isolated(session, report, _decided, session, APPROVE, report)
+            return
+    for session in sessions:
+        try:
+            client.request("POST", f"/submissions/{session.session_id}/transition/", json={"action": APPROVE}, safe=True)
+        except ProlificError as exc:
+            _failed([session], f"approving submission {session.session_id}", exc, report)
+            continue
+        _isolated(session, report, _decided, session, APPROVE, report)
 
 
 def _reject(client: Prolific, session: ProlificSession, report) -> None:
@@ -290,9 +378,10 @@ def _reject(client: Prolific, session: ProlificSession, report) -> None:
 
 def mirror_market_approval(session: ProlificSession) -> None:
     """Prolific approved the submission on its own (21 days unreviewed): its unreviewed HITs are approved here
-    and the base reward is booked as paid."""
+    and the base reward is booked as paid; with no reward pending here to pay, Prolific's reward is booked as
+    paid by it on its own and flagged (``book_base``)."""
     from hits.payments import approve_assignment
 
     for assignment in session_assignments(session).filter(state=Assignment.State.SUBMITTED):
-        approve_assignment(assignment, "Approved by Prolific (not reviewed in time).", settle=False)
+        approve_assignment(assignment, "Approved by Prolific (not reviewed in time).", settle=False, only_submitted=True)
     record_decision(session, APPROVE)

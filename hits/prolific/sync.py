@@ -7,7 +7,8 @@ The database is the source of truth for the work; Prolific for who really took p
    since (``hits.prolific.publishing.ensure_places``);
 2. lists each study's submissions (every page), mirrors the study's status and each submission's status:
    - a session whose SESSION_ID Prolific lists for the same participant: confirmed (its work counts:
-     ``hits.prolific.sessions.confirm_session``);
+     ``hits.prolific.sessions.confirm_session``), again on every sync while it has pending work (HITs done
+     after the first confirmation, also once the session ended);
    - listed for another participant, or still unknown to Prolific ``PROLIFIC_CONFIRM_GRACE`` seconds after it
      started (made-up ids): discarded, nothing counts, nothing is paid (``discard_session``);
    - RETURNED or TIMED-OUT: ended (``end_session``): unfinished HITs freed, finished ones kept (paid as
@@ -19,7 +20,8 @@ The database is the source of truth for the work; Prolific for who really took p
 5. sends group changes (``hits.prolific.groups``).
 
 A failing call on one study, submission or bonus set never stops the others: it is recorded (on the study,
-the session, the bonus, and in the report) and tried again by the next sync.
+the session, the bonus, and in the report) and tried again by the next sync.  One run per batch at a time
+(``settling_lock``, PostgreSQL's advisory lock): a second run finds it held and does nothing.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from hits.models import Batch
+from hits.models import Assignment, Batch
 from hits.prolific import bonuses, groups, review
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificSession, ProlificStudy
+from hits.prolific.sessions import session_assignments
 from hits.reports import SyncErrors
 
 log = logging.getLogger(__name__)
@@ -76,25 +79,55 @@ def sync_batch(batch: Batch, client: Prolific | None = None, now=None) -> SyncRe
     now = now or timezone.now()
     report = SyncReport()
     try:
-        _ensure_places(batch, client, report)
-        for study in ProlificStudy.objects.filter(batch=batch, prolific_id__isnull=False).order_by("pk"):
-            report.studies += 1
-            sync_study(client, study, report, now)
-        settle_batch(batch, client, report, now)
-        groups.push(batch, client, report)
+        with settling_lock(batch) as acquired:
+            if not acquired:
+                report.errors.append(BUSY)
+                return report
+            _ensure_places(batch, client, report)
+            for study in ProlificStudy.objects.filter(batch=batch, prolific_id__isnull=False).order_by("pk"):
+                report.studies += 1
+                sync_study(client, study, report, now)
+            settle_batch(batch, client, report, now)
+            _step("sending group changes", report, groups.push, batch, client, report)
     finally:
         if own:
             client.close()
     return report
 
 
+# First key of the advisory lock held by a sync or settle run of a batch (second key: the batch id).
+SETTLE_LOCK = 7302
+BUSY = "another sync of this batch is running: nothing done (it does the same)"
+
+
+def settling_lock(batch: Batch):
+    """One sync/settle run per batch at a time (two runs would both act on one recorded bulk bonus); a no-op on
+    SQLite, re-entrant in one connection (``sync_batch`` calls ``settle_batch``)."""
+    from hits.mturk.publishing import publishing_lock
+
+    return publishing_lock(batch, namespace=SETTLE_LOCK)
+
+
+def _step(what: str, report: SyncReport, function, *args) -> None:
+    """One step of a run; an unexpected error is recorded and the run goes on with the next step."""
+    try:
+        function(*args)
+    except Exception as exc:  # noqa: BLE001 - one step's trouble must not stop the others
+        log.exception("Prolific sync: %s", what)
+        report.error(what, exc)
+
+
 def settle_batch(batch: Batch, client: Prolific, report: SyncReport | None = None, now=None) -> SyncReport:
     """Reviews and bonuses: approve what waited too long, send complete reviews, pay due bonuses."""
     report = report or SyncReport()
     now = now or timezone.now()
-    review.approve_due(batch, now)
-    review.send_decisions(batch, client, report)
-    bonuses.pay_bonuses(batch, client, report, now)
+    with settling_lock(batch) as acquired:
+        if not acquired:
+            report.errors.append(BUSY)
+            return report
+        _step("approving HITs left unreviewed", report, review.approve_due, batch, now)
+        _step("sending review decisions", report, review.send_decisions, batch, client, report)
+        _step("paying bonuses", report, bonuses.pay_bonuses, batch, client, report, now)
     return report
 
 
@@ -155,8 +188,12 @@ def take_session(session: ProlificSession, item: dict | None, report: SyncReport
         ProlificSession.objects.filter(pk=session.pk).update(market_status=status)
         session.market_status = status
         report.status_changes += 1
-    if session.confirmed_at is None:
+    # Every sync (not only the first that lists it): HITs submitted after an earlier confirmation are pending
+    # until confirmed, also when the session has ended since (confirm_session is idempotent).
+    first = session.confirmed_at is None
+    if first or session_assignments(session).filter(state=Assignment.State.PENDING).exists():
         confirm(session)
+    if first:
         ProlificSession.objects.filter(pk=session.pk, confirmed_at__isnull=True).update(confirmed_at=now)
         session.confirmed_at = now
         report.confirmed += 1
