@@ -96,15 +96,15 @@ def test_only_the_campaigns_researchers_see_its_workers(draft, rita, django_user
 
 
 def test_the_floor_is_a_bounded_setting_of_the_page(client_rita, draft):
-    from tests.web.test_settings_predicates import _settings_data
+    from tests.web.test_settings_predicates import settings_data
 
     url = reverse("campaign-settings", args=[draft.slug])
     page = client_rita.get(url).content.decode()
     assert 'name="hourly_pay_floor"' in page and "our default: 12.00" in page
-    response = client_rita.post(url, _settings_data(draft, hourly_pay_floor="9999", action="save"))
+    response = client_rita.post(url, settings_data(draft, hourly_pay_floor="9999", action="save"))
     assert response.status_code == 400 and 'value="9999"' in response.content.decode()
     draft.refresh_from_db()
     assert draft.hourly_pay_floor == Decimal("12.00")
-    assert client_rita.post(url, _settings_data(draft, hourly_pay_floor="15.50", action="save")).status_code == 302
+    assert client_rita.post(url, settings_data(draft, hourly_pay_floor="15.50", action="save")).status_code == 302
     draft.refresh_from_db()
     assert draft.hourly_pay_floor == Decimal("15.50")
