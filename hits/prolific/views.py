@@ -87,6 +87,10 @@ def go_on(request, current: ProlificSession, *, submitted: bool = False, moving_
     after one was given back, so another one comes when there is one)."""
     step = sessions.advance(current, unopened_hold=settings.HIT_UNOPENED_HOLD_SECONDS, moving_on=moving_on)
     if step.completed:
+        waiting = _unconfirmed(request, step.session)
+        if waiting is not None:
+            # After a HIT's form: the page to reload is the session's, not the form's.
+            return redirect("prolific:session") if request.method == "POST" and waiting.status_code == 200 else waiting
         # Prolific's page is the end of the way: nothing is left on the browser's message list for later.
         list(messages.get_messages(request))
         return HttpResponseRedirect(sessions.completion_url(step.session.study))
@@ -101,6 +105,25 @@ def go_on(request, current: ProlificSession, *, submitted: bool = False, moving_
         request, 200, "No work for you in this study right now",
         f"Sorry: {step.why}. Please return the study on Prolific (\"Return submission\"): you have done no work "
         "in it, so there is no completion code and nothing to pay.",
+    )
+
+
+def _unconfirmed(request, current: ProlificSession):
+    """None when the completion code may be shown; else the page to show instead: a refusal (Prolific denies
+    the submission: the session is discarded, nothing counts) or a page saying the code comes once Prolific
+    confirms the submission (Prolific cannot be reached now)."""
+    try:
+        if sessions.code_may_be_shown(current):
+            return None
+    except sessions.SessionRefused as exc:
+        sessions.discard_session(current, str(exc))
+        return _refuse(request, exc.status, str(exc) + " Nothing done in this session counts.")
+    list(messages.get_messages(request))
+    return _page(
+        request, 200, "Your work is saved: the completion code comes once Prolific confirms",
+        "You finished this session, but Prolific could not confirm your submission just now. Your work is kept. "
+        "Please reload this page in a few minutes: the completion code is shown here as soon as Prolific "
+        "confirms your submission. Do not return the study on Prolific.",
     )
 
 
@@ -125,6 +148,9 @@ def browser_session(request, worker: Worker | None = None, assignment_id=None):
         return None, _refuse(request, 403, "These pages belong to a Prolific session that this browser does not hold. "
                                            "Please open the study from Prolific again to continue.")
     if current.state == ProlificSession.State.COMPLETED:
+        waiting = _unconfirmed(request, current)
+        if waiting is not None:
+            return None, waiting
         return None, _page(request, 410, "You finished this study",
                            "You already finished this session: please go back to Prolific with your completion code.",
                            back=sessions.completion_url(current.study))
