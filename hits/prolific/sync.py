@@ -80,6 +80,7 @@ def sync_batch(batch: Batch, client: Prolific | None = None, now=None) -> SyncRe
         for study in ProlificStudy.objects.filter(batch=batch, prolific_id__isnull=False).order_by("pk"):
             report.studies += 1
             sync_study(client, study, report, now)
+        follow_state(batch, client, report)
         settle_batch(batch, client, report, now)
         groups.push(batch, client, report)
     finally:
@@ -214,3 +215,11 @@ def reject_strangers(client: Prolific, study: ProlificStudy, listed: dict, repor
         ProlificStranger.objects.filter(pk=stranger.pk).update(market_status="REJECTED", rejected_at=now, last_error="")
         report.rejected += 1
         log.warning("Prolific submission %s of %s rejected: no session here", submission_id, item.get("participant_id"))
+
+
+def follow_state(batch: Batch, client: Prolific, report: SyncReport) -> None:
+    """The studies follow the batch's state (PAUSE / START / STOP, ``hits.prolific.studies``): a transition
+    that failed when the researcher paused, resumed or cancelled, or when the campaign finished, is retried."""
+    from hits.prolific.studies import follow_batch_state
+
+    report.errors.extend(follow_batch_state(batch, client))

@@ -39,3 +39,54 @@ def test_a_submission_with_no_session_here_is_rejected_after_the_grace(world, se
     assert ProlificStranger.objects.count() == 1 and ProlificSession.objects.count() == 1
     run_sync(batch, now=timezone.now() + timedelta(seconds=1200))  # repeat-safe: listed REJECTED, nothing sent
     assert ProlificStranger.objects.get().rejected_at == stranger.rejected_at
+
+
+def _published(study):
+    from hits.prolific.models import ProlificStudy
+
+    ProlificStudy.objects.filter(pk=study.pk).update(published_at=timezone.now())
+
+
+def _market_status(standin, study) -> str:
+    return next(s for s in standin.state()["studies"] if s["id"] == study.prolific_id)["status"]
+
+
+def test_a_pause_that_failed_is_sent_by_the_next_sync(world, settings):
+    from hits.models import Batch
+    from hits.prolific.client import Prolific
+    from hits.prolific.studies import follow_batch_state
+
+    standin, batch, study = world
+    _published(study)
+    settings.PROLIFIC_MAX_RETRIES = 0
+    Batch.objects.filter(pk=batch.pk).update(state=Batch.State.PAUSED)
+    batch.refresh_from_db()
+    standin.control("POST", "/__control/faults/", {"method": "POST", "path": "/transition/$", "kind": "error",
+                                                   "status": 503, "times": 1})
+    with Prolific() as client:
+        errors = follow_batch_state(batch, client)
+    assert len(errors) == 1 and "PAUSE failed" in errors[0] and _market_status(standin, study) == "ACTIVE"
+    run_sync(batch)
+    assert _market_status(standin, study) == "PAUSED"
+
+
+def test_a_campaign_that_finishes_stops_its_studies(prolific_standin, tmp_path, django_capture_on_commit_callbacks):
+    from decimal import Decimal
+
+    from annotation.models import Campaign
+    from annotation.services.pipeline import finish_campaign_if_done
+    from hits.models import HIT, TaskType
+    from tests.conftest import launched_scu_campaign
+    from tests.prolific.pd_world import publish_study
+
+    rows = [("e0", "Reference says a thing .", "Summary .", ["fact a", "fact b"])]
+    campaign = launched_scu_campaign(tmp_path / "fin", "fin", rows, backend="prolific", gold_share=0.0,
+                                      reward_presence=Decimal("0.30"))
+    batch = campaign.batch
+    batch.task_type = TaskType.objects.get(slug="presence")
+    study = publish_study(prolific_standin, batch)
+    _published(study)
+    HIT.objects.filter(batch_id=batch.pk).update(state="completed")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert finish_campaign_if_done(Campaign.objects.get(pk=campaign.pk))
+    assert _market_status(prolific_standin, study) in ("AWAITING REVIEW", "COMPLETED")
