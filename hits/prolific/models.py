@@ -64,7 +64,7 @@ class ProlificSession(models.Model):
     study = models.ForeignKey(ProlificStudy, on_delete=models.CASCADE, related_name="sessions")
     participant_id = models.CharField(max_length=64)
     # Prolific's SESSION_ID: the id of the participant's submission.
-    session_id = models.CharField(max_length=64, unique=True)
+    session_id = models.CharField(max_length=64)
     worker = models.ForeignKey("hits.Worker", on_delete=models.PROTECT, related_name="prolific_sessions")
     state = models.CharField(max_length=10, choices=State.choices, default=State.ACTIVE)
     # Prolific's submission status as last seen ("" before the first sync that lists it).
@@ -84,8 +84,12 @@ class ProlificSession(models.Model):
     class Meta:
         verbose_name = "Prolific session"
         constraints = [
-            # Prolific gives a participant one submission per study.
-            models.UniqueConstraint(fields=["study", "participant_id"], name="prolific_one_session_per_participant"),
+            # Prolific gives a participant one submission per study.  A discarded session (made-up or mismatched
+            # ids) holds neither its SESSION_ID nor its participant's place: the real participant may still come.
+            models.UniqueConstraint(fields=["study", "participant_id"], condition=~models.Q(state="discarded"),
+                                    name="prolific_one_session_per_participant"),
+            models.UniqueConstraint(fields=["session_id"], condition=~models.Q(state="discarded"),
+                                    name="prolific_session_id_once"),
         ]
 
     def __str__(self) -> str:

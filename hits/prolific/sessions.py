@@ -111,7 +111,8 @@ def start_session(participant_id: str, study_id: str, session_id: str) -> Prolif
     existing = _bound(session_id)
     if existing is not None:
         return _same_binding(existing, participant_id, study)
-    other = ProlificSession.objects.filter(study=study, participant_id=participant_id).first()
+    other = ProlificSession.objects.filter(study=study, participant_id=participant_id).exclude(
+        state=ProlificSession.State.DISCARDED).first()
     if other is not None:
         raise SessionRefused(409, "You already have another session in this study (Prolific gives one submission "
                                   "per participant and study). Please continue from that submission on Prolific.")
@@ -191,7 +192,9 @@ def code_may_be_shown(session: ProlificSession) -> bool:
 
 
 def _bound(session_id: str) -> ProlificSession | None:
-    return ProlificSession.objects.select_related("study__batch", "study__task_type", "worker").filter(session_id=session_id).first()
+    """The live binding of ``session_id`` (a discarded session binds nothing: its ids were not Prolific's)."""
+    return ProlificSession.objects.select_related("study__batch", "study__task_type", "worker").filter(
+        session_id=session_id).exclude(state=ProlificSession.State.DISCARDED).first()
 
 
 def _same_binding(session: ProlificSession, participant_id: str, study: ProlificStudy) -> ProlificSession:

@@ -186,7 +186,8 @@ def reject_strangers(client: Prolific, study: ProlificStudy, listed: dict, repor
     rejected (``NO_DATA``, ``STRANGER_MESSAGE``) once they have awaited review ``PROLIFIC_CONFIRM_GRACE``
     seconds since first listed so, since no work here stands for them.  The transition is sent only while
     Prolific lists the submission AWAITING REVIEW, so a lost reply is settled by the next listing."""
-    known = set(ProlificSession.objects.filter(session_id__in=list(listed)).values_list("session_id", flat=True))
+    known = set(ProlificSession.objects.filter(session_id__in=list(listed)).exclude(
+        state=ProlificSession.State.DISCARDED).values_list("session_id", flat=True))
     grace = timedelta(seconds=settings.PROLIFIC_CONFIRM_GRACE)
     for submission_id, item in listed.items():
         if not submission_id or submission_id in known:

@@ -56,7 +56,8 @@ def start(request):
     if problems:
         return _refuse(request, 400, "This page is opened from a Prolific study, and its address is wrong: "
                                      + "; ".join(problems) + ". Please open the study from Prolific again.")
-    bound = ProlificSession.objects.filter(session_id=values["SESSION_ID"]).exists()
+    bound = ProlificSession.objects.filter(session_id=values["SESSION_ID"]).exclude(
+        state=ProlificSession.State.DISCARDED).exists()
     # Ids in a URL are no secret: cap how fast one client can open new sessions.
     if not bound and hit_limit(f"SUBMIT_RATE_LIMIT:prolific-start:{client_ip(request)}", settings.SUBMIT_RATE_LIMIT):
         return render(request, "429.html", status=429)

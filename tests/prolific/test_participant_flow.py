@@ -257,7 +257,10 @@ def test_discarded_session_counts_nothing_and_frees_its_places(client, study):
     assert not PresenceJudgment.objects.exists()
     assert confirm_session(session) == 0 and not PresenceJudgment.objects.exists()
     assert client.get(live_page).status_code == 410
-    assert _arrive(client).status_code == 410
+    # A discarded session binds nothing: these ids, which Prolific confirms (ACTIVE, this participant), open a
+    # new session; the discarded one and its work stay as they are.
+    assert _arrive(client).status_code == 302
+    assert sorted(ProlificSession.objects.values_list("state", flat=True)) == ["active", "discarded"]
 
 
 @pytest.mark.parametrize("state, freed_as", [("returned", "returned"), ("timed_out", "expired")])
@@ -395,4 +398,23 @@ def test_forged_ids_let_in_while_prolific_was_unreachable_never_get_the_code(cli
     assert "Nothing done in this session counts" in html.unescape(response.content.decode())
     assert ProlificSession.objects.get().state == "discarded"
     assert set(Assignment.objects.values_list("state", flat=True)) == {"discarded"}
-    assert _arrive(client, session_id=SESSION2).status_code == 410
+    assert _arrive(client, session_id=SESSION2).status_code == 403  # Prolific reachable again: refused at once
+
+
+@pytest.mark.parametrize("forged_with", ["the participant's PROLIFIC_PID", "the participant's SESSION_ID"])
+def test_a_discarded_session_does_not_lock_out_the_real_participant(client, study, forged_with):
+    real = real_session()
+    # Someone got in with made-up ids while Prolific could not be asked, using one of the real participant's ids;
+    # the sync discarded that session.
+    if forged_with == "the participant's PROLIFIC_PID":
+        fake = ProlificSession.objects.create(study=study, participant_id=PID, session_id=SESSION2,
+                                              worker=Worker.objects.create(external_id=f"prolific:{PID}", prolific_pid=PID))
+    else:
+        fake = ProlificSession.objects.create(study=study, participant_id=PID2, session_id=real,
+                                              worker=Worker.objects.create(external_id=f"prolific:{PID2}", prolific_pid=PID2))
+    discard_session(fake, "Prolific lists no such submission")
+    response = _arrive(client, session_id=real)
+    assert response.status_code == 302 and response["Location"].startswith("/work/assignments/")
+    session = ProlificSession.objects.get(state="active")
+    assert (session.participant_id, session.session_id) == (PID, real)
+    assert ProlificSession.objects.get(pk=fake.pk).state == "discarded"
