@@ -90,3 +90,23 @@ def test_a_campaign_that_finishes_stops_its_studies(prolific_standin, tmp_path, 
     with django_capture_on_commit_callbacks(execute=True):
         assert finish_campaign_if_done(Campaign.objects.get(pk=campaign.pk))
     assert _market_status(prolific_standin, study) in ("AWAITING REVIEW", "COMPLETED")
+
+
+def test_the_periodic_mturk_sync_leaves_prolific_batches_alone(monkeypatch):
+    from hits.models import Batch
+    from hits.mturk import sync as mturk_sync
+    from hits.mturk.tasks import sync_all_task
+    from tests.prolific.pd_world import make_batch
+
+    prolific = make_batch()
+    mturk = Batch.objects.create(name="on mturk", reference="test:mturk", backend=Batch.Backend.MTURK_SANDBOX)
+    synced = []
+
+    class Report:
+        def as_dict(self):
+            return {}
+
+    monkeypatch.setattr(mturk_sync, "sync_batch", lambda batch: synced.append(batch.pk) or Report())
+    assert prolific.state == Batch.State.ACTIVE
+    sync_all_task()
+    assert synced == [mturk.pk]
