@@ -23,7 +23,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.http import HttpResponseRedirect
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from config.ratelimit import client_ip, hit_limit
 from hits.models import Worker
@@ -40,22 +40,31 @@ _ENDED_WORDS = {
 }
 
 
-def _page(request, status: int, title: str, message: str, *, back: str = ""):
-    """A page of its own for the participant (``back``: a link back to Prolific's completion page)."""
-    return render(request, "hits/prolific_message.html", {"title": title, "message": message, "back": back}, status=status)
+def _page(request, status: int, title: str, message: str, *, back: str = "", confirm: str = ""):
+    """A page of its own for the participant (``back``: a link back to Prolific's completion page; ``confirm``:
+    the address a confirmation form posts to)."""
+    return render(request, "hits/prolific_message.html",
+                  {"title": title, "message": message, "back": back, "confirm": confirm}, status=status)
 
 
 def _refuse(request, status: int, message: str):
     return _page(request, status, "This Prolific link cannot be used", message)
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 def start(request):
-    """The study URL: check Prolific's parameters, bind the session, sign the participant in, go on."""
+    """The study URL: check Prolific's parameters, bind the session, sign the participant in, go on.  A browser
+    signed in as someone who is not a Prolific participant (a researcher, a local worker) is asked first (a POST
+    of the same address confirms): opening a study link never signs them out by itself."""
     values, problems = sessions.check_parameters(request.GET)
     if problems:
         return _refuse(request, 400, "This page is opened from a Prolific study, and its address is wrong: "
                                      + "; ".join(problems) + ". Please open the study from Prolific again.")
+    if request.method != "POST" and request.user.is_authenticated and not is_participant(request.user):
+        return _page(request, 200, "Sign out to take part in this Prolific study?",
+                     f"This browser is signed in as {request.user.get_username()}. Taking part in the study signs "
+                     "that account out and signs the browser in as the Prolific participant "
+                     f"{values['PROLIFIC_PID']}.", confirm=request.get_full_path())
     bound = ProlificSession.objects.filter(session_id=values["SESSION_ID"]).exclude(
         state=ProlificSession.State.DISCARDED).exists()
     # Ids in a URL are no secret: cap how fast one client can open new sessions.

@@ -418,3 +418,19 @@ def test_a_discarded_session_does_not_lock_out_the_real_participant(client, stud
     session = ProlificSession.objects.get(state="active")
     assert (session.participant_id, session.session_id) == (PID, real)
     assert ProlificSession.objects.get(pk=fake.pk).state == "discarded"
+
+
+def test_a_signed_in_researcher_or_worker_is_asked_before_the_study_link_signs_them_out(study, django_user_model):
+    user = django_user_model.objects.create_user("rita", password="pw-for-tests-123")
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    page = _arrive(browser)
+    text = html.unescape(page.content.decode())
+    assert page.status_code == 200 and 'id="prolific-switch"' in text and "signed in as rita" in text
+    assert browser.session["_auth_user_id"] == str(user.pk) and not ProlificSession.objects.exists()
+    # Confirmed (the form's POST, with its CSRF token): signed in as the participant, on to the first HIT.
+    token = page.context["csrf_token"]
+    url = page.context["confirm"]
+    response = browser.post(url, {"csrfmiddlewaretoken": str(token)})
+    assert response.status_code == 302 and response["Location"].startswith("/work/assignments/")
+    assert browser.session["_auth_user_id"] == str(Worker.objects.get(prolific_pid=PID).user_id)
