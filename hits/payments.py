@@ -118,9 +118,19 @@ def reward_fee(assignment: Assignment, amount: Decimal | None = None) -> Decimal
 
 
 def reward_of(assignment: Assignment) -> Decimal:
-    """What approving the assignment pays: the reward MTurk shows for its HIT, else the HIT's own."""
-    published = getattr(assignment.hit, "mturk", None)
-    return published.reward if published is not None else assignment.hit.reward
+    """What approving the assignment pays: the reward MTurk shows for its HIT; on Prolific, a qualification item's
+    share of its screening study's reward (``hits.prolific.pricing.screening_item_reward``); else the HIT's own."""
+    hit = assignment.hit
+    published = getattr(hit, "mturk", None)
+    if published is not None:
+        return published.reward
+    if hit.kind == hit.Kind.QUALIFICATION and hit.batch.on_prolific:
+        from hits.prolific.pricing import screening_item_reward
+
+        item = screening_item_reward(hit)
+        if item is not None:
+            return item
+    return hit.reward
 
 
 def _after_commit(assignment: Assignment, settle: bool) -> None:

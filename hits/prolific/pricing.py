@@ -151,3 +151,16 @@ def cents(amount: Decimal) -> int:
 def fee(amount: Decimal, rate: Decimal) -> Decimal:
     """Prolific's service fee on ``amount`` (rewards or bonuses) at ``rate``, to the cent."""
     return (Decimal(amount) * Decimal(rate)).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def screening_item_reward(hit) -> Decimal | None:
+    """What one qualification item of a Prolific batch pays: its screening study's reward (the whole test) divided
+    by the study's items, i.e. the type's regular HIT reward the study was priced with; None before the study
+    exists.  The ledger books each approved item at this, so the submission's reward pays them all."""
+    from hits.prolific.models import ProlificStudy
+
+    study = ProlificStudy.objects.filter(batch_id=hit.batch_id, task_type_id=hit.task_type_id,
+                                         kind=ProlificStudy.Kind.SCREENING).first()
+    if study is None or not study.hits_per_submission:
+        return None
+    return (study.reward / study.hits_per_submission).quantize(CENT, rounding=ROUND_HALF_UP)

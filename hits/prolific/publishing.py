@@ -14,8 +14,10 @@ Places (``total_available_places``; Prolific gives a participant one submission 
 - a main study: the sessions that hold or held a place (working or completed) plus enough new sessions for the
   open places their HITs still have: ceil(max(0, open places - what working sessions have left) /
   hits_per_submission);
-- a screening study: ``SCREENING_PLACES_PER_MAIN_PLACE`` (2) x its main study's places: every main place needs a
-  different qualified participant, and a test is not passed by everyone (the factor is a guess to revise from a
+- a screening study: the sessions that took a place, plus ``SCREENING_PLACES_PER_MAIN_PLACE`` (2) x the main
+  study's free places no qualified participant is waiting for (``screening_places``): every main place needs a
+  different qualified participant, one who has not had a session of the main study yet (Prolific's one
+  submission per study), and a test is not passed by everyone (the factor is a guess to revise from a
   campaign's pass rate);
 - places only grow (a PATCH of ``total_available_places``): ``ensure_places(batch)``, which the sync calls, grows
   them as later stages create HITs, and creates the studies of task types whose work appeared since.
@@ -185,6 +187,24 @@ def main_places(batch: Batch, task_type: TaskType, hits_per_submission: int, stu
     return held + math.ceil(needed / hits_per_submission)
 
 
+def screening_places(batch: Batch, task_type: TaskType, main: ProlificStudy | None, screening: ProlificStudy | None,
+                     main_total: int) -> int:
+    """The places the screening study of the type should have now: those taken, plus
+    ``SCREENING_PLACES_PER_MAIN_PLACE`` for every free place of the main study that no qualified participant is
+    waiting to take.  (Prolific gives a participant one submission per study: a qualified participant who already
+    did a session of the main study cannot take a place it gains later, e.g. for redo rounds; new participants
+    must pass the test first.)"""
+    from hits.models import Qualification
+
+    taken = ProlificSession.objects.filter(study=screening, state__in=PLACE_HOLDING).count() if screening else 0
+    in_main = ProlificSession.objects.filter(study=main, state__in=PLACE_HOLDING).count() if main else 0
+    worked = ProlificSession.objects.filter(study=main).values("worker_id") if main else []
+    waiting = Qualification.objects.filter(
+        batch=batch, task_type=task_type, state=Qualification.State.QUALIFIED, worker__prolific_pid__isnull=False,
+    ).exclude(worker_id__in=worked).count()
+    return taken + SCREENING_PLACES_PER_MAIN_PLACE * max(0, main_total - in_main - waiting)
+
+
 def plans(batch: Batch) -> list[StudyPlan]:
     """The studies the batch needs now, main before screening, in task-type order."""
     rewards = regular_rewards(batch)
@@ -210,7 +230,7 @@ def plans(batch: Batch) -> list[StudyPlan]:
                                     per_submission, minutes, pricing.maximum_allowed_minutes(task_type, per_submission), tested))
         if items and (screening is not None or places):
             size = screening.hits_per_submission if screening else items
-            wanted = SCREENING_PLACES_PER_MAIN_PLACE * max(places, main.places if main else 0)
+            wanted = screening_places(batch, task_type, main, screening, max(places, main.places if main else 0))
             result.append(StudyPlan(task_type, ProlificStudy.Kind.SCREENING, reward * size,
                                     max(wanted, screening.places if screening else 0), size, minutes * size,
                                     pricing.maximum_allowed_minutes(task_type, size), True))

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
@@ -128,12 +129,33 @@ def outcome(session: ProlificSession) -> str | None:
     return None
 
 
-def base_entry(session: ProlificSession) -> LedgerEntry | None:
-    """The reward entry the submission's own reward pays: the session's first approved HIT's."""
-    first = session_assignments(session).filter(state=Assignment.State.APPROVED).order_by("pk").first()
-    if first is None:
-        return None
-    return LedgerEntry.objects.filter(assignment=first, kind=LedgerEntry.Kind.REWARD).first()
+def base_entries(session: ProlificSession) -> list[LedgerEntry]:
+    """The reward entries the submission's own reward pays: the session's approved HITs' in order, as many as the
+    study's reward covers (one HIT on a main study; every item of the test on a screening study)."""
+    approved = session_assignments(session).filter(state=Assignment.State.APPROVED)
+    covered, total = [], Decimal("0")
+    reward = session.study.reward
+    for entry in LedgerEntry.objects.filter(assignment__in=approved, kind=LedgerEntry.Kind.REWARD).order_by("assignment_id"):
+        if covered and total + entry.amount > reward:
+            break
+        covered.append(entry)
+        total += entry.amount
+    return covered
+
+
+def match_submission_fee(entries: list[LedgerEntry], rate: Decimal) -> None:
+    """Prolific charges its fee on the submission's reward as one amount: the fee entries of the rewards it pays
+    are set to add up to that fee to the cent (``fees.split_fee``; per-entry rounding could differ)."""
+    from hits.prolific import fees
+
+    if len(entries) < 2:
+        return
+    fee_entries = {f.fee_for_id: f for f in LedgerEntry.objects.filter(fee_for__in=entries, kind=LedgerEntry.Kind.FEE)}
+    total = fees.fee(sum((e.amount for e in entries), Decimal("0")), rate)
+    for entry, share in zip(entries, fees.split_fee(total, [e.amount for e in entries])):
+        fee_entry = fee_entries.get(entry.pk)
+        if fee_entry is not None and fee_entry.amount != share:
+            LedgerEntry.objects.filter(pk=fee_entry.pk).update(amount=share)
 
 
 def mark_entries_paid(entries) -> None:
@@ -169,9 +191,12 @@ def record_decision(session: ProlificSession, decision: str, market_status: str 
             decision=decision, decided_at=timezone.now(), last_error="",
             market_status=market_status or ("APPROVED" if decision == APPROVE else "REJECTED"),
         )
-        entry = base_entry(session) if decision == APPROVE else None
-        if entry is not None and entry.state == LedgerEntry.State.PENDING:
-            mark_entries_paid([entry])
+        entries = [e for e in (base_entries(session) if decision == APPROVE else []) if e.state == LedgerEntry.State.PENDING]
+        if entries:
+            from hits.prolific import fees
+
+            match_submission_fee(entries, fees.fee_rate(session.study.batch))
+            mark_entries_paid(entries)
 
 
 def _decided(session: ProlificSession, decision: str, report) -> None:

@@ -3,7 +3,14 @@
 ``--backend mturk`` rehearses an MTurk campaign on the local MTurk stand-in (``manage.py mturk_standin``,
 with ``MTURK_ENDPOINT_URL`` pointing at it): simulated MTurk workers find and accept the HITs there, work
 on the framed pages and submit through the stand-in's externalSubmit; the platform's sync runs between
-rounds."""
+rounds.
+
+``--backend prolific`` rehearses a Prolific campaign on the Prolific stand-in that ``PROLIFIC_API_URL`` points at
+(``manage.py prolific_standin``; it must be running: its state outlives the command, so ``prolific_sync``,
+``prolific_reconcile`` and the payout page see the same studies and money afterwards).  The command publishes
+the campaign's studies, then simulated participants start them on the stand-in, work on the platform's pages and
+come back with the completion code; screening, a return, a time-out, forged ids, the sync, the researcher's
+review and the bonuses follow (``annotation.management.simulation.simulate_prolific_crowd``)."""
 
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.management.campaigns import campaign_from_slug
 from annotation.models import Campaign
 from annotation.services.pipeline import LaunchError, launch_campaign
-from annotation.management.simulation import simulate_crowd, simulate_mturk_crowd
+from annotation.management.simulation import simulate_crowd, simulate_mturk_crowd, simulate_prolific_crowd, standin_state
 
 
 class Command(BaseCommand):
@@ -26,14 +33,21 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--url", help="Base URL of a running server (default: serve in-process on loopback).")
         parser.add_argument("--max-seconds", type=float, default=3600)
-        parser.add_argument("--backend", choices=["local", "mturk"], default="local",
-                            help="mturk: MTurk workers on the stand-in at MTURK_ENDPOINT_URL (the campaign's backend must be MTurk).")
+        parser.add_argument("--backend", choices=["local", "mturk", "prolific"], default="local",
+                            help="mturk: MTurk workers on the stand-in at MTURK_ENDPOINT_URL (the campaign's backend must be "
+                                 "MTurk); prolific: Prolific participants on the stand-in at PROLIFIC_API_URL (the campaign's "
+                                 "market must be Prolific).")
         parser.add_argument(
             "--same-answers", action="store_true",
             help="Presence answers depend on the seed, the unit, the system and the judgments it has so far, not on who "
             "answers: two campaigns on the same data (e.g. one under each presence rule) get the same answers.",
         )
-        parser.add_argument("--forged", type=int, default=0, help="With --backend mturk: forged page submissions to try.")
+        parser.add_argument("--forged", type=int, default=None,
+                            help="With --backend mturk or prolific: forged submissions to try (made-up ids; default 0 on "
+                                 "MTurk, 1 on Prolific).")
+        parser.add_argument("--reject", type=int, default=1,
+                            help="With --backend prolific: completed main-study sessions the simulated researcher rejects "
+                                 "whole, with a category and a message (default 1).")
 
     def handle(self, *args, **options):
         from django.conf import settings
@@ -44,6 +58,12 @@ class Command(BaseCommand):
                 raise CommandError("--backend mturk needs MTURK_ENDPOINT_URL set to the stand-in (manage.py mturk_standin)")
             if campaign.backend == Campaign.Backend.LOCAL:
                 raise CommandError(f"campaign '{campaign.slug}' runs on local workers: set its backend to mturk-sandbox first")
+        if options["backend"] == "prolific":
+            self._check_prolific(campaign, settings)
+        if options["forged"] is not None and options["forged"] < 0:
+            raise CommandError("--forged cannot be negative")
+        if options["reject"] < 0:
+            raise CommandError("--reject cannot be negative")
         if not 0.0 <= options["accuracy"] <= 1.0:
             raise CommandError("--accuracy must be between 0 and 1")
         if options["workers"] < 1 or not 0 <= options["careless"] <= options["workers"]:
@@ -65,10 +85,19 @@ class Command(BaseCommand):
                 accuracy=options["accuracy"],
                 seed=options["seed"],
                 careless=options["careless"],
-                forged=options["forged"],
+                forged=options["forged"] or 0,
                 base_url=options["url"],
                 max_seconds=options["max_seconds"],
             )
+        elif options["backend"] == "prolific":
+            from hits.prolific.client import ProlificError
+            from hits.prolific.pricing import HourlyRateTooLow
+            from hits.prolific.publishing import PublishRefused
+
+            try:
+                report = self._prolific(campaign, options, settings)
+            except (ValueError, PublishRefused, ProlificError, HourlyRateTooLow) as exc:
+                raise CommandError(str(exc)) from None
         else:
             report = simulate_crowd(
                 campaign,
@@ -82,3 +111,32 @@ class Command(BaseCommand):
             )
         for line in report.lines():
             self.stdout.write(line)
+
+    @staticmethod
+    def _check_prolific(campaign, settings) -> None:
+        """Only against a stand-in: never Prolific itself (real participants and money)."""
+        if campaign.backend != Campaign.Backend.PROLIFIC:
+            raise CommandError(f"campaign '{campaign.slug}' runs on {campaign.get_backend_display()}, not Prolific: choose "
+                               "the Prolific market on its settings page (or import it with --market prolific) first")
+        if not settings.PROLIFIC_API_TOKEN:
+            raise CommandError("--backend prolific needs PROLIFIC_API_TOKEN (the stand-in's token, as "
+                               "manage.py prolific_standin prints it)")
+        try:
+            standin_state(settings.PROLIFIC_API_URL)
+        except ValueError as exc:
+            raise CommandError(f"--backend prolific runs against the Prolific stand-in only: {exc}") from None
+
+    @staticmethod
+    def _prolific(campaign, options, settings):
+        return simulate_prolific_crowd(
+            campaign,
+            options["workers"],
+            standin_url=settings.PROLIFIC_API_URL,
+            accuracy=options["accuracy"],
+            seed=options["seed"],
+            careless=options["careless"],
+            forged=1 if options["forged"] is None else options["forged"],
+            reject=options["reject"],
+            base_url=options["url"],
+            max_seconds=options["max_seconds"],
+        )
