@@ -188,11 +188,14 @@ def reject_strangers(client: Prolific, study: ProlificStudy, listed: dict, repor
     Prolific lists the submission AWAITING REVIEW, so a lost reply is settled by the next listing."""
     known = set(ProlificSession.objects.filter(session_id__in=list(listed)).exclude(
         state=ProlificSession.State.DISCARDED).values_list("session_id", flat=True))
+    # A participant who started on Prolific and arrived here since is no stranger (ACTIVE ones are not recorded:
+    # they may be on their way to the study URL).
+    ProlificStranger.objects.filter(study=study, submission_id__in=known).delete()
     grace = timedelta(seconds=settings.PROLIFIC_CONFIRM_GRACE)
     for submission_id, item in listed.items():
-        if not submission_id or submission_id in known:
-            continue
         status = item.get("status", "")
+        if not submission_id or submission_id in known or status == "ACTIVE":
+            continue
         stranger, _ = ProlificStranger.objects.get_or_create(
             submission_id=submission_id,
             defaults={"study": study, "participant_id": item.get("participant_id") or "", "first_seen_at": now},

@@ -22,6 +22,8 @@ def test_a_submission_with_no_session_here_is_rejected_after_the_grace(world, se
     ours, _ = finished_session(standin, study, 1)
     # A participant who got the code elsewhere: starts on Prolific and submits it without opening our pages.
     leaked = standin.control("POST", "/__control/participants/", {"study_id": study.prolific_id})
+    run_sync(batch)
+    assert not ProlificStranger.objects.exists()  # ACTIVE: may be on the way to the study URL
     standin.control("POST", f"/__control/submissions/{leaked['session_id']}/complete/", {"code": study.completion_code})
     run_sync(batch)
     stranger = ProlificStranger.objects.get()
