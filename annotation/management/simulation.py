@@ -953,7 +953,8 @@ def _leave_mid_session(role: str, study, session_id: str, standin_url: str, figu
 
 
 def _forged_session(studies, base_url: str, rng: random.Random, report) -> int:
-    """Someone opens a study URL with a PROLIFIC_PID and SESSION_ID Prolific never issued and works: pending only.
+    """Someone opens a study URL with a PROLIFIC_PID and SESSION_ID Prolific never issued: refused at arrival
+    (the platform asks Prolific for the submission); were Prolific unreachable, the work would stay pending only.
     The first study (a screening study when there is one: its test is open to anyone); returns 1 (one tried)."""
     figures = report.prolific
     study = studies[0]

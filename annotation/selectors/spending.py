@@ -10,7 +10,8 @@ ledger:
 - **committed**: what the campaign will pay if the work still to come is done
   and approved: every open place of an unfinished HIT (max_assignments -
   submitted) and every submitted assignment not yet reviewed, each at the HIT's
-  reward plus, on MTurk, its commission (``hits.mturk.fees.mturk_fee``).  Gold
+  reward plus the market's fee: MTurk's commission (``hits.mturk.fees.mturk_fee``) or Prolific's service
+  fee (the batch's ``prolific_fee_rate``).  Gold
   checks and qualification tests are open to every judge (no fixed number of
   places): only their submitted work awaiting review is committed;
 - stages: generation, verification and presence (regular HITs of that task
@@ -60,6 +61,19 @@ def stage_of(task_type_slug: str, kind: str) -> str:
     return task_type_slug
 
 
+def fee_of_market(batch):
+    """The market's fee on one reward, ``fee(reward, places)``: MTurk's commission (which depends on the HIT's
+    places), Prolific's service fee (the batch's ``prolific_fee_rate``), nothing for local workers."""
+    if batch is not None and batch.on_mturk:
+        return mturk_fee
+    if batch is not None and batch.on_prolific:
+        from hits.prolific.pricing import fee
+
+        rate = batch.prolific_fee_rate
+        return lambda reward, places: fee(reward, rate)
+    return lambda reward, places: ZERO
+
+
 def _share(part: Decimal, whole: Decimal) -> float | None:
     return round(float(part / whole), 4) if whole else None
 
@@ -69,7 +83,9 @@ def campaign_spending(campaign: Campaign) -> dict:
 
     Amounts are ``Decimal`` (``spending_as_json`` turns them into strings); a few queries however large the campaign.
     """
-    on_mturk = bool(campaign.batch_id and campaign.batch.on_mturk)
+    batch = campaign.batch if campaign.batch_id else None
+    on_mturk = bool(batch and batch.on_mturk)
+    market_fee = fee_of_market(batch)
     # An "scu" campaign has its units already: no generation or verification to count.
     shown = [s for s in SPENDING_STAGES if campaign.unit_type != Campaign.UnitType.SCU or s not in (GENERATION, VERIFICATION)]
     stages = {s: {"stage": s, "spent": ZERO, "committed": ZERO, "paid_assignments": 0, "open_places": 0, "awaiting_review": 0}
@@ -84,7 +100,7 @@ def campaign_spending(campaign: Campaign) -> dict:
 
     def paper_cost(reward) -> Decimal:
         reward = Decimal(reward)
-        return (reward + (mturk_fee(reward, PAPER_JUDGES) if on_mturk else ZERO)) * PAPER_JUDGES
+        return (reward + market_fee(reward, PAPER_JUDGES)) * PAPER_JUDGES
 
     if campaign.batch_id:
         spent_by_hit: dict[int, Decimal] = defaultdict(lambda: ZERO)
@@ -113,7 +129,7 @@ def campaign_spending(campaign: Campaign) -> dict:
                                                              "paid_assignments": 0, "open_places": 0, "awaiting_review": 0})
             # What one more approved assignment costs: MTurk's published terms where the HIT is published.
             reward_now = Decimal(mt_reward if mt_reward is not None else reward)
-            each = reward_now + (mturk_fee(reward_now, mt_places or places) if on_mturk else ZERO)
+            each = reward_now + market_fee(reward_now, mt_places or places)
             # Gold checks and qualification tests are open to every judge (32,767 places): no number of places
             # is committed, only their submitted work awaiting review.
             open_ended = kind != HIT.Kind.REGULAR

@@ -22,6 +22,8 @@ Every step runs inside the transaction of the submission that caused it.
 
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
@@ -46,6 +48,8 @@ from hits.models import HIT, Assignment, Batch
 from hits.mturk.publishing import publish_soon
 from hits.services import set_batch_state
 from annotation.services.task_types import task_type  # noqa: F401 - the pipeline's callers import it from here
+
+log = logging.getLogger(__name__)
 
 def campaign_batch_reference(campaign: Campaign) -> str:
     return f"campaign:{campaign.pk}"
@@ -460,7 +464,21 @@ def finish_campaign_if_done(campaign: Campaign) -> bool:
     Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.FINISHED)
     Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.FINISHED)
     campaign.state = Campaign.State.FINISHED
+    # On Prolific its studies stop, as for a cancel (after the commit: the market never holds the transaction).
+    transaction.on_commit(lambda: _market_follows_finish(campaign))
     return True
+
+
+def _market_follows_finish(campaign: Campaign) -> None:
+    """``market_follows`` for a campaign that finished on its own: what the market refused is logged (nobody
+    waits on a page for it) and the sync tries again."""
+    try:
+        errors = market_follows(campaign)
+    except Exception:  # noqa: BLE001 - the campaign is finished here whatever the market says
+        log.exception("Campaign %s finished: its market studies could not be stopped (the sync tries again)", campaign.slug)
+        return
+    for error in errors:
+        log.warning("Campaign %s finished: %s (the sync tries again)", campaign.slug, error)
 
 
 # --- campaign controls ------------------------------------------------------------------------

@@ -62,7 +62,8 @@ def sync_all_task() -> dict:
     done = {}
     # Active batches (they may have HITs waiting to be published) and any batch with HITs still on MTurk.
     live = Q(state=Batch.State.ACTIVE) | Q(hits__mturk__isnull=False, hits__mturk__deleted_at__isnull=True)
-    for batch in Batch.objects.exclude(backend=Batch.Backend.LOCAL).filter(live).distinct().order_by("pk"):
+    mturk = [Batch.Backend.MTURK_SANDBOX, Batch.Backend.MTURK_LIVE]  # not Prolific's: its own sync runs it
+    for batch in Batch.objects.filter(backend__in=mturk).filter(live).distinct().order_by("pk"):
         try:
             done[batch.pk] = sync_batch(batch).as_dict()
         except Exception as exc:  # noqa: BLE001 - one account's outage must not stop the other batches

@@ -64,7 +64,7 @@ class ProlificSession(models.Model):
     study = models.ForeignKey(ProlificStudy, on_delete=models.CASCADE, related_name="sessions")
     participant_id = models.CharField(max_length=64)
     # Prolific's SESSION_ID: the id of the participant's submission.
-    session_id = models.CharField(max_length=64, unique=True)
+    session_id = models.CharField(max_length=64)
     worker = models.ForeignKey("hits.Worker", on_delete=models.PROTECT, related_name="prolific_sessions")
     state = models.CharField(max_length=10, choices=State.choices, default=State.ACTIVE)
     # Prolific's submission status as last seen ("" before the first sync that lists it).
@@ -84,8 +84,12 @@ class ProlificSession(models.Model):
     class Meta:
         verbose_name = "Prolific session"
         constraints = [
-            # Prolific gives a participant one submission per study.
-            models.UniqueConstraint(fields=["study", "participant_id"], name="prolific_one_session_per_participant"),
+            # Prolific gives a participant one submission per study.  A discarded session (made-up or mismatched
+            # ids) holds neither its SESSION_ID nor its participant's place: the real participant may still come.
+            models.UniqueConstraint(fields=["study", "participant_id"], condition=~models.Q(state="discarded"),
+                                    name="prolific_one_session_per_participant"),
+            models.UniqueConstraint(fields=["session_id"], condition=~models.Q(state="discarded"),
+                                    name="prolific_session_id_once"),
         ]
 
     def __str__(self) -> str:
@@ -172,3 +176,27 @@ class ProlificGroupMember(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["group", "participant_id"], name="prolific_group_member_once"),
         ]
+
+
+class ProlificStranger(models.Model):
+    """A submission Prolific lists in one of the platform's studies with no session here: its participant never
+    worked on the platform's pages (a leaked completion code).  Left alone, Prolific would approve it after its
+    review period and pay a reward no ledger entry stands for: the sync rejects it once it has awaited review
+    ``PROLIFIC_CONFIRM_GRACE`` seconds since first seen (``hits.prolific.sync.reject_strangers``)."""
+
+    study = models.ForeignKey(ProlificStudy, on_delete=models.CASCADE, related_name="strangers")
+    submission_id = models.CharField(max_length=64, unique=True)
+    participant_id = models.CharField(max_length=64)
+    # Prolific's status as last listed.
+    market_status = models.CharField(max_length=24, blank=True)
+    first_seen_at = models.DateTimeField()
+    # When it was first listed as AWAITING REVIEW (the grace counts from then).
+    awaiting_since = models.DateTimeField(null=True, blank=True)
+    rejected_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        verbose_name = "Prolific submission with no session here"
+
+    def __str__(self) -> str:
+        return f"submission {self.submission_id} of {self.participant_id} with no session here ({self.market_status})"

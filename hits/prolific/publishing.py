@@ -26,7 +26,7 @@ Money: Prolific takes every place's pay up front when a study is published (and 
 study commits places x session pay x (1 + the batch's ``prolific_fee_rate``); the batch's ``budget_cap`` is never
 passed by a study created or grown here (``committed``).
 
-Record before send: a study (``ProlificStudy``: its ``internal_name`` and a random completion code) and a group
+Record before send: a study (``ProlificStudy``: its ``internal_name`` and completion code, ``completion_code``) and a group
 (``ProlificParticipantGroup``: its name) are recorded before their create call.  After an ambiguous failure (no
 answer, or a 5xx) nothing is sent again in that run: the next publish first looks for the study (by
 ``internal_name``) or group (by name) in Prolific's lists, records what it finds, and creates only what is not
@@ -35,9 +35,10 @@ there.  The PUBLISH transition, PATCH of places and group lookups are safe to re
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import math
-import secrets
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 
@@ -112,8 +113,14 @@ def study_url() -> str:
     return public_base_url() + STUDY_START_PATH + "?" + STUDY_URL_PARAMETERS
 
 
-def new_completion_code() -> str:
-    return secrets.token_hex(4).upper()
+def completion_code(batch: Batch, task_type: TaskType, kind: str) -> str:
+    """The study's completion code: fixed by the batch's random key (kept from the first dry run or publish) and
+    the server's ``SECRET_KEY``, so a dry run shows the very code the publish sends, and participants cannot
+    guess it (8 hexadecimal characters of an HMAC, as random as a drawn code without the secret).  Recorded on
+    the study before its create call; a recorded study keeps its code."""
+    digest = hmac.new(settings.SECRET_KEY.encode(), f"completion-code:{internal_name(batch, task_type, kind)}".encode(),
+                      hashlib.sha256).hexdigest()
+    return digest[:8].upper()
 
 
 def study_description(plan: StudyPlan) -> str:
@@ -260,13 +267,15 @@ def check_plans(batch: Batch, wanted: list[StudyPlan]) -> None:
 
 # --- dry run ----------------------------------------------------------------------------------------------------
 
-def planned_requests(batch: Batch) -> list[dict]:
-    """The requests a publish of ``batch`` would send now (``{"method", "path", "body"}``), sending nothing.
-
-    What is chosen only at the first real publish shows as a placeholder in angle brackets: a group's or study's
-    Prolific id, and the random completion code of a study not recorded yet."""
+def planned_requests(batch: Batch, prolific: Prolific | None = None) -> list[dict]:
+    """The requests a publish of ``batch`` would send now (``{"method", "path", "body"}``), changing nothing on
+    Prolific.  The bodies are the publish's: the completion code is the batch's (``completion_code``), and the
+    groups' scope is resolved as the publish does (``PROLIFIC_WORKSPACE_ID``, else the token's workspace or
+    project read with ``GET /users/me/`` when ``prolific`` is given or a token is set).  What Prolific chooses
+    shows as a placeholder in angle brackets: a group's or study's id, and the scope when no token can ask."""
     wanted = plans(batch)
     check_plans(batch, wanted)
+    scope = _dry_run_scope(prolific)
     requests: list[dict] = []
     known = {(g.kind, g.task_type_id): g for g in ProlificParticipantGroup.objects.filter(batch=batch)}
     group_ids: dict = {}
@@ -280,7 +289,7 @@ def planned_requests(batch: Batch) -> list[dict]:
         if record is not None and record.prolific_id:
             group_ids[key] = record.prolific_id
         else:
-            requests.append({"method": "POST", "path": GROUPS, "body": {"name": name, **_scope_placeholder()}})
+            requests.append({"method": "POST", "path": GROUPS, "body": {"name": name, **scope}})
             group_ids[key] = f"<id of group {name}>"
         return group_ids[key]
 
@@ -296,16 +305,29 @@ def planned_requests(batch: Batch) -> list[dict]:
         if plan.tested and plan.kind == ProlificStudy.Kind.MAIN:
             ids["qualified"] = group(ProlificParticipantGroup.Kind.QUALIFIED, plan.task_type)
         name = internal_name(batch, plan.task_type, plan.kind)
-        code = study.completion_code if study is not None else "<random, chosen on first publish>"
+        code = study.completion_code if study is not None else completion_code(batch, plan.task_type, plan.kind)
         requests.append({"method": "POST", "path": STUDIES, "body": study_body(plan, name, code, ids)})
         requests.append({"method": "POST", "path": f"{STUDIES}<id of study {name}>/transition/",
                          "body": {"action": "PUBLISH"}})
     return requests
 
 
-def _scope_placeholder() -> dict:
-    workspace = getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
-    return {"workspace_id": workspace or "<the token's workspace (GET /api/v1/users/me/)>"}
+def _dry_run_scope(prolific: Prolific | None) -> dict:
+    """The groups' scope the publish would use (``_group_scope``; only a GET is sent), or a placeholder when
+    there is no token or Prolific cannot be asked now."""
+    placeholder = {"workspace_id": "<the token's workspace (GET /api/v1/users/me/)>"}
+    if getattr(settings, "PROLIFIC_WORKSPACE_ID", ""):
+        return _group_scope(prolific)  # the setting: no call
+    if prolific is None and not settings.PROLIFIC_API_TOKEN:
+        return placeholder
+    try:
+        if prolific is not None:
+            return _group_scope(prolific)
+        with Prolific() as own:
+            return _group_scope(own)
+    except ProlificError as exc:
+        log.warning("Dry run: the token's workspace could not be read (%s); a placeholder is shown", exc)
+        return placeholder
 
 
 # --- publishing -------------------------------------------------------------------------------------------------
@@ -398,7 +420,8 @@ def _record_study(batch: Batch, plan: StudyPlan, study: ProlificStudy | None) ->
     try:
         with transaction.atomic():
             return ProlificStudy.objects.create(
-                batch=batch, task_type=plan.task_type, kind=plan.kind, completion_code=new_completion_code(),
+                batch=batch, task_type=plan.task_type, kind=plan.kind,
+                completion_code=completion_code(batch, plan.task_type, plan.kind),
                 internal_name=internal_name(batch, plan.task_type, plan.kind), **values,
             )
     except IntegrityError:  # recorded by a concurrent publish

@@ -10,6 +10,11 @@ pages: a main study hands out its regular and gold HITs, a screening study its q
 (``study_kinds``).  The hand-out (``advance``) gives the session's live HIT back, or the next one, and ends the
 session (``COMPLETED``) after ``hits_per_submission`` HITs or when no work is left after at least one.
 
+A new SESSION_ID is checked with Prolific first (``check_submission``: ``GET /submissions/{id}/`` must show it
+ACTIVE, for this participant and study; else a 403 refusal).  When Prolific cannot be reached the participant
+works pending, and the completion code waits until Prolific confirms the submission (``code_may_be_shown``
+asks again; a denial then discards the session).
+
 Submissions are stored pending (``submit_assignment(confirm_later=True)``): anyone can open the study URL with
 made-up ids, so nothing counts until the sync sees Prolific list this submission for this participant and
 study.  The sync then calls ``confirm_session`` (the work counts), ``discard_session`` (a forged or mismatched
@@ -106,18 +111,22 @@ def start_session(participant_id: str, study_id: str, session_id: str) -> Prolif
     existing = _bound(session_id)
     if existing is not None:
         return _same_binding(existing, participant_id, study)
-    other = ProlificSession.objects.filter(study=study, participant_id=participant_id).first()
+    other = ProlificSession.objects.filter(study=study, participant_id=participant_id).exclude(
+        state=ProlificSession.State.DISCARDED).first()
     if other is not None:
         raise SessionRefused(409, "You already have another session in this study (Prolific gives one submission "
                                   "per participant and study). Please continue from that submission on Prolific.")
     if study.batch.state != Batch.State.ACTIVE:
         raise SessionRefused(409, f"This study's campaign is {study.batch.get_state_display().lower()}: it takes no "
                                   "new participants now. Please return the study on Prolific.")
+    # Ids in a URL are no secret: Prolific must know this submission for this participant and study.
+    verified = check_submission(session_id, participant_id, study.prolific_id, ("ACTIVE",))
     worker = market_worker("prolific_pid", participant_id, "prolific")
     try:
         with transaction.atomic():
             session = ProlificSession.objects.create(
                 study=study, participant_id=participant_id, session_id=session_id, worker=worker,
+                market_status=verified or "",
             )
     except IntegrityError:
         # Two arrivals at once: the same link loaded twice (the binding made by the other is this one), or
@@ -132,8 +141,60 @@ def start_session(participant_id: str, study_id: str, session_id: str) -> Prolif
     return session
 
 
+def check_submission(session_id: str, participant_id: str, study_id: str, statuses, client=None) -> str | None:
+    """Ask Prolific for the submission ``session_id`` (``GET /submissions/{id}/``): its status when it is
+    ``participant_id``'s in ``study_id`` with a status in ``statuses``; None when Prolific cannot be reached
+    now (the caller lets the participant go on pending and asks again later).  Raises ``SessionRefused(403)``
+    when Prolific does not know the submission, or knows it for another participant, study or status."""
+    from hits.prolific.client import Prolific, ProlificError
+
+    try:
+        if client is not None:
+            item = client.get(f"/submissions/{session_id}/")
+        else:
+            with Prolific(timeout=10.0) as own:
+                item = own.get(f"/submissions/{session_id}/")
+    except ProlificError as exc:
+        if exc.transient or exc.ambiguous:
+            log.warning("Prolific submission %s could not be checked: %s", session_id, exc)
+            return None
+        if exc.status == 404:
+            raise SessionRefused(403, f"Prolific has no submission {session_id}: these ids do not come from a "
+                                      "Prolific study. Please open the study from Prolific.") from None
+        log.warning("Prolific submission %s check refused: %s", session_id, exc)
+        return None
+    item = item or {}
+    found = (item.get("participant_id") or item.get("participant"), item.get("study_id") or item.get("study"))
+    if found != (participant_id, study_id):
+        raise SessionRefused(403, f"Prolific's submission {session_id} is not this participant's in this study: "
+                                  "the study URL's parameters do not match. Please open the study from Prolific.")
+    status = item.get("status", "")
+    if status not in statuses:
+        raise SessionRefused(403, f"Prolific's submission {session_id} is {status or 'of no known status'}, not "
+                                  f"{' or '.join(statuses)}: no work can be done in it. Please open the study from Prolific.")
+    return status
+
+
+def code_may_be_shown(session: ProlificSession) -> bool:
+    """Whether the study's completion code may be shown to this session's browser: Prolific confirmed the
+    submission (at arrival, by a sync, or now: ``check_submission`` again).  False when Prolific cannot be
+    reached now (the code waits); raises ``SessionRefused(403)`` when Prolific denies the submission: the
+    caller discards the session (nothing counts)."""
+    if session.market_status or session.confirmed_at is not None:
+        return True
+    status = check_submission(session.session_id, session.participant_id, session.study.prolific_id,
+                              ("ACTIVE", "AWAITING REVIEW"))
+    if status is None:
+        return False
+    ProlificSession.objects.filter(pk=session.pk, market_status="").update(market_status=status)
+    session.market_status = status
+    return True
+
+
 def _bound(session_id: str) -> ProlificSession | None:
-    return ProlificSession.objects.select_related("study__batch", "study__task_type", "worker").filter(session_id=session_id).first()
+    """The live binding of ``session_id`` (a discarded session binds nothing: its ids were not Prolific's)."""
+    return ProlificSession.objects.select_related("study__batch", "study__task_type", "worker").filter(
+        session_id=session_id).exclude(state=ProlificSession.State.DISCARDED).first()
 
 
 def _same_binding(session: ProlificSession, participant_id: str, study: ProlificStudy) -> ProlificSession:

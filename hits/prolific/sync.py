@@ -37,7 +37,7 @@ from django.utils import timezone
 from hits.models import Assignment, Batch
 from hits.prolific import bonuses, groups, review
 from hits.prolific.client import Prolific, ProlificError
-from hits.prolific.models import ProlificSession, ProlificStudy
+from hits.prolific.models import ProlificSession, ProlificStranger, ProlificStudy
 from hits.prolific.sessions import session_assignments
 from hits.reports import SyncErrors
 
@@ -87,6 +87,7 @@ def sync_batch(batch: Batch, client: Prolific | None = None, now=None) -> SyncRe
             for study in ProlificStudy.objects.filter(batch=batch, prolific_id__isnull=False).order_by("pk"):
                 report.studies += 1
                 sync_study(client, study, report, now)
+            _step("following the campaign's state", report, follow_state, batch, client, report)
             settle_batch(batch, client, report, now)
             _step("sending group changes", report, groups.push, batch, client, report)
     finally:
@@ -159,6 +160,7 @@ def sync_study(client: Prolific, study: ProlificStudy, report: SyncReport, now) 
     for item in items:
         report.listed += 1
         listed[item.get("id")] = item
+    reject_strangers(client, study, listed, report, now)
     sessions = study.sessions.exclude(state=ProlificSession.State.DISCARDED).order_by("pk")
     for session in sessions:
         try:
@@ -205,3 +207,60 @@ def take_session(session: ProlificSession, item: dict | None, report: SyncReport
     elif status == "REJECTED" and not session.decision:
         # Rejected on Prolific's own site: no reward was paid; the HITs approved here are paid as bonuses.
         review.record_decision(session, review.REJECT)
+
+
+#: Why a submission with no session here is rejected (Prolific wants a message of at least 100 characters).
+STRANGER_MESSAGE = (
+    "We have no record of any work from you in this study: the study's tasks are done on our annotation pages, "
+    "opened from the study link, and the completion code is given there only after the tasks. Your submission "
+    "came back with the code but without any task done, so there is no data to review or pay."
+)
+STRANGER_CATEGORY = "NO_DATA"
+
+
+def reject_strangers(client: Prolific, study: ProlificStudy, listed: dict, report: SyncReport, now) -> None:
+    """Submissions Prolific lists in ``study`` for which no session exists here (``ProlificStranger``): recorded;
+    rejected (``NO_DATA``, ``STRANGER_MESSAGE``) once they have awaited review ``PROLIFIC_CONFIRM_GRACE``
+    seconds since first listed so, since no work here stands for them.  The transition is sent only while
+    Prolific lists the submission AWAITING REVIEW, so a lost reply is settled by the next listing."""
+    known = set(ProlificSession.objects.filter(session_id__in=list(listed)).exclude(
+        state=ProlificSession.State.DISCARDED).values_list("session_id", flat=True))
+    # A participant who started on Prolific and arrived here since is no stranger (ACTIVE ones are not recorded:
+    # they may be on their way to the study URL).
+    ProlificStranger.objects.filter(study=study, submission_id__in=known).delete()
+    grace = timedelta(seconds=settings.PROLIFIC_CONFIRM_GRACE)
+    for submission_id, item in listed.items():
+        status = item.get("status", "")
+        if not submission_id or submission_id in known or status == "ACTIVE":
+            continue
+        stranger, _ = ProlificStranger.objects.get_or_create(
+            submission_id=submission_id,
+            defaults={"study": study, "participant_id": item.get("participant_id") or "", "first_seen_at": now},
+        )
+        changes = {"market_status": status}
+        if status == "AWAITING REVIEW" and stranger.awaiting_since is None:
+            changes["awaiting_since"] = stranger.awaiting_since = now
+        if status == "REJECTED" and stranger.rejected_at is None:
+            changes["rejected_at"] = now
+        ProlificStranger.objects.filter(pk=stranger.pk).update(**changes)
+        if status != "AWAITING REVIEW" or stranger.awaiting_since > now - grace:
+            continue
+        try:
+            client.request("POST", f"/submissions/{submission_id}/transition/", safe=True, json={
+                "action": "REJECT", "message": STRANGER_MESSAGE, "rejection_category": STRANGER_CATEGORY,
+            })
+        except ProlificError as exc:
+            ProlificStranger.objects.filter(pk=stranger.pk).update(last_error=str(exc)[:1000])
+            report.error(f"rejecting submission {submission_id} (no session here)", exc)
+            continue
+        ProlificStranger.objects.filter(pk=stranger.pk).update(market_status="REJECTED", rejected_at=now, last_error="")
+        report.rejected += 1
+        log.warning("Prolific submission %s of %s rejected: no session here", submission_id, item.get("participant_id"))
+
+
+def follow_state(batch: Batch, client: Prolific, report: SyncReport) -> None:
+    """The studies follow the batch's state (PAUSE / START / STOP, ``hits.prolific.studies``): a transition
+    that failed when the researcher paused, resumed or cancelled, or when the campaign finished, is retried."""
+    from hits.prolific.studies import follow_batch_state
+
+    report.errors.extend(follow_batch_state(batch, client))

@@ -56,7 +56,10 @@ def running_batches():
     # after 21 days, and the ledger must follow).
     undecided = Q(prolific_studies__sessions__decision="", prolific_studies__sessions__state__in=[
         ProlificSession.State.ACTIVE, ProlificSession.State.COMPLETED])
-    live = Q(state__in=[Batch.State.ACTIVE, Batch.State.PAUSED]) | open_money | undecided
+    # A finished or cancelled batch whose studies still run (their STOP failed): the sync stops them.
+    running_studies = Q(state__in=[Batch.State.FINISHED, Batch.State.CANCELLED],
+                        prolific_studies__status__in=["ACTIVE", "PAUSED"])
+    live = Q(state__in=[Batch.State.ACTIVE, Batch.State.PAUSED]) | open_money | undecided | running_studies
     return Batch.objects.filter(backend=Batch.Backend.PROLIFIC).filter(live).distinct().order_by("pk")
 
 

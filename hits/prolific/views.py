@@ -23,7 +23,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.http import HttpResponseRedirect
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from config.ratelimit import client_ip, hit_limit
 from hits.models import Worker
@@ -40,23 +40,33 @@ _ENDED_WORDS = {
 }
 
 
-def _page(request, status: int, title: str, message: str, *, back: str = ""):
-    """A page of its own for the participant (``back``: a link back to Prolific's completion page)."""
-    return render(request, "hits/prolific_message.html", {"title": title, "message": message, "back": back}, status=status)
+def _page(request, status: int, title: str, message: str, *, back: str = "", confirm: str = ""):
+    """A page of its own for the participant (``back``: a link back to Prolific's completion page; ``confirm``:
+    the address a confirmation form posts to)."""
+    return render(request, "hits/prolific_message.html",
+                  {"title": title, "message": message, "back": back, "confirm": confirm}, status=status)
 
 
 def _refuse(request, status: int, message: str):
     return _page(request, status, "This Prolific link cannot be used", message)
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 def start(request):
-    """The study URL: check Prolific's parameters, bind the session, sign the participant in, go on."""
+    """The study URL: check Prolific's parameters, bind the session, sign the participant in, go on.  A browser
+    signed in as someone who is not a Prolific participant (a researcher, a local worker) is asked first (a POST
+    of the same address confirms): opening a study link never signs them out by itself."""
     values, problems = sessions.check_parameters(request.GET)
     if problems:
         return _refuse(request, 400, "This page is opened from a Prolific study, and its address is wrong: "
                                      + "; ".join(problems) + ". Please open the study from Prolific again.")
-    bound = ProlificSession.objects.filter(session_id=values["SESSION_ID"]).exists()
+    if request.method != "POST" and request.user.is_authenticated and not is_participant(request.user):
+        return _page(request, 200, "Sign out to take part in this Prolific study?",
+                     f"This browser is signed in as {request.user.get_username()}. Taking part in the study signs "
+                     "that account out and signs the browser in as the Prolific participant "
+                     f"{values['PROLIFIC_PID']}.", confirm=request.get_full_path())
+    bound = ProlificSession.objects.filter(session_id=values["SESSION_ID"]).exclude(
+        state=ProlificSession.State.DISCARDED).exists()
     # Ids in a URL are no secret: cap how fast one client can open new sessions.
     if not bound and hit_limit(f"SUBMIT_RATE_LIMIT:prolific-start:{client_ip(request)}", settings.SUBMIT_RATE_LIMIT):
         return render(request, "429.html", status=429)
@@ -87,6 +97,10 @@ def go_on(request, current: ProlificSession, *, submitted: bool = False, moving_
     after one was given back, so another one comes when there is one)."""
     step = sessions.advance(current, unopened_hold=settings.HIT_UNOPENED_HOLD_SECONDS, moving_on=moving_on)
     if step.completed:
+        waiting = _unconfirmed(request, step.session)
+        if waiting is not None:
+            # After a HIT's form: the page to reload is the session's, not the form's.
+            return redirect("prolific:session") if request.method == "POST" and waiting.status_code == 200 else waiting
         # Prolific's page is the end of the way: nothing is left on the browser's message list for later.
         list(messages.get_messages(request))
         return HttpResponseRedirect(sessions.completion_url(step.session.study))
@@ -101,6 +115,25 @@ def go_on(request, current: ProlificSession, *, submitted: bool = False, moving_
         request, 200, "No work for you in this study right now",
         f"Sorry: {step.why}. Please return the study on Prolific (\"Return submission\"): you have done no work "
         "in it, so there is no completion code and nothing to pay.",
+    )
+
+
+def _unconfirmed(request, current: ProlificSession):
+    """None when the completion code may be shown; else the page to show instead: a refusal (Prolific denies
+    the submission: the session is discarded, nothing counts) or a page saying the code comes once Prolific
+    confirms the submission (Prolific cannot be reached now)."""
+    try:
+        if sessions.code_may_be_shown(current):
+            return None
+    except sessions.SessionRefused as exc:
+        sessions.discard_session(current, str(exc))
+        return _refuse(request, exc.status, str(exc) + " Nothing done in this session counts.")
+    list(messages.get_messages(request))
+    return _page(
+        request, 200, "Your work is saved: the completion code comes once Prolific confirms",
+        "You finished this session, but Prolific could not confirm your submission just now. Your work is kept. "
+        "Please reload this page in a few minutes: the completion code is shown here as soon as Prolific "
+        "confirms your submission. Do not return the study on Prolific.",
     )
 
 
@@ -125,6 +158,9 @@ def browser_session(request, worker: Worker | None = None, assignment_id=None):
         return None, _refuse(request, 403, "These pages belong to a Prolific session that this browser does not hold. "
                                            "Please open the study from Prolific again to continue.")
     if current.state == ProlificSession.State.COMPLETED:
+        waiting = _unconfirmed(request, current)
+        if waiting is not None:
+            return None, waiting
         return None, _page(request, 410, "You finished this study",
                            "You already finished this session: please go back to Prolific with your completion code.",
                            back=sessions.completion_url(current.study))

@@ -156,3 +156,15 @@ def test_scu_campaign_counts_no_generation_or_verification_and_a_draft_counts_no
     s = campaign_spending(c)
     assert [row["stage"] for row in s["stages"]] == ["presence", "qualification", "gold"]
     assert s["total"] == D("0.00") and s["presence"]["saving_share"] is None and s["systems"] == []
+
+
+@pytest.mark.django_db
+def test_on_prolific_committed_and_paper_figures_carry_its_service_fee(small_campaign):
+    Batch.objects.filter(pk=small_campaign.batch_id).update(backend=Batch.Backend.PROLIFIC, prolific_fee_rate=D("0.3333"))
+    small_campaign.refresh_from_db()
+    s = campaign_spending(small_campaign)
+    stages = {row["stage"]: row for row in s["stages"]}
+    # 3 open presence places at $0.20 + 33.33% ($0.07) = $0.27 each; the paper: 4 HITs x 3 x $0.27.
+    assert stages["presence"]["committed"] == D("0.81")
+    assert s["presence"]["paper_cost"] == D("3.24")
+    assert stages["presence"]["spent"] == D("0.80")

@@ -44,6 +44,8 @@ def test_a_participant_does_a_session_of_two_hits_and_lands_on_the_completion_pa
     HIT.objects.filter(batch_id=campaign.batch_id).update(max_assignments=1)
     with running_standin(token="test-token") as standin:
         settings.PROLIFIC_COMPLETION_URL = f"{standin.url}/submissions/complete"
+        # The study URL asks Prolific (here the stand-in) for the participant's submission.
+        settings.PROLIFIC_API_URL, settings.PROLIFIC_API_TOKEN = standin.url, "test-token"
         study_id = _published_study(standin, live_server)
         ProlificStudy.objects.create(
             batch_id=campaign.batch_id, task_type=TaskType.objects.get(slug="presence"), internal_name="browser-test-study",

@@ -7,15 +7,16 @@ difference, the ledger's total is what the stand-in paid to the cent, and the fo
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.models import Campaign, PresenceJudgment
+from annotation.models import Campaign
 from annotation.services.campaign_import import import_campaign
 from annotation.services.qualification_tests import define_qualifications
-from hits.models import Assignment, LedgerEntry
+from hits.models import LedgerEntry, Worker
 from hits.prolific.models import ProlificBonus, ProlificSession, ProlificStudy
 from tests.conftest import DEMO_DIR
 
@@ -85,13 +86,13 @@ def test_a_campaign_runs_on_the_prolific_standin_and_its_money_reconciles(rehear
     assert set(ProlificBonus.objects.filter(batch=batch).values_list("state", flat=True)) == {"paid"}
     assert state["totals"]["bonuses"] > 0
 
-    # The forged session (a well-formed PROLIFIC_PID Prolific never issued): discarded, counted nowhere.
-    forged = ProlificSession.objects.get(state=ProlificSession.State.DISCARDED)
-    assert forged.participant_id not in {s["participant_id"] for s in state["submissions"]}
-    forged_work = Assignment.objects.filter(worker=forged.worker)
-    assert forged_work.exists() and not forged_work.filter(state__in=[*Assignment.DONE_STATES, Assignment.State.PENDING]).exists()
-    assert not PresenceJudgment.objects.filter(worker=forged.worker).exists()
-    assert not LedgerEntry.objects.filter(worker=forged.worker).exists()
+    # The forged session (a well-formed PROLIFIC_PID and SESSION_ID Prolific never issued): refused at arrival
+    # (Prolific has no such submission), so nothing of it exists here; nothing counted, nothing paid.
+    assert re.search(r"forged: [1-9]\d* sessions, 0 HITs", out), out
+    real = {s["participant_id"] for s in state["submissions"]}
+    assert set(ProlificSession.objects.values_list("participant_id", flat=True)) <= real
+    assert not Worker.objects.filter(prolific_pid__isnull=False).exclude(prolific_pid__in=real).exists()
+    assert not LedgerEntry.objects.filter(batch=batch).exclude(worker__prolific_pid__in=real).exists()
 
     # prolific_reconcile: no difference; the ledger's total is what the stand-in paid, rewards + bonuses + fees.
     with pytest.raises(SystemExit) as ended:

@@ -19,15 +19,15 @@ from annotation.models import Campaign, PresenceJudgment
 from annotation.services import qualification_tests
 from hits.models import HIT, Assignment, Batch, Qualification, TaskType, Worker
 from hits.prolific import STUDY_START_PATH
+from hits.prolific.client import Prolific
 from hits.prolific.models import ProlificSession, ProlificStudy
-from hits.prolific.sessions import confirm_session, discard_session, end_session
+from hits.prolific.sessions import PROLIFIC_ID, confirm_session, discard_session, end_session
 from hits.services import accept_next, worker_for_user
 from tests.conftest import DEMO_DIR, launched_scu_campaign
 
 pytestmark = pytest.mark.django_db
 
 COMPLETION = "https://app.prolific.test/submissions/complete"
-STUDY = "5f0c1e2d3b4a59687766aa01"
 OTHER_STUDY = "5f0c1e2d3b4a59687766aa02"
 PID = "60a1b2c3d4e5f60718293a4b"
 PID2 = "60a1b2c3d4e5f60718293a4c"
@@ -40,10 +40,29 @@ def _rows(prefix, n):
             for i in range(n)]
 
 
+#: The test's Prolific (the stand-in): its studies (the first is the default of ``_arrive``) and the real
+#: submissions (SESSION_IDs) of participants who started them there.
+WORLD: dict = {}
+
+
 @pytest.fixture(autouse=True)
-def prolific_settings(settings):
+def prolific_settings(settings, prolific_standin):
+    WORLD.clear()
+    WORLD.update(standin=prolific_standin, studies=[], sessions={})
     settings.PROLIFIC_COMPLETION_URL = COMPLETION
     settings.SUBMIT_RATE_LIMIT = "1000/60"
+    yield
+    WORLD.clear()
+
+
+def real_session(pid=PID, study_id=None) -> str:
+    """The SESSION_ID of ``pid``'s submission in the study on Prolific (the participant starts it there once)."""
+    study_id = study_id or WORLD["studies"][0]
+    key = (pid, study_id)
+    if key not in WORLD["sessions"]:
+        started = WORLD["standin"].control("POST", "/participants/", {"study_id": study_id, "participant_id": pid})
+        WORLD["sessions"][key] = started["session_id"]
+    return WORLD["sessions"][key]
 
 
 def _campaign(tmp_path, name, n, backend="prolific", one_place=True):
@@ -54,7 +73,17 @@ def _campaign(tmp_path, name, n, backend="prolific", one_place=True):
     return campaign
 
 
-def _study(campaign, prolific_id=STUDY, *, n=3, kind=ProlificStudy.Kind.MAIN, code="C0MPL3TE"):
+def _study(campaign, *, n=3, kind=ProlificStudy.Kind.MAIN, code="C0MPL3TE"):
+    """The study published on Prolific (the stand-in) and recorded here."""
+    with Prolific() as api:
+        prolific_id = api.request("POST", "/studies/", json={
+            "name": "Judge", "internal_name": f"qapyramid-{campaign.pk}-{kind}", "description": "Judge summaries.",
+            "external_study_url": "https://platform.example/prolific/start/", "estimated_completion_time": 5,
+            "reward": 100, "total_available_places": 10,
+            "completion_codes": [{"code": code, "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}],
+        })["id"]
+        api.request("POST", f"/studies/{prolific_id}/transition/", json={"action": "PUBLISH"}, safe=True)
+    WORLD["studies"].append(prolific_id)
     return ProlificStudy.objects.create(
         batch_id=campaign.batch_id, task_type=TaskType.objects.get(slug="presence"), kind=kind,
         internal_name=f"qapyramid-{prolific_id}", prolific_id=prolific_id, completion_code=code, hits_per_submission=n,
@@ -67,7 +96,12 @@ def study(tmp_path):
     return _study(_campaign(tmp_path, "pro", 4))
 
 
-def _arrive(client, pid=PID, study_id=STUDY, session_id=SESSION, **extra):
+def _arrive(client, pid=PID, study_id=None, session_id=None, **extra):
+    """The study URL opened with these ids (by default: the first study, and ``pid``'s real submission in it)."""
+    study_id = study_id or WORLD["studies"][0]
+    if session_id is None:
+        real = study_id in WORLD["studies"] and pid and PROLIFIC_ID.match(pid)
+        session_id = real_session(pid, study_id) if real else SESSION
     params = {"PROLIFIC_PID": pid, "STUDY_ID": study_id, "SESSION_ID": session_id, **extra}
     return client.get(STUDY_START_PATH + "?" + urlencode({k: v for k, v in params.items() if v is not None}))
 
@@ -113,9 +147,9 @@ def test_unknown_study_is_refused(client, study):
 
 def test_a_session_id_bound_to_another_participant_or_study_is_refused(client, study, tmp_path):
     assert _arrive(client).status_code == 302
-    other_study = _study(_campaign(tmp_path, "two", 1), OTHER_STUDY)
+    other_study = _study(_campaign(tmp_path, "two", 1))
     for attempt in ({"pid": PID2}, {"study_id": other_study.prolific_id}):
-        response = _arrive(Client(), **attempt)
+        response = _arrive(Client(), session_id=real_session(), **attempt)
         assert response.status_code == 403 and "belongs to another participant or study" in response.content.decode()
     assert ProlificSession.objects.count() == 1 and Worker.objects.filter(prolific_pid=PID2).count() == 0
 
@@ -124,7 +158,7 @@ def test_a_second_session_of_a_participant_in_a_study_is_refused(client, study):
     assert _arrive(client).status_code == 302
     response = _arrive(Client(), session_id=SESSION2)
     assert response.status_code == 409 and "already have another session in this study" in response.content.decode()
-    assert list(ProlificSession.objects.values_list("session_id", flat=True)) == [SESSION]
+    assert list(ProlificSession.objects.values_list("session_id", flat=True)) == [real_session()]
 
 
 def test_a_full_session_ends_on_prolifics_completion_page_and_its_work_waits_for_confirmation(client, study):
@@ -166,11 +200,11 @@ def test_no_work_left_sends_back_with_the_code_after_one_hit_and_asks_to_return_
     assert ProlificSession.objects.get().state == "completed"
     # Another participant finds nothing to do: a page asking to return the study, and no code.
     other = Client()
-    response = _arrive(other, pid=PID2, session_id=SESSION2)
+    response = _arrive(other, pid=PID2)
     assert response.status_code == 200
     text = response.content.decode()
     assert "return the study on Prolific" in text and "no completion code" in text and study.completion_code not in text
-    assert ProlificSession.objects.get(session_id=SESSION2).state == "active"
+    assert ProlificSession.objects.get(participant_id=PID2).state == "active"
     assert not Assignment.objects.filter(worker__prolific_pid=PID2).exists()
 
 
@@ -193,7 +227,7 @@ def test_the_same_link_resumes_the_session_with_its_hit_and_drafts(client, study
 def test_another_participant_in_the_same_browser_switches_it_and_the_first_ones_pages_refuse(client, study):
     first_page = _arrive(client)["Location"]
     assert client.get(first_page).status_code == 200
-    second = _arrive(client, pid=PID2, session_id=SESSION2)
+    second = _arrive(client, pid=PID2)
     assert second.status_code == 302 and second["Location"] != first_page
     refused = client.get(first_page)
     assert refused.status_code == 403 and "not part of your current Prolific session" in refused.content.decode()
@@ -223,7 +257,10 @@ def test_discarded_session_counts_nothing_and_frees_its_places(client, study):
     assert not PresenceJudgment.objects.exists()
     assert confirm_session(session) == 0 and not PresenceJudgment.objects.exists()
     assert client.get(live_page).status_code == 410
-    assert _arrive(client).status_code == 410
+    # A discarded session binds nothing: these ids, which Prolific confirms (ACTIVE, this participant), open a
+    # new session; the discarded one and its work stay as they are.
+    assert _arrive(client).status_code == 302
+    assert sorted(ProlificSession.objects.values_list("state", flat=True)) == ["active", "discarded"]
 
 
 @pytest.mark.parametrize("state, freed_as", [("returned", "returned"), ("timed_out", "expired")])
@@ -281,14 +318,14 @@ def test_a_screening_study_hands_out_the_test_items_and_the_main_study_waits_for
     qualification_tests.define_qualifications(campaign, {"presence": demo["presence"]})
     items = HIT.objects.filter(batch_id=campaign.batch_id, kind="qualification").count()
     assert items >= 2
-    main = _study(campaign, STUDY)
-    screening = _study(campaign, OTHER_STUDY, kind=ProlificStudy.Kind.SCREENING, n=items)
+    main = _study(campaign)
+    screening = _study(campaign, kind=ProlificStudy.Kind.SCREENING, n=items)
     # Not qualified yet: the main study has no work for them.
     response = _arrive(client)
     assert response.status_code == 200 and "return the study on Prolific" in response.content.decode()
     # The screening study: the test items, one after the other, then back to Prolific.
     browser = Client()
-    response = _arrive(browser, study_id=screening.prolific_id, session_id=SESSION2)
+    response = _arrive(browser, study_id=screening.prolific_id)
     kinds = []
     while response["Location"].startswith("/work/assignments/"):
         assignment = Assignment.objects.select_related("hit").get(pk=int(response["Location"].rstrip("/").rsplit("/", 1)[1]))
@@ -299,6 +336,101 @@ def test_a_screening_study_hands_out_the_test_items_and_the_main_study_waits_for
     assert kinds == ["qualification"] * items and response["Location"] == _completion(screening)
     # Graded once the sync confirms the screening session.
     assert not Qualification.objects.filter(worker__prolific_pid=PID).exclude(state="pending").exists()
-    confirm_session(ProlificSession.objects.get(session_id=SESSION2))
+    confirm_session(ProlificSession.objects.get(study=screening))
     assert Qualification.objects.filter(worker__prolific_pid=PID, batch_id=campaign.batch_id).exclude(state="pending").exists()
     assert main.pk != screening.pk and Campaign.objects.get(pk=campaign.pk).backend == "prolific"
+
+
+@pytest.mark.parametrize("forgery", ["invented session", "another participant's", "another study's", "returned"])
+def test_ids_prolific_does_not_confirm_are_refused_at_arrival(client, study, tmp_path, forgery):
+    """Ids in a URL are no secret: the study URL asks Prolific for the submission before signing anyone in."""
+    other = _study(_campaign(tmp_path, "other", 1))
+    session_id = {
+        "invented session": SESSION2,
+        "another participant's": real_session(PID2),
+        "another study's": real_session(PID, other.prolific_id),
+        "returned": real_session(),
+    }[forgery]
+    if forgery == "returned":
+        WORLD["standin"].control("POST", f"/submissions/{session_id}/return/")
+    response = _arrive(client, session_id=session_id)
+    assert response.status_code == 403
+    text = html.unescape(response.content.decode())
+    assert f"submission {session_id}" in text and "Please open the study from Prolific" in text
+    assert not ProlificSession.objects.exists() and not Worker.objects.filter(prolific_pid__isnull=False).exists()
+    assert "_auth_user_id" not in client.session and not Assignment.objects.exists()
+
+
+def _prolific_down(times=50):
+    WORLD["standin"].control("POST", "/faults/", {"method": "GET", "path": "^/api/v1/submissions/", "kind": "error",
+                                                  "status": 503, "times": times})
+
+
+def test_unreachable_prolific_lets_in_pending_and_the_code_waits_for_its_confirmation(client, study, settings):
+    settings.PROLIFIC_MAX_RETRIES = 0
+    _prolific_down()
+    response = _arrive(client)
+    session = ProlificSession.objects.get()
+    assert response.status_code == 302 and session.market_status == ""
+    for _ in range(3):
+        response = _submit(client, response["Location"])
+    # Still unreachable: no code, a page saying it comes once Prolific confirms (reloading it asks again).
+    assert response["Location"] == reverse("prolific:session")
+    page = client.get(reverse("prolific:session"))
+    text = page.content.decode()
+    assert page.status_code == 200 and "comes once Prolific confirms" in text and study.completion_code not in text
+    assert ProlificSession.objects.get().state == "completed"
+    WORLD["standin"].control("DELETE", "/faults/")
+    page = client.get(reverse("prolific:session"))
+    assert page.status_code == 410 and _completion(study) in html.unescape(page.content.decode())
+    assert _arrive(client)["Location"] == _completion(study)
+    assert ProlificSession.objects.get().market_status == "ACTIVE"
+
+
+def test_forged_ids_let_in_while_prolific_was_unreachable_never_get_the_code(client, study, settings):
+    settings.PROLIFIC_MAX_RETRIES = 0
+    _prolific_down(times=1)  # the arrival's check only
+    response = _arrive(client, session_id=SESSION2)  # made up, for a study Prolific has
+    assert response.status_code == 302
+    for _ in range(3):
+        response = _submit(client, response["Location"])
+    assert response.status_code == 403 and study.completion_code not in response.content.decode()
+    assert "Nothing done in this session counts" in html.unescape(response.content.decode())
+    assert ProlificSession.objects.get().state == "discarded"
+    assert set(Assignment.objects.values_list("state", flat=True)) == {"discarded"}
+    assert _arrive(client, session_id=SESSION2).status_code == 403  # Prolific reachable again: refused at once
+
+
+@pytest.mark.parametrize("forged_with", ["the participant's PROLIFIC_PID", "the participant's SESSION_ID"])
+def test_a_discarded_session_does_not_lock_out_the_real_participant(client, study, forged_with):
+    real = real_session()
+    # Someone got in with made-up ids while Prolific could not be asked, using one of the real participant's ids;
+    # the sync discarded that session.
+    if forged_with == "the participant's PROLIFIC_PID":
+        fake = ProlificSession.objects.create(study=study, participant_id=PID, session_id=SESSION2,
+                                              worker=Worker.objects.create(external_id=f"prolific:{PID}", prolific_pid=PID))
+    else:
+        fake = ProlificSession.objects.create(study=study, participant_id=PID2, session_id=real,
+                                              worker=Worker.objects.create(external_id=f"prolific:{PID2}", prolific_pid=PID2))
+    discard_session(fake, "Prolific lists no such submission")
+    response = _arrive(client, session_id=real)
+    assert response.status_code == 302 and response["Location"].startswith("/work/assignments/")
+    session = ProlificSession.objects.get(state="active")
+    assert (session.participant_id, session.session_id) == (PID, real)
+    assert ProlificSession.objects.get(pk=fake.pk).state == "discarded"
+
+
+def test_a_signed_in_researcher_or_worker_is_asked_before_the_study_link_signs_them_out(study, django_user_model):
+    user = django_user_model.objects.create_user("rita", password="pw-for-tests-123")
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    page = _arrive(browser)
+    text = html.unescape(page.content.decode())
+    assert page.status_code == 200 and 'id="prolific-switch"' in text and "signed in as rita" in text
+    assert browser.session["_auth_user_id"] == str(user.pk) and not ProlificSession.objects.exists()
+    # Confirmed (the form's POST, with its CSRF token): signed in as the participant, on to the first HIT.
+    token = page.context["csrf_token"]
+    url = page.context["confirm"]
+    response = browser.post(url, {"csrfmiddlewaretoken": str(token)})
+    assert response.status_code == 302 and response["Location"].startswith("/work/assignments/")
+    assert browser.session["_auth_user_id"] == str(Worker.objects.get(prolific_pid=PID).user_id)

@@ -94,7 +94,7 @@ def test_dry_run_prints_the_exact_bodies_and_sends_nothing(campaign, capsys):
     body = study["body"]
     assert study["method"] == "POST" and study["path"] == "/api/v1/studies/"
     assert {k: v for k, v in body.items() if k != "description"} == {
-        **expected_study(batch, "generation", "main", "<random, chosen on first publish>", 1,
+        **expected_study(batch, "generation", "main", publishing.completion_code(batch, task_type("generation"), "main"), 1,
                          [{"filter_id": "participant_group_blocklist", "selected_values": [f"<id of group {blocked}>"]}]),
         "estimated_completion_time": 2, "maximum_allowed_time": 120, "reward": 32,
     }
@@ -273,3 +273,25 @@ def test_a_study_the_balance_cannot_cover_waits_as_a_draft_and_is_published_afte
     study.refresh_from_db()
     assert len(market.studies) == 1 and market.studies[study.prolific_id]["status"] == "ACTIVE"
     assert study.status == "ACTIVE" and study.last_error == ""
+
+
+def test_the_dry_runs_bodies_are_the_ones_the_publish_sends(campaign, market, settings, capsys):
+    settings.PROLIFIC_API_TOKEN = "test-token"
+    call_command("prolific_publish", campaign="pro", dry_run=True, format="json")
+    planned = json.loads(capsys.readouterr().out)["requests"]
+    call_command("prolific_publish", campaign="pro")
+    groups = {g["name"]: g for g in market.groups}
+    studies = {s["internal_name"]: s for s in market.studies.values()}
+    names = {f"<id of group {name}>": g["id"] for name, g in groups.items()}
+    creates = [r["body"] for r in planned if r["path"] == "/api/v1/studies/"]
+    assert creates and len(creates) == len(studies)
+    for body in creates:
+        stored = studies[body["internal_name"]]
+        for f in body["filters"]:
+            f["selected_values"] = [names.get(v, v) for v in f["selected_values"]]
+        assert {k: stored[k] for k in body} == body  # the completion code and the filters included
+        assert ProlificStudy.objects.get(prolific_id=stored["id"]).completion_code == body["completion_codes"][0]["code"]
+    for body in (r["body"] for r in planned if r["path"] == "/api/v1/participant-groups/"):
+        scope = {k: v for k, v in body.items() if k != "name"}
+        assert not any(str(v).startswith("<") for v in scope.values())  # the token's workspace, as the publish
+        assert {k: groups[body["name"]].get(k) for k in scope} == scope

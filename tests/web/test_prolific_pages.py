@@ -95,3 +95,13 @@ def test_a_bulk_rejection_carries_the_category_through_its_confirmation(client_r
     client_rita.post(url, {**body, "confirmed": "1", "ids": [str(work.pk)]})
     assert Assignment.objects.get(pk=work.pk).state == "rejected"
     assert ProlificSession.objects.get(pk=session.pk).rejection_category == "LOW_EFFORT"
+
+
+def test_the_payout_page_shows_submissions_with_no_work_here(client_rita, prolific_work):
+    from hits.prolific.models import ProlificStranger
+
+    draft, session, _ = prolific_work
+    ProlificStranger.objects.create(study=session.study, submission_id="f" * 24, participant_id="a" * 24,
+                                    market_status="REJECTED", first_seen_at=timezone.now(), rejected_at=timezone.now())
+    page = client_rita.get(f"/campaigns/{draft.slug}/payouts/").content.decode()
+    assert 'id="prolific-strangers"' in page and f'data-submission="{"f" * 24}"' in page and "a" * 24 in page

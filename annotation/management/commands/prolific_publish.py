@@ -9,7 +9,9 @@ than created twice.
 
 ``--dry-run`` sends nothing (and needs no token): it prints ``{"requests": [{"method", "path", "body"}, ...],
 "cost_preview": {...}}`` with the exact bodies a publish would send now; what Prolific or the first publish
-chooses (group and study ids, a new study's random completion code) shows as a placeholder in angle brackets.
+chooses (group and study ids) shows as a placeholder in angle brackets; a study's completion code is the one the
+publish sends (fixed by the kept batch), and the groups' workspace is read as the publish reads it when a token
+is set (``GET /users/me/``, nothing changed on Prolific).
 For a draft campaign the launch is simulated in a transaction that is rolled back.
 """
 

@@ -44,13 +44,17 @@ def campaign_payouts(request, slug):
 
 
 def _prolific(batch) -> dict:
-    """A Prolific campaign: the market's name, and bulk bonuses whose pay reply was lost and that Prolific's
-    records still do not show paid after long (``hits.prolific.bonuses.flagged``): for the researcher to check."""
+    """A Prolific campaign: the market's name, bulk bonuses whose pay reply was lost and that Prolific's
+    records still do not show paid after long (``hits.prolific.bonuses.flagged``): for the researcher to check,
+    and submissions Prolific lists with no session here (rejected by the sync after the grace)."""
     if batch is None or not batch.on_prolific:
         return {"on_prolific": False, "market_name": "MTurk"}
     from hits.prolific.bonuses import flagged
+    from hits.prolific.models import ProlificStranger
 
-    return {"on_prolific": True, "market_name": "Prolific", "flagged_bonuses": list(flagged(batch))}
+    strangers = ProlificStranger.objects.filter(study__batch=batch).order_by("first_seen_at", "pk")
+    return {"on_prolific": True, "market_name": "Prolific", "flagged_bonuses": list(flagged(batch)),
+            "prolific_strangers": list(strangers)}
 
 
 def _reconciliation(batch) -> dict:
