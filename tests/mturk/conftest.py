@@ -36,6 +36,23 @@ def stubbed(monkeypatch, settings):
         stub.assert_no_pending_responses()
 
 
+@pytest.fixture
+def standin(monkeypatch, settings):
+    """The local MTurk stand-in (hits.mturk.standin) on a free port, with the platform pointed at it: rehearsal
+    credentials, plain-HTTP pages, no back-off waits.  A module needing more settings overrides this fixture and
+    asks for it by the same name."""
+    from hits.mturk.standin import StandIn
+
+    server = StandIn(port=0).start()
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "rehearsal")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "rehearsal")
+    settings.MTURK_ENDPOINT_URL = server.url
+    settings.PUBLIC_BASE_URL = "http://127.0.0.1:8000"  # a rehearsal: the stand-in opens plain-HTTP pages
+    settings.MTURK_RETRY_BASE_SECONDS = 0.0
+    yield server
+    server.stop()
+
+
 @pytest.fixture(autouse=True)
 def _follow_ups_in_process(eager_celery):
     """Follow-up tasks (publish, settle, mirror) run in-process here, also when CI configures a Redis broker."""

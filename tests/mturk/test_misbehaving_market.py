@@ -109,21 +109,8 @@ def test_a_create_hit_refused_for_good_stops_only_its_hit(stubbed, mturk_batch, 
     assert publish_batch(mturk_batch).published == 0
 
 
-def test_the_progress_page_shows_the_refusal_and_a_retry_publishes_it(stubbed, small_files, django_user_model, django_capture_on_commit_callbacks):
-    from annotation.models import Campaign
-    from annotation.services.campaign_import import import_campaign
-    from annotation.services.pipeline import ensure_batch
-    from annotation.services.roles import make_researcher
-
-    rita = django_user_model.objects.create_user("rita", password="pw-rita-123456")
-    make_researcher(rita)
-    refs, sums = small_files
-    campaign = import_campaign(name="Refused", references=refs, summaries=sums, owner=rita).campaign
-    batch = ensure_batch(campaign)
-    Batch.objects.filter(pk=batch.pk).update(backend=Batch.Backend.MTURK_SANDBOX, state=Batch.State.ACTIVE)
-    Campaign.objects.filter(pk=campaign.pk).update(backend=Campaign.Backend.MTURK_SANDBOX)
-    batch.refresh_from_db()
-    HIT.objects.filter(batch=batch).delete()
+def test_the_progress_page_shows_the_refusal_and_a_retry_publishes_it(stubbed, mturk_campaign, django_capture_on_commit_callbacks):
+    campaign, batch, client = mturk_campaign
     kind = TaskType.objects.create(slug="t", name="Label it", description="Label one thing.", keywords="label, test", assignment_duration=600)
     first, second = make_hit(batch, kind), make_hit(batch, kind)
     stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
@@ -131,8 +118,6 @@ def test_the_progress_page_shows_the_refusal_and_a_retry_publishes_it(stubbed, s
     _refused_create(stubbed, second, "Reward is not valid")
     assert publish_batch(batch).published == 1
 
-    client = Client()
-    client.force_login(rita)
     page = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
     assert "Refused by MTurk (1)" in page and f"HIT {second.pk}: MTurk CreateHIT failed: RequestError: Reward is not valid" in page
     assert f'action="/campaigns/{campaign.slug}/mturk/retry/"' in page

@@ -21,24 +21,16 @@ from annotation.services.pipeline import launch_campaign
 from hits.models import Assignment, LedgerEntry
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkUnknownSubmission
 from hits.mturk.reconcile import reconcile_batch
-from hits.mturk.standin import StandIn
 from hits.mturk.sync import sync_batch
 from hits import payments
 from hits.payments import pay_bonus, reject_assignment
 
 
 @pytest.fixture
-def standin(monkeypatch, settings):
-    server = StandIn(port=0).start()
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "rehearsal")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "rehearsal")
-    settings.MTURK_ENDPOINT_URL = server.url
-    settings.PUBLIC_BASE_URL = "http://127.0.0.1:8000"  # a rehearsal: the stand-in opens plain-HTTP pages
-    settings.MTURK_RETRY_BASE_SECONDS = 0.0
+def standin(standin, settings):
     settings.MTURK_CONFIRM_GRACE = 0  # what MTurk does not have is discarded at the next sync
     settings.MTURK_APPROVE_AFTER_HOURS = 1000  # reviews wait until the work is done
-    yield server
-    server.stop()
+    return standin
 
 
 def _state(server) -> dict:

@@ -14,24 +14,16 @@ from hits import qualifications
 from hits.models import Batch, Worker
 from hits.mturk.models import MTurkHIT, MTurkQualificationType
 from hits.mturk.publishing import publish_batch
-from hits.mturk.standin import StandIn
 from tests.mturk.conftest import make_hit, with_test_of
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def standin(monkeypatch, settings):
-    server = StandIn(port=0).start()
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "rehearsal")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "rehearsal")
-    settings.MTURK_ENDPOINT_URL = server.url
-    settings.PUBLIC_BASE_URL = "http://127.0.0.1:8000"  # a rehearsal: the stand-in opens plain-HTTP pages
-    settings.MTURK_RETRY_BASE_SECONDS = 0.0
+def standin(standin, settings):
     settings.MTURK_LOCALES = []
     settings.MTURK_MIN_APPROVAL_RATE = 0
-    yield server
-    server.stop()
+    return standin
 
 
 def accept(server, hit_id: str, worker_id: str) -> tuple[int, dict]:

@@ -24,7 +24,6 @@ from hits.mturk import client as mturk_client
 from hits.mturk.client import MTurk, MTurkError, make_boto3_client
 from hits.mturk.models import MTurkHIT, MTurkRequest
 from hits.mturk.publishing import publish_batch, request_token
-from hits.mturk.standin import StandIn
 from hits.mturk.sync import settle_batch
 from hits.mturk.tokens import renewed_token
 from hits.payments import pay_bonus
@@ -102,17 +101,6 @@ def test_a_refusal_is_one_request(counting_server, settings):
 
 
 # --- item 1 on the stand-in: CreateHIT -----------------------------------------------------------------------
-
-
-@pytest.fixture
-def standin(monkeypatch, settings):
-    server = StandIn(port=0).start()
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "rehearsal")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "rehearsal")
-    settings.MTURK_ENDPOINT_URL = server.url
-    settings.MTURK_RETRY_BASE_SECONDS = 0.0
-    yield server
-    server.stop()
 
 
 def advance(server, seconds: float) -> None:
