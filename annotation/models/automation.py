@@ -127,6 +127,9 @@ class AutoPresence(models.Model):
     # Budgeted presence: the probability calibrated on the campaign's human labels (out of fold where people
     # judged the unit; ``annotation.scoring.calibration``), None when it could not be calibrated.
     calibrated = models.FloatField(null=True, blank=True)
+    # Budgeted presence, active rule: the judge's probability as it would be without this unit's own human label
+    # (out of fold where people judged the unit; the plain probability elsewhere), the f of the AIPW estimate.
+    cross_fitted = models.FloatField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -171,6 +174,14 @@ class PresenceCandidate(models.Model):
     units = models.JSONField(default=list)
     uncertainty = models.FloatField(null=True, blank=True)
     round = models.PositiveSmallIntegerField(null=True, blank=True, help_text="The round that routed it to people.")
+    # The active rule (issue 37): every candidate is decided once, in one draw (``stratum``, numbered per campaign)
+    # of round ``decided_round``, where it went to people with probability ``inclusion_probability`` (pi); routed
+    # or not, these stay, so the estimator can weight what people judged by 1/pi.
+    decided_round = models.PositiveSmallIntegerField(null=True, blank=True, help_text="The round whose draw decided it.")
+    stratum = models.PositiveIntegerField(null=True, blank=True, help_text="The draw that decided it (active rule).")
+    inclusion_probability = models.FloatField(
+        null=True, blank=True, help_text="Its probability of going to people in that draw (active rule)."
+    )
     hit = models.OneToOneField("hits.HIT", null=True, blank=True, on_delete=models.SET_NULL, related_name="candidate")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -195,6 +206,9 @@ class PresenceRound(models.Model):
     routed = models.PositiveIntegerField(default=0)
     candidates = models.PositiveIntegerField(default=0)
     labelling_run = models.ForeignKey(AutoscoreRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The active rule: the weight of uncertainty in the round's draw (0 = uniform), and how it was chosen.
+    mix = models.FloatField(null=True, blank=True)
+    mix_reason = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     done_at = models.DateTimeField(null=True, blank=True)
 

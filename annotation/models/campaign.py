@@ -78,6 +78,10 @@ class Campaign(models.Model):
         FIXED = "fixed", "3 always (the paper)"
         ADAPTIVE = "adaptive", "2, and a third where they disagree"
 
+    class RoutingRule(models.TextChoices):
+        ACTIVE = "active", "Random draws with known probabilities, favouring the judge's unsure HITs (unbiased, 95% intervals)"
+        UNCERTAINTY = "uncertainty", "The HITs the judge is least sure of (scores by the judge's label or probability; no valid interval)"
+
     class JudgeScoring(models.TextChoices):
         LABEL = "label", "Its label"
         PROBABILITY = "probability", "Its calibrated probability"
@@ -197,6 +201,14 @@ class Campaign(models.Model):
     # What a unit the judge labelled (nobody judged it) counts as in scores (issue 32): its label, or its
     # probability calibrated on the campaign's human labels.  Human-judged units always count as their majority.
     judge_scoring = models.CharField(max_length=12, choices=JudgeScoring.choices, default=JudgeScoring.PROBABILITY)
+    # How budgeted presence chooses the HITs people judge and estimates the scores (issue 37).  "active": each round
+    # draws its HITs at random with known inclusion probabilities (a mix of uniform and the judge's uncertainty), and
+    # the systems' scores are the AIPW estimate with design-based 95% intervals (``annotation.scoring.active``).
+    # "uncertainty": the judge's least-sure HITs, scored under ``judge_scoring``, with no interval (none would hold).
+    routing_rule = models.CharField(
+        max_length=12, choices=RoutingRule.choices, default=RoutingRule.ACTIVE,
+        help_text="How a budgeted campaign picks the presence HITs people judge, and so how its scores are estimated.",
+    )
     # The last routing pass that failed (the judge could not be built or could not judge); cleared by the next
     # pass that works.  Shown on the progress page with a "retry" action; with a broker, retried with backoff.
     routing_error = models.TextField(blank=True, default="", editable=False)

@@ -1,0 +1,207 @@
+"""Budgeted presence with known inclusion probabilities: the sampling rule, the estimator and its variance.
+
+Pure functions (arrays in, numbers out) behind the "active" routing rule, after active statistical inference
+(Zrnic & Candes, "Active Statistical Inference", ICML 2024) and its robust sampling (Li, Zrnic & Candes, 2025),
+both built on prediction-powered inference (Angelopoulos et al., Science 2023).
+
+The design.  Presence HITs are decided in strata (a routing round, or a round's top-up when new HITs arrive).
+In a stratum of N HITs with a budget of n, HIT h goes to people with probability
+
+    pi_h = n * ((1 - mix) / N + mix * u_h / sum(u)),  capped at 1 (the excess spread over the others),
+
+where u_h is the judge's expected number of wrong labels on the HIT's units: a mix of uniform and
+uncertainty-proportional sampling.  ``fixed_size_sample`` draws exactly n HITs with these first-order
+inclusion probabilities (systematic sampling in a random order), so a round spends its budget exactly, and
+every HIT that may be drawn has pi > 0 as long as mix < 1.
+
+The estimator.  A system's score is a weighted sum of its units' presence, theta = sum_u w_u y_u (w_u =
+1 / (summaries of the system x units of u's summary)).  With f_u the judge's probability and xi_h whether
+HIT h was judged by people, the augmented inverse-probability-weighted (AIPW) estimate is
+
+    theta_hat = sum_u w_u f_u + sum_h xi_h r_h / pi_h,   r_h = sum_{u in h} w_u (y_u - f_u),
+
+unbiased whatever the judge when f does not depend on the HIT's own draw (the caller cross-fits it).  Its
+design variance, summed over the strata, is Deville's estimator for fixed-size unequal-probability sampling:
+
+    v = sum_strata n / (n - 1) * sum_{h sampled} c_h (r_h / pi_h - A)^2,   c_h = 1 - pi_h,
+    A = sum c_h r_h / pi_h / sum c_h,
+
+and the 95% interval is theta_hat +- 1.96 sqrt(v).  Its target is the full-human score on these examples.
+A second interval also resamples examples (its target: documents like these): the spread over examples of
+the per-example AIPW pseudo-values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: The mixing weight of the first round, before any human label says how good the judge's uncertainty is.
+DEFAULT_MIX = 0.5
+#: Labelled HITs needed before the mixing weight is chosen from the labels instead of ``DEFAULT_MIX``.
+MIN_HITS_FOR_MIX = 20
+MIX_GRID = tuple(round(0.1 * i, 1) for i in range(10))  # 0.0 .. 0.9: never pure uncertainty (pi > 0 everywhere)
+Z95 = 1.959963984540054
+
+
+def inclusion_probabilities(uncertainty, budget: int, mix: float = DEFAULT_MIX) -> np.ndarray:
+    """Each HIT's probability of going to people (the module docstring's pi); 0 for a HIT that cannot be drawn.
+
+    ``uncertainty[h]``: the judge's expected errors on HIT h (>= 0), NaN or -inf for a HIT that may not be drawn
+    (no units, already routed).  The probabilities sum to ``budget`` (at most the drawable HITs), each at most 1.
+    """
+    u = np.asarray(uncertainty, dtype=float)
+    if not 0.0 <= mix <= 1.0:
+        raise ValueError(f"the mixing weight must be between 0 and 1, not {mix!r}")
+    eligible = np.isfinite(u)
+    pi = np.zeros(u.shape)
+    n_eligible = int(eligible.sum())
+    budget = max(0, min(int(budget), n_eligible))
+    if budget == 0:
+        return pi
+    u_e = np.clip(u[eligible], 0.0, None)
+    total = u_e.sum()
+    shape = (1.0 - mix) / n_eligible + (mix * u_e / total if total > 0 else mix / n_eligible)
+    p = np.zeros(n_eligible)
+    free = np.ones(n_eligible, dtype=bool)
+    remaining = float(budget)
+    # Cap at 1: a HIT whose share would pass 1 is certain, and the rest of the budget is spread over the others in
+    # the same proportions (at most one pass per HIT).
+    for _ in range(n_eligible):
+        scaled = remaining * shape[free] / shape[free].sum()
+        over = scaled >= 1.0
+        if not over.any():
+            p[free] = scaled
+            break
+        indices = np.flatnonzero(free)[over]
+        p[indices] = 1.0
+        free[indices] = False
+        remaining -= indices.size
+        if remaining <= 1e-12 or not free.any():
+            break
+    pi[eligible] = p
+    return pi
+
+
+def fixed_size_sample(pi, seed: int = 0) -> np.ndarray:
+    """A mask of exactly round(sum(pi)) HITs, HIT h drawn with probability ``pi[h]``: systematic sampling along the
+    HITs in a random order (one uniform start, one draw per unit of cumulated probability)."""
+    pi = np.asarray(pi, dtype=float)
+    if np.any(pi < -1e-12) or np.any(pi > 1 + 1e-9):
+        raise ValueError("inclusion probabilities must lie in [0, 1]")
+    n = int(round(float(pi.sum())))
+    if n == 0:
+        return np.zeros(pi.size, dtype=bool)
+    if abs(pi.sum() - n) > 1e-6:
+        raise ValueError(f"fixed-size sampling needs probabilities summing to a whole number (got {pi.sum():.6f})")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(pi.size)
+    cumulative = np.cumsum(pi[order])
+    cumulative *= n / cumulative[-1]  # absorb floating-point drift so exactly n points fall inside
+    start = rng.random()
+    points = start + np.arange(n)
+    # HIT k (in the random order) covers [cumulative[k-1], cumulative[k]): it is drawn when a point falls there (a
+    # HIT of probability 0 covers nothing; points are 1 apart, so no HIT takes two).
+    hits = np.searchsorted(cumulative, points, side="right")
+    mask = np.zeros(pi.size, dtype=bool)
+    mask[order[np.minimum(hits, pi.size - 1)]] = True
+    return mask
+
+
+def choose_mix(labelled_uncertainty, labelled_squared_residual, labelled_pi, candidate_uncertainty, budget: int,
+               default: float = DEFAULT_MIX, grid=MIX_GRID) -> tuple[float, str]:
+    """The mixing weight of the next stratum, chosen to minimise the estimator's variance, and why.
+
+    From the HITs people judged so far: how the squared residual (sum over the HIT's units of y - f, squared) grows
+    with the judge's uncertainty, fitted as e = a u + b (a, b >= 0) by least squares weighted by 1/pi (so the fit is
+    representative of every HIT, not only of the ones routing favoured).  Then for each mix of ``grid``, the
+    Poisson approximation of the variance of the stratum's inverse-probability sum, sum_h e_h / pi_h(mix), over the
+    candidates; the smallest wins.  Below ``MIN_HITS_FOR_MIX`` labelled HITs: ``default``."""
+    u = np.asarray(labelled_uncertainty, dtype=float)
+    e = np.asarray(labelled_squared_residual, dtype=float)
+    w = 1.0 / np.clip(np.asarray(labelled_pi, dtype=float), 1e-9, None)
+    if u.size < MIN_HITS_FOR_MIX:
+        return default, f"the default ({default}): {u.size} HITs judged by people so far, {MIN_HITS_FOR_MIX} needed to choose"
+    design = np.column_stack([u, np.ones_like(u)])
+    root = np.sqrt(w)
+    (a, b), *_ = np.linalg.lstsq(design * root[:, None], e * root, rcond=None)
+    a, b = max(float(a), 0.0), max(float(b), 0.0)
+    if a == 0.0:
+        b = float(np.average(e, weights=w))
+    c = np.asarray(candidate_uncertainty, dtype=float)
+    drawable = np.isfinite(c)
+    expected = a * np.clip(c[drawable], 0.0, None) + b + 1e-12
+    best, best_value = default, math.inf
+    for mix in grid:
+        pi = inclusion_probabilities(c, budget, mix)[drawable]
+        taken = pi > 0
+        if not taken.any():
+            return default, "no HIT to draw"
+        value = float(np.sum(expected[taken] * (1.0 / pi[taken] - 1.0)) + np.sum(expected[~taken]) * 1e6)
+        if value < best_value - 1e-15:
+            best, best_value = float(mix), value
+    return best, (f"chosen from {u.size} HITs judged by people: squared residual ~ {a:.3f} x uncertainty + {b:.3f}, "
+                  f"least variance at {best}")
+
+
+def aipw_estimate(weights, f, y, hit, pi, sampled) -> float:
+    """theta_hat = sum_u w_u f_u + sum_h xi_h r_h / pi_h (module docstring).  Per unit: ``weights``, the judge's
+    probability ``f``, the human label ``y`` (read where the unit's HIT is ``sampled``; NaN there: no label, the
+    unit counts as f), its ``hit`` index; per HIT: ``pi`` and ``sampled``."""
+    w, f = np.asarray(weights, dtype=float), np.asarray(f, dtype=float)
+    r = hit_residuals(weights, f, y, hit, sampled, len(pi))
+    pi, sampled = np.asarray(pi, dtype=float), np.asarray(sampled, dtype=bool)
+    return float(np.sum(w * f) + np.sum(r[sampled] / pi[sampled]))
+
+
+def hit_residuals(weights, f, y, hit, sampled, n_hits: int) -> np.ndarray:
+    """r_h = sum over the units of HIT h of w_u (y_u - f_u), for the ``sampled`` HITs (0 elsewhere, and for a unit
+    without a label)."""
+    hit = np.asarray(hit, dtype=np.int64)
+    y = np.asarray(y, dtype=float)
+    known = np.asarray(sampled, dtype=bool)[hit] & np.isfinite(y)
+    residual = np.where(known, np.asarray(weights, dtype=float) * (np.where(known, y, 0.0) - np.asarray(f, dtype=float)), 0.0)
+    return np.bincount(hit, weights=residual, minlength=int(n_hits))
+
+
+def design_variance(residuals, pi, sampled, stratum) -> float:
+    """Deville's variance estimate of sum_h xi_h r_h / pi_h under fixed-size sampling in each stratum (module
+    docstring); a stratum with fewer than two drawn HITs that are not certain adds nothing it can estimate."""
+    r = np.asarray(residuals, dtype=float)
+    pi = np.asarray(pi, dtype=float)
+    sampled = np.asarray(sampled, dtype=bool)
+    stratum = np.asarray(stratum, dtype=np.int64)
+    total = 0.0
+    for s in np.unique(stratum[sampled]):
+        rows = sampled & (stratum == s)
+        n = int(rows.sum())
+        if n < 2:
+            continue
+        c = 1.0 - pi[rows]
+        if c.sum() <= 0:
+            continue
+        expanded = r[rows] / pi[rows]
+        centre = float(np.sum(c * expanded) / np.sum(c))
+        total += n / (n - 1) * float(np.sum(c * (expanded - centre) ** 2))
+    return total
+
+
+def normal_interval(estimate: float, variance: float) -> tuple[float, float]:
+    """estimate +- 1.96 sqrt(variance)."""
+    half = Z95 * math.sqrt(max(variance, 0.0))
+    return estimate - half, estimate + half
+
+
+def example_interval(pseudo_values, example_index) -> tuple[float, float, float]:
+    """(mean, low, high) of the 95% interval that also resamples examples: the per-example means of the AIPW
+    pseudo-values (``pseudo_values[i]``: a summary's AIPW score, ``example_index[i]`` its example), their mean and
+    a normal interval from their spread over examples."""
+    values = np.asarray(pseudo_values, dtype=float)
+    examples = np.unique(np.asarray(example_index), return_inverse=True)[1].ravel()
+    per_example = np.bincount(examples, weights=values) / np.bincount(examples)
+    mean = float(per_example.mean())
+    if per_example.size < 2:
+        return mean, float("nan"), float("nan")
+    half = Z95 * float(per_example.std(ddof=1)) / math.sqrt(per_example.size)
+    return mean, mean - half, mean + half
