@@ -42,22 +42,25 @@ def _sigmoid(z) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
 
 
-def platt_fit(probabilities, labels, steps: int = 50) -> tuple[float, float]:
-    """(a, b) of ``sigmoid(a * logit(p) + b)`` minimising the log loss on ``labels`` (Newton's method)."""
+def platt_fit(probabilities, labels, steps: int = 50, weights=None) -> tuple[float, float]:
+    """(a, b) of ``sigmoid(a * logit(p) + b)`` minimising the log loss on ``labels`` (Newton's method), each row's
+    loss weighted by ``weights`` (e.g. 1/pi, so a sample drawn with unequal probabilities stands for everyone;
+    rescaled to sum to the rows, so the ridge weighs the same)."""
     x = _logit(probabilities)
     y = np.asarray(labels, dtype=float)
+    v = np.ones_like(y) if weights is None else np.asarray(weights, dtype=float) * (len(y) / max(float(np.sum(weights)), 1e-12))
 
     def loss(a, b):
         z = a * x + b
         # log(1 + e^z) - y z, written to stay finite for large |z|
-        return float(np.sum(np.logaddexp(0.0, z) - y * z) + RIDGE * (a * a + b * b) / 2)
+        return float(np.sum(v * (np.logaddexp(0.0, z) - y * z)) + RIDGE * (a * a + b * b) / 2)
 
     a, b = 1.0, 0.0
     current = loss(a, b)
     for _ in range(steps):
         q = _sigmoid(a * x + b)
-        w = q * (1 - q)
-        grad = np.array([np.sum((q - y) * x) + RIDGE * a, np.sum(q - y) + RIDGE * b])
+        w = v * q * (1 - q)
+        grad = np.array([np.sum(v * (q - y) * x) + RIDGE * a, np.sum(v * (q - y)) + RIDGE * b])
         hess = np.array([[np.sum(w * x * x) + RIDGE, np.sum(w * x)], [np.sum(w * x), np.sum(w) + RIDGE]])
         try:
             step = np.linalg.solve(hess, grad)
@@ -81,28 +84,32 @@ def platt_apply(probabilities, params: tuple[float, float]) -> np.ndarray:
     return _sigmoid(a * _logit(probabilities) + b)
 
 
-def reliability_bins(probabilities, labels, n_bins: int = N_BINS) -> list[dict]:
-    """Per equal-width bin: its bounds, units, mean probability and share present (None for an empty bin)."""
+def reliability_bins(probabilities, labels, n_bins: int = N_BINS, weights=None) -> list[dict]:
+    """Per equal-width bin: its bounds, units, mean probability and share present (None for an empty bin); with
+    ``weights`` (1/pi) the mean and share are weighted, and ``weight`` is the bin's total weight."""
     p = np.clip(np.asarray(probabilities, dtype=float), 0.0, 1.0)
     y = np.asarray(labels, dtype=float)
+    w = np.ones_like(p) if weights is None else np.asarray(weights, dtype=float)
     index = np.minimum((p * n_bins).astype(int), n_bins - 1)
     bins = []
     for k in range(n_bins):
         rows = index == k
         n = int(rows.sum())
-        bins.append({"low": k / n_bins, "high": (k + 1) / n_bins, "n": n,
-                     "mean_probability": float(p[rows].mean()) if n else None,
-                     "share_present": float(y[rows].mean()) if n else None})
+        total = float(w[rows].sum())
+        bins.append({"low": k / n_bins, "high": (k + 1) / n_bins, "n": n, "weight": total,
+                     "mean_probability": float(np.sum(w[rows] * p[rows]) / total) if n and total > 0 else None,
+                     "share_present": float(np.sum(w[rows] * y[rows]) / total) if n and total > 0 else None})
     return bins
 
 
-def expected_calibration_error(probabilities, labels, n_bins: int = N_BINS) -> float:
-    """Mean |share present - mean probability| over the bins, weighted by their units (NaN without units)."""
-    bins = reliability_bins(probabilities, labels, n_bins)
-    total = sum(b["n"] for b in bins)
+def expected_calibration_error(probabilities, labels, n_bins: int = N_BINS, weights=None) -> float:
+    """Mean |share present - mean probability| over the bins, weighted by their units (by their total ``weights``
+    when given: 1/pi makes it the error on the population, not on the units routing chose).  NaN without units."""
+    bins = reliability_bins(probabilities, labels, n_bins, weights)
+    total = sum(b["weight"] for b in bins if b["n"])
     if not total:
         return float("nan")
-    return float(sum(b["n"] * abs(b["share_present"] - b["mean_probability"]) for b in bins if b["n"]) / total)
+    return float(sum(b["weight"] * abs(b["share_present"] - b["mean_probability"]) for b in bins if b["n"] and b["weight"] > 0) / total)
 
 
 def example_folds(groups, n_folds: int = FOLDS) -> np.ndarray:

@@ -60,12 +60,17 @@ class Adapter:
         return self.model.predict_proba(features)[:, 1]
 
 
-def fit_adapter(features: np.ndarray, labels) -> Adapter:
-    """Fit on the human-labelled rows; an unfitted adapter when there are too few labels or one class only."""
+def fit_adapter(features: np.ndarray, labels, sample_weight=None) -> Adapter:
+    """Fit on the human-labelled rows; an unfitted adapter when there are too few labels or one class only.
+    ``sample_weight`` (1/pi under the active rule) makes labels drawn with unequal probabilities stand for every
+    unit; it is rescaled to average 1, so the regularisation weighs as without weights."""
     from sklearn.linear_model import LogisticRegression
 
     labels = np.asarray(labels, dtype=int)
     if len(labels) < MIN_LABELS or len(np.unique(labels)) < 2:
         return Adapter(None, len(labels))
-    model = LogisticRegression(C=1.0, max_iter=1000).fit(features, labels)
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=float)
+        sample_weight = sample_weight * (len(sample_weight) / sample_weight.sum())
+    model = LogisticRegression(C=1.0, max_iter=1000).fit(features, labels, sample_weight=sample_weight)
     return Adapter(model, len(labels))
