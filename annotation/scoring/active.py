@@ -205,3 +205,4 @@ def example_interval(pseudo_values, example_index) -> tuple[float, float, float]
         return mean, float("nan"), float("nan")
     half = Z95 * float(per_example.std(ddof=1)) / math.sqrt(per_example.size)
     return mean, mean - half, mean + half
+

@@ -152,37 +152,57 @@ def _features_judge(features, units, labels, groups, train, test, seed):
             probabilities = np.where(known, head.predict_proba(with_labels)[:, 1], plain_probabilities)
             return probabilities, np.where(known, threshold, plain_threshold)
 
-        def learn(rows):
+        def learn(rows, weights=None):
+            # The head was trained on other folds; what it learns from labels here is the unit prior only, which
+            # leaves each row's own label out: its probabilities are out of fold already (no cross-fit needed).
             observed[rows] = True
 
-        return predict, learn
+        return predict, learn, None
 
     return router
 
 
-def _registry_judge(probabilities, threshold, pairs, units, labels):
-    """An untrained judge's predict/learn factory: between rounds, the campaigns' adapter on the human rows."""
+def _registry_judge(probabilities, threshold, pairs, units, labels, groups=None):
+    """An untrained judge's predict/learn/cross-fit factory: between rounds, the campaigns' adapter on the human
+    rows (weighted by ``weights``, 1/pi under the active rule); the cross-fit refits it per fold of examples
+    (``groups``) without that fold's labels, for the rows people judged."""
     from annotation.automation.judges.adapt import adapter_features, fit_adapter, with_unit_prior
 
     cache = {}
 
     def router():
-        state = {"current": (np.asarray(probabilities, dtype=float), float(threshold))}
+        state = {"current": (np.asarray(probabilities, dtype=float), float(threshold)), "weights": None}
         observed = np.zeros(len(labels), dtype=bool)
+
+        def features_now():
+            if "features" not in cache:
+                cache["features"] = adapter_features(pairs, probabilities)
+            return with_unit_prior(cache["features"], units, labels, observed)
 
         def predict():
             return state["current"]
 
-        def learn(rows):
-            if "features" not in cache:
-                cache["features"] = adapter_features(pairs, probabilities)
+        def learn(rows, weights=None):
             observed[rows] = True
-            features = with_unit_prior(cache["features"], units, labels, observed)
-            adapter = fit_adapter(features[rows], labels[rows])
+            features = features_now()
+            adapter = fit_adapter(features[rows], labels[rows], sample_weight=weights)
             if adapter.fitted:
                 state["current"] = (adapter.predict(features), 0.5)
 
-        return predict, learn
+        def cross_fit(rows, weights):
+            from annotation.scoring.calibration import example_folds
+
+            features = features_now()
+            folds = example_folds(np.asarray(groups)[rows])
+            result = np.asarray(probabilities, dtype=float)[rows].copy()
+            for fold in np.unique(folds):
+                held = folds == fold
+                adapter = fit_adapter(features[rows[~held]], labels[rows[~held]], sample_weight=weights[~held])
+                if adapter.fitted:
+                    result[held] = adapter.predict(features[rows[held]])
+            return result
+
+        return predict, learn, cross_fit
 
     return router
 
@@ -190,12 +210,18 @@ def _registry_judge(probabilities, threshold, pairs, units, labels):
 def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, judge: str = "features",
                     rounds: int = 3, seed: int = 0, measure: str = DEFAULT_MEASURE, curve: bool = False,
                     test_data: PresenceDataset | None = None, features=None, test_features=None,
-                    third_judge_rate: float = DEFAULT_THIRD_JUDGE_RATE) -> dict:
-    """The hybrid evaluation of the module docstring; ``features`` may be passed in when already computed."""
+                    third_judge_rate: float = DEFAULT_THIRD_JUDGE_RATE, rule: str = "active") -> dict:
+    """The hybrid evaluation of the module docstring; ``features`` may be passed in when already computed.
+
+    Both routing rules run (``annotation.automation.judges.hybrid_active``): ``estimates`` holds each rule's
+    per-system estimates and intervals against the full-human means, ``summary`` their figures; ``rule`` says
+    whose figures the top-level keys are (the active rule's draws, or the uncertainty rule's ``measure`` run)."""
+    from annotation.automation.judges import hybrid_active
+
     from sklearn.model_selection import GroupKFold
     from threadpoolctl import threadpool_limits
 
-    _check_options(data, folds, share, rounds, measure, third_judge_rate)
+    _check_options(data, folds, share, rounds, measure, third_judge_rate, rule)
     started = time.perf_counter()
     timings = {}
     labels = np.asarray(data.labels, dtype=bool)
@@ -215,6 +241,10 @@ def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, 
     shares = sorted(set(CURVE_SHARES if curve else ()) | {share})
     runs = {}  # (share, measure or None) -> (pooled hybrid labels, soft labels, human mask, HITs per round per fold)
     measures = list(dict.fromkeys([measure, *routing.MEASURES]))
+    drawn = {"f": np.zeros(len(labels)), "human": np.zeros(len(labels), bool), "pi": np.ones(len(labels)),
+             "stratum": np.zeros(len(labels), np.int64), "hit": np.zeros(len(labels), np.int64),
+             "threshold": np.full(len(labels), 0.5), "per_round": []}
+    hit_offset = 0
     fit_started = time.perf_counter()
     # One thread for the gradient-boosted heads: on a shared 2-core machine OpenMP's spinning threads
     # made the fits many times slower than one thread.
@@ -224,10 +254,24 @@ def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, 
             if fixed is None:
                 router = _features_judge(features, units, labels, groups, train, test, seed + fold)
             else:
-                router = _registry_judge(fixed[0][test], fixed[1], [data.pairs[i] for i in test], units[test], labels[test])
+                router = _registry_judge(fixed[0][test], fixed[1], [data.pairs[i] for i in test], units[test], labels[test],
+                                         groups[test])
+            # The active rule: the fold's examples in their order, a third of them per round.
+            predict, learn, cross_fit = router()
+            fold_examples = np.unique(groups[test], return_index=True)
+            order = {name: rank for rank, name in enumerate(fold_examples[0][np.argsort(fold_examples[1])])}
+            run = hybrid_active.route_fold_active(
+                labels[test], local_hits, np.array([order[g] for g in groups[test]]), share, rounds, seed + fold,
+                predict, learn if rounds > 1 else None, cross_fit)
+            drawn["f"][test], drawn["human"][test], drawn["pi"][test] = run["f"], run["human"], run["pi"]
+            drawn["stratum"][test] = fold * 10**6 + run["stratum"]
+            drawn["hit"][test] = hit_offset + local_hits
+            drawn["threshold"][test] = run["threshold"]
+            drawn["per_round"].append(run["per_round"])
+            hit_offset += int(local_hits.max()) + 1
             for s in shares:
                 for m in (measures if s == share else [measure]) + [None]:
-                    predict, learn = router()
+                    predict, learn, _ = router()
                     hybrid, soft, human, per_round = route_fold(
                         labels[test], local_hits, sizes[test], s, rounds, m, seed + fold, predict,
                         learn if rounds > 1 else None,
@@ -241,11 +285,26 @@ def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, 
         hybrid, soft, human, per_round = runs[(s, m)]
         return _figures(s, hybrid, soft, human, data, int(sum(sum(r) for r in per_round)), n_hits, third_judge_rate)
 
-    result = figures(share, measure)
+    display = hybrid_active.display_probabilities(drawn["f"], drawn["human"], labels, 1.0 / drawn["pi"], groups)
+    active_hybrid = routing.hybrid_labels(drawn["f"] >= drawn["threshold"], labels, drawn["human"])
+    active_soft = np.where(drawn["human"], labels.astype(float), display)
+    active_figures = _figures(share, active_hybrid, active_soft, drawn["human"], data,
+                              int(sum(sum(r) for r in drawn["per_round"])), n_hits, third_judge_rate)
+    estimates = {
+        "active": hybrid_active.seed_figures(hybrid_active.active_estimates(
+            data, labels, drawn["f"], drawn["human"], drawn["pi"], drawn["stratum"], drawn["hit"], display)),
+        "uncertainty": hybrid_active.seed_figures(hybrid_active.uncertainty_estimates(
+            data, labels, runs[(share, measure)][1], runs[(share, measure)][2], seed=seed)),
+    }
+    per_round_of = {"active": drawn["per_round"], "uncertainty": runs[(share, measure)][3]}[rule]
+    result = dict(active_figures) if rule == "active" else figures(share, measure)
     result.update(
-        judge=judge, measure=measure, rounds=rounds, seed=seed, folds=folds, pairs=len(labels),
+        rule=rule, judge=judge, measure=measure, rounds=rounds, seed=seed, folds=folds, pairs=len(labels),
         presence_hits=n_hits, units_per_hit=SCU_UNITS_PER_HIT, third_judge_rate=third_judge_rate,
-        hits_per_round=[int(sum(r[i] for r in runs[(share, measure)][3])) for i in range(rounds)],
+        hits_per_round=[int(sum(r[i] for r in per_round_of)) for i in range(rounds)],
+        rules={"active": active_figures, "uncertainty": figures(share, measure)},
+        estimates=estimates,
+        summary={name: hybrid_active.rule_summary([estimates[name]]) for name in hybrid_active.RULES},
         random=figures(share, None),
         measures={m: figures(share, m) for m in routing.MEASURES},
     )
@@ -262,7 +321,11 @@ def evaluate_hybrid(data: PresenceDataset, folds: int = 5, share: float = 0.25, 
     return result
 
 
-def _check_options(data, folds, share, rounds, measure, third_judge_rate) -> None:
+def _check_options(data, folds, share, rounds, measure, third_judge_rate, rule="active") -> None:
+    from annotation.automation.judges.hybrid_active import RULES
+
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; use one of {', '.join(RULES)}")
     if not 0 <= share <= 1:
         raise ValueError("--human-share must be between 0 and 1")
     if rounds < 1:
@@ -277,7 +340,7 @@ def _check_options(data, folds, share, rounds, measure, third_judge_rate) -> Non
 
 #: Keys of a run that describe it rather than measure it: a multi-seed result takes them from the first seed
 #: (``seed`` and ``seconds`` are its own) and gives them no range.
-RUN_KEYS = ("judge", "measure", "rounds", "seed", "folds", "pairs", "presence_hits", "units_per_hit",
+RUN_KEYS = ("rule", "judge", "measure", "rounds", "seed", "folds", "pairs", "presence_hits", "units_per_hit",
             "third_judge_rate", "hits_per_round", "seconds", "folder")
 
 
@@ -316,7 +379,8 @@ def evaluate_seeds(data: PresenceDataset, seeds, test_data: PresenceDataset | No
     if len(set(seeds)) != len(seeds) or any(int(s) < 0 for s in seeds):
         raise ValueError(f"--seeds must be distinct whole numbers of 0 or more (got {seeds})")
     _check_options(data, options.get("folds", 5), options.get("share", 0.25), options.get("rounds", 3),
-                   options.get("measure", DEFAULT_MEASURE), options.get("third_judge_rate", DEFAULT_THIRD_JUDGE_RATE))
+                   options.get("measure", DEFAULT_MEASURE), options.get("third_judge_rate", DEFAULT_THIRD_JUDGE_RATE),
+                   options.get("rule", "active"))
     started = time.perf_counter()
     if options.get("judge", "features") in TRAINED_JUDGES:
         features = _pair_features(data) if features is None else features
@@ -329,11 +393,17 @@ def evaluate_seeds(data: PresenceDataset, seeds, test_data: PresenceDataset | No
                                     **options))
         if progress is not None:
             progress(runs[-1])
-    result = median_of_runs(runs)
+    from annotation.automation.judges.hybrid_active import RULES, rule_summary
+
+    # Per-seed estimates are kept in each seed's run; the summary pools them (a median of estimates means nothing).
+    result = median_of_runs([{k: v for k, v in run.items() if k not in ("estimates", "summary")} for run in runs])
+    result["summary"] = {name: rule_summary([run["estimates"][name] for run in runs]) for name in RULES}
+    # Keys that describe the run (pairs, folds, ...) are the first seed's: a median of two counts is no count.
+    result.update({k: runs[0][k] for k in RUN_KEYS if k in runs[0] and k not in ("seed", "seconds", "hits_per_round")})
     result["seed"] = None
     result["seconds"] = {"features": feature_seconds, "routing": round(sum(r["seconds"]["routing"] for r in runs), 1),
                          "total": round(time.perf_counter() - started, 1)}
-    result["ranges"] = ranges_of_runs(runs)
+    result["ranges"] = ranges_of_runs([{k: v for k, v in run.items() if k not in ("estimates", "summary")} for run in runs])
     result["seeds"] = runs
     return result
 
@@ -426,7 +496,7 @@ def zero_shot(data, test_data, share, judge, rounds, seed, measure, features=Non
         router = _registry_judge(fixed[0], fixed[1], test_data.pairs, test_units, test_labels)
     out = {}
     for m in (measure, None):
-        predict, learn = router()
+        predict, learn, _ = router()
         hybrid, soft, human, per_round = route_fold(test_labels, hit_index, sizes, share, rounds, m, seed, predict,
                                                     learn if rounds > 1 else None)
         out["random" if m is None else "routed"] = _figures(share, hybrid, soft, human, test_data, sum(per_round),

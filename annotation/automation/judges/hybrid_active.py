@@ -34,6 +34,7 @@ from annotation.scoring import active, calibration, routing
 from annotation.scoring.correlation import bootstrap_hybrid_score_ci, correlation, summary_level_correlation
 
 RULES = ("active", "uncertainty")
+
 N_BOOT = 1000
 
 
@@ -97,7 +98,7 @@ def display_probabilities(f, human, labels, weights, groups) -> np.ndarray:
     if rows.size < calibration.MIN_LABELS:
         return f
     y = np.asarray(labels, dtype=int)[rows]
-    w = np.asarray(weights, dtype=float)
+    w = np.asarray(weights, dtype=float)[rows]
     if min(y.sum(), (1 - y).sum()) < calibration.MIN_PER_CLASS:
         return f
     folds = calibration.example_folds(np.asarray(groups)[rows])
@@ -154,7 +155,8 @@ def active_estimates(data, labels, f, human, pi, stratum, hit, display) -> dict:
         weights = np.where(in_system, 1.0 / (n_s * sizes[index]), 0.0)
         estimate = active.aipw_estimate(weights, f, labels, hit, hit_pi, hit_sampled)
         residuals = active.hit_residuals(weights, f, labels, hit, hit_sampled, n_hits)
-        low, high = active.normal_interval(estimate, active.design_variance(residuals, hit_pi, hit_sampled, hit_stratum))
+        variance = active.design_variance(residuals, hit_pi, hit_sampled, hit_stratum)
+        low, high = active.normal_interval(estimate, variance)
         mine = summary_system == s
         _, ex_low, ex_high = active.example_interval(pseudo_summary[mine], summary_example[mine])
         systems[name] = {"score": estimate, "ci_low": low, "ci_high": high, "ci_examples": [ex_low, ex_high],

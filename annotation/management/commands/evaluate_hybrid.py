@@ -34,6 +34,10 @@ class Command(BaseCommand):
                             help="Spend the budget in R rounds, refitting the judge on the human labels after each.")
         parser.add_argument("--measure", choices=MEASURES, default="expected_errors",
                             help="How unsure the judge is of a HIT (all are reported under 'measures').")
+        parser.add_argument("--rule", choices=["active", "uncertainty"], default="active",
+                            help="Whose figures the top-level keys are: active (random draws with known probabilities, "
+                                 "AIPW scores; the default for new campaigns) or uncertainty (the least-sure HITs). Both "
+                                 "rules always run: 'summary' holds each one's bias, interval coverage and width.")
         parser.add_argument("--seed", type=int, default=None, help="One seed (default 0): a single run.")
         parser.add_argument("--seeds", default=None, metavar="0,1,2,3,4",
                             help="Several seeds, comma-separated: the pair features are computed once, each figure is "
@@ -70,7 +74,8 @@ class Command(BaseCommand):
             data = dataset_from_folder(options["folder"])
             test = dataset_from_folder(options["test_folder"]) if options["test_folder"] else None
             common = dict(folds=options["folds"], share=options["human_share"], judge=judge, rounds=options["rounds"],
-                          measure=options["measure"], curve=options["curve"], test_data=test, third_judge_rate=rate)
+                          measure=options["measure"], curve=options["curve"], test_data=test, third_judge_rate=rate,
+                          rule=options["rule"])
             if seeds is None:
                 result = evaluate_hybrid(data, seed=options["seed"] or 0, **common)
             else:
@@ -98,7 +103,8 @@ class Command(BaseCommand):
         width = 21 if ranges else 17
         widths = [max(width, len(k) + 2) for k in TABLE_KEYS]
         self.stdout.write(f"{'':<30}{'share':>7}" + "".join(f"{k:>{w}}" for k, w in zip(TABLE_KEYS, widths)))
-        rows = [(f"routed ({result['measure']})", ()), ("random", ("random",))]
+        rows = [(f"routed ({result['rule']} rule)", ()), ("active rule", ("rules", "active")),
+                (f"uncertainty rule ({result['measure']})", ("rules", "uncertainty")), ("random", ("random",))]
         rows += [(f"  measure {m}", ("measures", m)) for m in result["measures"] if m != result["measure"]]
         if "zero_shot" in result:
             rows += [("zero-shot routed", ("zero_shot",)), ("zero-shot random", ("zero_shot", "random"))]
@@ -117,6 +123,7 @@ class Command(BaseCommand):
                     cell += f" ({_number(low)}-{_number(high)})"
                 cells.append(f"{cell:>{w}}")
             self.stdout.write(f"{name:<30}{figures['human_share']:>7.2f}" + "".join(cells))
+        self._summary(result["summary"])
         seeds = result.get("seeds")
         if seeds:
             self.stdout.write(f"medians (min-max) over {len(seeds)} seeds: {', '.join(str(r['seed']) for r in seeds)}")
@@ -127,5 +134,17 @@ class Command(BaseCommand):
         )
 
 
-def _number(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
+    def _summary(self, summary: dict) -> None:
+        """Each rule's system scores against the full-human means of the same examples."""
+        keys = ("coverage", "mean_bias", "mean_abs_bias", "mae", "ci_width", "system_tau", "system_tau_display",
+                "summary_pearson_display")
+        self.stdout.write(f"{'system scores vs full-human':<30}" + "".join(f"{k:>{max(len(k) + 2, 9)}}" for k in keys))
+        for name, figures in summary.items():
+            cells = "".join(f"{_number(figures.get(k), 4 if 'bias' in k or k == 'mae' else 3):>{max(len(k) + 2, 9)}}" for k in keys)
+            self.stdout.write(f"{name + ' rule (' + str(figures['seeds']) + ' seeds)':<30}" + cells)
+        self.stdout.write("coverage: share of (system, seed) 95% intervals holding the full-human mean (active: the design "
+                          "interval; uncertainty: the bootstrap the leaderboard no longer shows)")
+
+
+def _number(value, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
