@@ -20,7 +20,9 @@ Prolific's published reference (docs.prolific.com/api-reference):
   (``message`` of at least 100 characters and a ``rejection_category`` from Prolific's list) only from
   AWAITING REVIEW; the same action again on a submission already there is ignored (Prolific: "this endpoint
   is idempotent").  ``bulk-approve`` by participant or submission ids, all or nothing.  RETURNED,
-  TIMED-OUT and REJECTED free the place.
+  TIMED-OUT and REJECTED free the place.  Shapes as the reference documents them: the study's list shows each
+  submission short (``SubmissionShort``: no ``bonus_payments``), ``GET /submissions/{id}/`` in full
+  (``participant``, ``study_id``, ``entered_code``, ``bonus_payments``): ``standin_http``.
 - bonuses in two steps: ``submissions/bonus-payments/`` creates (``csv_bonuses`` lines
   ``<participant or submission id>,<amount in dollars>``; every id must have a submission in the study)
   and pays nothing; ``bulk-bonus-payments/{id}/pay/`` answers 202 and pays asynchronously: the money
@@ -362,6 +364,8 @@ class ProlificStandIn(ServedStandIn):
         return self._find("submissions", submission_id, "submission")
 
     def submission_view(self, submission: dict) -> dict:
+        """Everything the stand-in knows of a submission (the control API and ``state/``); the API shows the
+        reference's shapes (``standin_http.submission_listed`` and ``submission_detail``)."""
         view = dict(submission)
         view.update(started_at=iso(submission["started_at"]), completed_at=iso(submission["completed_at"]),
                     participant=submission["participant_id"], study=submission["study_id"],
@@ -447,6 +451,7 @@ class ProlificStandIn(ServedStandIn):
         self._charge("reward", submission, submission["reward"], fee, now)
 
     def transition_submission(self, submission_id: str, body: dict, now: float) -> dict:
+        """APPROVE or REJECT a submission AWAITING REVIEW; returns the submission (the route shows it as its detail)."""
         submission = self._submission(submission_id)
         action = body.get("action") if isinstance(body, dict) else None
         if action not in ("APPROVE", "REJECT"):
@@ -461,7 +466,7 @@ class ProlificStandIn(ServedStandIn):
                 raise Refused(400, {"rejection_category": [
                     f"{category!r} is not one of {', '.join(REJECTION_CATEGORIES)}"]})
         if submission["status"] == target:
-            return self.submission_view(submission)  # Prolific: the same request again is ignored
+            return submission  # Prolific: the same request again is ignored
         if submission["status"] != AWAITING_REVIEW:
             raise Refused(400, f"The submission is {submission['status']}: only one AWAITING REVIEW can be "
                                f"{'approved' if action == 'APPROVE' else 'rejected'}")
@@ -470,7 +475,7 @@ class ProlificStandIn(ServedStandIn):
         else:
             submission.update(status=REJECTED, rejection_message=body["message"],
                               rejection_category=body["rejection_category"])
-        return self.submission_view(submission)
+        return submission
 
     def bulk_approve(self, body: dict, now: float) -> dict:
         if not isinstance(body, dict):

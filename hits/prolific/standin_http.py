@@ -82,8 +82,31 @@ def _object(body) -> dict:
     return body
 
 
+def submission_listed(submission: dict) -> dict:
+    """A submission as a study's list shows it (``GET /studies/{id}/submissions/``, the reference's
+    ``SubmissionShort``): who, its status and times, the code entered.  No ``bonus_payments``, no reward: those
+    are read from the submission itself (``submission_detail``)."""
+    return {
+        "id": submission["id"], "participant_id": submission["participant_id"], "status": submission["status"],
+        "started_at": iso(submission["started_at"]), "completed_at": iso(submission["completed_at"]),
+        "has_siblings": False, "study_code": submission["study_code"], "return_requested": submission["return_requested"],
+    }
+
+
+def submission_detail(submission: dict) -> dict:
+    """A submission on its own (``GET /submissions/{id}/``, "Retrieve a submission"): as the reference lists it,
+    with ``participant`` (not ``participant_id``), ``study_id``, ``entered_code`` and ``bonus_payments`` (cents,
+    one per payment made)."""
+    return {
+        "id": submission["id"], "started_at": iso(submission["started_at"]), "status": submission["status"],
+        "study_id": submission["study_id"], "completed_at": iso(submission["completed_at"]),
+        "entered_code": submission["study_code"], "participant": submission["participant_id"], "parent_study_id": None,
+        "bonus_payments": list(submission["bonus_payments"]), "return_requested": submission["return_requested"],
+    }
+
+
 def _submissions_page(s: "Any", study_id: str, r: "Call") -> dict:
-    return s.page([s.submission_view(x) for x in s._submissions_of(s._study(study_id))], r.path, r.query)
+    return s.page([submission_listed(x) for x in s._submissions_of(s._study(study_id))], r.path, r.query)
 
 
 def _study_of_query(r: "Call") -> str:
@@ -127,8 +150,8 @@ OPERATIONS: list[tuple[str, str, int, Callable[["Any", Call], Any]]] = [
     ("GET", "/submissions/", 200, lambda s, r: _submissions_page(s, _study_of_query(r), r)),
     ("POST", "/submissions/bulk-approve/", 200, lambda s, r: s.bulk_approve(r.object, r.now)),
     ("POST", "/submissions/bonus-payments/", 201, lambda s, r: s.create_bonus(r.object, r.now)),
-    ("GET", "/submissions/{}/", 200, lambda s, r: s.submission_view(s._submission(r.id))),
-    ("POST", "/submissions/{}/transition/", 200, lambda s, r: s.transition_submission(r.id, r.object, r.now)),
+    ("GET", "/submissions/{}/", 200, lambda s, r: submission_detail(s._submission(r.id))),
+    ("POST", "/submissions/{}/transition/", 200, lambda s, r: submission_detail(s.transition_submission(r.id, r.object, r.now))),
     ("POST", "/bulk-bonus-payments/{}/pay/", 202, lambda s, r: _pay(s, r.id, r.now)),
     ("GET", "/participant-groups/", 200, lambda s, r: s.page([s.group_view(g) for g in s.state["groups"].values()],
                                                              r.path, r.query)),
