@@ -43,7 +43,7 @@ from django.utils import timezone
 from hits.models import HIT, Assignment, Batch, LedgerEntry
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificSession, ProlificStudy
-from hits.prolific.sessions import session_assignments
+from hits.prolific.sessions import session_assignments, unfinished_test
 
 log = logging.getLogger(__name__)
 
@@ -327,7 +327,10 @@ def _sort(session: ProlificSession, approve: dict, client: Prolific, report) -> 
         note = "awaits review on Prolific with no HIT done here: ask the participant to return it, or decide on Prolific"
         ProlificSession.objects.filter(pk=session.pk).update(last_error=note)
         report.errors.append(f"submission {session.session_id} {note}")
-    if decision == APPROVE:
+    if decision is not None and unfinished_test(session):
+        # Its reward pays the whole test: approving would pay items never done.  No code was given here.
+        _reject(client, session, report, UNFINISHED_TEST_MESSAGE, "NO_CODE")
+    elif decision == APPROVE:
         approve[session.study].append(session)
     elif decision == REJECT:
         _reject(client, session, report)
@@ -358,17 +361,26 @@ def _approve_study(client: Prolific, study: ProlificStudy, sessions: list[Prolif
         _isolated(session, report, _decided, session, APPROVE, report)
 
 
-def _reject(client: Prolific, session: ProlificSession, report) -> None:
-    message = rejection_message(session)
+#: Why a screening submission whose test was not finished here is rejected (its items are paid as bonuses).
+UNFINISHED_TEST_MESSAGE = (
+    "You did not finish the qualification test of this study: an item was given back (or none was left), so the "
+    "test could not be graded and our pages gave no completion code. The items you finished are paid as a bonus. "
+    "Please return a submission you cannot complete instead of submitting it."
+)
+
+
+def _reject(client: Prolific, session: ProlificSession, report, message: str | None = None, category: str | None = None) -> None:
+    message = rejection_message(session) if message is None else message
+    category = category or session.rejection_category
     try:
-        check_rejection(message, session.rejection_category)
+        check_rejection(message, category)
     except ReviewRefused as exc:
         ProlificSession.objects.filter(pk=session.pk).update(last_error=f"not rejected on Prolific: {exc}"[:1000])
         report.errors.append(f"submission {session.session_id} not rejected: {exc}"[:300])
         return
     try:
         client.request("POST", f"/submissions/{session.session_id}/transition/", safe=True, json={
-            "action": REJECT, "message": message, "rejection_category": session.rejection_category,
+            "action": REJECT, "message": message, "rejection_category": category,
         })
     except ProlificError as exc:
         _failed([session], f"rejecting submission {session.session_id}", exc, report)
