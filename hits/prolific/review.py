@@ -161,6 +161,8 @@ def match_submission_fee(entries: list[LedgerEntry], rate: Decimal) -> None:
 
 #: Starts the note on a session whose reward Prolific paid with no reward pending here (payout page).
 PAID_BY_PROLIFIC = "PAID BY PROLIFIC"
+#: Starts the note on a submission completed late whose HITs were all paid already (not approved here).
+PAID_ALREADY = "PAID ALREADY"
 
 
 def book_base(session: ProlificSession) -> None:
@@ -175,17 +177,11 @@ def book_base(session: ProlificSession) -> None:
     researcher (payout page: ``hits.payouts.paid_by_mturk``)."""
     from hits.payments import record_entry
     from hits.prolific import fees
-    from hits.prolific.models import ProlificBonus
 
     study = session.study
     base = study.reward
     entries = base_entries(session)
-    free = bool(entries) and all(
-        entry.state == LedgerEntry.State.PENDING
-        and not entry.prolific_bonuses.exclude(state=ProlificBonus.State.FAILED).exists()
-        for entry in entries
-    )
-    if not free:
+    if not reward_left(entries):
         paid_unseen(session, base)
         return
     total = sum((entry.amount for entry in entries), Decimal("0"))
@@ -201,6 +197,18 @@ def book_base(session: ProlificSession) -> None:
                          None, f"reward-{last.assignment_id}-rest")
     match_submission_fee(entries, fees.fee_rate(study.batch))
     mark_entries_paid(entries)
+
+
+def reward_left(entries: list[LedgerEntry]) -> bool:
+    """Whether the submission's reward has HIT rewards to pay (``base_entries``): pending, and in no bulk bonus
+    that may pay them (a timed-out or returned session's HITs are paid as bonuses)."""
+    from hits.prolific.models import ProlificBonus
+
+    return bool(entries) and all(
+        entry.state == LedgerEntry.State.PENDING
+        and not entry.prolific_bonuses.exclude(state=ProlificBonus.State.FAILED).exists()
+        for entry in entries
+    )
 
 
 def paid_unseen(session: ProlificSession, amount) -> None:
@@ -330,6 +338,14 @@ def _sort(session: ProlificSession, approve: dict, client: Prolific, report) -> 
     if decision is not None and unfinished_test(session):
         # Its reward pays the whole test: approving would pay items never done.  No code was given here.
         _reject(client, session, report, UNFINISHED_TEST_MESSAGE, "NO_CODE")
+    elif decision == APPROVE and not reward_left(base_entries(session)):
+        # Completed late (timed out first) after its HITs were paid as bonuses: approving would pay them again.
+        note = (f"{PAID_ALREADY}: submission {session.session_id} completed on Prolific after its HITs were paid as "
+                "bonuses (it had timed out): approving it would pay Prolific's reward on top. Not approved by the "
+                "platform: ask the participant to return it on Prolific, or decide there.")
+        if not session.last_error.startswith(PAID_ALREADY):
+            ProlificSession.objects.filter(pk=session.pk).update(last_error=note)
+            report.errors.append(note[:300])
     elif decision == APPROVE:
         approve[session.study].append(session)
     elif decision == REJECT:

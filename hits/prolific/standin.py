@@ -16,9 +16,10 @@ Prolific's published reference (docs.prolific.com/api-reference):
   none still being worked on, is AWAITING REVIEW (COMPLETED once all are reviewed) as on Prolific.  A
   transition to the state a study is in, or one its state does not allow, is a 400.
 - submissions (a participant's attempt; its id is the study URL's SESSION_ID): ACTIVE, RETURNED,
-  TIMED-OUT, AWAITING REVIEW, APPROVED, REJECTED.  ``transition`` APPROVE (reward + fee charged) or REJECT
-  (``message`` of at least 100 characters and a ``rejection_category`` from Prolific's list) only from
-  AWAITING REVIEW; the same action again on a submission already there is ignored (Prolific: "this endpoint
+  TIMED-OUT, AWAITING REVIEW, APPROVED, REJECTED.  Late moves (researcher help): a TIMED-OUT participant "can
+  still complete" while "not replaced by another participant"; one AWAITING REVIEW may still return.
+  ``transition`` APPROVE (reward + fee charged) or REJECT (``message`` of at least 100 characters and a
+  ``rejection_category`` from Prolific's list) only from AWAITING REVIEW; the same action again on a submission already there is ignored (Prolific: "this endpoint
   is idempotent").  ``bulk-approve`` by participant or submission ids, all or nothing.  RETURNED,
   TIMED-OUT and REJECTED free the place.  Shapes as the reference documents them: the study's list shows each
   submission short (``SubmissionShort``: no ``bonus_payments``), ``GET /submissions/{id}/`` in full
@@ -412,9 +413,9 @@ class ProlificStandIn(ServedStandIn):
     def complete(self, submission_id: str, code, now: float) -> dict:
         """The participant comes back with ``code``: AWAITING REVIEW (or APPROVED for an auto-approve code)."""
         submission = self._submission(submission_id)
-        if submission["status"] != ACTIVE:
-            raise Refused(409, f"The submission is {submission['status']}: only an ACTIVE one can be completed")
         study = self.state["studies"][submission["study_id"]]
+        if submission["status"] not in (ACTIVE, TIMED_OUT) or (submission["status"] == TIMED_OUT and not self._place_free(study)):
+            raise Refused(409, f"The submission is {submission['status']}: only an ACTIVE one can be completed (or a TIMED-OUT one whose place is free)")
         match = next((c for c in study["completion_codes"] if c.get("code") == code), None)
         if match is None:
             raise Refused(409, f"{code!r} is not a completion code of study {study['id']}")
@@ -424,10 +425,15 @@ class ProlificStandIn(ServedStandIn):
             self._approve(submission, now)
         return self.submission_view(submission)
 
+    def _place_free(self, study: dict) -> bool:
+        """Whether a timed-out participant's place is still theirs to complete in (no one else took it)."""
+        taken = sum(1 for s in self._submissions_of(study) if s["status"] in HOLDS_A_PLACE)
+        return taken < study["total_available_places"]
+
     def complete_by_participant(self, participant_id: str, code: str, now: float) -> dict:
         """``/submissions/complete?cc=CODE`` for the participant of the cookie."""
         for submission in self.state["submissions"].values():
-            if submission["participant_id"] != participant_id or submission["status"] != ACTIVE:
+            if submission["participant_id"] != participant_id or submission["status"] not in (ACTIVE, TIMED_OUT):
                 continue
             study = self.state["studies"][submission["study_id"]]
             if any(c.get("code") == code for c in study["completion_codes"]):

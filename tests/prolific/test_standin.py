@@ -454,3 +454,18 @@ def test_command_help_and_a_real_start():
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=20)
     assert process.returncode == 0 and "stopped" in out
+
+
+def test_a_timed_out_submission_completes_late_only_while_nobody_took_its_place(api, prolific_standin):
+    study = published(api, total_available_places=1)
+    late = started(prolific_standin, study, 1)
+    prolific_standin.control("POST", f"submissions/{late['session_id']}/timeout/")
+    prolific_standin.control("POST", f"submissions/{late['session_id']}/complete/", {"code": CODE})
+    assert api.get(f"/submissions/{late['session_id']}/")["status"] == "AWAITING REVIEW"
+    other = published(api, total_available_places=1)
+    gone = started(prolific_standin, other, 2)
+    prolific_standin.control("POST", f"submissions/{gone['session_id']}/timeout/")
+    started(prolific_standin, other, 3)  # the freed place is taken
+    with pytest.raises(Refused) as refused:
+        prolific_standin.control("POST", f"submissions/{gone['session_id']}/complete/", {"code": CODE})
+    assert refused.value.status == 409 and api.get(f"/submissions/{gone['session_id']}/")["status"] == "TIMED-OUT"
