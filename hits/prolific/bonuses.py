@@ -21,8 +21,8 @@ Prolific's two steps, and what is recorded before each (``ProlificBonus.state``)
    (``POST /bulk-bonus-payments/{id}/pay/``), which is sent once.  Answered -> ``paid``, and the entries and
    their fees are paid in the ledger (the fees Prolific answered for the bulk, spread over its lines and
    entries: ``line_fees``).  Refused (4xx: Prolific did nothing) -> ``failed``, entries due again.  No
-   answer or a 5xx -> ``unknown``: from then on the sync only READS Prolific's records (the study's
-   submissions' ``bonus_payments``) and marks it paid when every line shows there; the pay call is never sent
+   answer or a 5xx -> ``unknown``: from then on the sync only READS Prolific's records (each line's
+   submission's ``bonus_payments``, ``GET /submissions/{id}/``) and marks it paid when every line shows there; the pay call is never sent
    again by the platform.  Still not shown ``PROLIFIC_BONUS_FLAG_HOURS`` after the pay call: flagged for the
    researcher with the facts (``last_error``, payout page), to settle with Prolific's support.
 
@@ -220,11 +220,11 @@ def settle(bonus: ProlificBonus) -> None:
 
 
 def paid_on_prolific(client: Prolific, bonus: ProlificBonus) -> bool:
-    """Whether Prolific's records show the bulk bonus paid: every line's participant has, on the study's
-    submission, bonus payments covering this line on top of the study's other bulk bonuses whose pay call was sent."""
-    listed: dict[str, int] = {}
-    for item in client.paginate(f"/studies/{bonus.study.prolific_id}/submissions/"):
-        listed[item.get("participant_id", "")] = sum(int(c) for c in item.get("bonus_payments") or [])
+    """Whether Prolific's records show the bulk bonus paid: every line's participant has, on their submission in the
+    study, bonus payments covering this line on top of the study's other bulk bonuses whose pay call was sent.
+
+    Each submission is read on its own (``GET /submissions/{id}/``): Prolific documents ``bonus_payments`` there,
+    not in the study's list of submissions."""
     earlier: dict[str, int] = defaultdict(int)
     # Every other set whose pay call was sent counts as earlier (paid or not known): two lost-reply sets of one
     # participant are settled only when the records show both, never one unpaid set on the other's payment.
@@ -232,7 +232,25 @@ def paid_on_prolific(client: Prolific, bonus: ProlificBonus) -> bool:
     for other in ProlificBonus.objects.filter(study=bonus.study, state__in=sent).exclude(pk=bonus.pk):
         for pid, amount in parse_csv(other.csv_bonuses):
             earlier[pid] += cents(amount)
-    return all(listed.get(pid, 0) >= earlier[pid] + cents(amount) for pid, amount in parse_csv(bonus.csv_bonuses))
+    ids = submission_ids(client, bonus.study, [pid for pid, _ in parse_csv(bonus.csv_bonuses)])
+    for pid, amount in parse_csv(bonus.csv_bonuses):
+        if pid not in ids:
+            return False
+        shown = sum(int(c) for c in client.get(f"/submissions/{ids[pid]}/").get("bonus_payments") or [])
+        if shown < earlier[pid] + cents(amount):
+            return False
+    return True
+
+
+def submission_ids(client: Prolific, study: ProlificStudy, participants: list[str]) -> dict[str, str]:
+    """The id of each participant's submission in the study: their session's here, else as Prolific lists it."""
+    ids = dict(ProlificSession.objects.filter(study=study, participant_id__in=participants).exclude(
+        state=ProlificSession.State.DISCARDED).values_list("participant_id", "session_id"))
+    if len(ids) < len(set(participants)):
+        for item in client.paginate(f"/studies/{study.prolific_id}/submissions/"):
+            if item.get("participant_id") in participants:
+                ids.setdefault(item["participant_id"], item["id"])
+    return ids
 
 
 def parse_csv(csv: str) -> list[tuple[str, Decimal]]:

@@ -1,7 +1,8 @@
 """The ledger against Prolific's own records: what Prolific paid for a batch, and what the ledger booked as paid.
 
-Prolific's side, read from Prolific (every study of the batch, its submissions listed to the last page): an
-APPROVED submission was charged its ``reward`` plus Prolific's fee on it (the rate of
+Prolific's side, read from Prolific (every study of the batch, its submissions listed to the last page, and each
+submission read on its own for its ``bonus_payments``, which the list does not carry): an APPROVED submission
+was charged the study's ``reward`` plus Prolific's fee on it (the rate of
 ``hits.prolific.fees``); each of a submission's ``bonus_payments`` was charged plus its fee: for a payment that
 matches a line of one of the platform's bulk bonuses, that line's share of the fee Prolific answered for the
 bulk (listings do not carry fees), else the rate's fee on it.  The ledger's side is its ``paid`` entries: the reward a submission paid (the
@@ -45,17 +46,19 @@ def _bulk_lines(study: ProlificStudy) -> dict[str, list[tuple[Decimal, Decimal]]
 
 
 def _charged(client: Prolific, study: ProlificStudy, rate: Decimal) -> dict[tuple[str, str], Decimal]:
-    """Reward + fee of each APPROVED submission, and each bonus payment + its fee (the fee of the bulk line it
-    matches, else the rate's fee: a bonus paid outside the platform)."""
+    """Reward + fee of each APPROVED submission (the study's ``reward``), and each bonus payment + its fee (the fee
+    of the bulk line it matches, else the rate's fee: a bonus paid outside the platform).  The study's list gives
+    the submissions and their statuses; each submission's ``bonus_payments`` are read on it
+    (``GET /submissions/{id}/``), where Prolific documents them."""
     charged: dict[tuple[str, str], Decimal] = defaultdict(lambda: ZERO)
     lines = _bulk_lines(study)
+    reward = Decimal(int(client.get(f"/studies/{study.prolific_id}/").get("reward") or 0)) / 100
     for item in client.paginate(f"/studies/{study.prolific_id}/submissions/"):
         sid = item["id"]
         if item.get("status") == "APPROVED":
-            reward = Decimal(int(item.get("reward") or 0)) / 100
             charged[(sid, REWARD)] += reward + fees.fee(reward, rate)
         mine = list(lines.get(item.get("participant_id", ""), []))
-        for paid in item.get("bonus_payments") or []:
+        for paid in client.get(f"/submissions/{sid}/").get("bonus_payments") or []:
             amount = Decimal(int(paid)) / 100
             line = next((line for line in mine if line[0] == amount), None)
             if line is not None:

@@ -43,7 +43,7 @@ from django.utils import timezone
 from hits.models import HIT, Assignment, Batch, LedgerEntry
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificSession, ProlificStudy
-from hits.prolific.sessions import session_assignments
+from hits.prolific.sessions import session_assignments, unfinished_test
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,8 @@ def match_submission_fee(entries: list[LedgerEntry], rate: Decimal) -> None:
 
 #: Starts the note on a session whose reward Prolific paid with no reward pending here (payout page).
 PAID_BY_PROLIFIC = "PAID BY PROLIFIC"
+#: Starts the note on a submission completed late whose HITs were all paid already (not approved here).
+PAID_ALREADY = "PAID ALREADY"
 
 
 def book_base(session: ProlificSession) -> None:
@@ -175,17 +177,11 @@ def book_base(session: ProlificSession) -> None:
     researcher (payout page: ``hits.payouts.paid_by_mturk``)."""
     from hits.payments import record_entry
     from hits.prolific import fees
-    from hits.prolific.models import ProlificBonus
 
     study = session.study
     base = study.reward
     entries = base_entries(session)
-    free = bool(entries) and all(
-        entry.state == LedgerEntry.State.PENDING
-        and not entry.prolific_bonuses.exclude(state=ProlificBonus.State.FAILED).exists()
-        for entry in entries
-    )
-    if not free:
+    if not reward_left(entries):
         paid_unseen(session, base)
         return
     total = sum((entry.amount for entry in entries), Decimal("0"))
@@ -201,6 +197,18 @@ def book_base(session: ProlificSession) -> None:
                          None, f"reward-{last.assignment_id}-rest")
     match_submission_fee(entries, fees.fee_rate(study.batch))
     mark_entries_paid(entries)
+
+
+def reward_left(entries: list[LedgerEntry]) -> bool:
+    """Whether the submission's reward has HIT rewards to pay (``base_entries``): pending, and in no bulk bonus
+    that may pay them (a timed-out or returned session's HITs are paid as bonuses)."""
+    from hits.prolific.models import ProlificBonus
+
+    return bool(entries) and all(
+        entry.state == LedgerEntry.State.PENDING
+        and not entry.prolific_bonuses.exclude(state=ProlificBonus.State.FAILED).exists()
+        for entry in entries
+    )
 
 
 def paid_unseen(session: ProlificSession, amount) -> None:
@@ -327,7 +335,18 @@ def _sort(session: ProlificSession, approve: dict, client: Prolific, report) -> 
         note = "awaits review on Prolific with no HIT done here: ask the participant to return it, or decide on Prolific"
         ProlificSession.objects.filter(pk=session.pk).update(last_error=note)
         report.errors.append(f"submission {session.session_id} {note}")
-    if decision == APPROVE:
+    if decision is not None and unfinished_test(session):
+        # Its reward pays the whole test: approving would pay items never done.  No code was given here.
+        _reject(client, session, report, UNFINISHED_TEST_MESSAGE, "NO_CODE")
+    elif decision == APPROVE and not reward_left(base_entries(session)):
+        # Completed late (timed out first) after its HITs were paid as bonuses: approving would pay them again.
+        note = (f"{PAID_ALREADY}: submission {session.session_id} completed on Prolific after its HITs were paid as "
+                "bonuses (it had timed out): approving it would pay Prolific's reward on top. Not approved by the "
+                "platform: ask the participant to return it on Prolific, or decide there.")
+        if not session.last_error.startswith(PAID_ALREADY):
+            ProlificSession.objects.filter(pk=session.pk).update(last_error=note)
+            report.errors.append(note[:300])
+    elif decision == APPROVE:
         approve[session.study].append(session)
     elif decision == REJECT:
         _reject(client, session, report)
@@ -358,17 +377,26 @@ def _approve_study(client: Prolific, study: ProlificStudy, sessions: list[Prolif
         _isolated(session, report, _decided, session, APPROVE, report)
 
 
-def _reject(client: Prolific, session: ProlificSession, report) -> None:
-    message = rejection_message(session)
+#: Why a screening submission whose test was not finished here is rejected (its items are paid as bonuses).
+UNFINISHED_TEST_MESSAGE = (
+    "You did not finish the qualification test of this study: an item was given back (or none was left), so the "
+    "test could not be graded and our pages gave no completion code. The items you finished are paid as a bonus. "
+    "Please return a submission you cannot complete instead of submitting it."
+)
+
+
+def _reject(client: Prolific, session: ProlificSession, report, message: str | None = None, category: str | None = None) -> None:
+    message = rejection_message(session) if message is None else message
+    category = category or session.rejection_category
     try:
-        check_rejection(message, session.rejection_category)
+        check_rejection(message, category)
     except ReviewRefused as exc:
         ProlificSession.objects.filter(pk=session.pk).update(last_error=f"not rejected on Prolific: {exc}"[:1000])
         report.errors.append(f"submission {session.session_id} not rejected: {exc}"[:300])
         return
     try:
         client.request("POST", f"/submissions/{session.session_id}/transition/", safe=True, json={
-            "action": REJECT, "message": message, "rejection_category": session.rejection_category,
+            "action": REJECT, "message": message, "rejection_category": category,
         })
     except ProlificError as exc:
         _failed([session], f"rejecting submission {session.session_id}", exc, report)

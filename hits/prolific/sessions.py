@@ -8,7 +8,8 @@ Django user of their own that has no usable password (``participant_user``): the
 Inside the session the participant does HITs of the study's batch and task type only, on the platform's own HIT
 pages: a main study hands out its regular and gold HITs, a screening study its qualification test items
 (``study_kinds``).  The hand-out (``advance``) gives the session's live HIT back, or the next one, and ends the
-session (``COMPLETED``) after ``hits_per_submission`` HITs or when no work is left after at least one.
+session (``COMPLETED``) after ``hits_per_submission`` HITs; a main session also when no work is left for its
+participant after at least one; a screening session only with every item of its test done.
 
 A new SESSION_ID is checked with Prolific first (``check_submission``: ``GET /submissions/{id}/`` must show it
 ACTIVE, for this participant and study; else a 403 refusal).  When Prolific cannot be reached the participant
@@ -237,11 +238,17 @@ class Step:
     completed: bool = False
     ended: str = ""
     why: str = ""
+    # A screening session that cannot finish its test (an item given back, or no item left): no code; the
+    # participant is asked to return the submission on Prolific.
+    unfinished: bool = False
 
 
 def advance(session: ProlificSession, *, unopened_hold: int | None = None, moving_on: bool = False) -> Step:
     """The session's next step: its live HIT, or a new one from the study's batch, task type and kinds; the
-    session completes after ``hits_per_submission`` HITs, or when no work is left after at least one.
+    session completes after ``hits_per_submission`` HITs.  A main session completes earlier only when no work is
+    left for its participant after at least one HIT (a HIT given back is replaced by another while there is one);
+    a screening session never: its reward pays the whole test, which is graded only whole, so an item given back
+    (or none left) ends it without the code (``Step.unfinished``).
     ``moving_on``: a HIT was just given back; the next one is another (as a skip on the platform's pages).
 
     The session's row is locked: its hand-out, its end (``end_session``) and its completion never interleave."""
@@ -263,19 +270,35 @@ def advance(session: ProlificSession, *, unopened_hold: int | None = None, movin
             return Step(session, assignment=live)
         if done >= study.hits_per_submission:
             return _complete(session, now)
-        why = ""
-        try:
-            assignment = accept_next(
-                session.worker, study.task_type, batch_id=study.batch_id, backend=Batch.Backend.PROLIFIC,
-                kinds=study_kinds(study), unopened_hold=unopened_hold, moving_on=moving_on,
-            )
-        except NotEligible as exc:
-            assignment, why = None, str(exc)
-        if assignment is not None:
-            return Step(session, assignment=assignment)
-        if done >= 1:
+        screening = study.kind == ProlificStudy.Kind.SCREENING
+        if screening and mine.filter(state=Assignment.State.RETURNED).exists():
+            return Step(session, unfinished=True, why="you gave back an item of the qualification test")
+        why, assignment = "", None
+        # After a HIT given back: another one; failing that, any the participant may still be given (on the
+        # platform's pages a skip stops there; here it would end the session short of its size).
+        for skip in (True, False) if moving_on else (False,):
+            try:
+                assignment = accept_next(
+                    session.worker, study.task_type, batch_id=study.batch_id, backend=Batch.Backend.PROLIFIC,
+                    kinds=study_kinds(study), unopened_hold=unopened_hold, moving_on=skip,
+                )
+            except NotEligible as exc:
+                why = str(exc)
+                break
+            if assignment is not None:
+                return Step(session, assignment=assignment)
+        if screening and done >= 1:
+            return Step(session, unfinished=True, why="no other item of the qualification test is left for you")
+        if done >= 1:  # the platform ran out of work for this participant
             return _complete(session, now)
         return Step(session, why=why or f"no {study.task_type.name} HIT of this study is left for you")
+
+
+def unfinished_test(session: ProlificSession) -> bool:
+    """A screening session with fewer items done than its test has (``hits_per_submission``): its submission's
+    reward pays the whole test, so it is never approved (``hits.prolific.review``)."""
+    return (session.study.kind == ProlificStudy.Kind.SCREENING
+            and session_assignments(session).filter(state__in=DONE).count() < session.study.hits_per_submission)
 
 
 def _count(session: ProlificSession, done: int) -> None:

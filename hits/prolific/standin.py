@@ -16,11 +16,14 @@ Prolific's published reference (docs.prolific.com/api-reference):
   none still being worked on, is AWAITING REVIEW (COMPLETED once all are reviewed) as on Prolific.  A
   transition to the state a study is in, or one its state does not allow, is a 400.
 - submissions (a participant's attempt; its id is the study URL's SESSION_ID): ACTIVE, RETURNED,
-  TIMED-OUT, AWAITING REVIEW, APPROVED, REJECTED.  ``transition`` APPROVE (reward + fee charged) or REJECT
-  (``message`` of at least 100 characters and a ``rejection_category`` from Prolific's list) only from
-  AWAITING REVIEW; the same action again on a submission already there is ignored (Prolific: "this endpoint
+  TIMED-OUT, AWAITING REVIEW, APPROVED, REJECTED.  Late moves (researcher help): a TIMED-OUT participant "can
+  still complete" while "not replaced by another participant"; one AWAITING REVIEW may still return.
+  ``transition`` APPROVE (reward + fee charged) or REJECT (``message`` of at least 100 characters and a
+  ``rejection_category`` from Prolific's list) only from AWAITING REVIEW; the same action again on a submission already there is ignored (Prolific: "this endpoint
   is idempotent").  ``bulk-approve`` by participant or submission ids, all or nothing.  RETURNED,
-  TIMED-OUT and REJECTED free the place.
+  TIMED-OUT and REJECTED free the place.  Shapes as the reference documents them: the study's list shows each
+  submission short (``SubmissionShort``: no ``bonus_payments``), ``GET /submissions/{id}/`` in full
+  (``participant``, ``study_id``, ``entered_code``, ``bonus_payments``): ``standin_http``.
 - bonuses in two steps: ``submissions/bonus-payments/`` creates (``csv_bonuses`` lines
   ``<participant or submission id>,<amount in dollars>``; every id must have a submission in the study)
   and pays nothing; ``bulk-bonus-payments/{id}/pay/`` answers 202 and pays asynchronously: the money
@@ -61,25 +64,22 @@ nothing from Django or the platform.
 
 from __future__ import annotations
 
-import html
 import json
 import re
-import secrets
 import threading
 import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Callable, Iterator
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
-from hits.standins import Clock, ServedStandIn, StandInHandler, drop_connection
-
-API = "/api/v1"
-CONTROL = "/__control"
-COOKIE = "prolific_participant"
+from hits.prolific.standin_http import (  # noqa: F401 - the wire's names, also for the stand-in's users
+    ACTIVE, API, APPROVED, AWAITING_REVIEW, COMPLETED, CONTROL, HEX_ID, PAUSED, REJECTED, RETURNED, ROUTES, TIMED_OUT,
+    UNPUBLISHED, Call, Handler, Refused, cents, iso, new_id, whole,
+)
+from hits.standins import Clock, ServedStandIn
 
 DEFAULT_TOKEN = "test-token"
 DEFAULT_BALANCE = "10000.00"
@@ -88,13 +88,7 @@ DEFAULT_PAGE_SIZE = 5
 DEFAULT_SETTLE_SECONDS = 60.0
 REJECT_MESSAGE_MIN = 100
 
-# Study statuses (the stand-in's subset of Prolific's).
-UNPUBLISHED, ACTIVE, PAUSED = "UNPUBLISHED", "ACTIVE", "PAUSED"
-AWAITING_REVIEW, COMPLETED = "AWAITING REVIEW", "COMPLETED"
 STUDY_ACTIONS = ("PUBLISH", "PAUSE", "START", "STOP")
-
-# Submission statuses.
-RETURNED, TIMED_OUT, APPROVED, REJECTED = "RETURNED", "TIMED-OUT", "APPROVED", "REJECTED"
 HOLDS_A_PLACE = (ACTIVE, AWAITING_REVIEW, APPROVED)
 REJECTION_CATEGORIES = (
     "TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK", "LOW_EFFORT",
@@ -103,50 +97,7 @@ REJECTION_CATEGORIES = (
 CODE_ACTIONS = {"MANUALLY_REVIEW": AWAITING_REVIEW, "AUTOMATICALLY_APPROVE": APPROVED}
 GROUP_FILTERS = ("participant_group_allowlist", "participant_group_blocklist")
 FAULT_KINDS = ("lost_reply", "error", "throttle")
-
-HEX_ID = re.compile(r"^[0-9a-f]{24}$")
-MONEY = re.compile(r"^[0-9]+(\.[0-9]{1,2})?$")
 STUDY_URL_FIELDS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
-TITLES = {400: "Invalid request", 401: "Not authenticated", 404: "Not found", 405: "Method not allowed",
-          409: "Conflict", 429: "Too many requests", 500: "Server error", 502: "Bad gateway",
-          503: "Service unavailable"}
-
-
-class Refused(Exception):
-    """A request Prolific would refuse: the HTTP status and what is wrong, for an error body like Prolific's."""
-
-    def __init__(self, status: int, detail: Any, title: str | None = None):
-        super().__init__(detail if isinstance(detail, str) else json.dumps(detail))
-        self.status, self.detail, self.title = status, detail, title or TITLES.get(status, "Error")
-
-    def body(self, path: str = "") -> dict:
-        return {"error": {"status": self.status, "title": self.title, "detail": self.detail,
-                          "additional_information": path}}
-
-
-def new_id() -> str:
-    """24 lower-case hex characters, as Prolific's ids."""
-    return secrets.token_hex(12)
-
-
-def iso(epoch: float | None) -> str | None:
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def cents(dollars, name: str) -> int:
-    """Dollars ("4.25", at most two decimals) as cents, refused (400) when not a valid positive amount."""
-    text = str(dollars).strip()
-    if not MONEY.match(text):
-        raise Refused(400, f"{name}: {dollars!r} is not an amount in dollars with at most two decimals (e.g. 4.25)")
-    return int(Decimal(text) * 100)
-
-
-def whole(value, name: str, low: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise Refused(400, {name: [f"must be a whole number of at least {low}, not {value!r}"]})
-    return value
 
 
 class ProlificStandIn(ServedStandIn):
@@ -173,7 +124,7 @@ class ProlificStandIn(ServedStandIn):
         self.clock = Clock()
         self.faults: list[dict] = []
         self._reset_state(self.initial_balance)
-        self._listen(host, port, _Handler)
+        self._listen(host, port, Handler)
         self.url = f"http://{host}:{self.port}"
 
     @staticmethod
@@ -414,6 +365,8 @@ class ProlificStandIn(ServedStandIn):
         return self._find("submissions", submission_id, "submission")
 
     def submission_view(self, submission: dict) -> dict:
+        """Everything the stand-in knows of a submission (the control API and ``state/``); the API shows the
+        reference's shapes (``standin_http.submission_listed`` and ``submission_detail``)."""
         view = dict(submission)
         view.update(started_at=iso(submission["started_at"]), completed_at=iso(submission["completed_at"]),
                     participant=submission["participant_id"], study=submission["study_id"],
@@ -460,9 +413,9 @@ class ProlificStandIn(ServedStandIn):
     def complete(self, submission_id: str, code, now: float) -> dict:
         """The participant comes back with ``code``: AWAITING REVIEW (or APPROVED for an auto-approve code)."""
         submission = self._submission(submission_id)
-        if submission["status"] != ACTIVE:
-            raise Refused(409, f"The submission is {submission['status']}: only an ACTIVE one can be completed")
         study = self.state["studies"][submission["study_id"]]
+        if submission["status"] not in (ACTIVE, TIMED_OUT) or (submission["status"] == TIMED_OUT and not self._place_free(study)):
+            raise Refused(409, f"The submission is {submission['status']}: only an ACTIVE one can be completed (or a TIMED-OUT one whose place is free)")
         match = next((c for c in study["completion_codes"] if c.get("code") == code), None)
         if match is None:
             raise Refused(409, f"{code!r} is not a completion code of study {study['id']}")
@@ -472,10 +425,15 @@ class ProlificStandIn(ServedStandIn):
             self._approve(submission, now)
         return self.submission_view(submission)
 
+    def _place_free(self, study: dict) -> bool:
+        """Whether a timed-out participant's place is still theirs to complete in (no one else took it)."""
+        taken = sum(1 for s in self._submissions_of(study) if s["status"] in HOLDS_A_PLACE)
+        return taken < study["total_available_places"]
+
     def complete_by_participant(self, participant_id: str, code: str, now: float) -> dict:
         """``/submissions/complete?cc=CODE`` for the participant of the cookie."""
         for submission in self.state["submissions"].values():
-            if submission["participant_id"] != participant_id or submission["status"] != ACTIVE:
+            if submission["participant_id"] != participant_id or submission["status"] not in (ACTIVE, TIMED_OUT):
                 continue
             study = self.state["studies"][submission["study_id"]]
             if any(c.get("code") == code for c in study["completion_codes"]):
@@ -499,6 +457,7 @@ class ProlificStandIn(ServedStandIn):
         self._charge("reward", submission, submission["reward"], fee, now)
 
     def transition_submission(self, submission_id: str, body: dict, now: float) -> dict:
+        """APPROVE or REJECT a submission AWAITING REVIEW; returns the submission (the route shows it as its detail)."""
         submission = self._submission(submission_id)
         action = body.get("action") if isinstance(body, dict) else None
         if action not in ("APPROVE", "REJECT"):
@@ -513,7 +472,7 @@ class ProlificStandIn(ServedStandIn):
                 raise Refused(400, {"rejection_category": [
                     f"{category!r} is not one of {', '.join(REJECTION_CATEGORIES)}"]})
         if submission["status"] == target:
-            return self.submission_view(submission)  # Prolific: the same request again is ignored
+            return submission  # Prolific: the same request again is ignored
         if submission["status"] != AWAITING_REVIEW:
             raise Refused(400, f"The submission is {submission['status']}: only one AWAITING REVIEW can be "
                                f"{'approved' if action == 'APPROVE' else 'rejected'}")
@@ -522,7 +481,7 @@ class ProlificStandIn(ServedStandIn):
         else:
             submission.update(status=REJECTED, rejection_message=body["message"],
                               rejection_category=body["rejection_category"])
-        return self.submission_view(submission)
+        return submission
 
     def bulk_approve(self, body: dict, now: float) -> dict:
         if not isinstance(body, dict):
@@ -787,249 +746,6 @@ class ProlificStandIn(ServedStandIn):
                        "previous": link(number - 1 if number > 1 else None), "last": link(last)},
             "meta": {"count": len(items)},
         }
-
-
-# ---------------------------------------------------------------------------------------------- HTTP
-
-PAGE = ("<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
-        "<h1>{title}</h1><p>{message}</p><p><small>Prolific stand-in</small></p></body></html>")
-
-def _object(body) -> dict:
-    if not isinstance(body, dict):
-        raise Refused(400, "The request body must be a JSON object")
-    return body
-
-
-def _submissions_page(s: "ProlificStandIn", study_id: str, r: "Call") -> dict:
-    return s.page([s.submission_view(x) for x in s._submissions_of(s._study(study_id))], r.path, r.query)
-
-
-def _study_of_query(r: "Call") -> str:
-    if not r.query.get("study"):
-        raise Refused(400, {"study": ["Give the study whose submissions to list (?study=ID)"]})
-    return r.query["study"]
-
-
-def _pay(s: "ProlificStandIn", bonus_id: str, now: float) -> None:
-    s.pay_bonus(bonus_id, now)
-
-
-class Call:
-    """One API request as the operations see it: the path's ids, the JSON body, the query, the instant."""
-
-    def __init__(self, ids: tuple, body: Any, query: dict, path: str, now: float):
-        self.ids, self.body, self.query, self.path, self.now = ids, body, query, path, now
-
-    @property
-    def id(self) -> str:
-        return self.ids[0]
-
-    @property
-    def object(self) -> dict:
-        return _object(self.body)
-
-
-# (method, path under /api/v1, status of a success, operation(stand-in, call) -> body)
-OPERATIONS: list[tuple[str, str, int, Callable[["ProlificStandIn", Call], Any]]] = [
-    ("GET", "/users/me/", 200, lambda s, r: s.me()),
-    ("GET", "/workspaces/", 200, lambda s, r: s.page([s.workspace()], r.path, r.query)),
-    ("GET", "/workspaces/{}/", 200, lambda s, r: s.workspace(r.id)),
-    ("GET", "/workspaces/{}/balance/", 200, lambda s, r: s.workspace_balance(r.id)),
-    ("GET", "/projects/{}/", 200, lambda s, r: s.project(r.id)),
-    ("GET", "/studies/", 200, lambda s, r: s.page([s.study_view(x) for x in s.state["studies"].values()], r.path, r.query)),
-    ("POST", "/studies/", 201, lambda s, r: s.create_study(r.object, r.now)),
-    ("GET", "/studies/{}/", 200, lambda s, r: s.study_view(s._study(r.id))),
-    ("PATCH", "/studies/{}/", 200, lambda s, r: s.patch_study(r.id, r.object)),
-    ("POST", "/studies/{}/transition/", 200, lambda s, r: s.transition_study(r.id, r.object, r.now)),
-    ("GET", "/studies/{}/submissions/", 200, lambda s, r: _submissions_page(s, r.id, r)),
-    ("GET", "/submissions/", 200, lambda s, r: _submissions_page(s, _study_of_query(r), r)),
-    ("POST", "/submissions/bulk-approve/", 200, lambda s, r: s.bulk_approve(r.object, r.now)),
-    ("POST", "/submissions/bonus-payments/", 201, lambda s, r: s.create_bonus(r.object, r.now)),
-    ("GET", "/submissions/{}/", 200, lambda s, r: s.submission_view(s._submission(r.id))),
-    ("POST", "/submissions/{}/transition/", 200, lambda s, r: s.transition_submission(r.id, r.object, r.now)),
-    ("POST", "/bulk-bonus-payments/{}/pay/", 202, lambda s, r: _pay(s, r.id, r.now)),
-    ("GET", "/participant-groups/", 200, lambda s, r: s.page([s.group_view(g) for g in s.state["groups"].values()],
-                                                             r.path, r.query)),
-    ("POST", "/participant-groups/", 201, lambda s, r: s.create_group(r.object, r.now)),
-    ("GET", "/participant-groups/{}/", 200, lambda s, r: s.group_view(s._group(r.id))),
-    ("GET", "/participant-groups/{}/participants/", 200, lambda s, r: s.page(s.members(s._group(r.id)), r.path, r.query)),
-    ("POST", "/participant-groups/{}/participants/", 200,
-     lambda s, r: {"results": s.change_members(r.id, r.object, True, r.now)}),
-    ("DELETE", "/participant-groups/{}/participants/", 200,
-     lambda s, r: {"results": s.change_members(r.id, r.object, False, r.now)}),
-]
-ROUTES = [(method, re.compile("^" + API + re.escape(path).replace(r"\{\}", "([0-9a-zA-Z_-]+)") + "$"), status, operation)
-          for method, path, status, operation in OPERATIONS]
-
-
-class _Handler(StandInHandler):
-    server_version = "ProlificStandIn/1.0"
-
-    def log_message(self, format, *args):  # noqa: A002 - BaseHTTPRequestHandler's name
-        if self.standin.log is not None:
-            self.standin.log("%s %s" % (self.address_string(), format % args))
-
-    # answers
-
-    def _json(self, status: int, payload, headers: dict | None = None) -> None:
-        self._send(status, b"" if payload is None else json.dumps(payload).encode(), headers=headers)
-
-    def _page(self, status: int, title: str, message: str, headers: dict | None = None) -> None:
-        page = PAGE.format(title=html.escape(title), message=html.escape(message))
-        self._send(status, page.encode(), "text/html; charset=utf-8", headers)
-
-    # dispatch
-
-    def _route(self, method: str) -> None:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            self.close_connection = True
-            return self._json(400, Refused(400, "Content-Length is not a number").body())
-        raw = self.rfile.read(length) if length > 0 else b""
-        path, _, query_text = self.path.partition("?")
-        query = dict(parse_qsl(query_text, keep_blank_values=True))
-        try:
-            if path.startswith(API + "/"):
-                self._api(method, path, query, raw)
-            elif path.startswith(CONTROL + "/"):
-                self._control(method, path[len(CONTROL):], raw)
-            elif method == "GET" and re.match(r"^/studies/[^/]+/start/?$", path):
-                self._start_page(path.split("/")[2], query)
-            elif method == "GET" and path.rstrip("/") == "/submissions/complete":
-                self._complete_page(query)
-            else:
-                self._json(404, Refused(404, f"Nothing at {method} {path}").body(path))
-        except BrokenPipeError:
-            pass
-
-    @staticmethod
-    def _body(raw: bytes) -> Any:
-        if not raw:
-            return {}
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise Refused(400, "The request body is not JSON") from None
-
-    def _api(self, method: str, path: str, query: dict, raw: bytes) -> None:
-        standin = self.standin
-        if self.headers.get("Authorization") != f"Token {standin.token}":
-            detail = ("Authentication credentials were not provided." if not self.headers.get("Authorization")
-                      else "Invalid token.")
-            return self._json(401, Refused(401, detail).body(path))
-        fault = standin.fault_for(method, path)
-        if fault and fault["kind"] == "throttle":
-            return self._json(429, Refused(429, "Request was throttled.").body(path),
-                              {"Retry-After": f"{fault['retry_after']:g}"})
-        if fault and fault["kind"] == "error":
-            return self._json(fault["status"], Refused(fault["status"], "The stand-in failed on purpose (injected).").body(path))
-        try:
-            status, payload = self._dispatch(method, path, query, self._body(raw))
-        except Refused as exc:
-            status, payload = exc.status, exc.body(path)
-        except Exception as exc:  # a bug of the stand-in: a plain 500, so the caller sees it
-            status, payload = 500, Refused(500, f"Prolific stand-in failure: {exc!r}").body(path)
-        if fault and fault["kind"] == "lost_reply":
-            return drop_connection(self)
-        self._json(status, payload)
-
-    def _dispatch(self, method: str, path: str, query: dict, body: Any) -> tuple[int, Any]:
-        return self.standin.call(method, path, query, body)
-
-    # the participant's pages
-
-    def _start_page(self, study_id: str, query: dict) -> None:
-        try:
-            with self.standin.session() as now:
-                started = self.standin.start_participant(study_id, query.get("participant_id") or None, now)
-        except Refused as exc:
-            return self._page(exc.status, "You cannot take part in this study", str(exc))
-        cookie = f"{COOKIE}={started['participant_id']}; Path=/; HttpOnly; SameSite=Lax"
-        self._send(302, b"", "text/plain", {"Location": started["url"], "Set-Cookie": cookie})
-
-    def _participant(self) -> str | None:
-        for part in (self.headers.get("Cookie") or "").split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == COOKIE and HEX_ID.match(value):
-                return value
-        return None
-
-    def _complete_page(self, query: dict) -> None:
-        participant = self._participant()
-        code = query.get("cc", "")
-        if participant is None:
-            return self._page(400, "Submission not completed",
-                              "We do not know who you are: start the study from Prolific (the stand-in's start link) first.")
-        try:
-            with self.standin.session() as now:
-                done = self.standin.complete_by_participant(participant, code, now)
-        except Refused as exc:
-            return self._page(400, "Submission not completed", f"The completion code is not valid: {exc}")
-        self._page(200, "Submission completed",
-                   f"Thank you. Your submission {done['id']} for study {done['study_id']} is {done['status']}.")
-
-    # control
-
-    def _control(self, method: str, path: str, raw: bytes) -> None:
-        standin = self.standin
-        try:
-            body = self._body(raw)
-            status, payload = self._control_action(method, path, body)
-        except Refused as exc:
-            status, payload = exc.status, exc.body(CONTROL + path)
-        except Exception as exc:
-            status, payload = 500, Refused(500, f"Prolific stand-in failure: {exc!r}").body(CONTROL + path)
-        if standin.log is not None and path != "/state/":
-            standin.log(f"{method} {CONTROL}{path}: {status}")
-        self._json(status, payload)
-
-    def _control_action(self, method: str, path: str, body: Any) -> tuple[int, Any]:
-        standin = self.standin
-        if not path.endswith("/"):
-            path += "/"
-        leave = re.match(r"^/submissions/([^/]+)/(complete|return|timeout)/$", path)
-        if method == "POST" and leave:
-            submission_id, what = leave.groups()
-            with standin.session() as now:
-                if what == "complete":
-                    code = body.get("code") if isinstance(body, dict) else None
-                    if not code:
-                        raise Refused(400, "Send the completion code the participant came back with: {\"code\": ...}")
-                    return 200, standin.complete(submission_id, code, now)
-                return 200, standin.leave(submission_id, RETURNED if what == "return" else TIMED_OUT, now)
-        if (method, path) == ("POST", "/participants/"):
-            body = _object(body)
-            if not body.get("study_id"):
-                raise Refused(400, {"study_id": ["This field is required."]})
-            with standin.session() as now:
-                return 201, standin.start_participant(body["study_id"], body.get("participant_id"), now)
-        if (method, path) == ("POST", "/clock/"):
-            seconds = _object(body).get("advance_seconds", 0)
-            return 200, {"now": iso(standin.advance(seconds))}
-        if (method, path) == ("POST", "/faults/"):
-            return 201, {"added": standin.add_fault(body), "faults": [dict(f) for f in standin.faults]}
-        if (method, path) == ("GET", "/faults/"):
-            return 200, {"faults": [dict(f) for f in standin.faults]}
-        if (method, path) == ("DELETE", "/faults/"):
-            with standin.lock:
-                removed, standin.faults = len(standin.faults), []
-            return 200, {"removed": removed}
-        if (method, path) == ("POST", "/balance/"):
-            balance = cents(_object(body).get("balance"), "balance")
-            with standin.session():
-                standin.state["balance"] = balance
-                return 200, standin.balance_view()
-        if (method, path) == ("GET", "/state/"):
-            return 200, standin.dump()
-        if (method, path) == ("POST", "/reset/"):
-            balance = _object(body).get("balance")
-            try:
-                standin.reset(balance)
-            except ValueError as exc:
-                raise Refused(400, str(exc)) from None
-            return 200, {"reset": True, "balance": standin.balance_view()}
-        raise Refused(404, f"Nothing at {method} {CONTROL}{path}")
 
 
 # ---------------------------------------------------------------------------------------------- in tests

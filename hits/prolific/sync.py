@@ -12,7 +12,8 @@ The database is the source of truth for the work; Prolific for who really took p
    - listed for another participant, or still unknown to Prolific ``PROLIFIC_CONFIRM_GRACE`` seconds after it
      started (made-up ids): discarded, nothing counts, nothing is paid (``discard_session``);
    - RETURNED or TIMED-OUT: ended (``end_session``): unfinished HITs freed, finished ones kept (paid as
-     bonuses once reviewed);
+     bonuses once reviewed); TIMED-OUT then completed all the same (AWAITING REVIEW or APPROVED): completed
+     again, so it is decided here and paid once (its reward, then bonuses);
    - APPROVED by Prolific without a decision here (21 days unreviewed): mirrored (``review.mirror_market_approval``);
 3. approves HITs left unreviewed ``PROLIFIC_APPROVE_AFTER_HOURS`` and sends the submissions' transitions whose
    review is complete (``hits.prolific.review``);
@@ -44,6 +45,8 @@ from hits.reports import SyncErrors
 log = logging.getLogger(__name__)
 
 ENDED_STATUS = {"RETURNED": ProlificSession.State.RETURNED, "TIMED-OUT": ProlificSession.State.TIMED_OUT}
+#: Statuses of a submission whose participant came back with the completion code.
+COMPLETED_LATE = ("AWAITING REVIEW", "APPROVED")
 
 
 @dataclass
@@ -202,7 +205,15 @@ def take_session(session: ProlificSession, item: dict | None, report: SyncReport
     if status in ENDED_STATUS and session.state not in (ENDED_STATUS[status], ProlificSession.State.DISCARDED):
         end(session, ENDED_STATUS[status])
         report.ended += 1
-    elif status == "APPROVED" and not session.decision:
+    elif status in COMPLETED_LATE and session.state == ProlificSession.State.TIMED_OUT:
+        # Timed out, then completed all the same (Prolific lets a participant whose place nobody took finish):
+        # a completed submission again, decided here (``review.send_decisions``) so Prolific never approves it on
+        # its own, and its HITs paid by its reward and bonuses, not all as bonuses of a timed-out session.
+        ProlificSession.objects.filter(pk=session.pk, state=ProlificSession.State.TIMED_OUT).update(
+            state=ProlificSession.State.COMPLETED)
+        session.state = ProlificSession.State.COMPLETED
+        report.status_changes += 1
+    if status == "APPROVED" and not session.decision:
         review.mirror_market_approval(session)
     elif status == "REJECTED" and not session.decision:
         # Rejected on Prolific's own site: no reward was paid; the HITs approved here are paid as bonuses.

@@ -111,6 +111,13 @@ def go_on(request, current: ProlificSession, *, submitted: bool = False, moving_
             messages.success(request, "Submitted. Thank you! Here is the next one.")
         return redirect("assignment", pk=step.assignment.pk)
     list(messages.get_messages(request))
+    if step.unfinished:
+        return _page(
+            request, 200, "The qualification test ends here, without a completion code",
+            f"The test is graded only as a whole, and {step.why}: it cannot be finished, so there is no completion "
+            "code. Please return the submission on Prolific (\"Return submission\"). The items you finished are "
+            "paid as a bonus once reviewed.",
+        )
     return _page(
         request, 200, "No work for you in this study right now",
         f"Sorry: {step.why}. Please return the study on Prolific (\"Return submission\"): you have done no work "

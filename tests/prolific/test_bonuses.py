@@ -78,6 +78,28 @@ def test_a_lost_pay_reply_is_never_paid_again_and_is_marked_paid_from_the_record
     assert all(e.state == LedgerEntry.State.PAID for e in bonus.entries.all())
 
 
+def test_a_lost_pay_reply_is_settled_from_each_submissions_own_record_and_the_money_booked_once(world):
+    """Prolific documents ``bonus_payments`` on the single submission, not in the study's list: the records read
+    after a lost reply are the submissions' own, and the bonus is booked paid once Prolific paid it."""
+    standin, batch, study = world
+    (first, one), (second, two) = finished_session(standin, study, 3), finished_session(standin, study, 2)
+    run_sync(batch)
+    approve_all(one + two)
+    standin.control("POST", "/__control/faults/", {"method": "POST", "path": "bulk-bonus-payments/.*/pay", "kind": "lost_reply", "times": 1})
+    run_sync(batch)
+    bonus = ProlificBonus.objects.get()
+    assert bonus.state == ProlificBonus.State.UNKNOWN and bonus.csv_bonuses.count("\n") == 1
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    listed = next(s for s in standin.state()["submissions"] if s["id"] == first.session_id)
+    assert listed["bonus_payments"] == [100]  # Prolific paid it: its records show it
+    run_sync(batch)
+    bonus.refresh_from_db()
+    assert bonus.state == ProlificBonus.State.PAID and _pay_calls(standin) == 1
+    assert paid_to(standin, first.participant_id)["bonuses"] == 100 and paid_to(standin, second.participant_id)["bonuses"] == 50
+    booked = LedgerEntry.objects.filter(batch=batch, kind=LedgerEntry.Kind.REWARD, state=LedgerEntry.State.PAID)
+    assert sum(e.amount for e in booked) == 5 * REWARD and not flagged(batch)
+
+
 def test_a_lost_reply_still_unpaid_after_long_is_flagged_with_the_facts(world, settings):
     standin, batch, study = world
     _approved_session(standin, batch, study, 2)

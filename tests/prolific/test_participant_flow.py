@@ -434,3 +434,52 @@ def test_a_signed_in_researcher_or_worker_is_asked_before_the_study_link_signs_t
     response = browser.post(url, {"csrfmiddlewaretoken": str(token)})
     assert response.status_code == 302 and response["Location"].startswith("/work/assignments/")
     assert browser.session["_auth_user_id"] == str(Worker.objects.get(prolific_pid=PID).user_id)
+
+
+def _tested_campaign(tmp_path):
+    campaign = _campaign(tmp_path, "tested", 2, one_place=False)
+    demo = json.loads((DEMO_DIR / "qualifications.json").read_text())
+    qualification_tests.define_qualifications(campaign, {"presence": demo["presence"]})
+    return campaign, HIT.objects.filter(batch_id=campaign.batch_id, kind="qualification").count()
+
+
+def test_a_screening_item_given_back_ends_the_test_without_the_code_and_asks_to_return_the_submission(client, tmp_path):
+    campaign, items = _tested_campaign(tmp_path)
+    screening = _study(campaign, kind=ProlificStudy.Kind.SCREENING, n=items)
+    _study(campaign)
+    response = _arrive(client)  # the first study: the screening one
+    for _ in range(items - 1):  # every item but the last one done
+        response = _submit(client, response["Location"])
+    last = response["Location"]
+    assert last.startswith("/work/assignments/")
+    response = client.post(last, {"action": "return"})
+    text = html.unescape(response.content.decode())
+    assert response.status_code == 200 and "Return submission" in text and "no completion code" in text
+    assert screening.completion_code not in text
+    # Back to the session (a reload, the study link again): still no code and no item handed out again.
+    for again in (client.get(reverse("prolific:session")), _arrive(client)):
+        assert again.status_code == 200 and screening.completion_code not in again.content.decode()
+    assert ProlificSession.objects.get(study=screening).state == "active"
+    mine = Assignment.objects.filter(worker__prolific_pid=PID)
+    assert sorted(mine.values_list("state", flat=True)) == ["pending"] * (items - 1) + ["returned"]
+
+
+def test_a_hit_given_back_in_a_main_session_is_replaced_and_the_code_comes_after_the_sessions_size(client, tmp_path):
+    study = _study(_campaign(tmp_path, "back", 5), n=3)
+    response = _submit(client, _arrive(client)["Location"])
+    given_back = response["Location"]
+    response = client.post(given_back, {"action": "return"})
+    assert response["Location"].startswith("/work/assignments/") and response["Location"] != given_back
+    response = _submit(client, response["Location"])
+    assert response["Location"].startswith("/work/assignments/")  # 2 of 3 done: no code yet
+    response = _submit(client, response["Location"])
+    assert response["Location"] == _completion(study)
+    assert Assignment.objects.filter(worker__prolific_pid=PID, state="pending").count() == 3
+
+
+def test_a_main_session_gets_the_code_short_of_its_size_only_when_the_work_ran_out(client, tmp_path):
+    study = _study(_campaign(tmp_path, "short", 2), n=3)
+    response = _submit(client, _arrive(client)["Location"])
+    response = client.post(response["Location"], {"action": "return"})  # the only other HIT given back
+    assert response["Location"] == _completion(study)  # nothing else left for them: the code for the 1 HIT done
+    assert Assignment.objects.filter(worker__prolific_pid=PID, state="pending").count() == 1

@@ -75,3 +75,28 @@ def test_the_screening_study_grows_for_new_participants_when_qualified_ones_used
     # The main study has 3 places: one taken; the waiting participant can take one; one needs a new participant,
     # who must pass the test first: 2 screening places for it (a test is not passed by everyone).
     assert screening_places(batch, batch.task_type, main, screening, 3) == 2 + 2
+
+
+def test_a_screening_submission_with_an_item_given_back_is_rejected_and_pays_only_the_items_done(world):
+    """3 of 4 items done, the last given back, the submission sent to Prolific anyway: approving it would pay the
+    whole test's reward ($1.28) for 3 items; it is rejected (NO_CODE) and the 3 items are paid as bonuses."""
+    from hits.models import Assignment
+
+    standin, batch, _ = world
+    study = _screening(batch, Decimal("1.28"), 4)
+    session = start(standin, study)
+    work = do_hits(session, 3, kind=HIT.Kind.QUALIFICATION)
+    (back,) = do_hits(session, 1, kind=HIT.Kind.QUALIFICATION)
+    Assignment.objects.filter(pk=back.pk).update(state=Assignment.State.RETURNED, submitted_at=None, answers=None)
+    HIT.objects.filter(assignments__in=work).update(reward=Decimal("0.32"))
+    complete(standin, session)
+    run_sync(batch)
+    approve_all(work)
+    run_sync(batch)
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 3600})
+    run_sync(batch)
+    on_prolific = submission(standin, session.session_id)
+    assert on_prolific["status"] == "REJECTED" and on_prolific["rejection_category"] == "NO_CODE"
+    assert standin.state()["paid"][session.participant_id] == {"rewards": 0, "bonuses": 96}
+    paid = LedgerEntry.objects.filter(assignment__in=work, kind=LedgerEntry.Kind.REWARD, state=LedgerEntry.State.PAID)
+    assert sum(e.amount for e in paid) == Decimal("0.96")

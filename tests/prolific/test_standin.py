@@ -187,7 +187,7 @@ def test_participant_start_fills_the_study_url(api, prolific_standin):
         prolific_standin.control("POST", "participants/", {"study_id": study["id"], "participant_id": "A1B2"})
     assert forged.value.status == 400
     submission = api.get(f"/submissions/{who['session_id']}/")
-    assert submission["status"] == "ACTIVE" and submission["participant_id"] == participant(7)
+    assert submission["status"] == "ACTIVE" and submission["participant"] == participant(7)
 
 
 def test_submission_statuses_and_review_rules(api, prolific_standin):
@@ -203,7 +203,7 @@ def test_submission_statuses_and_review_rules(api, prolific_standin):
     statuses = {s["participant_id"]: s["status"] for s in api.paginate(f"/studies/{study['id']}/submissions/")}
     assert statuses == {participant(1): "AWAITING REVIEW", participant(2): "RETURNED", participant(3): "TIMED-OUT",
                         participant(4): "ACTIVE"}
-    assert api.get(f"/submissions/{done['session_id']}/")["study_code"] == CODE
+    assert api.get(f"/submissions/{done['session_id']}/")["entered_code"] == CODE
     transition = f"/submissions/{returned['session_id']}/transition/"
     with pytest.raises(ProlificError) as not_waiting:
         api.request("POST", transition, json={"action": "APPROVE"})
@@ -293,6 +293,25 @@ def test_bonus_is_created_then_paid_asynchronously_and_a_second_pay_pays_again(a
     assert state["paid"][participant(1)]["bonuses"] == 80 and state["totals"]["bonuses"] == 320
     assert state["totals"]["fees"] == 2 * 53
     assert balance(api)["total_balance"] == before["total_balance"] - 2 * 213
+
+
+def test_a_studys_list_shows_submissions_as_the_reference_does_and_only_the_submission_its_bonus_payments(api, prolific_standin):
+    """Prolific's reference: the study's list ("List study submissions", SubmissionShort) carries who, status, times
+    and the code entered; ``bonus_payments`` are on the submission itself ("Retrieve a submission")."""
+    study = published(api)
+    who = completed(prolific_standin, study, 1)
+    made = api.request("POST", "/submissions/bonus-payments/", json={"study_id": study["id"], "csv_bonuses": f"{participant(1)},0.40"})
+    api.request("POST", f"/bulk-bonus-payments/{made['id']}/pay/")
+    prolific_standin.control("POST", "clock/", {"advance_seconds": 61})
+    (listed,) = api.paginate(f"/studies/{study['id']}/submissions/")
+    assert set(listed) == {"id", "participant_id", "status", "started_at", "completed_at", "has_siblings", "study_code",
+                           "return_requested"}
+    assert (listed["id"], listed["participant_id"], listed["status"], listed["study_code"]) == (
+        who["session_id"], participant(1), "AWAITING REVIEW", CODE)
+    detail = api.get(f"/submissions/{who['session_id']}/")
+    assert set(detail) == {"id", "started_at", "status", "study_id", "completed_at", "entered_code", "participant",
+                           "parent_study_id", "bonus_payments", "return_requested"}
+    assert (detail["participant"], detail["study_id"], detail["bonus_payments"]) == (participant(1), study["id"], [40])
 
 
 def test_bonus_refusals_name_what_is_wrong(api, prolific_standin):
@@ -397,7 +416,7 @@ def test_participant_pages_start_and_complete(api, prolific_standin):
         done = browser.get("/submissions/complete", params={"cc": CODE})
         assert done.status_code == 200 and "Submission completed" in done.text
     submission = api.get(f"/submissions/{session}/")
-    assert submission["status"] == "AWAITING REVIEW" and submission["study_code"] == CODE
+    assert submission["status"] == "AWAITING REVIEW" and submission["entered_code"] == CODE
     stranger = httpx.get(prolific_standin.url + "/submissions/complete", params={"cc": CODE})
     assert stranger.status_code == 400 and "start the study" in stranger.text
 
@@ -435,3 +454,18 @@ def test_command_help_and_a_real_start():
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=20)
     assert process.returncode == 0 and "stopped" in out
+
+
+def test_a_timed_out_submission_completes_late_only_while_nobody_took_its_place(api, prolific_standin):
+    study = published(api, total_available_places=1)
+    late = started(prolific_standin, study, 1)
+    prolific_standin.control("POST", f"submissions/{late['session_id']}/timeout/")
+    prolific_standin.control("POST", f"submissions/{late['session_id']}/complete/", {"code": CODE})
+    assert api.get(f"/submissions/{late['session_id']}/")["status"] == "AWAITING REVIEW"
+    other = published(api, total_available_places=1)
+    gone = started(prolific_standin, other, 2)
+    prolific_standin.control("POST", f"submissions/{gone['session_id']}/timeout/")
+    started(prolific_standin, other, 3)  # the freed place is taken
+    with pytest.raises(Refused) as refused:
+        prolific_standin.control("POST", f"submissions/{gone['session_id']}/complete/", {"code": CODE})
+    assert refused.value.status == 409 and api.get(f"/submissions/{gone['session_id']}/")["status"] == "TIMED-OUT"
