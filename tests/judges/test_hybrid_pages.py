@@ -85,7 +85,9 @@ def test_progress_leaderboard_api_and_export_say_what_people_judged(tmp_path, re
     assert all(s["human_share"] == 0.0 and s["qapyramid"] is not None for s in api["systems"].values())
     # ``hybrid.systems``: each system's score under the campaign's rule, stated in ``hybrid.scoring``.
     assert hybrid["systems"] == {name: s["qapyramid"] for name, s in api["systems"].items()}
-    assert hybrid["scoring"] == "label" and hybrid["setting"] == "probability"  # nobody judged yet: nothing to calibrate on
+    # A new budgeted campaign follows the active rule: the AIPW estimate, named with its intervals' targets.
+    assert hybrid["scoring"] == "aipw" and hybrid["estimator"]["name"] == "aipw" and hybrid["setting"] == "probability"
+    assert set(hybrid["estimator"]["targets"]) == {"ci95", "ci95_examples"}
     assert client.get(f"/api/campaigns/{campaign.slug}/leaderboard/").json()["hybrid"]["judge_version"] == "lexical-1/t0.7"
     api_progress = client.get(f"/api/campaigns/{campaign.slug}/progress/").json()
     assert api_progress["routing"]["routed"] == 16 and api_progress["routing"]["rounds"][0]["state"] == "open"
