@@ -170,7 +170,9 @@ def _rankings_differ(tmp_path, researcher, capture):
 
     campaign = import_campaign(name="Ranked", folder=write_scu_folder(tmp_path / "ranked")).campaign
     GoldPresence.objects.filter(summary__system__campaign=campaign).delete()
-    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=1, gold_share=0.0, owner=researcher)
+    # The uncertainty rule: the judge's labels count as such (the active rule's ranking: test_hybrid_aipw.py).
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=1, gold_share=0.0, owner=researcher,
+                                                   routing_rule="uncertainty")
     campaign.refresh_from_db()
     with capture(execute=True):
         launch_campaign(campaign)
