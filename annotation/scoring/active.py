@@ -206,3 +206,109 @@ def example_interval(pseudo_values, example_index) -> tuple[float, float, float]
     half = Z95 * float(per_example.std(ddof=1)) / math.sqrt(per_example.size)
     return mean, mean - half, mean + half
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per-system scores and pairwise differences over a whole campaign (the selector gathers the arrays).
+#
+# The arrays.  Per unit u: ``unit_summary`` (its summary's index), the judge's ``f`` (cross-fitted), the human
+# label ``y`` (NaN: none, it counts as f), ``unit_hit`` (its HIT's index).  Per HIT h: ``pi``, ``sampled`` (xi),
+# ``stratum`` (its draw; a HIT no draw decided yet is simply not sampled).  Per summary s: ``summary_example``.
+# A linear contrast gives each summary a weight c_s (a system: 1 / its summaries; A - B: +1/n_A, -1/n_B); unit u
+# then weighs w_u = c_s / |U_s| and the estimate is sum_u w_u f_u + sum_h xi_h r_h / pi_h as above.  Its design
+# variance is Deville's over every HIT of the campaign (those of other systems have r_h = 0 but still count in
+# their draw's fixed size).  HITs belong to one summary, so for A - B the residuals of the two systems never mix.
+
+TARGET_DESIGN = "the full-human score on these examples"
+TARGET_EXAMPLES = "the system's score on documents like these"
+
+
+def summary_pseudo_values(unit_summary, f, y, unit_hit, pi, sampled, n_summaries: int) -> np.ndarray:
+    """Each summary's AIPW score: p_s = (1 / |U_s|) (sum_{u in s} f_u + sum_{u in s} xi_h(u) (y_u - f_u) / pi_h(u)),
+    an unlabelled unit (y NaN, or its HIT not sampled) counting as f.  Their mean over a system's summaries is the
+    system's AIPW estimate."""
+    s = np.asarray(unit_summary, dtype=np.int64)
+    f = np.asarray(f, dtype=float)
+    y = np.asarray(y, dtype=float)
+    hit = np.asarray(unit_hit, dtype=np.int64)
+    pi = np.asarray(pi, dtype=float)
+    drawn = np.asarray(sampled, dtype=bool)[hit]
+    known = drawn & np.isfinite(y)
+    correction = np.zeros(s.size)
+    correction[known] = (y[known] - f[known]) / pi[hit[known]]
+    sizes = np.bincount(s, minlength=n_summaries).astype(float)
+    totals = np.bincount(s, weights=f + correction, minlength=n_summaries)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return totals / sizes
+
+
+def contrast_estimate(summary_weight, unit_summary, f, y, unit_hit, pi, sampled, stratum) -> tuple[float, float]:
+    """(estimate, design variance) of sum_s c_s theta_s for summary weights c (``summary_weight``), theta_s the
+    summary's full-human score: the AIPW estimate with w_u = c_s / |U_s| and Deville's variance per stratum."""
+    s = np.asarray(unit_summary, dtype=np.int64)
+    c = np.asarray(summary_weight, dtype=float)
+    sizes = np.bincount(s, minlength=c.size).astype(float)
+    w = c[s] / sizes[s]
+    n_hits = len(pi)
+    pi_safe = np.where(np.asarray(sampled, dtype=bool), np.asarray(pi, dtype=float), 1.0)
+    estimate = aipw_estimate(w, f, y, unit_hit, pi_safe, sampled)
+    residuals = hit_residuals(w, f, y, unit_hit, sampled, n_hits)
+    return estimate, design_variance(residuals, pi_safe, sampled, np.nan_to_num(np.asarray(stratum, dtype=float), nan=-1))
+
+
+def paired_example_interval(pseudo_a, example_a, pseudo_b, example_b) -> tuple[float, float, float]:
+    """(mean, low, high) of the 95% interval of A - B that also resamples examples, paired by example: per example
+    present in both, d_e = mean of A's pseudo-values - mean of B's; their mean +- 1.96 sd / sqrt(examples)."""
+    def per_example(values, examples):
+        values, examples = np.asarray(values, dtype=float), np.asarray(examples)
+        keys, inverse = np.unique(examples, return_inverse=True)
+        return dict(zip(keys.tolist(), (np.bincount(inverse.ravel(), weights=values) / np.bincount(inverse.ravel())).tolist()))
+
+    a, b = per_example(pseudo_a, example_a), per_example(pseudo_b, example_b)
+    shared = sorted(set(a) & set(b))
+    d = np.array([a[e] - b[e] for e in shared], dtype=float)
+    if d.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(d.mean())
+    if d.size < 2:
+        return mean, float("nan"), float("nan")
+    half = Z95 * float(d.std(ddof=1)) / math.sqrt(d.size)
+    return mean, mean - half, mean + half
+
+
+def system_estimates(unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system, summary_example,
+                     n_systems: int) -> list[dict | None]:
+    """Per system k (None without summaries): ``score`` (the AIPW estimate, the mean of its summaries' pseudo-values),
+    ``variance`` and ``ci95`` (the design interval: target ``TARGET_DESIGN``), ``ci95_examples`` (``example_interval``
+    over its summaries' pseudo-values: target ``TARGET_EXAMPLES``) and ``pseudo_values`` per summary (ordered as
+    its summaries' indices)."""
+    system = np.asarray(summary_system, dtype=np.int64)
+    example = np.asarray(summary_example)
+    pseudo = summary_pseudo_values(unit_summary, f, y, unit_hit, pi, sampled, system.size)
+    out: list[dict | None] = []
+    for k in range(n_systems):
+        mine = system == k
+        if not mine.any():
+            out.append(None)
+            continue
+        weight = np.where(mine, 1.0 / mine.sum(), 0.0)
+        score, variance = contrast_estimate(weight, unit_summary, f, y, unit_hit, pi, sampled, stratum)
+        _, low, high = example_interval(pseudo[mine], example[mine])
+        out.append({"score": score, "variance": variance, "ci95": normal_interval(score, variance),
+                    "ci95_examples": (low, high), "pseudo_values": pseudo[mine]})
+    return out
+
+
+def difference_estimate(a: int, b: int, unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system,
+                        summary_example) -> dict:
+    """System a minus system b from the same design: ``difference`` (theta_A - theta_B), its design ``variance``
+    and ``ci95`` (Deville's over r^A_h - r^B_h: target, the full-human difference on these examples) and
+    ``ci95_examples`` (``paired_example_interval``: documents like these)."""
+    system = np.asarray(summary_system, dtype=np.int64)
+    example = np.asarray(summary_example)
+    in_a, in_b = system == a, system == b
+    weight = np.where(in_a, 1.0 / max(in_a.sum(), 1), 0.0) - np.where(in_b, 1.0 / max(in_b.sum(), 1), 0.0)
+    difference, variance = contrast_estimate(weight, unit_summary, f, y, unit_hit, pi, sampled, stratum)
+    pseudo = summary_pseudo_values(unit_summary, f, y, unit_hit, pi, sampled, system.size)
+    _, low, high = paired_example_interval(pseudo[in_a], example[in_a], pseudo[in_b], example[in_b])
+    return {"difference": difference, "variance": variance, "ci95": normal_interval(difference, variance),
+            "ci95_examples": (low, high)}

@@ -1,15 +1,24 @@
-"""Scores of a budgeted campaign: the human gold where people judged a unit, the judge's output elsewhere.
+"""Scores of a budgeted campaign: the human labels where people judged a unit, the judge's outputs elsewhere.
 
-For summary i with units U_i (every unit of its candidate presence HITs), the hybrid score is
+Under the active routing rule (``Campaign.RoutingRule.ACTIVE``) each system's score is the AIPW estimate
+(``annotation.scoring.active``): with w_u = 1 / (summaries of the system x units of u's summary), f_u the judge's
+cross-fitted probability, y_u the human label and, per candidate HIT h, xi_h (posted to people) and pi_h (its
+known probability of that),
+    theta_hat = sum_u w_u f_u + sum_h xi_h / pi_h sum_{u in h} w_u (y_u - f_u),
+unbiased for the full-human score whatever the judge.  Two 95% intervals: the design interval (Deville's variance
+per draw; target: the full-human score on these examples) and the example interval (the per-summary AIPW values'
+spread over examples; target: the system's score on documents like these).  Pairwise differences come from the
+same design.  Per summary, a *display score* (the human label where people judged, the calibrated probability
+elsewhere, the raw one when calibration was not applied) is for browsing, not for ranking.
+
+Under the uncertainty rule (people judged the HITs the judge was least sure of), summary i's score is
     s_i = (sum over u in U_i judged by people of their majority label (0/1)
            + sum over u in U_i not judged by people of j_u) / |U_i|
-where j_u is the judge's label (0/1) under the campaign's "label" rule, or its probability calibrated on
-the campaign's human labels under the "probability" rule (``annotation.scoring.calibration``; labels while
-there are too few human labels to calibrate).  A system's score is the mean of its summaries' scores, with
-a 95% percentile bootstrap interval resampling examples (as the gold scores); under the probability rule
-each replicate also draws every judge unit's presence from its probability.  Each system also reports the share of its units people
-judged, and the scores name the judge version that labelled the rest.  Units people judged whose
-majority was a tie left out by the tie rule take the judge's label.
+where j_u is the judge's label (0/1) under the campaign's "label" rule, or its probability calibrated on the
+campaign's human labels under the "probability" rule (labels while there are too few human labels to calibrate),
+and a system's score is the mean of its summaries'.  No interval is given (``NO_INTERVAL_REASON``): the judge chose
+which units people saw.  Each system also reports the share of its units people judged, and the scores name the
+judge version that labelled the rest.  Units people judged whose majority was a tie take the judge's output.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import numpy as np
 from django.db.models import Count, Q
 
 from annotation import scoring
+from annotation.scoring import active
 from annotation.scoring.routing import hit_budget
 from annotation.services.hybrid import example_progress, examples_needed, routing_finished
 from hits.models import HIT
@@ -25,7 +35,6 @@ from annotation.models import (
     AutoPresence, Campaign, GoldPresence, HybridScore, PresenceCandidate, PresenceRound, System, SystemSummary,
 )
 
-N_BOOT = 1000  # as the gold scores' intervals (annotation.selectors.scores)
 
 
 def none_if_nan(x):
@@ -78,33 +87,77 @@ def rule_statement(result: dict) -> str:
             + ("" if result.get("scoring") == result.get("setting") else " (" + result.get("scoring_reason", "") + ")") + ".")
 
 
-def compute_hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT, seed: int = 0) -> dict | None:
-    """Per-system hybrid scores (see the module docstring) under the campaign's rule, with the per-summary scores
-    (``summary_scores``: by system, the leaderboard's dots; ``summaries``: one row per summary) and the
-    calibration of the judge's latest labels.  None for a campaign that is not budgeted.  Read by the routing
-    pass and the label updates, which store it (``annotation.services.hybrid_scores``); pages read the stored copy."""
+#: Under the uncertainty rule no interval is given, and this is why.
+NO_INTERVAL_REASON = (
+    "No interval: under the uncertainty rule the judge chose which units people saw (the ones it was least sure of), "
+    "so no interval computed from these labels holds its 95%. The active rule draws them at random with known "
+    "probabilities and gives intervals that do."
+)
+PAPERS = [
+    {"authors": "Zrnic & Candès", "title": "Active Statistical Inference", "year": 2024, "arxiv": "2403.03208"},
+    {"authors": "Li, Zrnic & Candès", "title": "robust active statistical inference", "year": 2025, "arxiv": "2511.08991"},
+    {"authors": "Angelopoulos, Bates, Fannjiang, Jordan & Zrnic", "title": "Prediction-powered inference",
+     "year": 2023, "venue": "Science"},
+]
+TARGETS = {"ci95": active.TARGET_DESIGN, "ci95_examples": active.TARGET_EXAMPLES}
+DISPLAY_NOTE = ("Display score: the human label where a person judged the unit, the judge's calibrated probability "
+                "elsewhere (its raw probability when calibration was not applied); for browsing summaries, not for ranking systems.")
+
+
+def estimator_statement() -> str:
+    """The active rule's method and assumptions in a few sentences (the leaderboard, the JSON, the README)."""
+    return (
+        "Each system's score is the augmented inverse-probability-weighted (AIPW) mean over its units: every unit counts "
+        "as the judge's cross-fitted probability f, plus (y - f) / pi where people judged it (y their label, pi the "
+        "known probability that its HIT went to people). The HITs people judge are drawn at random in each routing "
+        "round with these probabilities, favouring the judge's unsure HITs, so the score is unbiased for the "
+        "full-human score whatever the judge's quality. Two 95% intervals: the design interval (sampling of HITs per "
+        "draw, Deville's variance) targets " + active.TARGET_DESIGN + "; the example interval (the spread of the "
+        "per-summary AIPW values over examples) targets " + active.TARGET_EXAMPLES + ". A system is said to score "
+        "higher than another only when the design interval of their difference, from the same draws, excludes 0."
+    )
+
+
+def compute_hybrid_scores(campaign: Campaign, seed: int = 0) -> dict | None:
+    """Per-system hybrid scores under the campaign's routing rule, with the per-summary scores (``summary_scores``:
+    by system, the leaderboard's dots; ``summaries``: one row per summary) and the calibration of the judge's latest
+    labels.  None for a campaign that is not budgeted.  Read by the routing pass and the label updates, which store
+    it (``annotation.services.hybrid_scores``); pages read the stored copy.
+
+    The active rule: ``active_scores`` (AIPW with two intervals, pairwise differences, display scores per
+    summary).  The uncertainty rule: the module docstring's plug-in scores, with no interval (``NO_INTERVAL_REASON``)."""
     if not campaign.is_hybrid:
         return None
     run = latest_labelling(campaign)
     calibration = (run.results or {}).get("calibration") if run else None
     scoring_used, reason = scoring_rule(campaign, calibration)
+    rule_active = campaign.routing_rule == Campaign.RoutingRule.ACTIVE
     result = {
         "human_presence_share": campaign.human_presence_share,
+        "routing_rule": campaign.routing_rule,
         "judge": campaign.presence_judge,
         "judge_version": run.judge_version if run else None,
         "setting": campaign.judge_scoring,
-        "scoring": scoring_used,
-        "scoring_reason": reason,
+        "scoring": "aipw" if rule_active else scoring_used,
+        "scoring_reason": "the active rule: the AIPW estimate" if rule_active else reason,
         "calibration": calibration,
-        "n_boot": n_boot,
         "seed": seed,
         "n_units": 0,
         "human_units": 0,
         "systems": {},
+        "pairs": [],
         "summary_scores": {},
         "summaries": [],
     }
+    if rule_active:
+        result["estimator"] = {"name": "aipw", "rule": "active", "statement": estimator_statement(), "targets": TARGETS,
+                               "papers": PAPERS, "display_score": DISPLAY_NOTE}
+        result["rule"] = estimator_statement()
+        return active_scores(campaign, run, result)
     result["rule"] = rule_statement(result)
+    result["estimator"] = {"name": scoring_used, "rule": "uncertainty", "statement": result["rule"], "targets": {},
+                           "papers": [], "no_interval_reason": NO_INTERVAL_REASON}
+    result["no_interval_reason"] = NO_INTERVAL_REASON
     units = {(u, c_summary) for c_summary, unit_list in PresenceCandidate.objects.filter(campaign=campaign).values_list("summary_id", "units") for u in unit_list}
     if not units:
         return result
@@ -113,27 +166,20 @@ def compute_hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT, seed: int = 
         judge = {(u, s): (p, c) for u, s, p, c in AutoPresence.objects.filter(run=run).values_list("unit_id", "summary_id", "present", "calibrated")}
     probability = scoring_used == "probability"
     human = human_labels(campaign)
-    summary_info = dict(
-        (pk, (example, system, external))
-        for pk, example, system, external in SystemSummary.objects.filter(system__campaign=campaign).values_list(
-            "pk", "example_id", "system_id", "example__external_id")
-    )
-    per_summary: dict[int, list] = {}  # summary -> [units, present (a sum of probabilities under that rule), human units, human present]
-    judge_units: list[tuple[int, float]] = []  # (summary, calibrated probability) of the units the judge scores
+    summary_info = summaries_of(campaign)
+    per_summary: dict[int, list] = {}  # summary -> [units, present (a sum of probabilities under that rule), human units]
     for key in sorted(units):
         if key in human:
             value, by_people = float(human[key]), 1
         elif key in judge:
             label, calibrated = judge[key]
             value, by_people = (float(calibrated) if probability and calibrated is not None else float(label)), 0
-            judge_units.append((key[1], value))
         else:
             continue  # neither judged yet (before the first routing pass)
-        entry = per_summary.setdefault(key[1], [0, 0.0, 0, 0])
+        entry = per_summary.setdefault(key[1], [0, 0.0, 0])
         entry[0] += 1
         entry[1] += value
         entry[2] += by_people
-        entry[3] += value if by_people else 0
     systems = list(System.objects.filter(campaign=campaign).order_by("name").values_list("pk", "name"))
     position = {pk: i for i, (pk, _) in enumerate(systems)}
     summary_ids = sorted(per_summary)
@@ -142,25 +188,17 @@ def compute_hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT, seed: int = 
     counts = np.array([per_summary[s] for s in summary_ids], dtype=float)
     scores = counts[:, 1] / counts[:, 0]
     system_index = np.array([position[summary_info[s][1]] for s in summary_ids], dtype=np.int64)
-    example_index = np.array([summary_info[s][0] for s in summary_ids], dtype=np.int64)
     means = scoring.system_scores(system_index, scores, len(systems))
-    ci = None
-    if n_boot and probability:
-        # The judge's part is uncertain too: each replicate draws the judge units' presence from their probability.
-        row_of = {s: i for i, s in enumerate(summary_ids)}
-        ci = scoring.bootstrap_hybrid_score_ci(
-            counts[:, 3], counts[:, 0], np.array([row_of[s] for s, _ in judge_units], dtype=np.int64),
-            np.array([p for _, p in judge_units], dtype=float), example_index, system_index, n_boot=n_boot, seed=seed,
-        )
-    elif n_boot:
-        ci = scoring.bootstrap_score_ci(scores, example_index, system_index, n_boot=n_boot, seed=seed)
     for pk, name in systems:
         i = position[pk]
         rows = system_index == i
         n_units = int(counts[rows, 0].sum())
+        score = none_if_nan(float(means[i])) if i < len(means) and rows.any() else None
         result["systems"][name] = {
-            "qapyramid": none_if_nan(float(means[i])) if i < len(means) and rows.any() else None,
-            "ci95": [none_if_nan(float(ci[i, 0])), none_if_nan(float(ci[i, 1]))] if ci is not None and i < len(ci) and rows.any() else [None, None],
+            "qapyramid": score, "score": score,
+            # No interval holds its 95% here (NO_INTERVAL_REASON): none is given.
+            "ci95": [None, None], "ci_low": None, "ci_high": None, "ci95_examples": [None, None],
+            "no_interval_reason": NO_INTERVAL_REASON,
             "n_summaries": int(rows.sum()),
             "n_units": n_units,
             "human_share": (float(counts[rows, 2].sum()) / n_units) if n_units else None,
@@ -176,27 +214,167 @@ def compute_hybrid_scores(campaign: Campaign, n_boot: int = N_BOOT, seed: int = 
     return result
 
 
+def summaries_of(campaign: Campaign) -> dict[int, tuple[int, int, str]]:
+    """summary -> (example id, system id, example external id)."""
+    return {
+        pk: (example, system, external)
+        for pk, example, system, external in SystemSummary.objects.filter(system__campaign=campaign).values_list(
+            "pk", "example_id", "system_id", "example__external_id")
+    }
+
+
+def active_scores(campaign: Campaign, run, result: dict) -> dict:
+    """The active rule's scores (``annotation.scoring.active``), from arrays gathered here: per unit of every candidate
+    HIT, f = ``AutoPresence.cross_fitted`` (its ``probability`` where none is stored), y = the human label where the
+    HIT is done (a tie, or a HIT still with people: NaN, counting as f); per candidate HIT pi, sampled (posted to
+    people) and its draw (``stratum``).  A candidate no draw has decided yet counts as f with no residual, and the
+    result says ``provisional`` with the count (``undecided_units``); a unit the judge has not labelled yet is left out.
+    Per system: ``score`` (= ``qapyramid``, the ranking's figure), ``ci95`` = [``ci_low``, ``ci_high``] (the design
+    interval) and ``ci95_examples``; ``pairs``: every pair's difference with both intervals, best first.  Per summary
+    (``summaries``, ``summary_scores``): the display score (``DISPLAY_NOTE``)."""
+    candidates = list(PresenceCandidate.objects.filter(campaign=campaign).order_by("pk").values_list(
+        "summary_id", "units", "inclusion_probability", "stratum", "hit_id", "hit__state", "hit__kind"))
+    judge = {}
+    if run is not None:
+        judge = {(u, s): (p, x, c) for u, s, p, x, c in AutoPresence.objects.filter(run=run).values_list(
+            "unit_id", "summary_id", "probability", "cross_fitted", "calibrated")}
+    human = human_labels(campaign)
+    summary_info = summaries_of(campaign)
+    systems = list(System.objects.filter(campaign=campaign).order_by("name").values_list("pk", "name"))
+    position = {pk: i for i, (pk, _) in enumerate(systems)}
+    summary_row: dict[int, int] = {}
+    unit_summary, f, y, unit_hit, display, people = [], [], [], [], [], []
+    pi, sampled, stratum = [], [], []
+    undecided = pending = 0
+    for summary, units, p, draw, hit_id, state, kind in candidates:
+        decided = draw is not None and p is not None
+        drawn = decided and hit_id is not None
+        done = drawn and (state == HIT.State.COMPLETED or kind == HIT.Kind.GOLD)
+        h = len(pi)
+        pi.append(p if drawn else np.nan)
+        sampled.append(drawn)
+        stratum.append(draw if decided else np.nan)
+        for unit in units:
+            key = (unit, summary)
+            if key not in judge:
+                continue  # the judge has not labelled it yet (before the first routing pass)
+            probability, cross_fitted, calibrated = judge[key]
+            label = human.get(key)
+            undecided += not decided
+            pending += drawn and not done
+            unit_summary.append(summary_row.setdefault(summary, len(summary_row)))
+            f.append(probability if cross_fitted is None else cross_fitted)
+            y.append(float(label) if done and label is not None else np.nan)
+            unit_hit.append(h)
+            display.append(float(label) if label is not None else (calibrated if calibrated is not None else probability))
+            people.append(label is not None)
+    result["provisional"] = undecided > 0
+    result["undecided_units"] = undecided
+    result["pending_units"] = pending
+    if not unit_summary:
+        return result
+    summary_ids = sorted(summary_row, key=summary_row.get)
+    summary_system = np.array([position[summary_info[s][1]] for s in summary_ids], dtype=np.int64)
+    summary_example = np.array([summary_info[s][0] for s in summary_ids], dtype=np.int64)
+    arrays = dict(unit_summary=np.array(unit_summary), f=np.array(f, dtype=float), y=np.array(y, dtype=float),
+                  unit_hit=np.array(unit_hit), pi=np.array(pi, dtype=float), sampled=np.array(sampled, dtype=bool),
+                  stratum=np.array(stratum, dtype=float))
+    estimates = active.system_estimates(**arrays, summary_system=summary_system, summary_example=summary_example,
+                                        n_systems=len(systems))
+    unit_system = summary_system[arrays["unit_summary"]]
+    people = np.array(people, dtype=bool)
+    n_units_of = np.bincount(arrays["unit_summary"], minlength=len(summary_ids))
+    display_score = np.bincount(arrays["unit_summary"], weights=np.array(display, dtype=float), minlength=len(summary_ids)) / n_units_of
+    human_of = np.bincount(arrays["unit_summary"], weights=people.astype(float), minlength=len(summary_ids))
+    for pk, name in systems:
+        i = position[pk]
+        estimate = estimates[i]
+        mine = unit_system == i
+        n_units = int(mine.sum())
+        score = none_if_nan(estimate["score"]) if estimate else None
+        low, high = (none_if_nan(v) for v in estimate["ci95"]) if estimate else (None, None)
+        result["systems"][name] = {
+            "qapyramid": score, "score": score, "ci95": [low, high], "ci_low": low, "ci_high": high,
+            "ci95_examples": [none_if_nan(v) for v in estimate["ci95_examples"]] if estimate else [None, None],
+            "n_summaries": int((summary_system == i).sum()), "n_units": n_units,
+            "human_share": float(people[mine].sum()) / n_units if n_units else None,
+        }
+    index_of = {name: position[pk] for pk, name in systems}
+    ranked = sorted((name for name in result["systems"] if result["systems"][name]["score"] is not None),
+                    key=lambda name: (-result["systems"][name]["score"], name))
+    for j, higher in enumerate(ranked):
+        for k, lower in enumerate(ranked[j + 1:], start=j + 1):
+            d = active.difference_estimate(index_of[higher], index_of[lower], **arrays, summary_system=summary_system,
+                                           summary_example=summary_example)
+            low, high = (none_if_nan(v) for v in d["ci95"])
+            result["pairs"].append({
+                "higher": higher, "lower": lower, "adjacent": k == j + 1, "difference": none_if_nan(d["difference"]),
+                "ci95": [low, high], "ci95_examples": [none_if_nan(v) for v in d["ci95_examples"]],
+                # "A scores higher than B" only when the design interval of A - B excludes 0.
+                "separated": low is not None and low > 0,
+            })
+    result["n_units"] = len(unit_summary)
+    result["human_units"] = int(people.sum())
+    result["summary_scores"] = {name: [float(display_score[r]) for r in range(len(summary_ids)) if summary_system[r] == position[pk]]
+                                for pk, name in systems}
+    result["summaries"] = [
+        {"summary": s, "example": summary_info[s][2], "system": systems[summary_system[r]][1], "score": float(display_score[r]),
+         "display": True, "n_units": int(n_units_of[r]), "human_units": int(human_of[r])}
+        for r, s in enumerate(summary_ids)
+    ]
+    return result
+
+
+#: The columns of ``hybrid_units.csv`` (``hybrid_unit_rows``).
+UNIT_COLUMNS = ["example", "system", "unit", "human_label", "judge_label", "judge_probability", "judge_calibrated",
+                "scored_by", "counted_as", "inclusion_probability", "routed", "stratum", "decided_round", "cross_fitted",
+                "display_score"]
+
+
 def hybrid_unit_rows(campaign: Campaign):
-    """Every candidate unit of a budgeted campaign for the export, human and judge outputs kept apart: (example,
-    system, unit, human majority label or None, judge label or None, judge probability or None, calibrated
-    probability or None, scored by: "people" / "judge_label" / "judge_probability" / "" (nobody yet), the value
-    the unit counts as in the hybrid score or None).  Ordered by example position, system, unit."""
+    """Every candidate unit of a budgeted campaign for the export (``UNIT_COLUMNS``), human and judge outputs kept
+    apart: example, system, unit, human majority label, judge label, judge probability, calibrated probability (None
+    where absent); ``scored_by`` and ``counted_as``, the value the unit counts as in the system's score; then its
+    HIT's design: pi (``inclusion_probability``, None under the uncertainty rule or before its draw), xi (``routed``,
+    0/1), ``stratum`` (the draw), ``decided_round``, the judge's ``cross_fitted`` probability f, and the unit's
+    ``display_score`` (the per-summary views' value).
+
+    Under the active rule a unit counts as f + xi (y - f) / pi (``scored_by`` "people" where its label enters, y from a
+    finished HIT, else "judge": f); under the uncertainty rule as the human label ("people") or the judge's label or
+    calibrated probability ("judge_label" / "judge_probability"), and its display score is that value.  Ordered by
+    example position, system, unit."""
     run = latest_labelling(campaign)
     calibration = (run.results or {}).get("calibration") if run else None
+    rule_active = campaign.routing_rule == Campaign.RoutingRule.ACTIVE
     probability = scoring_rule(campaign, calibration)[0] == "probability"
     judge = {}
     if run is not None:
-        judge = {(u, s): (y, p, c) for u, s, y, p, c in AutoPresence.objects.filter(run=run).values_list(
-            "unit_id", "summary_id", "present", "probability", "calibrated")}
+        judge = {(u, s): (y, p, c, x) for u, s, y, p, c, x in AutoPresence.objects.filter(run=run).values_list(
+            "unit_id", "summary_id", "present", "probability", "calibrated", "cross_fitted")}
     human = human_labels(campaign)
     info = {pk: (position, example, system) for pk, position, example, system in SystemSummary.objects.filter(
         system__campaign=campaign).values_list("pk", "example__position", "example__external_id", "system__name")}
-    keys = sorted({(u, s) for s, units in PresenceCandidate.objects.filter(campaign=campaign).values_list("summary_id", "units")
-                   for u in units}, key=lambda k: (info[k[1]][0], info[k[1]][2], k[0]))
+    design = {}
+    for summary, units, pi, draw, decided_round, hit_id, state, kind in PresenceCandidate.objects.filter(campaign=campaign).values_list(
+            "summary_id", "units", "inclusion_probability", "stratum", "decided_round", "hit_id", "hit__state", "hit__kind"):
+        done = hit_id is not None and (state == HIT.State.COMPLETED or kind == HIT.Kind.GOLD)
+        for unit in units:
+            design[(unit, summary)] = (pi, int(hit_id is not None), draw, decided_round, done)
+    keys = sorted(design, key=lambda k: (info[k[1]][0], info[k[1]][2], k[0]))
     for unit, summary in keys:
-        label, p, c = judge.get((unit, summary), (None, None, None))
+        label, p, c, x = judge.get((unit, summary), (None, None, None, None))
+        pi, routed, draw, decided_round, done = design[(unit, summary)]
         people = human.get((unit, summary))
-        if people is not None:
+        display = float(people) if people is not None else (c if c is not None else p)
+        if rule_active:
+            f = p if x is None else x
+            if f is None:
+                by, value = "", None
+            elif routed and pi and draw is not None and done and people is not None:
+                by, value = "people", f + (float(people) - f) / pi
+            else:
+                by, value = "judge", f
+        elif people is not None:
             by, value = "people", int(people)
         elif label is not None and probability and c is not None:
             by, value = "judge_probability", c
@@ -204,23 +382,25 @@ def hybrid_unit_rows(campaign: Campaign):
             by, value = "judge_label", int(label)
         else:
             by, value = "", None
+        if not rule_active:
+            display = value
         yield (info[summary][1], info[summary][2], unit, None if people is None else int(people),
-               None if label is None else int(label), p, c, by, value)
+               None if label is None else int(label), p, c, by, value, pi, routed, draw, decided_round, x, display)
 
 
-def hybrid_scores(campaign: Campaign, with_summaries: bool = False, n_boot: int | None = None) -> dict | None:
+def hybrid_scores(campaign: Campaign, with_summaries: bool = False, fresh: bool = False) -> dict | None:
     """The campaign's stored hybrid scores (recomputed after each routing pass and when human labels change, never
-    per request); computed here only for a budgeted campaign nothing stored them for yet.  With ``with_summaries``
-    the per-summary scores are kept (``summary_scores``: the leaderboard's dots; ``summaries``)."""
+    per request); computed here only for a budgeted campaign nothing stored them for yet, or when ``fresh`` (a
+    script's choice).  With ``with_summaries`` the per-summary scores are kept (``summary_scores``: the leaderboard's
+    dots; ``summaries``)."""
     if not campaign.is_hybrid:
         return None
-    stored = None if n_boot is not None else HybridScore.objects.filter(campaign=campaign).values_list("data", "computed_at").first()
+    stored = None if fresh else HybridScore.objects.filter(campaign=campaign).values_list("data", "computed_at").first()
     if stored is not None:
         result = dict(stored[0])
         result["computed_at"] = stored[1].isoformat()
     else:
-        # An explicit ``n_boot`` (a script's choice) computes afresh with that many draws.
-        result = compute_hybrid_scores(campaign, n_boot=N_BOOT if n_boot is None else n_boot) or {}
+        result = compute_hybrid_scores(campaign) or {}
         result["computed_at"] = None
     if not with_summaries:
         result.pop("summary_scores", None)

@@ -161,7 +161,10 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool 
     """The campaign's scores in the shape ``manage.py campaign_scores --format json`` prints.
 
     ``systems`` is the ranking, best first (``ranked_by``): the gold scores, or under budgeted presence the
-    hybrid scores (human labels where people judged, the judge's elsewhere).  A budgeted campaign's gold scores
+    hybrid scores (human labels where people judged, the judge's elsewhere: under the active rule the AIPW estimate,
+    each system with ``score``, ``ci_low``/``ci_high`` (the design interval) and ``ci95_examples``, and
+    ``hybrid.estimator`` naming the method, the intervals' targets and the papers; under the uncertainty rule no
+    interval, with ``no_interval_reason``).  A budgeted campaign's gold scores
     rest on human labels only, over different summaries and units per system: they move to ``human_only``
     (by name, with the summaries and units each rests on), not a ranking.
     With ``per_summary``, a ``summaries`` list of ``summary_scores`` is added.
@@ -208,10 +211,12 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool 
     if per_summary:
         result["summaries"] = summary_scores(campaign)
         if campaign.is_hybrid:
-            # Budgeted presence: each summary's hybrid score under the rule (qapyramid stays the human-only figure).
+            # Budgeted presence: each summary's hybrid score under the uncertainty rule, its display score under the
+            # active rule (``hybrid_kind``; for browsing, not ranking); qapyramid stays the human-only figure.
             for entry in result["summaries"]:
                 row = by_summary.get((entry["example"], entry["system"]))
                 entry["hybrid"] = row["score"] if row else None
+                entry["hybrid_kind"] = "display score" if row and row.get("display") else "score"
                 entry["hybrid_human_units"] = row["human_units"] if row else 0
     return result
 

@@ -16,7 +16,11 @@
   scores with the rule they follow, ``hybrid_scores.rule``);
 - ``hybrid_units.csv`` (budgeted presence only): every candidate unit with the human majority label and the
   judge's outputs in separate columns (``human_label``, ``judge_label``, ``judge_probability``,
-  ``judge_calibrated``), which of them scored it (``scored_by``) and the value it counts as.  The gold labels
+  ``judge_calibrated``), which of them scored it (``scored_by``) and the value it counts as, its HIT's design
+  under the active rule (pi ``inclusion_probability``, xi ``routed``, ``stratum``, ``decided_round``), the judge's
+  ``cross_fitted`` f and the unit's ``display_score``;
+- ``hybrid_systems.csv`` (budgeted presence only): the ranking's scores with both intervals, each column named by
+  its target (``HYBRID_SYSTEM_COLUMNS``), or under the uncertainty rule no interval and the reason.  The gold labels
   elsewhere in the export (``examples.jsonl``'s ``gold``) are people's only: nothing the judge said is gold.
 """
 
@@ -41,6 +45,14 @@ from annotation.models import (
 )
 from annotation.services.gold import rule_of_label
 from annotation.services.spreadsheets import csv_writer
+
+#: The columns of ``hybrid_systems.csv``: each interval named by its target.
+HYBRID_SYSTEM_COLUMNS = [
+    "rank", "system", "score", "ci95_low_full_human_score_on_these_examples", "ci95_high_full_human_score_on_these_examples",
+    "ci95_low_score_on_documents_like_these", "ci95_high_score_on_documents_like_these", "human_share", "units",
+    "summaries", "no_interval_reason",
+]
+
 
 def pseudonym(worker_id: str, salt: str) -> str:
     return "w-" + hashlib.sha256(f"{salt}:{worker_id}".encode()).hexdigest()[:12]
@@ -153,14 +165,22 @@ def export_campaign(
         ensure_hybrid_scores(campaign)
         # Budgeted presence: the scores mixing human and judge labels, the human share per system, the judge version.
         extra["hybrid_scores"] = hybrid_scores(campaign)
-        from annotation.selectors.hybrid import hybrid_unit_rows
+        from annotation.selectors.hybrid import UNIT_COLUMNS, hybrid_unit_rows
+        from annotation.selectors.scores import rank_systems
 
         with (out / "hybrid_units.csv").open("w", encoding="utf-8", newline="") as f:
             writer = csv_writer(f)
-            writer.writerow(["example", "system", "unit", "human_label", "judge_label", "judge_probability", "judge_calibrated",
-                             "scored_by", "counted_as"])
+            writer.writerow(UNIT_COLUMNS)
             for row in hybrid_unit_rows(campaign):
                 writer.writerow(["" if v is None else v for v in row])
+        with (out / "hybrid_systems.csv").open("w", encoding="utf-8", newline="") as f:
+            writer = csv_writer(f)
+            writer.writerow(HYBRID_SYSTEM_COLUMNS)
+            for name, figures in rank_systems(extra["hybrid_scores"]["systems"]).items():
+                writer.writerow(["" if v is None else v for v in (
+                    figures["rank"], name, figures.get("score", figures.get("qapyramid")), *figures["ci95"],
+                    *(figures.get("ci95_examples") or [None, None]), figures.get("human_share"), figures["n_units"],
+                    figures["n_summaries"], figures.get("no_interval_reason", ""))])
     (out / "campaign.json").write_text(
         json.dumps({"campaign": settings, "counts": {"examples": n_examples, "judgments": n_judgments, "verifications": n_verifications},
                     "pseudonymised": pseudonymise, **extra}, indent=2),

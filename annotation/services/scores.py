@@ -86,7 +86,7 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
         from annotation.services.hybrid_scores import refresh_hybrid_scores
 
         # Human labels changed: the stored hybrid scores follow (the judge's part waits for the next routing pass).
-        refresh_hybrid_scores(campaign, intervals=full)
+        refresh_hybrid_scores(campaign)
     return len(summary_ids)
 
 
@@ -103,11 +103,16 @@ def ensure_summary_scores(campaign: Campaign) -> bool:
 
 def ensure_hybrid_scores(campaign: Campaign) -> bool:
     """Store a budgeted campaign's hybrid scores when nothing stored them yet (a campaign from before they were
-    stored, or finished before its next routing pass), so that no request computes them again; True when it did."""
+    stored, or finished before its next routing pass) or what is stored predates the named estimator, so that no
+    request computes them again; True when it did."""
     from annotation.models import HybridScore
     from annotation.services.hybrid_scores import refresh_hybrid_scores
 
-    if not campaign.is_hybrid or HybridScore.objects.filter(campaign=campaign).exists():
+    if not campaign.is_hybrid:
+        return False
+    stored = HybridScore.objects.filter(campaign=campaign).values_list("data", flat=True).first()
+    # Scores stored before the estimator was named (bootstrap intervals that did not hold their 95%) are redone.
+    if stored is not None and "estimator" in stored:
         return False
     refresh_hybrid_scores(campaign)
     return True

@@ -121,7 +121,7 @@ def test_the_leaderboard_ranks_a_budgeted_campaign_on_the_hybrid_scores(page, tm
     from tests.judges.test_hybrid_pages import _rankings_differ
 
     campaign = _rankings_differ(tmp_path, researcher, lambda execute: nullcontext())
-    hybrid = hybrid_scores(campaign, n_boot=0)["systems"]
+    hybrid = hybrid_scores(campaign, fresh=True)["systems"]
     expected = sorted(hybrid, key=lambda name: -hybrid[name]["qapyramid"])
     problems = _watch_console(page)
     log_in(page, "rita", PASSWORD)

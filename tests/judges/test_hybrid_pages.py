@@ -85,7 +85,9 @@ def test_progress_leaderboard_api_and_export_say_what_people_judged(tmp_path, re
     assert all(s["human_share"] == 0.0 and s["qapyramid"] is not None for s in api["systems"].values())
     # ``hybrid.systems``: each system's score under the campaign's rule, stated in ``hybrid.scoring``.
     assert hybrid["systems"] == {name: s["qapyramid"] for name, s in api["systems"].items()}
-    assert hybrid["scoring"] == "label" and hybrid["setting"] == "probability"  # nobody judged yet: nothing to calibrate on
+    # A new budgeted campaign follows the active rule: the AIPW estimate, named with its intervals' targets.
+    assert hybrid["scoring"] == "aipw" and hybrid["estimator"]["name"] == "aipw" and hybrid["setting"] == "probability"
+    assert set(hybrid["estimator"]["targets"]) == {"ci95", "ci95_examples"}
     assert client.get(f"/api/campaigns/{campaign.slug}/leaderboard/").json()["hybrid"]["judge_version"] == "lexical-1/t0.7"
     api_progress = client.get(f"/api/campaigns/{campaign.slug}/progress/").json()
     assert api_progress["routing"]["routed"] == 16 and api_progress["routing"]["rounds"][0]["state"] == "open"
@@ -168,7 +170,9 @@ def _rankings_differ(tmp_path, researcher, capture):
 
     campaign = import_campaign(name="Ranked", folder=write_scu_folder(tmp_path / "ranked")).campaign
     GoldPresence.objects.filter(summary__system__campaign=campaign).delete()
-    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=1, gold_share=0.0, owner=researcher)
+    # The uncertainty rule: the judge's labels count as such (the active rule's ranking: test_hybrid_aipw.py).
+    Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=1, gold_share=0.0, owner=researcher,
+                                                   routing_rule="uncertainty")
     campaign.refresh_from_db()
     with capture(execute=True):
         launch_campaign(campaign)
@@ -216,7 +220,7 @@ def test_leaderboard_page_and_api_rank_a_budgeted_campaign_on_the_hybrid_scores(
     from annotation.selectors.hybrid import hybrid_scores
 
     campaign = _rankings_differ(tmp_path, researcher, django_capture_on_commit_callbacks)
-    hybrid = hybrid_scores(campaign, n_boot=0)["systems"]
+    hybrid = hybrid_scores(campaign, fresh=True)["systems"]
     expected = sorted(hybrid, key=lambda name: -hybrid[name]["qapyramid"])
     assert expected[0] == "good" and expected[-1] == "poor"
     client = _owned(campaign, researcher)

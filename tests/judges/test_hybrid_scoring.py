@@ -1,8 +1,8 @@
 """Budgeted presence scored by the judge's calibrated probability (issue 32) and stored hybrid scores (issue 29).
 
 Calibration on the campaign's own human labels (out of fold, Platt), its fallback, the scores under both
-rules against a hand computation (leaderboard, API, campaign_scores, export), the interval under the
-probability rule with a fixed seed, and the stored scores that no request recomputes."""
+rules of the uncertainty routing rule against a hand computation (leaderboard, API, campaign_scores, export),
+no interval under that routing rule (issue 37) and why, and the stored scores that no request recomputes."""
 
 from __future__ import annotations
 
@@ -101,8 +101,9 @@ def _small_campaign(tmp_path, researcher, capture, judge_scoring):
 
     campaign = import_campaign(name="Small", folder=write_scu_folder(tmp_path / "small")).campaign
     GoldPresence.objects.filter(summary__system__campaign=campaign).delete()
+    # The uncertainty rule (least-sure routing), whose scores follow ``judge_scoring``; the active rule: test_hybrid_aipw.py.
     Campaign.objects.filter(pk=campaign.pk).update(human_presence_share=0.5, presence_rounds=1, gold_share=0.0, owner=researcher,
-                                                   judge_scoring=judge_scoring)
+                                                   judge_scoring=judge_scoring, routing_rule="uncertainty")
     campaign.refresh_from_db()
     with capture(execute=True):
         launch_campaign(campaign)
@@ -197,10 +198,9 @@ def test_leaderboard_api_campaign_scores_and_export_follow_the_rule(rule, tmp_pa
 def test_stored_scores_are_read_not_recomputed_on_requests(tmp_path, researcher, django_capture_on_commit_callbacks, monkeypatch):
     campaign = _small_campaign(tmp_path, researcher, django_capture_on_commit_callbacks, "probability")
     stored = HybridScore.objects.get(campaign=campaign)
-    assert stored.data["scoring"] == "probability" and stored.data["n_boot"] == 1000
+    assert stored.data["scoring"] == "probability"
     assert stored.data["human_units"] == 8  # the label change refreshed them
-    # A few more human labels (one summary's, as after a presence HIT): the scores move, the intervals stay those of
-    # the last full computation until the next routing pass redraws them.
+    # A few more human labels (one summary's, as after a presence HIT): the stored scores move.
     from annotation.models import ContentUnit, SystemSummary
     from annotation.services.scores import recompute_summary_scores
 
@@ -210,8 +210,7 @@ def test_stored_scores_are_read_not_recomputed_on_requests(tmp_path, researcher,
     recompute_summary_scores(campaign, [summary.pk])
     moved = HybridScore.objects.get(campaign=campaign)
     assert moved.data["human_units"] == 11 and moved.data["systems"]["poor"]["qapyramid"] == pytest.approx((1 + 0 + 0.25) / 3)
-    assert moved.data["intervals_at"] == stored.data["intervals_at"]
-    assert moved.data["systems"]["poor"]["ci95"] == stored.data["systems"]["poor"]["ci95"]
+    assert moved.data["systems"]["poor"]["ci95"] == [None, None]  # the uncertainty rule: never an interval
     stored = moved
 
     from annotation import scoring
@@ -231,18 +230,34 @@ def test_stored_scores_are_read_not_recomputed_on_requests(tmp_path, researcher,
     assert client.get(f"/campaigns/{campaign.slug}/leaderboard/summaries/").status_code == 200
 
 
-def test_the_stored_interval_is_reproducible_with_a_fixed_seed(tmp_path, researcher, django_capture_on_commit_callbacks):
-    from annotation.selectors.hybrid import compute_hybrid_scores
+def test_the_uncertainty_rule_shows_no_interval_and_says_why(tmp_path, researcher, django_capture_on_commit_callbacks, capsys):
+    from annotation.selectors.hybrid import NO_INTERVAL_REASON
 
     campaign = _small_campaign(tmp_path, researcher, django_capture_on_commit_callbacks, "probability")
-    first = compute_hybrid_scores(campaign, n_boot=400, seed=5)["systems"]
-    assert first == compute_hybrid_scores(campaign, n_boot=400, seed=5)["systems"]
-    fair = first["fair"]["ci95"]
-    # "fair": 9 judge units at 0.25 over 3 examples (4, 3, 2 units): drawn presence widens the interval around 0.25.
-    assert fair[0] < 0.25 < fair[1] and fair[1] - fair[0] > 0.2
-    labels = compute_hybrid_scores(Campaign.objects.filter(pk=campaign.pk).update(judge_scoring="label") and
-                                   Campaign.objects.get(pk=campaign.pk), n_boot=400, seed=5)["systems"]
-    assert labels["fair"]["ci95"] == [1.0, 1.0]  # every judge label present: nothing to draw
+    call_command("campaign_scores", campaign=campaign.slug, format="json", bootstrap=0)
+    printed = json.loads(capsys.readouterr().out)
+    hybrid = printed["hybrid"]
+    assert hybrid["estimator"]["rule"] == "uncertainty" and hybrid["estimator"]["no_interval_reason"] == NO_INTERVAL_REASON
+    assert "the judge chose which units people saw" in NO_INTERVAL_REASON
+    for name, figures in printed["systems"].items():
+        assert figures["ci95"] == [None, None] and figures["ci_low"] is None and figures["ci_high"] is None
+        assert figures["no_interval_reason"] == NO_INTERVAL_REASON
+        assert figures["score"] == pytest.approx(BY_HAND["probability"][name])
+    assert hybrid["pairs"] == []  # no "A beats B" without an interval that holds
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(f"/campaigns/{campaign.slug}/leaderboard/").content.decode()
+    assert 'id="no-interval-reason"' in page and "the judge chose which units people saw" in page
+    main = re.search(r'<table class="grid" id="leaderboard" data-ranked-by="hybrid">(.*?)</table>', page, re.S).group(1)
+    assert re.findall(r'data-field="ci95">([^<]*)<', main) == ["—"] * 3
+    assert 'id="pairs"' not in page and "no interval holds its 95% under the uncertainty rule" in page
+    board = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/").json()
+    assert all(s["ci95"] == [None, None] and s["no_interval_reason"] == NO_INTERVAL_REASON for s in board["systems"])
+    call_command("export_campaign", campaign=campaign.slug, out=str(tmp_path / "export"))
+    with (tmp_path / "export" / "hybrid_systems.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["ci95_low_full_human_score_on_these_examples"] for r in rows] == ["", "", ""]
+    assert {r["no_interval_reason"] for r in rows} == {NO_INTERVAL_REASON}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -334,7 +349,7 @@ def test_a_simulated_crowd_finishes_a_campaign_scored_by_probability(tmp_path, r
     call_command("import_campaign", name="Probable", folder=str(folder), owner="rita", human_share=0.5, judge_scoring="probability")
     capsys.readouterr()
     campaign = Campaign.objects.get(slug="probable")
-    Campaign.objects.filter(pk=campaign.pk).update(presence_rounds=2, gold_share=0.0)
+    Campaign.objects.filter(pk=campaign.pk).update(presence_rounds=2, gold_share=0.0, routing_rule="uncertainty")
     campaign.refresh_from_db()
     launch_campaign(campaign)
     campaign.refresh_from_db()
@@ -350,5 +365,4 @@ def test_a_simulated_crowd_finishes_a_campaign_scored_by_probability(tmp_path, r
     # The judge's units count as calibrated probabilities: not a whole number of units per summary.
     run = latest_labelling(campaign)
     assert AutoPresence.objects.filter(run=run, calibrated__isnull=True).count() == 0
-    low, high = printed["systems"]["alpha"]["ci95"]
-    assert low < printed["systems"]["alpha"]["qapyramid"] < high  # the stored interval (1000 draws)
+    assert printed["systems"]["alpha"]["ci95"] == [None, None]  # the uncertainty rule: no interval

@@ -44,15 +44,29 @@ class Command(BaseCommand):
                 f"Ranking (budgeted presence, {hybrid['human_presence_share']:.0%} human share): human labels where people "
                 f"judged, judge {hybrid['judge_version'] or hybrid['judge']} elsewhere"
             )
-            # The rule the scores follow (the judge's label or its calibrated probability), and the intervals' draws.
-            self.stdout.write(f"Scoring rule ({hybrid['scoring']}): {hybrid['rule']} Intervals: {hybrid['n_boot']} bootstrap draws.")
-            self.stdout.write(f"{'#':>3} {'system':<32} {'QAPyramid':>9} {'95% CI':>15} {'human':>6} {'units':>6} {'alpha':>6} {'n':>5}")
+            # The rule the scores follow, and each interval's target (or why there is none).
+            estimator = hybrid.get("estimator") or {}
+            if estimator.get("name") == "aipw":
+                targets = estimator["targets"]
+                self.stdout.write(f"Estimator (active rule): {hybrid['rule']}")
+                self.stdout.write(f"Design interval: {targets['ci95']}. Example interval: {targets['ci95_examples']}.")
+                if hybrid.get("provisional"):
+                    self.stdout.write(f"Provisional: {hybrid['undecided_units']} units not decided by a draw yet count as the judge's.")
+            else:
+                self.stdout.write(f"Scoring rule ({hybrid['scoring']}): {hybrid['rule']} {hybrid.get('no_interval_reason', '')}")
+            self.stdout.write(f"{'#':>3} {'system':<32} {'QAPyramid':>9} {'95% CI design':>15} {'95% CI examples':>15} {'human':>6} {'units':>6} {'alpha':>6} {'n':>5}")
             for name, s in result["systems"].items():
                 human = "—" if s["human_share"] is None else f"{s['human_share']:.0%}"
                 self.stdout.write(
-                    f"{s['rank']:>3} {name:<32} {_f(s['qapyramid']):>9} {_ci(s['ci95']):>15} {human:>6} {s['n_units']:>6} "
-                    f"{_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
+                    f"{s['rank']:>3} {name:<32} {_f(s['qapyramid']):>9} {_ci(s['ci95']):>15} {_ci(s.get('ci95_examples') or [None, None]):>15} "
+                    f"{human:>6} {s['n_units']:>6} {_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
                 )
+            adjacent = [p for p in hybrid.get("pairs", []) if p["adjacent"]]
+            if adjacent:
+                self.stdout.write("Each system against the next (difference, 95% design interval):")
+                for p in adjacent:
+                    verdict = "scores higher" if p["separated"] else "not separated from"
+                    self.stdout.write(f"  {p['higher']} {verdict} {p['lower']}: {_f(p['difference'])} {_ci(p['ci95'])}")
             self.stdout.write("")
             self.stdout.write(
                 "Human labels only (not a ranking: each figure rests on the summaries and units people judged, "

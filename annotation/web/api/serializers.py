@@ -409,7 +409,19 @@ class LeaderboardRowSerializer(serializers.Serializer):
     system = serializers.CharField()
     system_id = serializers.IntegerField()
     qapyramid = serializers.FloatField(allow_null=True, help_text="The score the rank is by (see ranked_by).")
-    ci95 = serializers.ListField(child=serializers.FloatField(allow_null=True), help_text="Its 95% bootstrap interval over examples.")
+    ci95 = serializers.ListField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="Its 95% interval: gold, the bootstrap over examples; budgeted presence under the active rule, the design "
+        "interval (target: the full-human score on these examples); under the uncertainty rule none ([null, null]).",
+    )
+    ci95_examples = serializers.ListField(
+        child=serializers.FloatField(allow_null=True), required=False, allow_null=True,
+        help_text="Budgeted presence, active rule: the interval that also resamples examples (target: the system's score on "
+        "documents like these).",
+    )
+    no_interval_reason = serializers.CharField(
+        required=False, allow_null=True, help_text="Budgeted presence, uncertainty rule: why no interval is given."
+    )
     human_share = serializers.FloatField(
         allow_null=True, help_text="Budgeted presence: the share of the system's units people judged (null otherwise)."
     )
@@ -439,9 +451,11 @@ class LeaderboardSerializer(serializers.Serializer):
     verification = serializers.JSONField(help_text="Agreement of the two verifiers of each question.")
     hybrid = serializers.JSONField(
         required=False, allow_null=True,
-        help_text="Budgeted presence only: scores mixing human labels and the judge's (its label or calibrated probability: "
-        "`scoring`, `setting`, `rule`), each system's human-judged share, the judge version, the calibration, and when "
-        "the stored scores and their intervals were computed.",
+        help_text="Budgeted presence only: scores mixing human labels and the judge's: `estimator` (under the active rule "
+        "the AIPW estimate, its statement, the intervals' `targets` and the papers; under the uncertainty rule the judge's "
+        "label or calibrated probability and `no_interval_reason`), `pairs` (each pair's difference with its intervals, "
+        "`separated` when the design interval excludes 0), each system's human-judged share, the judge version, the "
+        "calibration, and when the stored scores were computed.",
     )
 
 

@@ -500,6 +500,7 @@ class CampaignViewSet(
             {
                 "rank": i + 1, "system": row["system"].name, "system_id": row["system"].pk,
                 "qapyramid": row["figure"]["qapyramid"], "ci95": row["figure"]["ci95"],
+                "ci95_examples": row["figure"].get("ci95_examples"), "no_interval_reason": row["figure"].get("no_interval_reason"),
                 "human_share": row["figure"].get("human_share"),
                 # Under budgeted presence the human-only figures are not this ranking's: they are in human_only.
                 "score": None if hybrid else row["score"],
