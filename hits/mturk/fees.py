@@ -41,11 +41,13 @@ def committed(batch) -> Decimal:
     """Money a batch has committed on MTurk: every published HIT paid in full, plus bonuses and their fees.
 
     committed = sum over published HITs of (reward + fee) x max_assignments
-              + sum of bonus and bonus-fee ledger entries
+              + sum of bonus and bonus-fee ledger entries (not those refused for good)
+    Published HITs include those MTurk said it created whose HITId is not read yet (``publishing.made_hits``).
     Rejected work is not refunded in this figure: the cap is a ceiling, so it errs on the safe side.
     """
     from hits.models import LedgerEntry
     from hits.mturk.models import MTurkHIT
+    from hits.mturk.publishing import made_commitment
 
     total = Decimal("0")
     # Grouped by (reward, assignments): a handful of rows however many HITs the campaign has.
@@ -63,4 +65,4 @@ def committed(batch) -> Decimal:
         .exclude(fee_for__kind=LedgerEntry.Kind.REWARD)
         .aggregate(s=Sum("amount"))["s"]
     )
-    return (total + Decimal(bonuses or 0)).quantize(CENT)
+    return (total + made_commitment(batch) + Decimal(bonuses or 0)).quantize(CENT)

@@ -6,10 +6,14 @@ pointing at the platform's own framed HIT page.  The CreateHIT call carries
 (the batch key is random, so a token never collides across database resets
 or installations).  The call is recorded before it is sent and never re-sent
 blind (``hits.mturk.tokens``): after an ambiguous answer (a lost reply, a
-refusal as a repeat, MTurk's documented ``HitAlreadyExists``), or before a
-resend once MTurk may have forgotten the token (23 h), the account's HITs are
-read (ListHITs) for the HIT's annotation; a HIT found is recorded, never
-created a second time.  Each created HIT
+refusal as a repeat), or before a resend once MTurk may have forgotten the
+token (23 h), the account's HITs are read (ListHITs) for the HIT's
+annotation; a HIT found is recorded, never created a second time.  MTurk's
+documented ``HitAlreadyExists`` says the HIT was created: when ListHITs does
+not show it yet (or fails), the HIT is tracked as published all the same
+(``made_hits``: neither waiting nor refused, its money counted as
+committed), never sent again, and every sync reads ListHITs until its HITId
+is found and recorded (``settle_made``).  Each created HIT
 is recorded in its own transaction right after its call, so an interruption
 loses nothing already published.
 
@@ -57,7 +61,7 @@ from hits.models import HIT, Batch
 from hits.mturk import fees
 from hits.mturk import tokens
 from hits.mturk.client import RETRYABLE_CODES, MTurk, MTurkError, for_batch
-from hits.mturk.models import MTurkHIT, MTurkQualificationType
+from hits.mturk.models import MTurkHIT, MTurkQualificationType, MTurkRequest
 from hits.outbox import send_after_commit
 
 log = logging.getLogger(__name__)
@@ -239,9 +243,56 @@ def unpublished_hits(batch: Batch):
     a HIT MTurk refused for a lasting reason waits for the researcher's retry (``retry_publish``)."""
     return (
         HIT.objects.filter(batch=batch, state__in=HIT.UNFINISHED_STATES, mturk__isnull=True, publish_error="")
+        .exclude(pk__in=made_hit_ids(batch))
         .select_related("task_type", "batch")
         .order_by("pk")
     )
+
+
+def made_hit_ids(batch: Batch) -> list[int]:
+    """Local HITs MTurk said it created (``HitAlreadyExists``) whose HITId its records have not shown yet."""
+    prefix = f"{settings.MTURK_TOKEN_PREFIX}-{batch.key}-"
+    keys = MTurkRequest.objects.filter(operation="CreateHIT", outcome=tokens.MADE, key__startswith=prefix[:64])
+    suffixes = (key[len(prefix):] for key in keys.values_list("key", flat=True))
+    return [int(suffix) for suffix in suffixes if suffix.isdigit()]
+
+
+def made_hits(batch: Batch):
+    """HITs live on MTurk whose HITId is not known here yet: MTurk answered their CreateHIT ``HitAlreadyExists``
+    (it was created) and ListHITs has not shown them.  Tracked as published: not waiting, never refused, their
+    money committed (``fees.committed``); each sync reads ListHITs for them (``settle_made``)."""
+    return HIT.objects.filter(batch=batch, pk__in=made_hit_ids(batch), mturk__isnull=True).order_by("pk")
+
+
+def made_commitment(batch: Batch) -> Decimal:
+    """What ``made_hits`` hold on MTurk: (reward + fee) x places each, as their CreateHIT asked."""
+    rewards = regular_rewards(batch)
+    return sum(
+        (fees.hit_commitment(mturk_reward(hit, rewards.get(hit.task_type_id)), mturk_max_assignments(hit))
+         for hit in made_hits(batch).select_related("batch")),
+        Decimal("0"),
+    )
+
+
+def settle_made(batch: Batch, mturk: MTurk) -> int:
+    """Record the HITId of each of ``made_hits`` that MTurk's ListHITs shows (by its RequesterAnnotation, one
+    listing for all); returns how many were recorded.  An error reading the listing is raised (the next sync
+    reads it again); nothing is ever created here."""
+    waiting = {request_token(hit): hit for hit in made_hits(batch).select_related("batch")}
+    recorded = 0
+    if not waiting:
+        return 0
+    for item in mturk.pages("ListHITs", "HITs", MaxResults=100):
+        hit = waiting.pop(item.get("RequesterAnnotation"), None)
+        if hit is None:
+            continue
+        params = {"UniqueRequestToken": request_token(hit), "MaxAssignments": int(item["MaxAssignments"]), "Reward": str(item["Reward"])}
+        if record_published(hit, item, params, mturk.sandbox) is not None:
+            recorded += 1
+        tokens.settle_found(request_token(hit))
+        if not waiting:
+            break
+    return recorded
 
 
 def planned_requests(batch: Batch) -> list[dict]:
@@ -276,6 +327,7 @@ class PublishReport:
     stopped: str = ""
     hit_ids: list[str] = field(default_factory=list)
     refused: list[dict] = field(default_factory=list)  # {"hit": local id, "error"}: CreateHIT refused for good
+    made: list[dict] = field(default_factory=list)  # {"hit", "error"}: HitAlreadyExists, its HITId not read yet
     unsettled: list[dict] = field(default_factory=list)  # {"hit", "error"}: an answer lost, MTurk's records unread
 
     def as_dict(self) -> dict:
@@ -440,6 +492,11 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
         params = create_hit_request(hit, type_ids.get(hit.task_type_id), rewards.get(hit.task_type_id))
         try:
             created = create_hit(mturk, params)
+        except tokens.Made as exc:
+            # Created on MTurk (money on hold), its HITId not read yet: tracked, and settled by the next sync.
+            report.made.append({"hit": hit.pk, "error": str(exc)[:300]})
+            log.warning("CreateHIT of HIT %s: MTurk has the HIT, its HITId is read at the next sync: %s", hit.pk, exc)
+            continue
         except MTurkError as exc:
             if refused_for_good(exc):
                 note_refused(hit, exc, report)  # this HIT waits for a retry; the rest of the batch goes on
@@ -557,7 +614,7 @@ def record_published(hit: HIT, created: dict, params: dict, sandbox: bool) -> MT
 def progress(batch: Batch) -> dict:
     """How far publishing has gone: HITs on MTurk, open HITs still waiting, money committed."""
     return {
-        "on_mturk": MTurkHIT.objects.filter(hit__batch=batch).count(),
+        "on_mturk": MTurkHIT.objects.filter(hit__batch=batch).count() + made_hits(batch).count(),
         "waiting": unpublished_hits(batch).count(),
         "committed": str(fees.committed(batch)),
         "budget_cap": str(batch.budget_cap) if batch.budget_cap is not None else None,

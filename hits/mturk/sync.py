@@ -4,8 +4,10 @@ The database is the source of truth for the *work* (answers are stored by
 our own HIT page before the worker's browser tells MTurk); MTurk is the
 source of truth for what it has *paid*.  ``sync_batch`` therefore:
 
-1. publishes HITs still unpublished (a publish that failed half-way is
-   finished here);
+1. records the HITId of HITs MTurk said it created (``HitAlreadyExists``)
+   that its records had not shown yet (ListHITs, whatever the batch's state:
+   such a HIT is live with money on hold), then publishes HITs still
+   unpublished (a publish that failed half-way is finished here);
 2. lists every published HIT's assignments (ListAssignmentsForHIT, all pages)
    and records MTurk's status of each (idempotent: a second run changes
    nothing).  A submission our page stored is "pending" until then: listed as
@@ -82,6 +84,7 @@ class SyncReport(SyncErrors):
     market = "MTurk"
 
     published: int = 0
+    found: int = 0  # HITs MTurk said it created, now found in ListHITs and recorded
     refused: int = 0  # HITs whose CreateHIT MTurk refused for good (kept on the HIT, retried by the researcher)
     listed: int = 0
     status_changes: int = 0
@@ -102,12 +105,16 @@ class SyncReport(SyncErrors):
 
 def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport:
     """Bring a batch and its MTurk HITs in step (steps 1-6 above); safe to run any number of times."""
-    from hits.mturk.publishing import PublishRefused, publish_batch
+    from hits.mturk.publishing import PublishRefused, publish_batch, settle_made
 
     batch.refresh_from_db()  # its state may have changed since the caller loaded it (e.g. finished by a submission)
     mturk = mturk or for_batch(batch)
     now = now or timezone.now()
     report = SyncReport()
+    try:
+        report.found = settle_made(batch, mturk)
+    except MTurkError as exc:
+        report.error("reading ListHITs for HITs MTurk created", exc)
     if batch.state == Batch.State.ACTIVE:
         try:
             published = publish_batch(batch, mturk=mturk)
