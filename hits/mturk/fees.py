@@ -63,6 +63,7 @@ def committed(batch) -> Decimal:
         LedgerEntry.objects.filter(batch=batch)
         .filter(kind__in=[LedgerEntry.Kind.BONUS, LedgerEntry.Kind.FEE])
         .exclude(fee_for__kind=LedgerEntry.Kind.REWARD)
+        .exclude(state=LedgerEntry.State.REFUSED)
         .aggregate(s=Sum("amount"))["s"]
     )
     return (total + made_commitment(batch) + Decimal(bonuses or 0)).quantize(CENT)

@@ -529,12 +529,34 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
                 went_through=lambda: bonus_on_mturk(mturk, entry, record),
             )
         except MTurkError as exc:
+            if does_not_exist(exc) and _bonus_impossible(mturk, entry, record, exc, report):
+                continue
             report.error(f"SendBonus {entry.request_token}", exc)
             _note_error(entry.assignment, LedgerEntry.Kind.BONUS, exc, entry)
             continue
         _mark_paid(entry.assignment, LedgerEntry.Kind.BONUS, entry)
         report.bonuses += 1
     return report
+
+
+def _bonus_impossible(mturk: MTurk, entry: LedgerEntry, record: MTurkAssignment, exc: MTurkError, report: SyncReport) -> bool:
+    """SendBonus refused because MTurk no longer has the assignment (or its HIT, e.g. deleted once the campaign
+    finished): it can never be sent.  MTurk's records are read first (ListBonusPayments): a bonus they show was
+    paid is booked paid; one they show unpaid leaves the pending list, refused, with MTurk's answer for the
+    researcher (payout page).  False when the records cannot be read: the entry stays pending."""
+    from hits.payments import bonus_refused
+
+    try:
+        paid = bonus_on_mturk(mturk, entry, record)
+    except MTurkError:
+        return False
+    if paid is not None:
+        _mark_paid(entry.assignment, LedgerEntry.Kind.BONUS, entry)
+        report.bonuses += 1
+        return True
+    if bonus_refused(entry, f"MTurk can no longer pay this bonus: {exc.message}"):
+        report.errors.append(f"bonus {entry.request_token} refused for good: {exc.message}"[:300])
+    return True
 
 
 def bonus_reason(entry: LedgerEntry) -> str:
