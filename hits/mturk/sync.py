@@ -85,6 +85,7 @@ class SyncReport(SyncErrors):
 
     published: int = 0
     found: int = 0  # HITs MTurk said it created, now found in ListHITs and recorded
+    not_publishing: str = ""  # why open HITs wait unpublished (balance, budget cap, no HTTPS base URL), if they do
     refused: int = 0  # HITs whose CreateHIT MTurk refused for good (kept on the HIT, retried by the researcher)
     listed: int = 0
     status_changes: int = 0
@@ -119,11 +120,13 @@ def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport
         try:
             published = publish_batch(batch, mturk=mturk)
             report.published, report.refused = published.published, len(published.refused)
+            report.not_publishing = published.stopped if published.remaining else ""
             for refusal in published.refused:  # kept on its HIT until the researcher retries (progress page)
                 report.failed += 1
                 report.errors.append(f"publishing HIT {refusal['hit']}: {refusal['error']}"[:300])
         except PublishRefused as exc:
             log.warning("batch %s: not publishing: %s", batch.pk, exc)
+            report.not_publishing = str(exc)
         except MTurkError as exc:
             # What was created is recorded; the rest waits for the next sync.  Reviews and expiry go on.
             report.error("publishing", exc)
