@@ -61,14 +61,14 @@ from hits.models import HIT, Batch
 from hits.mturk import fees
 from hits.mturk import tokens
 from hits.mturk.client import RETRYABLE_CODES, MTurk, MTurkError, for_batch
-from hits.mturk.models import MTurkHIT, MTurkQualificationType, MTurkRequest
+from hits.mturk.fees import made_hit_ids, mturk_max_assignments, mturk_reward, regular_rewards  # noqa: F401 - also this module's names
+from hits.mturk.models import MTurkHIT, MTurkQualificationType
 from hits.outbox import send_after_commit
 
 log = logging.getLogger(__name__)
 
 LOCALE_QUALIFICATION = "00000000000000000071"
 APPROVAL_RATE_QUALIFICATION = "000000000000000000L0"
-MIN_REWARD = Decimal("0.01")
 # First key of the advisory lock that serialises publishers of one batch (second key: the batch id).
 LOCK_NAMESPACE = 7301
 EXTERNAL_QUESTION = (
@@ -87,24 +87,6 @@ def request_token(hit: HIT) -> str:
     return f"{settings.MTURK_TOKEN_PREFIX}-{hit.batch.key}-{hit.pk}"[:64]
 
 
-def mturk_max_assignments(hit: HIT) -> int:
-    """The MaxAssignments a HIT is created with on MTurk."""
-    if hit.kind == HIT.Kind.GOLD:
-        return regular_places(hit) or min(hit.max_assignments, settings.MTURK_OPEN_HIT_ASSIGNMENTS)
-    if hit.kind == HIT.Kind.QUALIFICATION:
-        return min(hit.max_assignments, settings.MTURK_OPEN_HIT_ASSIGNMENTS)
-    return hit.max_assignments
-
-
-def regular_places(hit: HIT) -> int | None:
-    """Places of the regular HITs a gold HIT sits among (its batch and task type): the fewest any of them has (a
-    HIT given replacement places has more; one holding places moved from another is left out).  None if none."""
-    from django.db.models import Min
-
-    regular = HIT.objects.filter(batch_id=hit.batch_id, task_type_id=hit.task_type_id, kind=HIT.Kind.REGULAR)
-    return regular.exclude(payload__has_key="replaces").exclude(payload__has_key="adds_to").aggregate(m=Min("max_assignments"))["m"]
-
-
 def gold_places(published: MTurkHIT) -> int:
     """The places a published gold HIT should have on MTurk now: one step (the regular HITs' places) more each time
     every place it has holds work MTurk confirmed, so that it never shows more places open than a regular HIT."""
@@ -120,21 +102,6 @@ def places_wanted(published: MTurkHIT) -> int:
     if published.hit.kind == HIT.Kind.GOLD:
         return gold_places(published)
     return mturk_max_assignments(published.hit)
-
-
-def mturk_reward(hit: HIT, regular_reward: Decimal | None = None) -> Decimal:
-    """The reward MTurk shows; an unpaid gold HIT pays like the regular HITs of its type (else it stands out)."""
-    if hit.kind == HIT.Kind.GOLD and not hit.reward and regular_reward is not None:
-        return Decimal(regular_reward)
-    return max(Decimal(hit.reward), MIN_REWARD)
-
-
-def regular_rewards(batch: Batch) -> dict[int, Decimal]:
-    """The highest reward of the batch's regular HITs, per task type."""
-    from django.db.models import Max
-
-    rows = HIT.objects.filter(batch=batch, kind=HIT.Kind.REGULAR).values("task_type_id").annotate(m=Max("reward"))
-    return {row["task_type_id"]: row["m"] for row in rows}
 
 
 def idle_gold_types(batch: Batch) -> set[int]:
@@ -249,29 +216,11 @@ def unpublished_hits(batch: Batch):
     )
 
 
-def made_hit_ids(batch: Batch) -> list[int]:
-    """Local HITs MTurk said it created (``HitAlreadyExists``) whose HITId its records have not shown yet."""
-    prefix = f"{settings.MTURK_TOKEN_PREFIX}-{batch.key}-"
-    keys = MTurkRequest.objects.filter(operation="CreateHIT", outcome=tokens.MADE, key__startswith=prefix[:64])
-    suffixes = (key[len(prefix):] for key in keys.values_list("key", flat=True))
-    return [int(suffix) for suffix in suffixes if suffix.isdigit()]
-
-
 def made_hits(batch: Batch):
     """HITs live on MTurk whose HITId is not known here yet: MTurk answered their CreateHIT ``HitAlreadyExists``
     (it was created) and ListHITs has not shown them.  Tracked as published: not waiting, never refused, their
     money committed (``fees.committed``); each sync reads ListHITs for them (``settle_made``)."""
     return HIT.objects.filter(batch=batch, pk__in=made_hit_ids(batch), mturk__isnull=True).order_by("pk")
-
-
-def made_commitment(batch: Batch) -> Decimal:
-    """What ``made_hits`` hold on MTurk: (reward + fee) x places each, as their CreateHIT asked."""
-    rewards = regular_rewards(batch)
-    return sum(
-        (fees.hit_commitment(mturk_reward(hit, rewards.get(hit.task_type_id)), mturk_max_assignments(hit))
-         for hit in made_hits(batch).select_related("batch")),
-        Decimal("0"),
-    )
 
 
 def settle_made(batch: Batch, mturk: MTurk) -> int:
