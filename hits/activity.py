@@ -63,6 +63,7 @@ def worker_activity(batch: Batch, now=None) -> list[WorkerActivity]:
         row["worker_id"]: row["earned"]
         for row in LedgerEntry.objects.filter(batch=batch)
         .exclude(kind=LedgerEntry.Kind.FEE)
+        .exclude(state=LedgerEntry.State.REFUSED)
         .values("worker_id")
         .annotate(earned=Sum("amount"))
     }

@@ -467,7 +467,9 @@ class LedgerEntry(models.Model):
 
     ``owed``: recorded for a local worker (paid outside the platform);
     ``pending``: to be paid through MTurk by the next sync; ``paid``: MTurk
-    confirmed the call.  A reward and its fee are recorded once per
+    confirmed the call; ``refused``: a bonus MTurk can never pay (e.g. its
+    assignment's HIT was deleted), its records showing it unpaid: no money
+    moved, ``error`` says why, and it counts nowhere (neither owed nor spent).  A reward and its fee are recorded once per
     assignment (unique constraint); each bonus carries its own
     ``request_token``, which is MTurk's ``UniqueRequestToken`` so a retried
     SendBonus never pays twice.
@@ -482,6 +484,7 @@ class LedgerEntry(models.Model):
         OWED = "owed", "Owed (paid outside the platform)"
         PENDING = "pending", "Pending (MTurk call to make)"
         PAID = "paid", "Paid"
+        REFUSED = "refused", "Refused for good by the market (not paid)"
 
     batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="ledger")
     assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="ledger")

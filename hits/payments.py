@@ -72,6 +72,23 @@ def withdraw_override(assignment: Assignment, reason: str) -> bool:
     return True
 
 
+def bonus_refused(entry: LedgerEntry, reason: str) -> bool:
+    """A pending bonus the market refuses for good, its records showing it unpaid: it and its fee leave the pending
+    list (state ``refused``, the reason kept for the researcher) and the assignment's bonus total drops by it.
+    Returns whether it was pending (and so is refused now)."""
+    with transaction.atomic():
+        assignment = _locked(entry.assignment)
+        moved = LedgerEntry.objects.filter(pk=entry.pk, kind=LedgerEntry.Kind.BONUS, state=LedgerEntry.State.PENDING).update(
+            state=LedgerEntry.State.REFUSED, error=reason[:500], settled_at=timezone.now()
+        )
+        if not moved:
+            return False
+        LedgerEntry.objects.filter(fee_for_id=entry.pk).update(state=LedgerEntry.State.REFUSED, settled_at=timezone.now())
+        assignment.bonus = max(assignment.bonus - entry.amount, Decimal("0.00"))
+        assignment.save(update_fields=["bonus"])
+    return True
+
+
 class PaymentError(Exception):
     """The review or payment cannot be made as asked; nothing was changed."""
 

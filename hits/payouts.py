@@ -61,7 +61,7 @@ class Payout(Totals):
 def payouts(batch: Batch | None = None, worker: Worker | None = None) -> list[Payout]:
     """Per (worker, batch): counts of reviewed and unreviewed work and the ledger's money, ordered by batch then
     worker.  Restrict to one ``batch`` (a campaign's payout report) or one ``worker`` (their earnings page)."""
-    entries = LedgerEntry.objects.all()
+    entries = LedgerEntry.objects.exclude(state=LedgerEntry.State.REFUSED)  # never paid, never owed
     assignments = Assignment.objects.filter(state__in=Assignment.DONE_STATES)
     if batch is not None:
         entries, assignments = entries.filter(batch=batch), assignments.filter(hit__batch=batch)
@@ -164,4 +164,20 @@ def paid_by_mturk(batch: Batch) -> list[dict]:
     return rows
 
 
-__all__ = ["Payout", "Totals", "cents", "last_entry_id", "paid_by_mturk", "payment_records", "payouts", "totals"]
+def refused_bonuses(batch: Batch) -> list[dict]:
+    """Bonuses the market refused for good (``LedgerEntry.State.REFUSED``: e.g. MTurk no longer has the
+    assignment's HIT), oldest first, each with the reason: not paid, and counted nowhere else on the page."""
+    entries = (
+        LedgerEntry.objects.filter(batch=batch, kind=LedgerEntry.Kind.BONUS, state=LedgerEntry.State.REFUSED)
+        .select_related("worker", "assignment").order_by("pk")
+    )
+    return [
+        {"worker": e.worker.external_id, "assignment": e.assignment_id, "hit": e.assignment.hit_id,
+         "amount": cents(e.amount), "reason": e.reason, "why": e.error, "when": e.settled_at}
+        for e in entries
+    ]
+
+
+__all__ = [
+    "Payout", "Totals", "cents", "last_entry_id", "paid_by_mturk", "payment_records", "payouts", "refused_bonuses", "totals",
+]

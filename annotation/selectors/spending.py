@@ -107,6 +107,7 @@ def campaign_spending(campaign: Campaign) -> dict:
         paid_by_hit: dict[int, int] = defaultdict(int)
         for hit_id, kind, amount, n in (
             LedgerEntry.objects.filter(batch_id=campaign.batch_id)
+            .exclude(state=LedgerEntry.State.REFUSED)  # refused for good: no money moved
             .values_list("assignment__hit_id", "kind")
             .annotate(amount=Sum("amount"), n=Count("pk"))
             .order_by()

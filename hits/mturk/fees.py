@@ -41,7 +41,8 @@ def committed(batch) -> Decimal:
     """Money a batch has committed on MTurk: every published HIT paid in full, plus bonuses and their fees.
 
     committed = sum over published HITs of (reward + fee) x max_assignments
-              + sum of bonus and bonus-fee ledger entries
+              + sum of bonus and bonus-fee ledger entries (not those refused for good)
+    Published HITs include those MTurk said it created whose HITId is not read yet (``made_hit_ids``).
     Rejected work is not refunded in this figure: the cap is a ceiling, so it errs on the safe side.
     """
     from hits.models import LedgerEntry
@@ -61,6 +62,84 @@ def committed(batch) -> Decimal:
         LedgerEntry.objects.filter(batch=batch)
         .filter(kind__in=[LedgerEntry.Kind.BONUS, LedgerEntry.Kind.FEE])
         .exclude(fee_for__kind=LedgerEntry.Kind.REWARD)
+        .exclude(state=LedgerEntry.State.REFUSED)
         .aggregate(s=Sum("amount"))["s"]
     )
-    return (total + Decimal(bonuses or 0)).quantize(CENT)
+    return (total + made_commitment(batch) + Decimal(bonuses or 0)).quantize(CENT)
+
+
+# What a HIT commits on MTurk: the reward and places it is published with (``hits.mturk.publishing`` publishes
+# with these), and the HITs MTurk said it created whose HITId is not read yet.
+MIN_REWARD = CENT
+
+
+def mturk_max_assignments(hit) -> int:
+    """The MaxAssignments a HIT is created with on MTurk."""
+    from django.conf import settings
+
+    from hits.models import HIT
+
+    if hit.kind == HIT.Kind.GOLD:
+        return regular_places(hit) or min(hit.max_assignments, settings.MTURK_OPEN_HIT_ASSIGNMENTS)
+    if hit.kind == HIT.Kind.QUALIFICATION:
+        return min(hit.max_assignments, settings.MTURK_OPEN_HIT_ASSIGNMENTS)
+    return hit.max_assignments
+
+
+def regular_places(hit) -> int | None:
+    """Places of the regular HITs a gold HIT sits among (its batch and task type): the fewest any of them has (a
+    HIT given replacement places has more; one holding places moved from another is left out).  None if none."""
+    from django.db.models import Min
+
+    from hits.models import HIT
+
+    regular = HIT.objects.filter(batch_id=hit.batch_id, task_type_id=hit.task_type_id, kind=HIT.Kind.REGULAR)
+    return regular.exclude(payload__has_key="replaces").exclude(payload__has_key="adds_to").aggregate(m=Min("max_assignments"))["m"]
+
+
+def mturk_reward(hit, regular_reward: Decimal | None = None) -> Decimal:
+    """The reward MTurk shows; an unpaid gold HIT pays like the regular HITs of its type (else it stands out)."""
+    from hits.models import HIT
+
+    if hit.kind == HIT.Kind.GOLD and not hit.reward and regular_reward is not None:
+        return Decimal(regular_reward)
+    return max(Decimal(hit.reward), MIN_REWARD)
+
+
+def regular_rewards(batch) -> dict[int, Decimal]:
+    """The highest reward of the batch's regular HITs, per task type."""
+    from django.db.models import Max
+
+    from hits.models import HIT
+
+    rows = HIT.objects.filter(batch=batch, kind=HIT.Kind.REGULAR).values("task_type_id").annotate(m=Max("reward"))
+    return {row["task_type_id"]: row["m"] for row in rows}
+
+
+def made_hit_ids(batch) -> list[int]:
+    """Local HITs MTurk said it created (``HitAlreadyExists``) whose HITId its records have not shown yet."""
+    from django.conf import settings
+
+    from hits.mturk import tokens
+    from hits.mturk.models import MTurkRequest
+
+    prefix = f"{settings.MTURK_TOKEN_PREFIX}-{batch.key}-"
+    keys = MTurkRequest.objects.filter(operation="CreateHIT", outcome=tokens.MADE, key__startswith=prefix[:64])
+    suffixes = (key[len(prefix):] for key in keys.values_list("key", flat=True))
+    return [int(suffix) for suffix in suffixes if suffix.isdigit()]
+
+
+def made_commitment(batch) -> Decimal:
+    """What the HITs of ``made_hit_ids`` not recorded yet hold on MTurk: (reward + fee) x places each, as their
+    CreateHIT asked."""
+    from hits.models import HIT
+
+    made = made_hit_ids(batch)
+    if not made:
+        return Decimal("0")
+    rewards = regular_rewards(batch)
+    return sum(
+        (hit_commitment(mturk_reward(hit, rewards.get(hit.task_type_id)), mturk_max_assignments(hit))
+         for hit in HIT.objects.filter(batch=batch, pk__in=made, mturk__isnull=True)),
+        Decimal("0"),
+    )

@@ -162,7 +162,8 @@ class MTurkRequest(models.Model):
     first_sent_at = models.DateTimeField(null=True, blank=True)
     sends = models.PositiveIntegerField(default=0)
     renewals = models.PositiveIntegerField(default=0)
-    # How the call ended: "answered" (MTurk's reply), "found" (MTurk's records show it went through).
+    # How the call ended: "answered" (MTurk's reply), "found" (MTurk's records show it went through); "made":
+    # MTurk said it was made (HitAlreadyExists) and its records have not shown what yet (never sent again).
     outcome = models.CharField(max_length=20, blank=True)
     settled_at = models.DateTimeField(null=True, blank=True)
 

@@ -6,10 +6,14 @@ pointing at the platform's own framed HIT page.  The CreateHIT call carries
 (the batch key is random, so a token never collides across database resets
 or installations).  The call is recorded before it is sent and never re-sent
 blind (``hits.mturk.tokens``): after an ambiguous answer (a lost reply, a
-refusal as a repeat, MTurk's documented ``HitAlreadyExists``), or before a
-resend once MTurk may have forgotten the token (23 h), the account's HITs are
-read (ListHITs) for the HIT's annotation; a HIT found is recorded, never
-created a second time.  Each created HIT
+refusal as a repeat), or before a resend once MTurk may have forgotten the
+token (23 h), the account's HITs are read (ListHITs) for the HIT's
+annotation; a HIT found is recorded, never created a second time.  MTurk's
+documented ``HitAlreadyExists`` says the HIT was created: when ListHITs does
+not show it yet (or fails), the HIT is tracked as published all the same
+(``made_hits``: neither waiting nor refused, its money counted as
+committed), never sent again, and every sync reads ListHITs until its HITId
+is found and recorded (``settle_made``).  Each created HIT
 is recorded in its own transaction right after its call, so an interruption
 loses nothing already published.
 
@@ -57,6 +61,7 @@ from hits.models import HIT, Batch
 from hits.mturk import fees
 from hits.mturk import tokens
 from hits.mturk.client import RETRYABLE_CODES, MTurk, MTurkError, for_batch
+from hits.mturk.fees import made_hit_ids, mturk_max_assignments, mturk_reward, regular_rewards  # noqa: F401 - also this module's names
 from hits.mturk.models import MTurkHIT, MTurkQualificationType
 from hits.outbox import send_after_commit
 
@@ -64,7 +69,6 @@ log = logging.getLogger(__name__)
 
 LOCALE_QUALIFICATION = "00000000000000000071"
 APPROVAL_RATE_QUALIFICATION = "000000000000000000L0"
-MIN_REWARD = Decimal("0.01")
 # First key of the advisory lock that serialises publishers of one batch (second key: the batch id).
 LOCK_NAMESPACE = 7301
 EXTERNAL_QUESTION = (
@@ -83,24 +87,6 @@ def request_token(hit: HIT) -> str:
     return f"{settings.MTURK_TOKEN_PREFIX}-{hit.batch.key}-{hit.pk}"[:64]
 
 
-def mturk_max_assignments(hit: HIT) -> int:
-    """The MaxAssignments a HIT is created with on MTurk."""
-    if hit.kind == HIT.Kind.GOLD:
-        return regular_places(hit) or min(hit.max_assignments, settings.MTURK_OPEN_HIT_ASSIGNMENTS)
-    if hit.kind == HIT.Kind.QUALIFICATION:
-        return min(hit.max_assignments, settings.MTURK_OPEN_HIT_ASSIGNMENTS)
-    return hit.max_assignments
-
-
-def regular_places(hit: HIT) -> int | None:
-    """Places of the regular HITs a gold HIT sits among (its batch and task type): the fewest any of them has (a
-    HIT given replacement places has more; one holding places moved from another is left out).  None if none."""
-    from django.db.models import Min
-
-    regular = HIT.objects.filter(batch_id=hit.batch_id, task_type_id=hit.task_type_id, kind=HIT.Kind.REGULAR)
-    return regular.exclude(payload__has_key="replaces").exclude(payload__has_key="adds_to").aggregate(m=Min("max_assignments"))["m"]
-
-
 def gold_places(published: MTurkHIT) -> int:
     """The places a published gold HIT should have on MTurk now: one step (the regular HITs' places) more each time
     every place it has holds work MTurk confirmed, so that it never shows more places open than a regular HIT."""
@@ -116,21 +102,6 @@ def places_wanted(published: MTurkHIT) -> int:
     if published.hit.kind == HIT.Kind.GOLD:
         return gold_places(published)
     return mturk_max_assignments(published.hit)
-
-
-def mturk_reward(hit: HIT, regular_reward: Decimal | None = None) -> Decimal:
-    """The reward MTurk shows; an unpaid gold HIT pays like the regular HITs of its type (else it stands out)."""
-    if hit.kind == HIT.Kind.GOLD and not hit.reward and regular_reward is not None:
-        return Decimal(regular_reward)
-    return max(Decimal(hit.reward), MIN_REWARD)
-
-
-def regular_rewards(batch: Batch) -> dict[int, Decimal]:
-    """The highest reward of the batch's regular HITs, per task type."""
-    from django.db.models import Max
-
-    rows = HIT.objects.filter(batch=batch, kind=HIT.Kind.REGULAR).values("task_type_id").annotate(m=Max("reward"))
-    return {row["task_type_id"]: row["m"] for row in rows}
 
 
 def idle_gold_types(batch: Batch) -> set[int]:
@@ -239,9 +210,38 @@ def unpublished_hits(batch: Batch):
     a HIT MTurk refused for a lasting reason waits for the researcher's retry (``retry_publish``)."""
     return (
         HIT.objects.filter(batch=batch, state__in=HIT.UNFINISHED_STATES, mturk__isnull=True, publish_error="")
+        .exclude(pk__in=made_hit_ids(batch))
         .select_related("task_type", "batch")
         .order_by("pk")
     )
+
+
+def made_hits(batch: Batch):
+    """HITs live on MTurk whose HITId is not known here yet: MTurk answered their CreateHIT ``HitAlreadyExists``
+    (it was created) and ListHITs has not shown them.  Tracked as published: not waiting, never refused, their
+    money committed (``fees.committed``); each sync reads ListHITs for them (``settle_made``)."""
+    return HIT.objects.filter(batch=batch, pk__in=made_hit_ids(batch), mturk__isnull=True).order_by("pk")
+
+
+def settle_made(batch: Batch, mturk: MTurk) -> int:
+    """Record the HITId of each of ``made_hits`` that MTurk's ListHITs shows (by its RequesterAnnotation, one
+    listing for all); returns how many were recorded.  An error reading the listing is raised (the next sync
+    reads it again); nothing is ever created here."""
+    waiting = {request_token(hit): hit for hit in made_hits(batch).select_related("batch")}
+    recorded = 0
+    if not waiting:
+        return 0
+    for item in mturk.pages("ListHITs", "HITs", MaxResults=100):
+        hit = waiting.pop(item.get("RequesterAnnotation"), None)
+        if hit is None:
+            continue
+        params = {"UniqueRequestToken": request_token(hit), "MaxAssignments": int(item["MaxAssignments"]), "Reward": str(item["Reward"])}
+        if record_published(hit, item, params, mturk.sandbox) is not None:
+            recorded += 1
+        tokens.settle_found(request_token(hit))
+        if not waiting:
+            break
+    return recorded
 
 
 def planned_requests(batch: Batch) -> list[dict]:
@@ -276,6 +276,7 @@ class PublishReport:
     stopped: str = ""
     hit_ids: list[str] = field(default_factory=list)
     refused: list[dict] = field(default_factory=list)  # {"hit": local id, "error"}: CreateHIT refused for good
+    made: list[dict] = field(default_factory=list)  # {"hit", "error"}: HitAlreadyExists, its HITId not read yet
     unsettled: list[dict] = field(default_factory=list)  # {"hit", "error"}: an answer lost, MTurk's records unread
 
     def as_dict(self) -> dict:
@@ -440,6 +441,11 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
         params = create_hit_request(hit, type_ids.get(hit.task_type_id), rewards.get(hit.task_type_id))
         try:
             created = create_hit(mturk, params)
+        except tokens.Made as exc:
+            # Created on MTurk (money on hold), its HITId not read yet: tracked, and settled by the next sync.
+            report.made.append({"hit": hit.pk, "error": str(exc)[:300]})
+            log.warning("CreateHIT of HIT %s: MTurk has the HIT, its HITId is read at the next sync: %s", hit.pk, exc)
+            continue
         except MTurkError as exc:
             if refused_for_good(exc):
                 note_refused(hit, exc, report)  # this HIT waits for a retry; the rest of the batch goes on
@@ -557,7 +563,7 @@ def record_published(hit: HIT, created: dict, params: dict, sandbox: bool) -> MT
 def progress(batch: Batch) -> dict:
     """How far publishing has gone: HITs on MTurk, open HITs still waiting, money committed."""
     return {
-        "on_mturk": MTurkHIT.objects.filter(hit__batch=batch).count(),
+        "on_mturk": MTurkHIT.objects.filter(hit__batch=batch).count() + made_hits(batch).count(),
         "waiting": unpublished_hits(batch).count(),
         "committed": str(fees.committed(batch)),
         "budget_cap": str(batch.budget_cap) if batch.budget_cap is not None else None,

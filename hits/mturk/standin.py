@@ -64,7 +64,8 @@ clock runs ``time_scale`` simulated seconds per real second, can be advanced, an
 never runs backwards (after a restart it resumes at the later of the saved time and
 the wall clock); token expiry, automatic approval and abandonment, HIT expiry, the
 30-day override window and the 120-day deletion all follow it.  What it does not
-model: signatures and credentials (any are accepted), MTurk's own throttling (only
+model: signatures, and credentials unless ``access_key`` is given (then a call signed with
+another key gets AWS's common HTTP 403 ``UnrecognizedClientException``), MTurk's own throttling (only
 injected), HIT types and layouts (CreateHITWithHITType), review policies,
 qualification tests and requests, notifications by SNS/SQS, HTTPS on ExternalURL,
 multipart forms on externalSubmit (url-encoded posts and GET queries only), and the
@@ -367,8 +368,9 @@ class StandIn(ServedStandIn):
         log: Callable[[str], None] | None = None,
         public_url: str | None = None,
         seed: int = 0,
+        access_key: str | None = None,
     ):
-        self.lock = threading.RLock()
+        self.lock, self.access_key = threading.RLock(), access_key  # access_key: the one key answered (None: any)
         # Injected faults (``inject``) and the requests each operation received; neither is kept in the state file.
         self.faults: list[dict] = []
         self.requests: dict[str, int] = {}
@@ -1445,6 +1447,10 @@ class _Handler(StandInHandler):
         headers = {"x-amzn-RequestId": request_id}
         content_type = "application/x-amz-json-1.1"
         operation = target[len(TARGET_PREFIX):] if target.startswith(TARGET_PREFIX) else target
+        key = re.search(r"Credential=([^/,\s]+)/", self.headers.get("Authorization", ""))  # SigV4: Credential=<key>/<date>/...
+        if self.standin.access_key is not None and (key and key.group(1)) != self.standin.access_key:  # AWS's 403 for an unknown key
+            self._log(f"{operation}: UnrecognizedClientException (unknown access key)")
+            return self._json(403, {"__type": "UnrecognizedClientException", "Message": "The security token included in the request is invalid."}, headers, content_type)
         fault = self.standin._fault_for(operation)
         if fault == THROTTLE:
             self._log(f"{operation}: ThrottlingException (injected)")

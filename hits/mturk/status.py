@@ -19,9 +19,15 @@ def batch_status(batch: Batch) -> dict:
     unpaid = LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PENDING).exclude(error="")
     from hits.mturk.publishing import refused_hits
 
+    from hits.mturk.publishing import made_hits
+
     refused = refused_hits(batch)
+    made = made_hits(batch)
     return {
         "published": hits.count(),
+        # HITs MTurk said it created (HitAlreadyExists) whose HITId the sync has not read yet: live, money on hold.
+        "made_hits": list(made.values_list("pk", flat=True)[:SHOWN]),
+        "made_total": made.count(),
         # HITs MTurk refused to create for a lasting reason: they wait for the researcher's retry.
         "refused_hits": [
             {"hit": h.pk, "error": h.publish_error, "at": h.publish_error_at.isoformat() if h.publish_error_at else None}

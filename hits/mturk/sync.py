@@ -4,8 +4,10 @@ The database is the source of truth for the *work* (answers are stored by
 our own HIT page before the worker's browser tells MTurk); MTurk is the
 source of truth for what it has *paid*.  ``sync_batch`` therefore:
 
-1. publishes HITs still unpublished (a publish that failed half-way is
-   finished here);
+1. records the HITId of HITs MTurk said it created (``HitAlreadyExists``)
+   that its records had not shown yet (ListHITs, whatever the batch's state:
+   such a HIT is live with money on hold), then publishes HITs still
+   unpublished (a publish that failed half-way is finished here);
 2. lists every published HIT's assignments (ListAssignmentsForHIT, all pages)
    and records MTurk's status of each (idempotent: a second run changes
    nothing).  A submission our page stored is "pending" until then: listed as
@@ -82,6 +84,8 @@ class SyncReport(SyncErrors):
     market = "MTurk"
 
     published: int = 0
+    found: int = 0  # HITs MTurk said it created, now found in ListHITs and recorded
+    not_publishing: str = ""  # why open HITs wait unpublished (balance, budget cap, no HTTPS base URL), if they do
     refused: int = 0  # HITs whose CreateHIT MTurk refused for good (kept on the HIT, retried by the researcher)
     listed: int = 0
     status_changes: int = 0
@@ -102,21 +106,27 @@ class SyncReport(SyncErrors):
 
 def sync_batch(batch: Batch, mturk: MTurk | None = None, now=None) -> SyncReport:
     """Bring a batch and its MTurk HITs in step (steps 1-6 above); safe to run any number of times."""
-    from hits.mturk.publishing import PublishRefused, publish_batch
+    from hits.mturk.publishing import PublishRefused, publish_batch, settle_made
 
     batch.refresh_from_db()  # its state may have changed since the caller loaded it (e.g. finished by a submission)
     mturk = mturk or for_batch(batch)
     now = now or timezone.now()
     report = SyncReport()
+    try:
+        report.found = settle_made(batch, mturk)
+    except MTurkError as exc:
+        report.error("reading ListHITs for HITs MTurk created", exc)
     if batch.state == Batch.State.ACTIVE:
         try:
             published = publish_batch(batch, mturk=mturk)
             report.published, report.refused = published.published, len(published.refused)
+            report.not_publishing = published.stopped if published.remaining else ""
             for refusal in published.refused:  # kept on its HIT until the researcher retries (progress page)
                 report.failed += 1
                 report.errors.append(f"publishing HIT {refusal['hit']}: {refusal['error']}"[:300])
         except PublishRefused as exc:
             log.warning("batch %s: not publishing: %s", batch.pk, exc)
+            report.not_publishing = str(exc)
         except MTurkError as exc:
             # What was created is recorded; the rest waits for the next sync.  Reviews and expiry go on.
             report.error("publishing", exc)
@@ -522,12 +532,34 @@ def settle_batch(batch: Batch, mturk: MTurk | None = None, report: SyncReport | 
                 went_through=lambda: bonus_on_mturk(mturk, entry, record),
             )
         except MTurkError as exc:
+            if does_not_exist(exc) and _bonus_impossible(mturk, entry, record, exc, report):
+                continue
             report.error(f"SendBonus {entry.request_token}", exc)
             _note_error(entry.assignment, LedgerEntry.Kind.BONUS, exc, entry)
             continue
         _mark_paid(entry.assignment, LedgerEntry.Kind.BONUS, entry)
         report.bonuses += 1
     return report
+
+
+def _bonus_impossible(mturk: MTurk, entry: LedgerEntry, record: MTurkAssignment, exc: MTurkError, report: SyncReport) -> bool:
+    """SendBonus refused because MTurk no longer has the assignment (or its HIT, e.g. deleted once the campaign
+    finished): it can never be sent.  MTurk's records are read first (ListBonusPayments): a bonus they show was
+    paid is booked paid; one they show unpaid leaves the pending list, refused, with MTurk's answer for the
+    researcher (payout page).  False when the records cannot be read: the entry stays pending."""
+    from hits.payments import bonus_refused
+
+    try:
+        paid = bonus_on_mturk(mturk, entry, record)
+    except MTurkError:
+        return False
+    if paid is not None:
+        _mark_paid(entry.assignment, LedgerEntry.Kind.BONUS, entry)
+        report.bonuses += 1
+        return True
+    if bonus_refused(entry, f"MTurk can no longer pay this bonus: {exc.message}"):
+        report.errors.append(f"bonus {entry.request_token} refused for good: {exc.message}"[:300])
+    return True
 
 
 def bonus_reason(entry: LedgerEntry) -> str:

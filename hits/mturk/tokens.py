@@ -13,10 +13,14 @@ containing the request ID", and messages are never parsed here.  So:
   MaxAssignments).  Found: the call counts as done, nothing is sent.  Not
   found: it is sent with a new token (the old one is forgotten by now);
 - an ambiguous answer (a lost reply or a fault after all retries, a refusal
-  after a retry or of a token sent before, or ``HitAlreadyExists``) is
-  settled the same way.  Found: done.  Not found: the error stands; the next
-  try asks again (and sends a new token only once the old one may be
-  forgotten), so a call is never made twice on MTurk by the platform.
+  after a retry or of a token sent before) is settled the same way.  Found:
+  done.  Not found: the error stands; the next try asks again (and sends a
+  new token only once the old one may be forgotten), so a call is never made
+  twice on MTurk by the platform;
+- ``HitAlreadyExists`` is not ambiguous: MTurk says the call was made.  The
+  request is marked ``made`` at once and is never sent again, whatever the
+  time; until its records show what it made, ``Made`` is raised (the caller
+  tracks the HIT as published and the sync settles it).
 """
 
 from __future__ import annotations
@@ -35,6 +39,21 @@ from hits.mturk.models import MTurkRequest
 TOKEN_MEMORY = timedelta(hours=23)
 # TurkErrorCodes MTurk documents as "this token was used, the call went through".
 DONE_BEFORE_CODES = {HIT_ALREADY_EXISTS}
+# ``MTurkRequest.outcome`` values: MTurk's reply; its records show the call made; MTurk said the call was made
+# (``DONE_BEFORE_CODES``) and its records have not shown what it made yet: never sent again.
+ANSWERED, FOUND, MADE = "answered", "found", "made"
+
+
+class Made(MTurkError):
+    """MTurk said the call was made (``HitAlreadyExists``), but its records have not shown what it made yet.
+
+    Not a refusal: what the call made exists on MTurk (a HIT, with money on hold).  The call is never sent
+    again; ``went_through`` is asked again until it finds it."""
+
+    def __init__(self, error: MTurkError, lookup: str = ""):
+        super().__init__(error.operation, error.code, error.message, error.turk_code, error.attempts, error.transient)
+        self.lookup = lookup
+        self.args = (f"{error}; MTurk's records do not show it yet{f' ({lookup})' if lookup else ''}",)
 
 
 @dataclass
@@ -80,10 +99,13 @@ def call(
     """
     now = now or timezone.now()
     request = _request(operation, key)
+    if request.outcome == MADE:
+        # MTurk said the call was made: only its records are read, never a second call (not even with a new token).
+        return _look_up(request, went_through, now, None)
     if request.sends and request.first_sent_at and now - request.first_sent_at > TOKEN_MEMORY:
         found = went_through()
         if found is not None:
-            _settle(request, "found", now)
+            _settle(request, FOUND, now)
             return Sent(found=found)
         # Not made, and MTurk may have forgotten the token: a new one, so no stale token is ever re-sent.
         request.renewals += 1
@@ -97,6 +119,9 @@ def call(
     try:
         response = mturk.call(operation, **{**params, "UniqueRequestToken": request.token})
     except MTurkError as exc:
+        if exc.turk_code in DONE_BEFORE_CODES:
+            MTurkRequest.objects.filter(pk=request.pk).update(outcome=MADE)
+            return _look_up(request, went_through, now, exc)
         if not ambiguous(exc, sent_before):
             raise
         try:
@@ -105,10 +130,29 @@ def call(
             raise exc from None
         if found is None:
             raise
-        _settle(request, "found", now)
+        _settle(request, FOUND, now)
         return Sent(found=found)
-    _settle(request, "answered", now)
+    _settle(request, ANSWERED, now)
     return Sent(response=response)
+
+
+def _look_up(request: MTurkRequest, went_through: Callable[[], object], now, error: MTurkError | None) -> Sent:
+    """A call MTurk said it made: what its records show it made, else ``Made`` (an error reading them included)."""
+    if error is None:
+        error = MTurkError(request.operation, "RequestError", "MTurk said this call was made", next(iter(DONE_BEFORE_CODES)))
+    try:
+        found = went_through()
+    except MTurkError as lookup:
+        raise Made(error, f"reading them failed: {lookup}") from None
+    if found is None:
+        raise Made(error) from None
+    _settle(request, FOUND, now)
+    return Sent(found=found)
+
+
+def settle_found(key: str, now=None) -> None:
+    """A call MTurk said it made (``MADE``) whose result its records now show (read by the caller)."""
+    MTurkRequest.objects.filter(key=key[:64]).update(outcome=FOUND, settled_at=now or timezone.now())
 
 
 def _settle(request: MTurkRequest, outcome: str, now) -> None:

@@ -59,8 +59,9 @@ def test_used_token_recovers_the_hit_by_its_annotation_never_by_the_message(stub
 
 
 def test_a_named_hit_that_is_not_ours_is_never_adopted(stubbed, mturk_batch, task_type):
-    """The refusal names a HIT, but no HIT on the account carries our annotation: nothing is adopted, and the
-    refusal is kept on the HIT for the researcher to see and retry."""
+    """The refusal names a HIT, but no HIT on the account carries our annotation: nothing is adopted.  Still,
+    HitAlreadyExists says our HIT was created: it is not filed as refused (no Retry that could make it twice)
+    but tracked as on MTurk, its HITId read by a later sync."""
     hit = make_hit(mturk_batch, task_type)
     stubbed.add_response("get_account_balance", {"AvailableBalance": "100.00"}, {})
     stubbed.add_client_error(
@@ -70,10 +71,10 @@ def test_a_named_hit_that_is_not_ours_is_never_adopted(stubbed, mturk_batch, tas
     )
     stubbed.add_response("list_hits", {"NumResults": 1, "HITs": [{"HITId": "3BBBBBBBBBBBBBBBBBBBBBBBBBBBBB", "RequesterAnnotation": "other-install-1"}]}, {"MaxResults": 100})
     report = publish_batch(mturk_batch)
-    assert report.published == 0 and [r["hit"] for r in report.refused] == [hit.pk]
+    assert report.published == 0 and not report.refused and [m["hit"] for m in report.made] == [hit.pk]
     assert not MTurkHIT.objects.exists()
     hit.refresh_from_db()
-    assert "already exists" in hit.publish_error
+    assert hit.publish_error == ""
 
 
 def test_request_tokens_cannot_collide_across_database_resets(task_type):

@@ -10,13 +10,18 @@ rounds.
 ``prolific_reconcile`` and the payout page see the same studies and money afterwards).  The command publishes
 the campaign's studies, then simulated participants start them on the stand-in, work on the platform's pages and
 come back with the completion code; screening, a return, a time-out, forged ids, the sync, the researcher's
-review and the bonuses follow (``annotation.management.simulation.simulate_prolific_crowd``)."""
+review and the bonuses follow (``annotation.management.simulation.simulate_prolific_crowd``).
+
+On a market the command fails (non-zero exit) with the market's own error when the market refuses the
+credentials (one read before anything is launched), and when the work is stuck for a reason the platform can
+name (``annotation.management.rehearsal_checks``)."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.campaigns import campaign_from_slug
+from annotation.management.rehearsal_checks import RehearsalFailed, check_credentials, why_stuck
 from annotation.models import Campaign
 from annotation.services.pipeline import LaunchError, launch_campaign
 from annotation.management.simulation import simulate_crowd, simulate_mturk_crowd, simulate_prolific_crowd, standin_state
@@ -68,6 +73,11 @@ class Command(BaseCommand):
             raise CommandError("--accuracy must be between 0 and 1")
         if options["workers"] < 1 or not 0 <= options["careless"] <= options["workers"]:
             raise CommandError("--workers must be at least 1 and --careless between 0 and --workers")
+        if options["backend"] != "local":
+            try:
+                check_credentials(campaign)
+            except RehearsalFailed as exc:
+                raise CommandError(str(exc)) from None
         if campaign.state == Campaign.State.DRAFT:
             try:
                 created = launch_campaign(campaign)
@@ -111,6 +121,9 @@ class Command(BaseCommand):
             )
         for line in report.lines():
             self.stdout.write(line)
+        reasons = why_stuck(campaign) if report.stuck and options["backend"] != "local" else []
+        if reasons:
+            raise CommandError("the rehearsal is stuck: " + "; ".join(reasons))
 
     @staticmethod
     def _check_prolific(campaign, settings) -> None:

@@ -39,7 +39,8 @@ def campaign_payouts(request, slug):
         {"campaign": campaign, "rows": rows, "total": total, "on_mturk": batch is not None and batch.on_mturk,
          "on_market": batch is not None and (batch.on_mturk or batch.on_prolific),
          **_marking(batch), **_reconciliation(batch), **_prolific(batch),
-         "paid_by_mturk": payouts.paid_by_mturk(batch) if batch is not None and (batch.on_mturk or batch.on_prolific) else []},
+         "paid_by_mturk": payouts.paid_by_mturk(batch) if batch is not None and (batch.on_mturk or batch.on_prolific) else [],
+         "refused_bonuses": payouts.refused_bonuses(batch) if batch is not None else []},
     )
 
 

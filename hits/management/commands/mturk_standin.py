@@ -36,6 +36,11 @@ class Command(BaseCommand):
             "POST/GET/DELETE /_standin/faults change them while it runs.",
         )
         parser.add_argument("--seed", type=int, default=0, help="Seed of the fault draws (same seed, same faults).")
+        parser.add_argument(
+            "--access-key", default=None,
+            help="The one AWS access key id the stand-in's account answers to; a call signed with another is refused "
+            "(HTTP 403 UnrecognizedClientException, as AWS refuses an unknown key).  Default: any key.",
+        )
 
     def handle(self, *args, **options):
         from hits.mturk.standin import DEFAULT_BALANCE, Refused, StandIn
@@ -52,6 +57,7 @@ class Command(BaseCommand):
                 balance=options["balance"] or DEFAULT_BALANCE,
                 log=log,
                 seed=options["seed"],
+                access_key=options["access_key"],
             )
         except Refused as exc:
             raise CommandError(exc.message) from None
