@@ -71,6 +71,12 @@ class ProlificSession(models.Model):
     market_status = models.CharField(max_length=24, blank=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
     hits_done = models.PositiveSmallIntegerField(default=0)
+    # The one browser that works in the session (``hits.prolific.holding``): the SHA-256 of its browser cookie
+    # ("" until a browser first opens the study link), the one-time code that moves the session to another
+    # browser (shown on the holding browser's HIT pages) and the wrong codes tried since that code was made.
+    browser = models.CharField(max_length=64, blank=True)
+    move_code = models.CharField(max_length=16, blank=True)
+    move_failures = models.PositiveSmallIntegerField(default=0)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # The review decision sent to Prolific for the submission (APPROVE / REJECT) and when it was answered.

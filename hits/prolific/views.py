@@ -14,20 +14,25 @@ goes with it), so the first participant's pages refuse in this browser until the
 again (their session, drafts and HIT are kept).  The same participant's link of another study switches the
 browser to that study's session.  A participant's HIT pages refuse a browser whose remembered session is not
 theirs, not active, or not the one the HIT belongs to.
+
+A study link opens one browser (``hits.prolific.holding``): the first browser to open a session holds it, and
+the session's pages serve no other.  Another browser opening the link is signed in as nobody and gets a page
+(409) saying the session is open elsewhere, with a form for the move code the holding browser's HIT pages show;
+the right code moves the session there, and the browser that held it is signed out on its next page (409).
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login
+from django.contrib.auth import login, logout
 from django.http import HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from config.ratelimit import client_ip, hit_limit
 from hits.models import Worker
-from hits.prolific import sessions
+from hits.prolific import holding, sessions
 from hits.prolific.models import ProlificSession
 
 #: The browser's session data key naming its Prolific session.
@@ -55,7 +60,15 @@ def _refuse(request, status: int, message: str):
 def start(request):
     """The study URL: check Prolific's parameters, bind the session, sign the participant in, go on.  A browser
     signed in as someone who is not a Prolific participant (a researcher, a local worker) is asked first (a POST
-    of the same address confirms): opening a study link never signs them out by itself."""
+    of the same address confirms): opening a study link never signs them out by itself.
+
+    The first browser to open the session holds it (``hits.prolific.holding``); another one gets a page saying
+    so, and takes the session over only with the move code shown in the holding browser (a POST of
+    ``move_code`` to the same address)."""
+    return holding.keep_cookie(request, _start(request))
+
+
+def _start(request):
     values, problems = sessions.check_parameters(request.GET)
     if problems:
         return _refuse(request, 400, "This page is opened from a Prolific study, and its address is wrong: "
@@ -76,6 +89,16 @@ def start(request):
         return _refuse(request, exc.status, str(exc))
     if session.state in sessions.ENDED:
         return _ended(request, session)
+    if not holding.claim(request, session):
+        if request.method != "POST" or "move_code" not in request.POST:
+            return _held_elsewhere(request, session)
+        # Ids in a URL are no secret, and neither is a guess: cap how fast one client tries move codes.
+        if hit_limit(f"SUBMIT_RATE_LIMIT:prolific-move:{client_ip(request)}", settings.SUBMIT_RATE_LIMIT):
+            return render(request, "429.html", status=429)
+        wrong = holding.move(request, session, request.POST["move_code"])
+        if wrong:
+            return _held_elsewhere(request, session, wrong=wrong)
+        messages.success(request, "Your session is in this browser now: the other browser is signed out of it.")
     user = sessions.participant_user(session.worker)
     if request.user.pk != user.pk:
         login(request, user, backend="config.auth.WorkerModelBackend")
@@ -144,6 +167,23 @@ def _unconfirmed(request, current: ProlificSession):
     )
 
 
+def _held_elsewhere(request, current: ProlificSession, *, wrong: str = ""):
+    """The study link in a browser that does not hold its session: what happened, and the way to move here."""
+    list(messages.get_messages(request))
+    signed_in = ""
+    if request.user.is_authenticated and request.user.pk != current.worker.user_id:
+        signed_in = f" Moving signs this browser out of {request.user.get_username()}."
+    return render(request, "hits/prolific_held.html", {
+        "title": "This study link is open in another browser",
+        "message": "Your Prolific session is already open in another browser (or another device). A study link "
+                   "works in one browser only: anyone could copy the link, so the link alone does not let a "
+                   "second browser work as you. Continue in the other browser, or move the session here with "
+                   "the move code shown on the HIT page there. Moving signs the other browser out of this "
+                   "session; the HITs you finished and your current HIT are kept." + signed_in,
+        "wrong": wrong, "confirm": request.get_full_path(),
+    }, status=409)
+
+
 def _ended(request, current: ProlificSession):
     why = _ENDED_WORDS.get(current.state, current.get_state_display().lower())
     return _page(request, 410, "This Prolific session is over",
@@ -164,6 +204,18 @@ def browser_session(request, worker: Worker | None = None, assignment_id=None):
     if current is None or (worker is not None and current.worker_id != worker.pk):
         return None, _refuse(request, 403, "These pages belong to a Prolific session that this browser does not hold. "
                                            "Please open the study from Prolific again to continue.")
+    if not holding.holds(request, current):
+        # The session was moved to another browser (with its move code), or released by the researcher: this
+        # browser is signed out of it.
+        logout(request)
+        if not current.browser:
+            return None, _refuse(request, 403, "This browser no longer holds this Prolific session. Please open "
+                                               "the study from Prolific again to continue.")
+        return None, _page(request, 409, "Your session moved to another browser",
+                           "This Prolific session is now held by another browser (moved there with its move code, "
+                           "or let in there by the researcher), so this browser is signed out of it and nothing more "
+                           "can be submitted here. Continue in the other browser. To work here again, open the study "
+                           "link here and enter the move code shown in the other browser.")
     if current.state == ProlificSession.State.COMPLETED:
         waiting = _unconfirmed(request, current)
         if waiting is not None:
@@ -190,7 +242,7 @@ def _in_session(current: ProlificSession, assignment_id) -> bool:
 def progress(current: ProlificSession) -> dict:
     """The HIT page's progress line: this is HIT ``n`` of ``of`` in the session."""
     of = current.study.hits_per_submission
-    return {"n": min(current.hits_done + 1, of), "of": of}
+    return {"n": min(current.hits_done + 1, of), "of": of, "move_code": current.move_code}
 
 
 def is_participant(user) -> bool:

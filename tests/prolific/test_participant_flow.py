@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import html
 import json
+import re
 from urllib.parse import urlencode
 
 import pytest
@@ -118,6 +119,19 @@ def _submit(client, page_url):
     return client.post(page_url, _answers(assignment))
 
 
+def _move_code(page) -> str:
+    """The move code a holding browser's HIT page shows."""
+    match = re.search(r'id="prolific-move-code".*?<strong>([A-Z0-9-]+)</strong>', page.content.decode())
+    assert match, "the HIT page shows no move code"
+    return match.group(1)
+
+
+def _arrive_moving(client, code, pid=PID):
+    """The study link's page in a browser that does not hold the session: its form sent with ``code``."""
+    query = urlencode({"PROLIFIC_PID": pid, "STUDY_ID": WORLD["studies"][0], "SESSION_ID": real_session(pid)})
+    return client.post(STUDY_START_PATH + "?" + query, {"move_code": code})
+
+
 def _completion(study):
     return f"{COMPLETION}?cc={study.completion_code}"
 
@@ -213,10 +227,11 @@ def test_the_same_link_resumes_the_session_with_its_hit_and_drafts(client, study
     _submit(client, first_page)
     second_page = client.get(_arrive(client)["Location"])  # back to the session: its next HIT
     held = second_page.wsgi_request.path
-    # Later, in another browser: the same three parameters resume the same session, on the same HIT (drafts
-    # are kept by assignment: the page names the same one).
+    # Later, in another browser: the same three parameters resume the same session only with the move code
+    # shown in the first one, on the same HIT (drafts are kept by assignment: the page names the same one).
     again = Client()
-    response = _arrive(again)
+    assert _arrive(again).status_code == 409
+    response = _arrive_moving(again, _move_code(second_page))
     assert response["Location"] == held
     page = again.get(held)
     assert "HIT 2 of 3 in this Prolific session" in page.content.decode()
@@ -483,3 +498,106 @@ def test_a_main_session_gets_the_code_short_of_its_size_only_when_the_work_ran_o
     response = client.post(response["Location"], {"action": "return"})  # the only other HIT given back
     assert response["Location"] == _completion(study)  # nothing else left for them: the code for the 1 HIT done
     assert Assignment.objects.filter(worker__prolific_pid=PID, state="pending").count() == 1
+
+
+def _text(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+def test_a_study_link_opened_in_another_browser_does_not_sign_it_in(client, study):
+    """Issue 38, finding 9: the full study URL is no bearer credential; the second browser gets a clear page."""
+    hit_page = _arrive(client)["Location"]
+    first = client.get(hit_page)
+    code = _move_code(first)
+    other = Client()
+    response = _arrive(other)
+    text = _text(response)
+    assert response.status_code == 409 and "This study link is open in another browser" in text
+    assert "move code" in text and 'id="prolific-move"' in text and code not in text
+    assert "_auth_user_id" not in other.session
+    # The second browser can neither see nor submit the participant's HIT, nor reach the session's next step.
+    assert other.get(hit_page)["Location"].startswith("/accounts/login/")
+    assert other.post(hit_page, _answers(Assignment.objects.get()))["Location"].startswith("/accounts/login/")
+    assert other.get(reverse("prolific:session")).status_code == 403
+    # A wrong code changes nothing.
+    wrong = _arrive_moving(other, "ABCD-EFGH" if code != "ABCD-EFGH" else "EFGH-ABCD")
+    assert wrong.status_code == 409 and "That code is not this session's" in _text(wrong)
+    assert "_auth_user_id" not in other.session
+    assert Assignment.objects.get().state == "assigned" and not Assignment.objects.filter(state="pending").exists()
+    # The first browser goes on as before, with the same code.
+    page = client.get(hit_page)
+    assert page.status_code == 200 and _move_code(page) == code
+    assert _submit(client, hit_page)["Location"].startswith("/work/assignments/")
+
+
+def test_the_move_code_moves_the_session_and_signs_the_first_browser_out(client, study):
+    hit_page = _arrive(client)["Location"]
+    code = _move_code(client.get(hit_page))
+    other = Client()
+    moved = _arrive_moving(other, code.lower().replace("-", " "))  # typed loosely: still the code
+    assert moved.status_code == 302 and moved["Location"] == hit_page
+    page = other.get(hit_page)
+    assert page.status_code == 200 and "HIT 1 of 3 in this Prolific session" in page.content.decode()
+    assert "Your session is in this browser now" in _text(page)
+    new_code = _move_code(page)
+    assert new_code != code
+    # The first browser can no longer submit: a page saying the session moved, and it is signed out.
+    refused = _submit(client, hit_page)
+    assert refused.status_code == 409 and "Your session moved to another browser" in _text(refused)
+    assert Assignment.objects.get().state == "assigned" and "_auth_user_id" not in client.session
+    assert client.get(hit_page)["Location"].startswith("/accounts/login/")
+    # The code was for one move: the old one no longer takes the session back.
+    again = _arrive_moving(client, code)
+    assert again.status_code == 409 and "That code is not this session's" in _text(again)
+    # The second browser works in the session.
+    assert _submit(other, hit_page)["Location"].startswith("/work/assignments/")
+    assert Assignment.objects.filter(worker__prolific_pid=PID, state="pending").count() == 1
+
+
+def test_wrong_move_codes_replace_the_code_the_first_browser_shows(client, study):
+    hit_page = _arrive(client)["Location"]
+    code = _move_code(client.get(hit_page))
+    other = Client()
+    for n in range(1, 6):
+        answer = _arrive_moving(other, f"ZZZZ-ZZZ{n + 1}")
+    assert answer.status_code == 409 and "the code was replaced" in _text(answer)
+    replaced = _move_code(client.get(hit_page))
+    assert replaced != code
+    assert _arrive_moving(other, code).status_code == 409  # the old code moves nothing now
+    assert _arrive_moving(other, replaced)["Location"] == hit_page
+
+
+def test_another_browser_gets_no_completion_code_from_the_link(client, study):
+    response = _arrive(client)
+    for _ in range(3):
+        response = _submit(client, response["Location"])
+    assert response["Location"] == _completion(study)
+    other = Client()
+    page = _arrive(other)
+    assert page.status_code == 409 and "open in another browser" in _text(page)
+    assert study.completion_code not in page.content.decode() and "_auth_user_id" not in other.session
+    assert _arrive(client)["Location"] == _completion(study)  # the browser that did the work still gets it
+
+
+def test_a_released_session_is_held_by_the_next_browser_that_opens_the_link(client, study):
+    from django.core.management import call_command
+
+    hit_page = _arrive(client)["Location"]
+    assert client.get(hit_page).status_code == 200
+    call_command("prolific_release_browser", real_session())  # the participant lost this browser
+    other = Client()
+    assert _arrive(other)["Location"] == hit_page
+    assert other.get(hit_page).status_code == 200
+    refused = client.get(hit_page)
+    assert refused.status_code == 409 and "Your session moved to another browser" in _text(refused)
+    assert _arrive(Client()).status_code == 409  # held again: one browser only
+
+
+def test_a_released_session_signs_its_old_browser_out_until_the_link_is_opened_again(client, study):
+    from django.core.management import call_command
+
+    hit_page = _arrive(client)["Location"]
+    call_command("prolific_release_browser", real_session())
+    refused = client.get(hit_page)
+    assert refused.status_code == 403 and "no longer holds this Prolific session" in _text(refused)
+    assert _arrive(client)["Location"] == hit_page  # its own link again: it holds the session once more
