@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
@@ -73,6 +74,8 @@ class ImportReport:
     seconds: float = 0.0
     systems_without_labels: list[str] = field(default_factory=list)
     n_unplaced: int = 0
+    #: On Prolific: the reward of each stage the campaign publishes, and why (``annotation.services.prolific``).
+    prolific_rewards: list = field(default_factory=list)
 
     @property
     def predicates_per_reference(self) -> float:
@@ -159,10 +162,24 @@ def import_campaign(
     if predicates not in (None, PREDICATES_AUTO, PREDICATES_NONE):
         predicate_records = read_predicates(Path(predicates), problems)
     check_cross_references(contents, problems)
-    chosen = {}
+    chosen, sources = {}, {}
     if folder is not None and (Path(folder) / "settings.json").is_file():
         chosen.update(read_settings_file(Path(folder) / "settings.json", problems))
-    chosen.update(check_import_settings(campaign_settings or {}, problems))
+        sources.update(dict.fromkeys(chosen, "settings.json"))
+    given = check_import_settings(campaign_settings or {}, problems)
+    chosen.update(given)
+    sources.update({name: IMPORT_SETTINGS[name] for name in given})
+    prolific_rewards = []
+    if chosen.get("backend") == Campaign.Backend.PROLIFIC:
+        # Rewards that pass Prolific's hourly minimum, checked as the publish checks them, so the import is
+        # publishable as it stands; a given reward that would be refused at publish is refused here.
+        from annotation.services.prolific import import_rewards
+
+        unit_type = Campaign.UnitType.SCU if contents.units is not None and qapyramid is None else Campaign.UnitType.QA
+        updates, prolific_rewards, refused = import_rewards(chosen, unit_type, sources)
+        chosen.update(updates)
+        for source, field_name, message in refused:
+            problems.add(source, None, field_name, message)
     problems.raise_if_any()
 
     n_refs = len(contents.references)
@@ -184,6 +201,7 @@ def import_campaign(
         with transaction.atomic():
             report = _write(name, final_slug, owner, description, unit_type, contents, analysed, origin,
                             qa_units=qapyramid is not None, settings=chosen)
+            report.prolific_rewards = prolific_rewards
             if report.n_gold:
                 from annotation.services.scores import recompute_summary_scores
 
@@ -203,6 +221,9 @@ IMPORT_SETTINGS = {
     "backend": "--market",
     "prolific_hits_per_submission": "--prolific-hits-per-submission",
     "prolific_fee_rate": "--prolific-fee-rate",
+    "reward_generation": "--reward-generation",
+    "reward_verification": "--reward-verification",
+    "reward_presence": "--reward-presence",
     "presence_judges": "--presence-judges",
     "third_judge_rate": "--third-judge-rate",
     "human_presence_share": "--human-share",
@@ -345,7 +366,8 @@ def read_settings_file(path: Path, problems: ProblemList) -> dict:
     import json
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # Numbers as exact decimals: a reward of 0.27 is 27 cents, not the float nearest to it.
+        data = json.loads(path.read_text(encoding="utf-8"), parse_float=Decimal)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         problems.add(path.name, getattr(exc, "lineno", None), None, f"is not a JSON object of settings: {exc}")
         return {}

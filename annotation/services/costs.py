@@ -37,14 +37,26 @@ Turk's commission is 20% of rewards and bonuses, plus 20% more on HITs with
 campaign's ``prolific_fee_rate`` (its published 33.33% by default) of every
 reward and bonus, to the cent per paid place (``hits.prolific.pricing.fee``;
 a session's HITs are all paid, the first by the study's reward and the rest
-by bonuses, so the fee falls on every HIT's reward alike; the screening
-studies of tested task types are not estimated); local campaigns pay no
-commission.
+by bonuses, so the fee falls on every HIT's reward alike); local campaigns pay
+no commission.
+
+Prolific's screening studies (``screening_stages``): a task type with a
+qualification test has a screening study whose session is the whole test,
+paid to every participant who takes it, pass or fail (its reward is the
+test's items x the type's reward, plus Prolific's fee on it).  How many take
+it cannot be known in advance: every place of the type's main study needs a
+different qualified participant (Prolific gives one submission per study),
+not everyone passes, and the screening study grows while places wait.  The
+preview assumes ``hits.prolific.pricing.TEST_TAKERS_PER_MAIN_PLACE`` test
+takers per main-study place (the README's rehearsal measured it), the main
+study's places being the type's paid places in this preview over its HITs
+per session.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 
 from django.conf import settings
@@ -55,6 +67,7 @@ from annotation.scoring.routing import hit_budget
 # The commission lives with the MTurk backend (hits.mturk), which charges it to the ledger and the budget cap too.
 from hits.models import HIT
 from hits.mturk.fees import CENT, mturk_fee
+from hits.prolific import pricing
 from hits.prolific.pricing import fee as prolific_fee
 
 
@@ -87,6 +100,10 @@ class CostPreview:
     #: The presence rule ("fixed" or "adaptive") and, under "adaptive", the expected share of HITs with a third judge.
     presence_judges: str = "fixed"
     third_judge_rate: float = 0.0
+    #: On Prolific: test takers expected per main-study place, and per tested task type its main-study places
+    #: and expected test takers (``screening_stages``).
+    test_takers_per_main_place: float = 0.0
+    screening: list[dict] = field(default_factory=list)
 
     @property
     def rewards(self) -> Decimal:
@@ -117,6 +134,8 @@ class CostPreview:
             "gold_per_judge": str(self.gold_per_judge),
             "presence_judges": self.presence_judges,
             "third_judge_rate": self.third_judge_rate,
+            "test_takers_per_main_place": self.test_takers_per_main_place,
+            "screening": self.screening,
         }
 
 
@@ -155,19 +174,22 @@ def _presence_rule(campaign: Campaign) -> tuple[int, float, int]:
 
 
 def campaign_cost_preview(
-    campaign: Campaign, backend: str | None = None, redo_share: float = 0.10, judges: int | None = None
+    campaign: Campaign, backend: str | None = None, redo_share: float = 0.10, judges: int | None = None,
+    test_takers: float | None = None,
 ) -> CostPreview:
     """Estimated cost of running ``campaign`` from launch to its last presence judgment.
 
     ``backend`` defaults to the campaign's; the MTurk commission applies to
     both MTurk backends, Prolific's fee (``prolific_fee_rate``) to Prolific.  ``judges``: how many people are expected to judge
     presence (each meets every gold check once); by default the estimate
-    from the campaign's ``gold_share`` (see the module's docstring).
+    from the campaign's ``gold_share`` (see the module's docstring).  ``test_takers``: on Prolific, the test takers
+    expected per main-study place (default ``hits.prolific.pricing.TEST_TAKERS_PER_MAIN_PLACE``).
     """
     backend = backend or campaign.backend
     with_fee = market_fee(campaign, backend)
     stages: list[StageCost] = []
-    qualification = _qualification_stage(campaign, backend.startswith("mturk"))
+    # On Prolific the tests are paid by the screening studies (``screening_stages``), never per item.
+    qualification = None if backend == Campaign.Backend.PROLIFIC else _qualification_stage(campaign, backend.startswith("mturk"))
     if qualification is not None:
         stages.append(qualification)
     n_systems = campaign.systems.count()
@@ -227,9 +249,58 @@ def campaign_cost_preview(
         people += _stage("third judge", round(human * third_rate), extra, campaign.reward_presence, with_fee,
                          fee_assignments=posted + extra).total
     saving = full.total - people
-    return CostPreview(backend=backend, stages=stages, human_presence_share=share, presence_hits_full=presence_hits,
-                       saving=saving, presence_hits_human=human, gold_per_judge=gold_per_judge,
-                       presence_judges=campaign.presence_judges, third_judge_rate=third_rate)
+    preview = CostPreview(backend=backend, stages=stages, human_presence_share=share, presence_hits_full=presence_hits,
+                          saving=saving, presence_hits_human=human, gold_per_judge=gold_per_judge,
+                          presence_judges=campaign.presence_judges, third_judge_rate=third_rate)
+    if backend == Campaign.Backend.PROLIFIC:
+        takers = pricing.TEST_TAKERS_PER_MAIN_PLACE if test_takers is None else test_takers
+        screening, preview.screening = screening_stages(campaign, stages, takers, with_fee)
+        preview.stages = screening + stages
+        preview.test_takers_per_main_place = float(takers)
+    return preview
+
+
+#: The preview's stages whose HITs a task type's main study serves (gold checks come in presence sessions).
+STUDY_OF_STAGE = {"generation": "generation", "verification": "verification", "presence": "presence",
+                  "third judge": "presence", "gold": "presence"}
+
+
+def screening_stages(campaign: Campaign, stages: list[StageCost], takers, with_fee) -> tuple[list[StageCost], list[dict]]:
+    """Prolific's screening studies, one stage per task type with a qualification test (see the module's docstring):
+    main-study places = ceil(the type's paid places in ``stages`` / its HITs per session); test takers =
+    ceil(places x ``takers``); each is paid the test's items x the type's reward, plus Prolific's fee on it.  Returns
+    the stages and, per type, what they assume."""
+    if campaign.batch_id is None:
+        return [], []
+    from annotation.services.prolific import REWARD_FIELDS
+    from annotation.services.task_types import task_type
+
+    items = dict(
+        HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.QUALIFICATION)
+        .exclude(state=HIT.State.CANCELLED)
+        .values("task_type__slug").annotate(n=Count("pk")).values_list("task_type__slug", "n")
+    )
+    places: dict[str, int] = {}
+    for stage in stages:
+        study = STUDY_OF_STAGE.get(stage.task_type)
+        if study is not None:
+            places[study] = places.get(study, 0) + stage.hits * stage.assignments_per_hit
+    result, assumed = [], []
+    for slug in REWARD_FIELDS:
+        if not items.get(slug) or not places.get(slug):
+            continue
+        per_session = pricing.hits_per_submission(task_type(slug), campaign.prolific_hits_per_submission)
+        main_places = math.ceil(places[slug] / per_session)
+        n_takers = math.ceil(main_places * Decimal(str(takers)))
+        reward = Decimal(getattr(campaign, REWARD_FIELDS[slug]))
+        test_reward = reward * items[slug]
+        # Prolific's fee falls on the submission's reward (the whole test), once per taker.
+        fee = with_fee(test_reward, n_takers) if with_fee else Decimal("0.00")
+        result.append(StageCost(f"screening: {slug}", items[slug], n_takers, reward, (test_reward * n_takers).quantize(CENT),
+                                (fee * n_takers).quantize(CENT)))
+        assumed.append({"task_type": slug, "hit_places": places[slug], "hits_per_session": per_session,
+                        "main_places": main_places, "test_items": items[slug], "test_takers": n_takers})
+    return result, assumed
 
 
 def _gold_judges(campaign: Campaign, presence_assignments: float, judges: int | None) -> int:

@@ -2,11 +2,13 @@
 
 The pay rule, session length and the check itself live with the Prolific backend (``hits.prolific.pricing``);
 here is what only the campaign knows: which task types it will publish (every stage, though later stages create
-their HITs later) and the reward of each.
+their HITs later) and the reward of each.  An import onto Prolific (``import_rewards``) chooses rewards that pass
+the check, and refuses a reward it was given that would not.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 
 from annotation.models import Campaign
@@ -15,12 +17,20 @@ from annotation.services.task_types import task_type
 from hits.prolific import pricing
 
 
+#: The campaign's reward field of each stage, and the ``import_campaign`` option that sets it.
+REWARD_FIELDS = {GENERATION: "reward_generation", VERIFICATION: "reward_verification", PRESENCE: "reward_presence"}
+REWARD_OPTIONS = {field: "--" + field.replace("_", "-") for field in REWARD_FIELDS.values()}
+
+
+def published_stages(unit_type: str) -> list[str]:
+    """The stages a campaign publishes: an "scu" campaign has presence only."""
+    return [PRESENCE] if unit_type == Campaign.UnitType.SCU else [GENERATION, VERIFICATION, PRESENCE]
+
+
 def campaign_rewards(campaign: Campaign) -> list[tuple]:
-    """(task type, reward per HIT) for every stage the campaign publishes: an "scu" campaign has presence only."""
-    stages = [(PRESENCE, campaign.reward_presence)]
-    if campaign.unit_type == Campaign.UnitType.QA:
-        stages = [(GENERATION, campaign.reward_generation), (VERIFICATION, campaign.reward_verification)] + stages
-    return [(task_type(slug), Decimal(reward)) for slug, reward in stages]
+    """(task type, reward per HIT) for every stage the campaign publishes (``published_stages``)."""
+    return [(task_type(slug), Decimal(getattr(campaign, REWARD_FIELDS[slug])))
+            for slug in published_stages(campaign.unit_type)]
 
 
 def campaign_hourly_rates(campaign: Campaign) -> list[pricing.HourlyRate]:
@@ -31,3 +41,53 @@ def campaign_hourly_rates(campaign: Campaign) -> list[pricing.HourlyRate]:
 def check_campaign_hourly(campaign: Campaign) -> list[pricing.HourlyRate]:
     """Raise ``pricing.HourlyRateTooLow`` (with every stage below the minimum) before anything is published."""
     return pricing.check_hourly_minimum(campaign_rewards(campaign))
+
+
+@dataclass(frozen=True)
+class ImportReward:
+    """The reward an import onto Prolific stores for one stage, and why."""
+
+    rate: pricing.HourlyRate
+    option: str  # the import option that sets it
+    source: str  # where it came from: the option, a settings file, or "" when the import chose it
+    default: Decimal  # the paper's reward (the field's default)
+
+    @property
+    def raised(self) -> bool:
+        return not self.source and self.rate.reward != self.default
+
+    def line(self) -> str:
+        rate = self.rate
+        said = f"{rate.task_type}: ${rate.reward} per HIT for about {rate.minutes} min = ${rate.rate}/h"
+        if self.source:
+            return f"{said} (as {self.source} gives it)"
+        if self.raised:
+            below = pricing.HourlyRate(rate.task_type, self.default, rate.minutes)
+            return (f"{said} (raised from the paper's ${self.default}, ${below.rate}/h, to the least that passes; "
+                    f"{self.option} sets it)")
+        return f"{said} (the paper's; {self.option} sets it)"
+
+
+def import_rewards(values: dict, unit_type: str, sources: dict[str, str]) -> tuple[dict, list[ImportReward], list[tuple]]:
+    """The rewards an import onto Prolific stores, checked against Prolific's minimum as a publish checks it
+    (``pricing.hourly_rate``: a HIT's reward over its estimated minutes).
+
+    ``values``: the reward fields the import was given (by ``sources[field]``: an option or a settings file); a
+    stage without one keeps the paper's reward when it passes, else takes the least reward that passes.  Returns
+    the rewards to store (``{field: reward}``), one ``ImportReward`` per published stage, and a problem
+    ``(source, field, message)`` for every given reward below the minimum, with the numbers."""
+    updates, rewards, problems = {}, [], []
+    for slug in published_stages(unit_type):
+        field = REWARD_FIELDS[slug]
+        default = Campaign._meta.get_field(field).default
+        given = field in values
+        rate = pricing.hourly_rate(task_type(slug), Decimal(values[field] if given else default))
+        if given and not rate.passes:
+            problems.append((sources.get(field, REWARD_OPTIONS[field]), field,
+                             f"{rate.refusal()}; the campaign runs on Prolific (--market prolific)"))
+            continue
+        if not given and not rate.passes:
+            rate = pricing.hourly_rate(task_type(slug), rate.reward_that_passes)
+            updates[field] = rate.reward
+        rewards.append(ImportReward(rate, REWARD_OPTIONS[field], sources.get(field, "") if given else "", default))
+    return updates, rewards, problems

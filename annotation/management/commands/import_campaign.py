@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importing.readers import CampaignImportError
 from annotation.management.progress import ProgressBar
+from annotation.models import Campaign
 from annotation.services.campaign_import import IMPORT_SETTINGS, MARKETS, PREDICATES_AUTO, import_campaign
 from annotation.services.roles import researchers
 
@@ -52,6 +53,13 @@ class Command(BaseCommand):
                             help="Prolific: HITs in one participant's session (1..100; default: about 12 minutes of work).")
         parser.add_argument("--prolific-fee-rate", metavar="SHARE",
                             help="Prolific: its service fee as a share of rewards and bonuses (default 0.3333, its published figure).")
+        for stage in ("generation", "verification", "presence"):
+            paper = Campaign._meta.get_field(f"reward_{stage}").default
+            parser.add_argument(
+                f"--reward-{stage}", metavar="DOLLARS",
+                help=f"The reward of one {stage} HIT in dollars, to the cent (default {paper}, the paper's). With "
+                "--market prolific it must pass Prolific's minimum hourly pay; without it the import chooses one that does.",
+            )
         for option, text in (
             ("--mturk-assignment-duration", "Seconds an MTurk worker may keep an assignment (30..31,536,000)."),
             ("--mturk-hit-lifetime", "Seconds a HIT stays on MTurk (30..31,536,000)."),
@@ -122,5 +130,11 @@ class Command(BaseCommand):
             self.stdout.write(f"Owner: {owner.get_username()} (and the admins; share it from its settings page).")
         else:
             self.stdout.write("No owner: only admins see this campaign (the platform has no researcher yet).")
+        if report.prolific_rewards:
+            minimum = report.prolific_rewards[0].rate.minimum
+            self.stdout.write(f"Rewards on Prolific (a HIT's reward over its estimated minutes, at least ${minimum}/h, "
+                              "PROLIFIC_MIN_HOURLY_USD, as prolific_publish checks it):")
+            for reward in report.prolific_rewards:
+                self.stdout.write(f"  {reward.line()}")
         if report.systems_without_labels:
             self.stdout.write("Systems without gold labels: " + ", ".join(report.systems_without_labels))

@@ -59,7 +59,7 @@ def _estimate(campaign, progress) -> dict | None:
         # An "scu" campaign has presence only (no generation to redo): the estimate with its gold checks.
         preview = campaign_cost_preview(campaign, redo_share=0.0)
         gold = next((s for s in preview.stages if s.task_type == "gold"), None)
-        return {"assumed": preview.total, "gold": gold, "redo": False} if preview.total else None
+        return {"assumed": preview.total, "gold": gold, "redo": False, **_screening(preview)} if preview.total else None
     if not progress["n_predicates"]:
         return None
     generation = progress["stages"].get("generation") or {}
@@ -70,12 +70,22 @@ def _estimate(campaign, progress) -> dict | None:
     gold = next((s for s in preview.stages if s.task_type == "gold"), None)
     if not settled and not redo:
         return {"assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": None, "updated": None,
-                "gold": gold, "redo": True}
+                "gold": gold, "redo": True, **_screening(preview)}
     observed = min(float(campaign.max_redo_rounds), redo / max(settled, 1))
     return {
         "assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": observed,
         "updated": campaign_cost_preview(campaign, redo_share=observed).total, "gold": gold, "redo": True,
+        **_screening(preview),
     }
+
+
+def _screening(preview) -> dict:
+    """On Prolific: the screening studies the estimate includes, and the test takers per main-study place it assumes."""
+    if not preview.screening:
+        return {}
+    total = sum((s.total for s in preview.stages if s.task_type.startswith("screening")), 0)
+    return {"screening": preview.screening, "screening_total": total,
+            "test_takers_per_main_place": preview.test_takers_per_main_place}
 
 
 CONTROLS = {
