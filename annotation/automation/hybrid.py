@@ -443,8 +443,9 @@ def _draw(campaign: Campaign, number: int, candidates, rows, human, probabilitie
     budget = hybrid.draw_budget(campaign, decided_after, routed, int(np.isfinite(u).sum()))
     mix, reason = _choose_mix(candidates, rows, human, probabilities, u, budget)
     pi = active.inclusion_probabilities(u, budget, mix)
-    drawn = np.flatnonzero(active.fixed_size_sample(pi, seed=campaign.pk * 1000 + stratum))
     members = np.flatnonzero(draw)
+    # Over the stratum's candidates only, in their order (pk): the draw can be re-derived from the stored pi.
+    drawn = members[active.fixed_size_sample(pi[members], seed=campaign.pk * 1000 + stratum)]
     for i in members:
         c = candidates[i]
         c.stratum, c.decided_round, c.inclusion_probability = stratum, number, float(pi[i])
