@@ -321,3 +321,21 @@ def test_the_routing_rule_is_set_on_the_settings_page_the_api_and_the_import_and
     (folder / "settings.json").unlink()
     call_command("import_campaign", name="Default rule", folder=str(folder), owner="rita", human_share=0.3)
     assert Campaign.objects.get(slug="default-rule").routing_rule == "active"
+
+
+def test_with_few_labels_the_active_rules_judge_moves_towards_them_a_little():
+    """Below the adapter's 30 labels (the active rule): a ridge-shrunk shift of the judge's logit, finite even when
+    every label says "present", towards the labels, more with more labels; the other rule keeps the judge."""
+    from annotation.automation.judges import adapt
+
+    features = np.zeros((12, len(adapt.ADAPTER_FEATURES) + len(adapt.PRIOR_FEATURES)))  # judge at 0.5, no prior
+    assert not adapt.fit_adapter(features, np.ones(12, dtype=int)).fitted
+    few = adapt.fit_adapter(features[:4], np.ones(4, dtype=int), few_labels=True)
+    more = adapt.fit_adapter(features, np.ones(12, dtype=int), few_labels=True)
+    assert few.fitted and few.n_labels == 4
+    assert 0.5 < few.predict(features)[0] < more.predict(features)[0] < 1.0
+    # Weighted: the "present" label of weight 3 (1/pi) pulls harder than the same label of weight 1.
+    labels = np.array([1, 0, 0, 0])
+    weighted = adapt.fit_adapter(features[:4], labels, sample_weight=[3.0, 1.0, 1.0, 1.0], few_labels=True)
+    plain = adapt.fit_adapter(features[:4], labels, few_labels=True)
+    assert weighted.predict(features)[0] > plain.predict(features)[0]

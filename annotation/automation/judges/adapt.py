@@ -80,6 +80,9 @@ def fit_adapter(features: np.ndarray, labels, sample_weight=None, few_labels: bo
         if few_labels and len(labels):
             return Adapter(None, len(labels), shift=fit_shift(features, labels, sample_weight))
         return Adapter(None, len(labels))
+    if sample_weight is not None:
+        # Mean 1: the weights say which labels stand for more of the campaign, not how hard to regularise.
+        sample_weight = np.asarray(sample_weight, dtype=float) / np.mean(sample_weight)
     model = LogisticRegression(C=1.0, max_iter=1000).fit(features, labels, sample_weight=sample_weight)
     return Adapter(model, len(labels))
 
