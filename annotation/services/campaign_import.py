@@ -228,6 +228,7 @@ IMPORT_SETTINGS = {
     "third_judge_rate": "--third-judge-rate",
     "human_presence_share": "--human-share",
     "judge_scoring": "--judge-scoring",
+    "routing_rule": "--routing-rule",
     "mturk_assignment_duration": "--mturk-assignment-duration",
     "mturk_hit_lifetime": "--mturk-hit-lifetime",
     "mturk_auto_approval_delay": "--mturk-auto-approval-delay",

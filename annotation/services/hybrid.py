@@ -7,6 +7,10 @@ units and route the least-sure ones to people, round by round.  This module crea
 candidates, posts the routed ones as HITs, and says when a round is over and when the routing is
 finished (the campaign cannot end before).  Everything is queued through the outbox, so a broker
 outage delays a round and loses nothing.
+
+Under the active rule (``Campaign.routing_rule``, issue 37) every candidate is decided once, in one random draw
+with known inclusion probabilities (``annotation.scoring.active``): ``draw_examples`` says which candidates a
+round's draw decides, ``draw_budget`` how many HITs it may send to people, ``active_round_due`` when a round opens.
 """
 
 from __future__ import annotations
@@ -112,6 +116,44 @@ def round_due(campaign: Campaign, number: int, progress: tuple[int, int], n_cand
     return due or (number <= rounds and started >= total)
 
 
+def is_active(campaign: Campaign) -> bool:
+    """True when the campaign routes by random draws with known probabilities (the active rule)."""
+    return campaign.routing_rule == Campaign.RoutingRule.ACTIVE
+
+
+def draw_examples(campaign: Campaign, number: int, progress: tuple[int, int]) -> set[int] | None:
+    """The examples whose undecided candidates a draw of round ``number`` decides (active rule): before the last
+    round, the first ``examples_needed(campaign, number, total)`` examples whose presence HITs exist, in example
+    position order (whole examples; those decided by earlier rounds among them); the last round and any later
+    draw: every example (None).  In an "scu" campaign round 1 of 3 decides the first third of the examples."""
+    started, total = progress
+    if number >= campaign.n_presence_rounds:
+        return None
+    needed = examples_needed(campaign, number, total)
+    return set(
+        Example.objects.filter(campaign=campaign, presence_started=True).order_by("position").values_list("pk", flat=True)[:needed]
+    )
+
+
+def draw_budget(campaign: Campaign, decided_after: int, routed: int, drawable: int) -> int:
+    """HITs a draw sends to people: ``hit_budget(decided_after, share) - routed``, clamped to [0, drawable], where
+    ``decided_after`` counts the candidates decided once this draw is done and ``routed`` those sent to people by
+    the draws before.  Over its draws a campaign so spends exactly ``hit_budget(all candidates, share)``."""
+    return max(0, min(hit_budget(decided_after, campaign.human_presence_share) - int(routed), int(drawable)))
+
+
+def active_round_due(campaign: Campaign, number: int, progress: tuple[int, int], to_decide: int) -> bool:
+    """True when round ``number`` may open under the active rule (its predecessor done): a round before the last
+    once its examples have their presence HITs and ``to_decide`` (its draw's undecided candidates) is not 0, or
+    once every example has its HITs (a planned round then opens even with nothing to decide); a later round (new
+    HITs after the last, e.g. a system added) once there is something to decide."""
+    started, total = progress
+    rounds = campaign.n_presence_rounds
+    if number < rounds and started < examples_needed(campaign, number, total):
+        return False
+    return to_decide > 0 or (number <= rounds and started >= total)
+
+
 def round_may_close(campaign: Campaign, number: int, progress: tuple[int, int]) -> bool:
     """A round whose HITs are done closes, except the last while examples still lack their presence HITs (it
     takes their share as they come: a QA campaign's last round stays open until its last example settles)."""
@@ -191,6 +233,9 @@ def routing_finished(campaign: Campaign) -> bool:
         return False
     if Example.objects.filter(campaign=campaign, presence_started=False).exists():
         return False
+    if is_active(campaign):
+        # Every candidate is decided by a draw (its budget is the share of the candidates it decides).
+        return not PresenceCandidate.objects.filter(campaign=campaign, stratum__isnull=True).exists()
     # Candidates that arrived after the last round (a QA example settling late) still owe their share.
     routed = PresenceCandidate.objects.filter(campaign=campaign, hit__isnull=False).count()
     return routed >= total_budget(campaign)

@@ -75,7 +75,7 @@ SETTINGS_GROUPS = [
     ),
     ("Presence judges", ["presence_judges", "third_judge_rate"]),
     ("Aggregation and scores", ["tie_rule", "length_penalty_alpha"]),
-    ("Budgeted presence", ["human_presence_share", "presence_judge", "active_rounds", "presence_rounds", "judge_scoring"]),
+    ("Budgeted presence", ["human_presence_share", "routing_rule", "presence_judge", "active_rounds", "presence_rounds", "judge_scoring"]),
 ]
 
 
@@ -121,6 +121,7 @@ class CampaignSettingsForm(forms.ModelForm):
             "mturk_hit_lifetime": "Time a HIT stays on MTurk (30 to 31,536,000)",
             "mturk_auto_approval_delay": "Automatic approval after (0 to 2,592,000)",
             "judge_scoring": "Units the judge labels count as",
+            "routing_rule": "How people's presence HITs are chosen",
             "presence_judges": "Presence judges",
             "third_judge_rate": "Expected share of HITs needing the third judge (for the cost preview)",
             "backend": "Market",
@@ -134,6 +135,11 @@ class CampaignSettingsForm(forms.ModelForm):
             "participant doing a session of HITs (manage.py prolific_publish); every HIT pays its reward, the first "
             "by the study's reward and the others by bonuses, and publishing is refused below Prolific's minimum "
             "hourly pay.",
+            "routing_rule": "Under budgeted presence. Random draws (the default): each round draws the HITs people judge "
+            "at random with known probabilities that favour the judge's unsure HITs; each system's score is unbiased "
+            "whatever the judge, with 95% intervals that hold (Zrnic & Candes, Active Statistical Inference, 2024). "
+            "Least sure: the HITs the judge is least sure of, scored by its label or probability, with no valid "
+            "interval. Fixed at launch.",
             "judge_scoring": "Under budgeted presence, what a unit nobody judged counts as in the scores: the judge's label, or its "
             "probability calibrated on this campaign's human labels (Platt scaling, out of fold; labels until there are "
             "50 human-labelled units, 10 present and 10 absent). Units people judged always count as their majority.",
@@ -205,7 +211,7 @@ class CampaignSettingsForm(forms.ModelForm):
 
 # Settings the paper has no value for: the settings page says so rather than show our default as the paper's.
 NOT_IN_PAPER = {"hourly_pay_floor", "third_judge_rate", "mturk_assignment_duration", "mturk_hit_lifetime", "mturk_auto_approval_delay",
-                "prolific_hits_per_submission", "prolific_fee_rate"}
+                "prolific_hits_per_submission", "prolific_fee_rate", "routing_rule"}
 #: Settings whose default for new campaigns is not the paper's value.
 PAPER_VALUES = {"presence_judges": Campaign.PresenceJudges.FIXED}
 

@@ -74,7 +74,7 @@ def budgeted_campaign(tmp_path, **fields):
 
 
 def test_only_the_least_sure_share_is_posted_at_launch(tmp_path):
-    campaign = budgeted_campaign(tmp_path)
+    campaign = budgeted_campaign(tmp_path, routing_rule="uncertainty")
     assert launch_campaign(campaign) == 0  # nothing posted by the launch itself: the routing pass posts
     campaign.refresh_from_db()
     candidates = list(PresenceCandidate.objects.filter(campaign=campaign))

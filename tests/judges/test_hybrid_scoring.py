@@ -339,17 +339,38 @@ def test_judges_page_says_when_there_are_too_few_labels_and_shows_the_calibratio
     assert 'id="reliability-plot"' in page and page.count('class="series"') >= 3
 
 
+class _TimidJudge:
+    """The lexical judge squeezed into [0.2, 0.5]: it keeps its order but not its probabilities, so calibration on the
+    campaign's labels has something to correct."""
+
+    version = "timid-1"
+    threshold = 0.35
+
+    def __init__(self, lexical):
+        self.lexical = lexical
+
+    def predict(self, pairs):
+        return 0.2 + 0.3 * np.asarray(self.lexical.predict(pairs), dtype=float)
+
+
 @pytest.mark.django_db(transaction=True)
-def test_a_simulated_crowd_finishes_a_campaign_scored_by_probability(tmp_path, researcher, eager_celery, capsys):
+def test_a_simulated_crowd_finishes_a_campaign_scored_by_probability(tmp_path, researcher, eager_celery, capsys, monkeypatch):
+    from annotation.automation.judges import registry
     from annotation.management.simulation import simulate_crowd
     from annotation.services.pipeline import launch_campaign
     from tests.judges.test_hybrid_campaign import write_folder
 
+    # Calibration is applied only when it lowers the calibration error (issue 37): a timid judge, not retrained between
+    # rounds (an adapter would recalibrate it), so that it does.
+    real_get_judge = registry.get_judge
+    monkeypatch.setattr(registry, "get_judge", lambda name, **o: _TimidJudge(real_get_judge("lexical"))
+                        if name == "timid" else real_get_judge(name, **o))
     folder = write_folder(tmp_path / "data")
     call_command("import_campaign", name="Probable", folder=str(folder), owner="rita", human_share=0.5, judge_scoring="probability")
     capsys.readouterr()
     campaign = Campaign.objects.get(slug="probable")
-    Campaign.objects.filter(pk=campaign.pk).update(presence_rounds=2, gold_share=0.0, routing_rule="uncertainty")
+    Campaign.objects.filter(pk=campaign.pk).update(presence_rounds=2, gold_share=0.0, presence_judge="timid",
+                                                   active_rounds=False, routing_rule="uncertainty")
     campaign.refresh_from_db()
     launch_campaign(campaign)
     campaign.refresh_from_db()
@@ -358,7 +379,7 @@ def test_a_simulated_crowd_finishes_a_campaign_scored_by_probability(tmp_path, r
     call_command("campaign_scores", campaign=campaign.slug, format="json", bootstrap=0)
     printed = json.loads(capsys.readouterr().out)
     hybrid = printed["hybrid"]
-    assert hybrid["setting"] == "probability" and hybrid["scoring"] == "probability"
+    assert hybrid["setting"] == "probability" and hybrid["scoring"] == "probability", hybrid["calibration"]["reason"]
     assert hybrid["calibration"]["fitted"] and hybrid["calibration"]["n_labels"] == hybrid["human_units"] == 128
     assert set(hybrid["systems"]) == {"alpha", "beta", "gamma", "delta"}
     assert all(0 < score < 1 for score in hybrid["systems"].values())

@@ -23,6 +23,10 @@ ADAPTER_FEATURES = ("judge_logit", "content_recall", "rouge1_recall", "rouge2_re
 PRIOR_FEATURES = ("unit_prior_centred", "unit_prior_known", "unit_prior_log_count")
 #: Fewer human labels than this (or only one label value) leave the judge as it is.
 MIN_LABELS = 30
+#: The ridge of the few-labels shift (active rule): the penalty FEW_LABELS_RIDGE / 2 x (b^2 + c^2) on its log loss.
+FEW_LABELS_RIDGE = 1.0
+#: Column of the unit prior (share present - 0.5) in ``with_unit_prior``'s features.
+PRIOR_COLUMN = len(ADAPTER_FEATURES)
 
 
 def adapter_features(pairs: Sequence[PresencePair], probabilities) -> np.ndarray:
@@ -46,31 +50,59 @@ def with_unit_prior(features: np.ndarray, units, labels, observed) -> np.ndarray
 
 
 class Adapter:
-    """The fitted logistic regression (``None`` model: not enough labels; the judge's own output is used)."""
+    """The fitted logistic regression (``None`` model: not enough labels; the judge's own output is used), or under
+    the active rule with few labels the shift of the judge's logit (``shift``: (b, c), see the module docstring)."""
 
-    def __init__(self, model=None, n_labels: int = 0):
+    def __init__(self, model=None, n_labels: int = 0, shift: tuple[float, float] | None = None):
         self.model = model
         self.n_labels = n_labels
+        self.shift = shift
 
     @property
     def fitted(self) -> bool:
-        return self.model is not None
+        return self.model is not None or self.shift is not None
 
     def predict(self, features: np.ndarray) -> np.ndarray:
+        if self.model is None:
+            b, c = self.shift
+            return 1.0 / (1.0 + np.exp(-np.clip(features[:, 0] + b + c * features[:, PRIOR_COLUMN], -40, 40)))
         return self.model.predict_proba(features)[:, 1]
 
 
-def fit_adapter(features: np.ndarray, labels, sample_weight=None) -> Adapter:
-    """Fit on the human-labelled rows; an unfitted adapter when there are too few labels or one class only.
-    ``sample_weight`` (1/pi under the active rule) makes labels drawn with unequal probabilities stand for every
-    unit; it is rescaled to average 1, so the regularisation weighs as without weights."""
+def fit_adapter(features: np.ndarray, labels, sample_weight=None, few_labels: bool = False) -> Adapter:
+    """Fit on the human-labelled rows (weighted by ``sample_weight``: 1/pi under the active rule).  Too few labels
+    or one class only: an unfitted adapter, or with ``few_labels`` (the active rule) the shift of the judge's logit
+    (module docstring); no label at all: unfitted."""
     from sklearn.linear_model import LogisticRegression
 
     labels = np.asarray(labels, dtype=int)
     if len(labels) < MIN_LABELS or len(np.unique(labels)) < 2:
+        if few_labels and len(labels):
+            return Adapter(None, len(labels), shift=fit_shift(features, labels, sample_weight))
         return Adapter(None, len(labels))
     if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=float)
-        sample_weight = sample_weight * (len(sample_weight) / sample_weight.sum())
+        # Mean 1: the weights say which labels stand for more of the campaign, not how hard to regularise.
+        sample_weight = np.asarray(sample_weight, dtype=float) / np.mean(sample_weight)
     model = LogisticRegression(C=1.0, max_iter=1000).fit(features, labels, sample_weight=sample_weight)
     return Adapter(model, len(labels))
+
+
+def fit_shift(features: np.ndarray, labels, sample_weight=None, steps: int = 50) -> tuple[float, float]:
+    """(b, c) minimising sum_i w_i logloss(y_i, sigmoid(logit_i + b + c prior_i)) + FEW_LABELS_RIDGE / 2 (b^2 + c^2),
+    by Newton's method (the objective is strictly convex: the ridge keeps one label value finite).  The weights are
+    scaled to mean 1, so the ridge weighs against the number of labels, not the size of 1/pi."""
+    y = np.asarray(labels, dtype=float)
+    w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    w = w / w.mean()
+    x = np.column_stack([np.ones(len(y)), features[:, PRIOR_COLUMN]])
+    offset = features[:, 0]
+    theta = np.zeros(2)
+    for _ in range(steps):
+        q = 1.0 / (1.0 + np.exp(-np.clip(offset + x @ theta, -40, 40)))
+        grad = x.T @ (w * (q - y)) + FEW_LABELS_RIDGE * theta
+        hess = (x * (w * q * (1 - q))[:, None]).T @ x + FEW_LABELS_RIDGE * np.eye(2)
+        step = np.linalg.solve(hess, grad)
+        theta -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return float(theta[0]), float(theta[1])

@@ -185,7 +185,9 @@ def _registry_judge(probabilities, threshold, pairs, units, labels, groups=None)
         def learn(rows, weights=None):
             observed[rows] = True
             features = features_now()
-            adapter = fit_adapter(features[rows], labels[rows], sample_weight=weights)
+            # Weights come from the active rule's draws, which (as a live campaign under that rule) learn from however
+            # few labels (the shift of the judge's logit below the adapter's minimum).
+            adapter = fit_adapter(features[rows], labels[rows], sample_weight=weights, few_labels=weights is not None)
             if adapter.fitted:
                 state["current"] = (adapter.predict(features), 0.5)
 
@@ -197,7 +199,8 @@ def _registry_judge(probabilities, threshold, pairs, units, labels, groups=None)
             result = np.asarray(probabilities, dtype=float)[rows].copy()
             for fold in np.unique(folds):
                 held = folds == fold
-                adapter = fit_adapter(features[rows[~held]], labels[rows[~held]], sample_weight=weights[~held])
+                adapter = fit_adapter(features[rows[~held]], labels[rows[~held]], sample_weight=weights[~held],
+                                      few_labels=True)
                 if adapter.fitted:
                     result[held] = adapter.predict(features[rows[held]])
             return result

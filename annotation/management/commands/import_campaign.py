@@ -77,6 +77,12 @@ class Command(BaseCommand):
             "(default: probability).",
         )
         parser.add_argument(
+            "--routing-rule", choices=["active", "uncertainty"],
+            help="Budgeted presence: how the HITs people judge are chosen: 'active' (random draws with known "
+            "probabilities favouring the judge's unsure HITs; unbiased scores with 95%% intervals; the default) or "
+            "'uncertainty' (the HITs the judge is least sure of; no valid interval). A --folder may give it in settings.json.",
+        )
+        parser.add_argument(
             "--presence-judges", choices=["fixed", "adaptive"],
             help="Presence judges per HIT: 'fixed' (3 always, the paper) or 'adaptive' (2, and a third where they "
             "disagree; the default for new campaigns). A --folder may give it in settings.json.",

@@ -63,6 +63,8 @@ SETTINGS_FIELDS = [
     # Budgeted presence (issue 32): the human share, and what a unit only the judge labelled counts as.
     "human_presence_share",
     "judge_scoring",
+    # Issue 37: how the HITs people judge are chosen ("active": random draws with known probabilities).
+    "routing_rule",
     "presence_judges",
     "third_judge_rate",
 ]

@@ -95,8 +95,9 @@ def _calibration(campaign) -> dict | None:
     figures = (run.results or {}).get("calibration") if run else None
     scoring, reason = scoring_rule(campaign, figures)
     result = {"setting": campaign.get_judge_scoring_display(), "scoring": scoring, "reason": reason, "figures": figures,
-              "rule": rule_text(), "fallback": scoring != campaign.judge_scoring, "judge_version": run.judge_version if run else None, "svg": None}
-    if figures and figures.get("fitted"):
+              "rule": rule_text(), "fallback": scoring != campaign.judge_scoring, "judge_version": run.judge_version if run else None, "svg": None,
+              "sample": _calibration_sample(figures)}
+    if figures and (figures.get("fitted") or figures.get("not_applied")):
         def points(bins):
             return [(b["mean_probability"], b["share_present"]) for b in bins if b["n"]]
 
@@ -108,6 +109,16 @@ def _calibration(campaign) -> dict | None:
             label="Reliability of the routing judge's probabilities: share present against predicted probability, per bin",
         )
     return result
+
+
+def _calibration_sample(figures: dict | None) -> str:
+    """What the calibration figures describe: under the active rule a 1/pi-weighted, representative sample of the
+    campaign's units; under the uncertainty rule only the units routing chose."""
+    if figures and figures.get("weighted"):
+        return ("Measured on a representative sample: people judged HITs drawn at random with known probabilities pi, "
+                "and each of their units is weighted by 1/pi (the bins, the error and the fit).")
+    return ("Measured on the units routing chose for people (the judge's least sure), not a representative sample: "
+            "the figure may flatter or harm the units nobody judged.")
 
 
 def _hybrid_curves() -> list[dict]:
