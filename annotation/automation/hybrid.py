@@ -386,6 +386,11 @@ def _route_active(campaign: Campaign, current, open_hits: int, progress, candida
         return {"round": number, "waiting_for_examples": hybrid.examples_needed(campaign, number, progress[1]) - progress[0]}
     is_open = current is not None and current.state == PresenceRound.State.OPEN
     topping_up = is_open and bool(draw.any())
+    if topping_up and hybrid.draw_may_wait(
+            campaign, sum(1 for c in candidates if c.stratum is not None) + int(draw.sum()),
+            sum(1 for c in candidates if c.hit_id is not None), int(draw.sum()), progress):
+        # Too few new candidates for a draw of MIN_DRAW HITs: they wait for the next examples.
+        topping_up = False
     if is_open and not topping_up:
         return {"round": number, "waiting": open_hits}
     if topping_up:
@@ -407,7 +412,8 @@ def _route_active(campaign: Campaign, current, open_hits: int, progress, candida
     uncertainty = routing.hit_uncertainty(probabilities, threshold, hit_index, n_candidates, MEASURE)
     posted, budget, mix, mix_reason = 0, 0, None, ""
     if new_round or topping_up:
-        budget, mix, mix_reason, drawn = _draw(campaign, number, candidates, rows, human, probabilities, uncertainty, draw)
+        budget, mix, mix_reason, drawn = _draw(campaign, number, candidates, rows, human, probabilities, uncertainty, draw,
+                                               last=progress[0] >= progress[1] and number >= rounds)
         posted = hybrid.post_routed(campaign, number, [candidates[i].pk for i in drawn]) if len(drawn) else 0
     # The candidates still undecided keep the current judge's uncertainty (the decided keep theirs at their draw).
     waiting = [(i, c) for i, c in enumerate(candidates) if c.stratum is None and np.isfinite(uncertainty[i])]
@@ -433,14 +439,14 @@ def _route_active(campaign: Campaign, current, open_hits: int, progress, candida
     return _end_pass(campaign, run, result, go_on=new_round and not posted and number < rounds)
 
 
-def _draw(campaign: Campaign, number: int, candidates, rows, human, probabilities, uncertainty, draw):
+def _draw(campaign: Campaign, number: int, candidates, rows, human, probabilities, uncertainty, draw, last: bool = False):
     """One draw (stratum) of the active rule over the candidates of ``draw``: (budget, mix, its reason, the indices
     of the candidates drawn).  Stores pi, the stratum, the round and the uncertainty on every candidate of it."""
     stratum = (PresenceCandidate.objects.filter(campaign=campaign).aggregate(m=Max("stratum"))["m"] or 0) + 1
     u = np.where(draw, uncertainty, -np.inf)
     routed = sum(1 for c in candidates if c.hit_id is not None)
     decided_after = sum(1 for c in candidates if c.stratum is not None) + int(draw.sum())
-    budget = hybrid.draw_budget(campaign, decided_after, routed, int(np.isfinite(u).sum()))
+    budget = hybrid.draw_budget(campaign, decided_after, routed, int(np.isfinite(u).sum()), last=last)
     mix, reason = _choose_mix(candidates, rows, human, probabilities, u, budget)
     pi = active.inclusion_probabilities(u, budget, mix)
     members = np.flatnonzero(draw)

@@ -135,11 +135,30 @@ def draw_examples(campaign: Campaign, number: int, progress: tuple[int, int]) ->
     )
 
 
-def draw_budget(campaign: Campaign, decided_after: int, routed: int, drawable: int) -> int:
+#: The fewest HITs a draw sends to people.  A draw of 0 would leave its HITs with pi = 0 (their units could never
+#: correct the judge: a bias), and a draw of 1 has no variance estimate (Deville's needs two).
+MIN_DRAW = 2
+
+
+def draw_budget(campaign: Campaign, decided_after: int, routed: int, drawable: int, last: bool = False) -> int:
     """HITs a draw sends to people: ``hit_budget(decided_after, share) - routed``, clamped to [0, drawable], where
     ``decided_after`` counts the candidates decided once this draw is done and ``routed`` those sent to people by
-    the draws before.  Over its draws a campaign so spends exactly ``hit_budget(all candidates, share)``."""
-    return max(0, min(hit_budget(decided_after, campaign.human_presence_share) - int(routed), int(drawable)))
+    the draws before.  Over its draws a campaign so spends ``hit_budget(all candidates, share)``.  A draw that would
+    buy fewer than ``MIN_DRAW`` HITs waits for more candidates (``draw_may_wait``), except the ``last`` one (every
+    example has its HITs): it buys ``MIN_DRAW`` (or every drawable HIT), so a QA campaign whose examples settle one
+    by one may spend up to ``MIN_DRAW`` HITs more than its share, and no HIT is left with pi = 0."""
+    budget = max(0, min(hit_budget(decided_after, campaign.human_presence_share) - int(routed), int(drawable)))
+    if last and drawable and campaign.human_presence_share > 0:
+        budget = max(budget, min(MIN_DRAW, int(drawable)))
+    return budget
+
+
+def draw_may_wait(campaign: Campaign, decided_after: int, routed: int, drawable: int, progress: tuple[int, int]) -> bool:
+    """True when a top-up draw (new candidates while a round is open) should wait: it would buy fewer than
+    ``MIN_DRAW`` HITs and examples are still to come (their candidates will join it).  Its candidates stay
+    undecided (they count as the judge's probability, and the scores say provisional) until then."""
+    started, total = progress
+    return started < total and draw_budget(campaign, decided_after, routed, drawable) < MIN_DRAW
 
 
 def active_round_due(campaign: Campaign, number: int, progress: tuple[int, int], to_decide: int) -> bool:

@@ -15,6 +15,7 @@ from annotation.management.simulation import simulate_crowd
 from annotation.models import AutoPresence, AutoscoreRun, Campaign, PresenceCandidate, PresenceRound
 from annotation.scoring import active, calibration
 from annotation.scoring.routing import hit_budget
+from annotation.services.hybrid import MIN_DRAW
 from annotation.selectors.hybrid import human_labels, latest_labelling
 from annotation.services.pipeline import launch_campaign
 from hits.models import HIT
@@ -163,7 +164,15 @@ def test_in_the_demo_campaign_every_round_after_the_first_learns_from_the_rounds
     assert [r.number for r in rounds] == [1, 2, 3] and all(r.routed > 0 for r in rounds)
     candidates = PresenceCandidate.objects.filter(campaign=campaign)
     assert candidates.filter(stratum__isnull=True).count() == 0
-    assert candidates.filter(hit__isnull=False).count() == hit_budget(candidates.count(), 0.25)
+    # Examples settle one by one: a draw that would buy fewer than 2 HITs waits for the next ones, and the last
+    # buys at least 2, so every HIT had a chance (pi > 0: no unit the judge alone can bias) and every draw has a
+    # variance estimate; the spend is the share, or at most 2 HITs over it.
+    budget = hit_budget(candidates.count(), 0.25)
+    assert budget <= candidates.filter(hit__isnull=False).count() <= budget + MIN_DRAW
+    assert candidates.filter(inclusion_probability__lte=0).count() == 0
+    for stratum in set(candidates.values_list("stratum", flat=True)):
+        members = candidates.filter(stratum=stratum)
+        assert members.filter(hit__isnull=False).count() >= min(MIN_DRAW, members.count())
     labels = human_labels(campaign)
     for r in rounds[1:]:
         earlier = {(u, c.summary_id) for c in candidates.filter(round__lt=r.number) for u in c.units}
@@ -339,3 +348,22 @@ def test_with_few_labels_the_active_rules_judge_moves_towards_them_a_little():
     weighted = adapt.fit_adapter(features[:4], labels, sample_weight=[3.0, 1.0, 1.0, 1.0], few_labels=True)
     plain = adapt.fit_adapter(features[:4], labels, few_labels=True)
     assert weighted.predict(features)[0] > plain.predict(features)[0]
+
+
+def test_a_draw_too_small_to_give_every_hit_a_chance_waits_for_more_examples_and_the_last_buys_two():
+    """A QA campaign's examples settle one by one: at 25%, a top-up of 4 new HITs would buy hit_budget = 1 HIT (and
+    3 new HITs 0: those would have pi = 0, their units never correcting the judge).  Such a draw waits while
+    examples are still to come; the last draw buys at least 2."""
+    from annotation.services.hybrid import draw_budget, draw_may_wait
+
+    campaign = Campaign(human_presence_share=0.25)
+    # 40 candidates decided with 10 routed; 3 more arrive: hit_budget(43) - 10 = 0 HITs for them.
+    assert draw_budget(campaign, 43, 10, 3) == 0
+    assert draw_may_wait(campaign, 43, 10, 3, progress=(5, 8))
+    # 8 more: hit_budget(48) - 10 = 2 HITs, a draw that may go ahead.
+    assert not draw_may_wait(campaign, 48, 10, 8, progress=(6, 8))
+    # Every example has its HITs: nothing waits any more, and the last draw buys 2 (or every HIT it has).
+    assert not draw_may_wait(campaign, 43, 10, 3, progress=(8, 8))
+    assert draw_budget(campaign, 43, 10, 3, last=True) == 2
+    assert draw_budget(campaign, 41, 10, 1, last=True) == 1
+    assert draw_budget(Campaign(human_presence_share=0.0), 43, 0, 3, last=True) == 0
