@@ -100,8 +100,9 @@ def test_progress_leaderboard_api_and_export_say_what_people_judged(tmp_path, re
 def test_evaluate_hybrid_command_reports_routed_and_random_and_the_curve(tmp_path, capsys, settings):
     settings.MODELS_DIR = tmp_path / "models"
     folder = write_folder(tmp_path / "data", n_examples=10)
+    # The least-sure routing's own figures (the uncertainty rule) against random routing.
     call_command("evaluate_hybrid", folder=str(folder), folds=5, human_share=0.25, judge="lexical", format="json",
-                 curve=True, save="tiny")
+                 curve=True, save="tiny", rule="uncertainty")
     result = json.loads(capsys.readouterr().out)
     for key in ("human_share", "accuracy", "summary_pearson", "summary_kendall", "system_pearson", "system_kendall"):
         assert key in result and key in result["random"]
