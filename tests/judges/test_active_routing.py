@@ -4,6 +4,7 @@ and applied only when it helps; the setting on the settings page, the API and th
 
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
@@ -40,7 +41,8 @@ def _capture_adapter_fits(monkeypatch):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_scu_campaign_under_the_active_rule_spends_exactly_its_budget_in_random_draws(tmp_path, eager_celery, monkeypatch):
+def test_an_scu_campaign_under_the_active_rule_spends_exactly_its_budget_in_random_draws(tmp_path, eager_celery, monkeypatch,
+                                                                                        capsys):
     """8 examples x 4 systems x 2 HITs = 64 candidates at 25%, 3 rounds: round 1 decides the first 3 examples (24
     candidates, 6 HITs to people), round 2 the next 3 (48 decided, 12 - 6 = 6 HITs), round 3 the last 2 (16 - 12 =
     4 HITs); 16 = hit_budget(64, 0.25) in all.  Every candidate is decided once, with 0 < pi <= 1; the drawn ones
@@ -93,6 +95,27 @@ def test_an_scu_campaign_under_the_active_rule_spends_exactly_its_budget_in_rand
     # ... each label weighted by 1/pi of its HIT.
     round_two_fit = next(weights for labels, weights in fits if len(labels) == 24)
     assert sorted(round_two_fit) == pytest.approx(sorted(1.0 / c.inclusion_probability for c in candidates if c.round == 1 for _ in c.units))
+
+    # What the researcher reads at the end: the AIPW scores with their intervals, and the export's pi and xi.
+    call_command("campaign_scores", campaign=campaign.slug, format="json", bootstrap=0)
+    printed = json.loads(capsys.readouterr().out)
+    hybrid = printed["hybrid"]
+    assert hybrid["estimator"]["name"] == "aipw" and not hybrid["provisional"]
+    assert set(hybrid["estimator"]["targets"]) == {"ci95", "ci95_examples"}
+    for name, figures in printed["systems"].items():
+        assert figures["ci_low"] < figures["score"] < figures["ci_high"], name
+    scores = [figures["score"] for figures in printed["systems"].values()]
+    assert scores == sorted(scores, reverse=True)  # ranked by the AIPW score
+    call_command("export_campaign", campaign=campaign.slug, out=str(tmp_path / "export"))
+    with (tmp_path / "export" / "hybrid_units.csv").open() as f:
+        units = list(csv.DictReader(f))
+    assert len(units) == sum(len(c.units) for c in candidates)
+    by_candidate = {(c.summary_id, u): c for c in candidates for u in c.units}
+    summary_of = {(c.summary.example.external_id, c.summary.system.name): c.summary_id for c in candidates}
+    for row in units:
+        c = by_candidate[(summary_of[(row["example"], row["system"])], int(row["unit"]))]
+        assert float(row["inclusion_probability"]) == pytest.approx(c.inclusion_probability)
+        assert row["routed"] == ("1" if c.hit_id else "0")
 
 
 @pytest.mark.django_db(transaction=True)
