@@ -241,20 +241,6 @@ def summary_pseudo_values(unit_summary, f, y, unit_hit, pi, sampled, n_summaries
         return totals / sizes
 
 
-def contrast_estimate(summary_weight, unit_summary, f, y, unit_hit, pi, sampled, stratum) -> tuple[float, float]:
-    """(estimate, design variance) of sum_s c_s theta_s for summary weights c (``summary_weight``), theta_s the
-    summary's full-human score: the AIPW estimate with w_u = c_s / |U_s| and Deville's variance per stratum."""
-    s = np.asarray(unit_summary, dtype=np.int64)
-    c = np.asarray(summary_weight, dtype=float)
-    sizes = np.bincount(s, minlength=c.size).astype(float)
-    w = c[s] / sizes[s]
-    n_hits = len(pi)
-    pi_safe = np.where(np.asarray(sampled, dtype=bool), np.asarray(pi, dtype=float), 1.0)
-    estimate = aipw_estimate(w, f, y, unit_hit, pi_safe, sampled)
-    residuals = hit_residuals(w, f, y, unit_hit, sampled, n_hits)
-    return estimate, design_variance(residuals, pi_safe, sampled, np.nan_to_num(np.asarray(stratum, dtype=float), nan=-1))
-
-
 def paired_example_interval(pseudo_a, example_a, pseudo_b, example_b) -> tuple[float, float, float]:
     """(mean, low, high) of the 95% interval of A - B that also resamples examples, paired by example: per example
     present in both, d_e = mean of A's pseudo-values - mean of B's; their mean +- 1.96 sd / sqrt(examples)."""
@@ -275,27 +261,68 @@ def paired_example_interval(pseudo_a, example_a, pseudo_b, example_b) -> tuple[f
     return mean, mean - half, mean + half
 
 
+class Design:
+    """One campaign's draws reduced once, so every system and every pair reads them without going over the units
+    again (a leaderboard of S systems asks for S + S (S - 1) / 2 contrasts).  A HIT belongs to one summary, so the
+    residual of a contrast with summary weights c is r_h = c_{s(h)} b_h, b_h = sum_{u in h} (y_u - f_u) / |U_s| on the
+    drawn HITs, and sum_u w_u f_u = sum_s c_s fbar_s: ``contrast`` gives the AIPW estimate
+    (``aipw_estimate`` with w_u = c_s / |U_s|) and its Deville variance per draw from these."""
+
+    def __init__(self, unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system, summary_example):
+        s = np.asarray(unit_summary, dtype=np.int64)
+        f = np.asarray(f, dtype=float)
+        hit = np.asarray(unit_hit, dtype=np.int64)
+        self.system = np.asarray(summary_system, dtype=np.int64)
+        self.example = np.asarray(summary_example)
+        n_summaries, n_hits = self.system.size, len(pi)
+        sizes = np.bincount(s, minlength=n_summaries).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.f_mean = np.bincount(s, weights=f, minlength=n_summaries) / sizes
+        self.sampled = np.asarray(sampled, dtype=bool)
+        self.pi = np.where(self.sampled, np.asarray(pi, dtype=float), 1.0)
+        self.stratum = np.nan_to_num(np.asarray(stratum, dtype=float), nan=-1)
+        self.base = hit_residuals(1.0 / sizes[s], f, y, hit, self.sampled, n_hits)
+        self.hit_summary = np.full(n_hits, -1, dtype=np.int64)
+        self.hit_summary[hit] = s
+        self.pseudo = summary_pseudo_values(s, f, y, hit, pi, sampled, n_summaries)
+
+    def contrast(self, summary_weight) -> tuple[float, float]:
+        """(estimate, design variance) of sum_s c_s theta_s for summary weights c (theta_s: the summary's full-human
+        score); a HIT no draw decided yet has stratum -1 and is never drawn."""
+        c = np.asarray(summary_weight, dtype=float)
+        r = np.where(self.hit_summary >= 0, c[np.maximum(self.hit_summary, 0)], 0.0) * self.base
+        used = c != 0
+        estimate = float(np.sum(c[used] * self.f_mean[used]) + np.sum(r[self.sampled] / self.pi[self.sampled]))
+        return estimate, design_variance(r, self.pi, self.sampled, self.stratum)
+
+    def system_estimate(self, k: int) -> dict | None:
+        """System k's figures (``system_estimates``), None without summaries."""
+        mine = self.system == k
+        if not mine.any():
+            return None
+        score, variance = self.contrast(np.where(mine, 1.0 / mine.sum(), 0.0))
+        _, low, high = example_interval(self.pseudo[mine], self.example[mine])
+        return {"score": score, "variance": variance, "ci95": normal_interval(score, variance),
+                "ci95_examples": (low, high), "pseudo_values": self.pseudo[mine]}
+
+    def difference(self, a: int, b: int) -> dict:
+        """System a minus system b (``difference_estimate``)."""
+        in_a, in_b = self.system == a, self.system == b
+        weight = np.where(in_a, 1.0 / max(in_a.sum(), 1), 0.0) - np.where(in_b, 1.0 / max(in_b.sum(), 1), 0.0)
+        difference, variance = self.contrast(weight)
+        _, low, high = paired_example_interval(self.pseudo[in_a], self.example[in_a], self.pseudo[in_b], self.example[in_b])
+        return {"difference": difference, "variance": variance, "ci95": normal_interval(difference, variance),
+                "ci95_examples": (low, high)}
+
+
 def system_estimates(unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system, summary_example,
                      n_systems: int) -> list[dict | None]:
     """Per system k (None without summaries): ``score`` (the AIPW estimate, the mean of its summaries' pseudo-values),
     ``variance`` and ``ci95`` (the design interval: target ``TARGET_DESIGN``), ``ci95_examples`` (``example_interval``
     over its summaries' pseudo-values: target ``TARGET_EXAMPLES``) and ``pseudo_values`` per summary (ordered as
     its summaries' indices)."""
-    system = np.asarray(summary_system, dtype=np.int64)
-    example = np.asarray(summary_example)
-    pseudo = summary_pseudo_values(unit_summary, f, y, unit_hit, pi, sampled, system.size)
-    out: list[dict | None] = []
-    for k in range(n_systems):
-        mine = system == k
-        if not mine.any():
-            out.append(None)
-            continue
-        weight = np.where(mine, 1.0 / mine.sum(), 0.0)
-        score, variance = contrast_estimate(weight, unit_summary, f, y, unit_hit, pi, sampled, stratum)
-        _, low, high = example_interval(pseudo[mine], example[mine])
-        out.append({"score": score, "variance": variance, "ci95": normal_interval(score, variance),
-                    "ci95_examples": (low, high), "pseudo_values": pseudo[mine]})
-    return out
+    design = Design(unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system, summary_example)
+    return [design.system_estimate(k) for k in range(n_systems)]
 
 
 def difference_estimate(a: int, b: int, unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system,
@@ -303,12 +330,4 @@ def difference_estimate(a: int, b: int, unit_summary, f, y, unit_hit, pi, sample
     """System a minus system b from the same design: ``difference`` (theta_A - theta_B), its design ``variance``
     and ``ci95`` (Deville's over r^A_h - r^B_h: target, the full-human difference on these examples) and
     ``ci95_examples`` (``paired_example_interval``: documents like these)."""
-    system = np.asarray(summary_system, dtype=np.int64)
-    example = np.asarray(summary_example)
-    in_a, in_b = system == a, system == b
-    weight = np.where(in_a, 1.0 / max(in_a.sum(), 1), 0.0) - np.where(in_b, 1.0 / max(in_b.sum(), 1), 0.0)
-    difference, variance = contrast_estimate(weight, unit_summary, f, y, unit_hit, pi, sampled, stratum)
-    pseudo = summary_pseudo_values(unit_summary, f, y, unit_hit, pi, sampled, system.size)
-    _, low, high = paired_example_interval(pseudo[in_a], example[in_a], pseudo[in_b], example[in_b])
-    return {"difference": difference, "variance": variance, "ci95": normal_interval(difference, variance),
-            "ci95_examples": (low, high)}
+    return Design(unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system, summary_example).difference(a, b)

@@ -279,8 +279,9 @@ def active_scores(campaign: Campaign, run, result: dict) -> dict:
     arrays = dict(unit_summary=np.array(unit_summary), f=np.array(f, dtype=float), y=np.array(y, dtype=float),
                   unit_hit=np.array(unit_hit), pi=np.array(pi, dtype=float), sampled=np.array(sampled, dtype=bool),
                   stratum=np.array(stratum, dtype=float))
-    estimates = active.system_estimates(**arrays, summary_system=summary_system, summary_example=summary_example,
-                                        n_systems=len(systems))
+    # One reduced design for every system and every pair (a pair no longer goes over the units again).
+    design = active.Design(**arrays, summary_system=summary_system, summary_example=summary_example)
+    estimates = [design.system_estimate(k) for k in range(len(systems))]
     unit_system = summary_system[arrays["unit_summary"]]
     people = np.array(people, dtype=bool)
     n_units_of = np.bincount(arrays["unit_summary"], minlength=len(summary_ids))
@@ -304,8 +305,7 @@ def active_scores(campaign: Campaign, run, result: dict) -> dict:
                     key=lambda name: (-result["systems"][name]["score"], name))
     for j, higher in enumerate(ranked):
         for k, lower in enumerate(ranked[j + 1:], start=j + 1):
-            d = active.difference_estimate(index_of[higher], index_of[lower], **arrays, summary_system=summary_system,
-                                           summary_example=summary_example)
+            d = design.difference(index_of[higher], index_of[lower])
             low, high = (none_if_nan(v) for v in d["ci95"])
             result["pairs"].append({
                 "higher": higher, "lower": lower, "adjacent": k == j + 1, "difference": none_if_nan(d["difference"]),
