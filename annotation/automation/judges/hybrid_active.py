@@ -145,21 +145,16 @@ def active_estimates(data, labels, f, human, pi, stratum, hit, display) -> dict:
     hit_sampled[hit] = human
     hit_stratum = np.zeros(n_hits, dtype=np.int64)
     hit_stratum[hit] = stratum
-    pseudo = f + np.where(human, (labels - f) / np.where(human, pi, 1.0), 0.0)
-    pseudo_summary = np.bincount(index, weights=pseudo, minlength=n_summaries) / sizes
-    row_system = summary_system[index]
+    # The campaign's estimator itself (``annotation.scoring.active.Design``): a system is the contrast 1/n_s over its
+    # summaries, so w_u = 1 / (n_s |U_s|).
+    design = active.Design(index, f, labels, hit, hit_pi, hit_sampled, hit_stratum, summary_system, summary_example)
     systems = {}
     for s, name in enumerate(names):
-        in_system = row_system == s
-        n_s = int(np.sum(summary_system == s))
-        weights = np.where(in_system, 1.0 / (n_s * sizes[index]), 0.0)
-        estimate = active.aipw_estimate(weights, f, labels, hit, hit_pi, hit_sampled)
-        residuals = active.hit_residuals(weights, f, labels, hit, hit_sampled, n_hits)
-        variance = active.design_variance(residuals, hit_pi, hit_sampled, hit_stratum)
-        low, high = active.normal_interval(estimate, variance)
+        estimate = design.system_estimate(s)
         mine = summary_system == s
-        _, ex_low, ex_high = active.example_interval(pseudo_summary[mine], summary_example[mine])
-        systems[name] = {"score": estimate, "ci_low": low, "ci_high": high, "ci_examples": [ex_low, ex_high],
+        low, high = estimate["ci95"]
+        systems[name] = {"score": estimate["score"], "ci_low": low, "ci_high": high,
+                         "ci_examples": list(estimate["ci95_examples"]),
                          "full_human": float(gold_summary[mine].mean()), "display": float(display_summary[mine].mean())}
     return {"systems": systems, "summary_display": display_summary, "summary_gold": gold_summary,
             "summary_example": summary_example, "summary_system": summary_system}
