@@ -117,7 +117,7 @@ def test_two_workers_with_crossed_kept_draws_and_campaigns_both_get_work_without
 
     from django.utils import timezone
 
-    import hits.services
+    import hits.handout
     from hits.models import Draw
 
     task_type = TaskType.objects.create(slug="crossed", name="Crossed", assignment_duration=600)
@@ -132,7 +132,7 @@ def test_two_workers_with_crossed_kept_draws_and_campaigns_both_get_work_without
 
     # Each hand-out's first HIT lookup is held until both have made theirs: the worst interleaving, every run.
     meet = threading.Barrier(2)
-    real = hits.services._next_hit
+    real = hits.handout._next_hit
     seen = set()
 
     def next_hit(*args, **kwargs):
@@ -146,7 +146,7 @@ def test_two_workers_with_crossed_kept_draws_and_campaigns_both_get_work_without
                 pass
         return found
 
-    monkeypatch.setattr(hits.services, "_next_hit", next_hit)
+    monkeypatch.setattr(hits.handout, "_next_hit", next_hit)
     got = {}
     go, finish = _together([(a, y), (b, x)], lambda pair: got.__setitem__(pair[0].pk, accept_next(pair[0], task_type, batch_id=pair[1].pk)))
     go()

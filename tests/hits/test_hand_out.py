@@ -19,9 +19,9 @@ ROWS = [(f"d{i}", f"Reference {i} says a thing .", f"System summary {i} .", [f"f
 @pytest.fixture
 def seeded(monkeypatch):
     """The hand-out's randomness with a fixed seed: the same draws on every run."""
-    import hits.services
+    import hits.handout
 
-    monkeypatch.setattr(hits.services, "rng", random.Random(20261126), raising=False)
+    monkeypatch.setattr(hits.handout, "rng", random.Random(20261126), raising=False)
     random.seed(20261126)  # the code before this change drew from the module ``random``
 
 
@@ -144,12 +144,12 @@ def test_a_hand_out_the_database_stops_to_break_a_deadlock_is_tried_again(tmp_pa
     and nothing of the stopped try remains (one place taken, one assignment)."""
     from django.db import OperationalError
 
-    import hits.services
+    import hits.handout
 
     campaign = launched_scu_campaign(tmp_path / "deadlock", "Deadlock", ROWS)
     worker = Worker.objects.create(external_id="stopped-once")
     task_type = HIT.objects.filter(batch_id=campaign.batch_id).first().task_type
-    real_draw, calls = hits.services._draw, []
+    real_draw, calls = hits.handout._draw, []
 
     def draw_stopped_once(*args, **kwargs):
         calls.append(1)
@@ -160,8 +160,8 @@ def test_a_hand_out_the_database_stops_to_break_a_deadlock_is_tried_again(tmp_pa
             raise OperationalError("deadlock detected") from _DatabaseStopped()
         return drawn
 
-    monkeypatch.setattr(hits.services, "_draw", draw_stopped_once)
-    monkeypatch.setattr(hits.services.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(hits.handout, "_draw", draw_stopped_once)
+    monkeypatch.setattr(hits.handout.time, "sleep", lambda seconds: None)
     assignment = accept_next(worker, task_type)
     assert assignment is not None and len(calls) == 2
     assert Assignment.objects.filter(worker=worker).count() == 1
@@ -170,7 +170,7 @@ def test_a_hand_out_the_database_stops_to_break_a_deadlock_is_tried_again(tmp_pa
     def always_stopped(*args, **kwargs):
         raise OperationalError("deadlock detected") from _DatabaseStopped()
 
-    monkeypatch.setattr(hits.services, "_draw", always_stopped)
+    monkeypatch.setattr(hits.handout, "_draw", always_stopped)
     other = Worker.objects.create(external_id="stopped-always")
     with pytest.raises(OperationalError):
         accept_next(other, task_type)

@@ -121,7 +121,7 @@ def test_rows_inserted_by_hand_read_back_as_saved(campaign):
 
 def test_a_workers_cycle_takes_few_queries_and_stores_everything(campaign, django_user_model, monkeypatch):
     """Open the page, submit, get the next HIT: the statements a crowd runs thousands of times."""
-    import hits.services
+    import hits.handout
 
     # The gold draw always fires: the worst case (a look for a gold HIT before the regular one is handed), and
     # the same count on every run (a random draw made this test fail about one run in ten).
@@ -129,7 +129,7 @@ def test_a_workers_cycle_takes_few_queries_and_stores_everything(campaign, djang
         def random(self):
             return 0.0
 
-    monkeypatch.setattr(hits.services, "rng", AlwaysGold(7))
+    monkeypatch.setattr(hits.handout, "rng", AlwaysGold(7))
     user = django_user_model.objects.create_user(username="judge", password="pw-for-tests-123")
     client = Client()
     client.force_login(user)
@@ -182,7 +182,7 @@ def test_the_hand_out_query_offers_exactly_what_available_hits_lists_in_queue_or
     """The worker's page counts and previews with ``available_hits`` (ORM); the hand-out has its own SQL.
     The two must agree on every rule, or a worker would be shown HITs they cannot get (or the reverse)."""
     from hits.models import HITExclusion
-    from hits.services import _next_hit, available_hits
+    from hits.handout import _next_hit, available_hits
 
     presence = TaskType.objects.get_or_create(slug="presence", defaults={"name": "Presence"})[0]
     other_type = TaskType.objects.get_or_create(slug="generation", defaults={"name": "Generation"})[0]
