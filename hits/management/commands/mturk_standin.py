@@ -12,7 +12,7 @@ from hits.standins import add_listen_arguments, serve_until_interrupted
 class Command(BaseCommand):
     help = (
         "Run a local stand-in for MTurk's requester API (and its worker site) to rehearse a campaign without "
-        "spending money; point the platform at it with MTURK_ENDPOINT_URL.  See hits/mturk/standin.py."
+        "spending money; point the platform at it with MTURK_ENDPOINT_URL.  See hits/mturk/standin.py (and its standin_* modules)."
     )
     requires_system_checks: list = []
 
