@@ -1,0 +1,201 @@
+"""What simulated workers answer (see the package docstring): template questions, verdicts, presence labels."""
+
+from __future__ import annotations
+
+import random
+import re
+
+from annotation.models import ContentUnit, GoldPresence, Predicate, PresenceJudgment, SystemSummary
+from annotation.text.spans import normalise, sentence_tokens
+from hits.models import HIT
+
+_STOPWORDS = {
+    "a", "an", "the", "of", "to", "in", "on", "at", "for", "and", "or", "by", "with", "from", "is", "was", "were",
+    "are", "be", "been", "has", "have", "had", "it", "its", "that", "this", "as",
+}
+_PERSON_WORDS = {"he", "she", "they", "i", "we", "you", "him", "her", "them", "who", "someone", "people", "police"}
+
+
+class Answerer:
+    """Decides what a simulated worker answers (see the module docstring).
+
+    A worker's accuracy is applied deterministically: errors are spread
+    evenly over their answers (an accuracy of 0.9 is exactly one wrong answer
+    in ten, starting at a seeded offset), so a simulation is reproducible
+    and a worker's figures converge quickly to their accuracy.
+    """
+
+    def __init__(self, rng: random.Random, accuracy: float, accuracies: dict[str, float] | None = None,
+                 same_answers_seed: int | None = None):
+        self.rng = rng
+        self.accuracy = accuracy
+        self.same_answers_seed = same_answers_seed
+        self.accuracies = accuracies or {}
+        self._arguments: dict[int, list[tuple[str, str]]] = {}
+        self._answered: dict[str, int] = {}
+        self._offset: dict[str, float] = {}
+
+    def right(self, worker: str, stream: str = "") -> bool:
+        """Whether the worker's next answer is right (evenly spread errors at their accuracy).
+
+        Each stream (kind of HIT) spreads its errors on its own, so that gold
+        items see the worker's accuracy as well as regular ones do.
+        """
+        error_rate = 1.0 - self.accuracies.get(worker, self.accuracy)
+        key = f"{worker}:{stream}"
+        k = self._answered.get(key, 0)
+        self._answered[key] = k + 1
+        offset = self._offset.setdefault(key, self.rng.random())
+        return int((k + 1) * error_rate + offset) == int(k * error_rate + offset)
+
+    def arguments(self, predicate: Predicate) -> list[tuple[str, str]]:
+        """(question, answer) templates from the predicate's dependents in the parse."""
+        if predicate.pk not in self._arguments:
+            self._arguments[predicate.pk] = template_questions(predicate.sentence.text, predicate.start, predicate.end, predicate.lemma)
+        return self._arguments[predicate.pk]
+
+    def generation(self, hit: HIT, worker: str, careless: bool) -> dict:
+        inline = hit.payload.get("inline")
+        if inline:
+            sentence, lemma = inline["sentence"], inline["sentence"][inline["start"] : inline["end"]]
+            wh = ["Who", "What", "When", "Where", "How"]
+            arguments = (hit.answer_key or {}).get("arguments", [])
+            pairs = [(f"{wh[i % 5]} did someone {lemma}?", answers[0]) for i, answers in enumerate(arguments)]
+            if not careless and not self.right(worker, hit.kind) and len(pairs) > 1:
+                pairs = pairs[1:]  # leaves one argument uncovered
+        else:
+            predicate = Predicate.objects.select_related("sentence").get(pk=hit.payload["predicate"])
+            sentence = predicate.sentence.text
+            kept = set(
+                ContentUnit.objects.filter(predicate=predicate, state=ContentUnit.State.KEPT).values_list("question", flat=True)
+            )
+            pairs = [(q, a) for q, a in self.arguments(predicate) if q not in kept][:5] or [
+                (f"What did someone {predicate.lemma}?", predicate.text)
+            ]
+        if careless:
+            # Random words around the verb: past the server's checks (a question word, the verb, words of
+            # the sentence confirmed as an exception), so only the verifiers can catch it.
+            tokens = [t["text"] for t in sentence_tokens(sentence) if t["text"].isalnum()] or [sentence.split()[0]]
+            verb = lemma if inline else predicate.text
+            return {"q1": f"What {verb} {self.rng.choice(tokens)}?", "q1_keep": "1", "q1_a1": self.rng.choice(tokens)}
+        data = {}
+        for i, (question, answer) in enumerate(pairs[:5], start=1):
+            data[f"q{i}"] = question
+            data[f"q{i}_a1"] = answer
+        return data
+
+    def verification(self, hit: HIT, worker: str, careless: bool) -> dict:
+        inline = hit.payload.get("inline")
+        data = {}
+        if inline:
+            key = (hit.answer_key or {}).get("verdicts", {})
+            items = [(q["id"], key[q["id"]]["valid"], (key[q["id"]]["answers"] or q["answers"] or [""])[0]) for q in inline["questions"]]
+        else:
+            predicate = Predicate.objects.select_related("sentence").get(pk=hit.payload["predicate"])
+            sound_answers = {normalise(a) for _, a in self.arguments(predicate)} | {normalise(predicate.text)}
+            items = [
+                (u.pk, bool(u.answers) and normalise(u.answers[0]) in sound_answers, u.answers[0] if u.answers else predicate.text)
+                for u in ContentUnit.objects.filter(pk__in=hit.payload["units"])
+            ]
+        for pk, sound, answer in items:
+            valid = self.rng.random() < 0.5 if careless else (sound if self.right(worker, hit.kind) else not sound)
+            data[f"v_{pk}"] = "valid" if valid else "invalid"
+            if valid:
+                data[f"v_{pk}_a1"] = answer
+        return data
+
+    def presence(self, hit: HIT, worker: str, careless: bool) -> dict:
+        inline = hit.payload.get("inline")
+        data = {}
+        if inline or hit.kind == HIT.Kind.GOLD:
+            truths = {str(k): v for k, v in (hit.answer_key or {}).get("labels", {}).items()}
+            ids = [p["id"] for p in inline["pairs"]] if inline else hit.payload["units"]
+            items = [(pk, truths[str(pk)]) for pk in ids]
+        else:
+            summary = SystemSummary.objects.get(pk=hit.payload["summary"])
+            gold = dict(
+                GoldPresence.objects.filter(
+                    summary=summary, unit_id__in=hit.payload["units"], origin=GoldPresence.Origin.IMPORTED
+                ).values_list("unit_id", "present")
+            )
+            words = set(re.findall(r"\w+", summary.text.lower()))
+            items = []
+            for unit in ContentUnit.objects.filter(pk__in=hit.payload["units"]):
+                truth = gold.get(unit.pk)
+                if truth is None:
+                    content = [w for w in re.findall(r"\w+", " ".join(unit.answers or [unit.text]).lower()) if w not in _STOPWORDS]
+                    truth = bool(content) and all(w in words for w in content)
+                items.append((unit.pk, truth))
+        # The page names the units by position, in the HIT's order.
+        order = [str(p["id"]) for p in hit.payload["inline"]["pairs"]] if hit.payload.get("inline") else [str(u) for u in hit.payload["units"]]
+        positional = self.same_answers_seed is not None and not (inline or hit.kind == HIT.Kind.GOLD)
+        for pk, truth in items:
+            if careless:
+                label = self.rng.random() < 0.5
+            elif positional:
+                label = truth if self.right_by_position(hit, pk, worker) else not truth
+            else:
+                label = truth if self.right(worker, hit.kind) else not truth
+            data[f"p_{order.index(str(pk)) + 1}"] = "1" if label else "0"
+        return data
+
+    def right_by_position(self, hit: HIT, unit_id: int, worker: str) -> bool:
+        """``same_answers``: whether the next judgment of this unit in this summary is right, from the seed, the
+        example, the unit's index, the system and the judgments the unit has so far (names, not database ids,
+        so two campaigns on the same data agree)."""
+        unit = ContentUnit.objects.select_related("example").get(pk=unit_id)
+        summary = SystemSummary.objects.select_related("system").get(pk=hit.payload["summary"])
+        k = PresenceJudgment.objects.filter(unit_id=unit_id, summary=summary, excluded=False).count()
+        key = f"{self.same_answers_seed}:{unit.example.external_id}:{unit.index}:{summary.system.name}:{k}"
+        return random.Random(key).random() < self.accuracies.get(worker, self.accuracy)
+
+
+def template_questions(sentence: str, start: int, end: int, lemma: str) -> list[tuple[str, str]]:
+    """QA-SRL-like template questions for a predicate, from spaCy's dependency parse.
+
+    Each argument dependent of the predicate becomes one question whose
+    answer is the dependent's whole phrase (always a substring of the sentence).
+    """
+    from annotation.text.predicates import english_pipeline
+
+    doc = english_pipeline()(sentence)
+    head = next((t for t in doc if t.idx == start), None) or next((t for t in doc if t.idx <= start < t.idx + len(t)), None)
+    if head is None:
+        return []
+    verb = lemma.split()[0] if lemma else head.lemma_
+    pairs: list[tuple[str, str]] = []
+    for child in head.children:
+        span = doc[child.left_edge.i : child.right_edge.i + 1]
+        answer = span.text
+        if child.dep_ in ("nsubj", "nsubjpass", "csubj", "agent"):
+            if child.dep_ == "agent":
+                span = doc[child.i + 1 : child.right_edge.i + 1] if child.right_edge.i > child.i else span
+                answer = span.text
+            who = "Who" if child.ent_type_ == "PERSON" or child.lower_ in _PERSON_WORDS or child.pos_ == "PROPN" else "What"
+            if child.dep_ == "nsubjpass":
+                pairs.append((f"{who} was {head.text}?", answer))
+            elif head.tag_ in ("VBD", "VBZ", "VBP"):
+                pairs.append((f"{who} {head.text} something?", answer))
+            else:
+                pairs.append((f"{who} might {verb} something?", answer))
+        elif child.dep_ in ("dobj", "attr", "dative", "oprd", "acomp"):
+            pairs.append((f"What did someone {verb}?", answer))
+        elif child.dep_ == "prep" and child.right_edge.i > child.i:
+            obj = doc[child.i + 1 : child.right_edge.i + 1].text
+            wh = "When" if any(t.ent_type_ in ("DATE", "TIME") for t in doc[child.i : child.right_edge.i + 1]) else (
+                "Where" if child.lower_ in ("in", "at", "near", "inside", "outside", "across") else "What"
+            )
+            if wh == "What":
+                pairs.append((f"What did someone {verb} {child.lower_}?", obj))
+            else:
+                pairs.append((f"{wh} did someone {verb} something?", answer))
+        elif child.dep_ in ("npadvmod", "advmod") and child.ent_type_ in ("DATE", "TIME"):
+            pairs.append((f"When did someone {verb}?", answer))
+        elif child.dep_ in ("xcomp", "ccomp", "advcl") and span.text.strip():
+            pairs.append((f"What did someone {verb} to do?", answer))
+    seen, unique = set(), []
+    for question, answer in pairs:
+        if answer and question not in seen and answer in sentence:
+            seen.add(question)
+            unique.append((question, answer))
+    return unique

@@ -1,0 +1,186 @@
+"""The simulated crowd on the platform's own pages, and the rounds every simulation runs."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+
+from django.contrib.auth import get_user_model
+
+from annotation.management.simulation.answers import Answerer
+from annotation.management.simulation.browser import HttpWorker, serve_in_background
+from annotation.management.simulation.report import TASK_ORDER, SimulationReport
+from annotation.models import Campaign
+from hits.models import Assignment, BatchChoice, Worker
+from hits.services import record_choice, seed_hand_out
+
+def ensure_simulated_workers(n: int, careless: int, password: str, batch_id: int | None = None) -> list[tuple[str, bool]]:
+    """Accounts sim-1.. and sim-careless-1.. with a known password; returns (username, careless).
+
+    With ``batch_id`` (the simulated campaign's batch) the workers are kept to it: the hand-out gives them that
+    batch's HITs, tests and gold checks only (``Worker.only_batch``), and a HIT of another batch one of them still
+    holds from an earlier run is given back, never worked on.
+    """
+    from hits.services import return_assignment
+
+    User = get_user_model()
+    names = [(f"sim-careless-{i}", True) for i in range(1, careless + 1)]
+    names += [(f"sim-{i}", False) for i in range(1, n - careless + 1)]
+    for username, _ in names:
+        user, _ = User.objects.get_or_create(username=username)
+        user.set_password(password)
+        user.save()
+        worker, _ = Worker.objects.get_or_create(user=user, defaults={"external_id": username})
+        if worker.auto_accept_next or worker.only_batch_id != batch_id:
+            worker.auto_accept_next = False
+            worker.only_batch_id = batch_id
+            worker.save(update_fields=["auto_accept_next", "only_batch"])
+        if batch_id is not None:
+            held = Assignment.objects.filter(worker=worker, state=Assignment.State.ASSIGNED).exclude(hit__batch_id=batch_id)
+            for pk in held.values_list("pk", flat=True):
+                return_assignment(worker, pk)
+    return names
+
+
+def simulate_crowd(
+    campaign: Campaign,
+    n_workers: int,
+    *,
+    accuracy: float = 0.95,
+    seed: int = 0,
+    careless: int = 0,
+    base_url: str | None = None,
+    max_seconds: float = 3600,
+    max_rounds_idle: int = 1,
+    progress=None,
+    accuracies: dict[str, float] | None = None,
+    same_answers: bool = False,
+) -> SimulationReport:
+    """Work through ``campaign`` with simulated workers over HTTP until it is done or stuck (``same_answers``:
+    see the module docstring)."""
+    if n_workers < 1 or careless > n_workers:
+        raise ValueError("need at least one worker, and no more careless workers than workers")
+    rng = random.Random(seed)
+    answerer = Answerer(rng, accuracy, accuracies, same_answers_seed=seed if same_answers else None)
+    password = f"sim-{rng.getrandbits(64):x}"
+    if campaign.batch_id is None:
+        campaign.refresh_from_db(fields=["batch"])  # launched since the caller loaded it
+    if campaign.batch_id is None:
+        raise ValueError(f"campaign '{campaign.slug}' has no HITs yet: launch it first")
+    names = ensure_simulated_workers(n_workers, careless, password, campaign.batch_id)
+    for username, _ in names:
+        # The simulated crowd was invited to this campaign: its tests are offered to them.
+        record_choice(Worker.objects.get(user__username=username), campaign.batch, BatchChoice.How.INVITATION)
+    report = SimulationReport()
+    people = []
+
+    def one_round(url: str) -> bool:
+        if not people:
+            for username, is_careless in names:
+                person = HttpWorker(url, username, password)
+                person.log_in()
+                people.append((person, is_careless))
+        did_work = False
+        order = list(people)
+        rng.shuffle(order)
+        for person, is_careless in order:
+            for slug in TASK_ORDER:
+                if _work_once(person, slug, is_careless, answerer, report):
+                    did_work = True
+        return did_work
+
+    return run_rounds(
+        campaign, rng, report, base_url, one_round, max_seconds=max_seconds, max_rounds_idle=max_rounds_idle,
+        progress=progress, when_idle=lambda deadline: _follow_ups_may_change(campaign, deadline),
+    )
+
+
+def run_rounds(campaign, rng, report, base_url, one_round, *, max_seconds, max_rounds_idle, progress=None, when_idle=None):
+    """Serve the platform in-process (unless ``base_url``) and call ``one_round(base_url)`` until the campaign
+    ends, ``max_seconds`` pass, or ``max_rounds_idle`` rounds in a row did nothing and ``when_idle(deadline)``
+    does not expect a change; fills and returns ``report``."""
+    server = None
+    if base_url is None:
+        # The platform's hand-out draws gold HITs into a worker's stream at random; served in-process, the
+        # whole run (not only the simulated answers) then follows the seed.
+        seed_hand_out(rng.getrandbits(64))
+        server, base_url = serve_in_background()
+    started = time.perf_counter()
+    try:
+        idle_rounds = 0
+        while time.perf_counter() - started < max_seconds:
+            did_work = one_round(base_url)
+            campaign.refresh_from_db()
+            if progress:
+                progress(report)
+            if campaign.state in (Campaign.State.FINISHED, Campaign.State.CANCELLED):
+                break
+            idle_rounds = 0 if did_work else idle_rounds + 1
+            if idle_rounds >= max_rounds_idle:
+                if _release_held_examples(campaign, report):
+                    idle_rounds = 0  # the researcher's duplicate review let presence HITs out
+                    continue
+                if when_idle is not None and when_idle(started + max_seconds):
+                    idle_rounds = 0  # e.g. a Celery worker ran follow-ups meanwhile: HITs may have opened
+                    continue
+                report.stuck = campaign.state == Campaign.State.RUNNING
+                break
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+            seed_hand_out(None)
+    campaign.refresh_from_db()
+    report.campaign_state = campaign.state
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _release_held_examples(campaign: Campaign, report) -> bool:
+    """Play the researcher of the duplicate review once the crowd has nothing left: keep every pair."""
+    from annotation.services.duplicates import held_examples, release_example
+
+    held = held_examples(campaign)
+    for example, _ in held:
+        release_example(campaign, example)
+    report.released_for_review += len(held)
+    return bool(held)
+
+
+def _follow_ups_may_change(campaign: Campaign, deadline: float) -> bool:
+    """With a Redis broker, a completed HIT's follow-ups (gold labels, the campaign's end) run in a Celery
+    worker a few seconds after the submission: before calling an idle run stuck, wait for them (up to a
+    few coalescing windows).  True when the campaign's state changed meanwhile (the loop then looks again)."""
+    from annotation.services import coalesce
+
+    if not coalesce.enabled() or campaign.state != Campaign.State.RUNNING:
+        return False
+    until = min(deadline, time.perf_counter() + 3 * coalesce.window_seconds() + 5)
+    while time.perf_counter() < until:
+        time.sleep(0.5)
+        campaign.refresh_from_db()
+        if campaign.state != Campaign.State.RUNNING:
+            return True
+    return False
+
+
+def _work_once(person: HttpWorker, slug: str, careless: bool, answerer: Answerer, report: SimulationReport) -> bool:
+    status, location, _ = person.request(f"/work/{slug}/start/", {})
+    match = re.search(r"/work/assignments/(\d+)/", location or "")
+    if status != 302 or not match:
+        return False
+    assignment = Assignment.objects.select_related("hit").get(pk=int(match.group(1)))
+    figures = report.stages[slug]
+    figures.accepted += 1
+    data = getattr(answerer, slug)(assignment.hit, person.username, careless)
+    data["action"] = "submit"
+    status, _, _ = person.request(f"/work/assignments/{assignment.pk}/", data)
+    if status == 302:
+        figures.submitted += 1
+        return True
+    figures.refused += 1
+    person.request(f"/work/assignments/{assignment.pk}/", {"action": "return"})
+    return False
+
+
