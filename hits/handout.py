@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from hits.handlers import Eligibility, eligibility
 from hits import sql
-from hits.models import HIT, Assignment, Batch, Draw, HITExclusion, TaskType, Worker
+from hits.models import HIT, Assignment, Batch, BatchChoice, Draw, HITExclusion, TaskType, Worker
 
 log = logging.getLogger(__name__)
 
@@ -189,9 +189,10 @@ def _next_hit_sql(
             where.append("h.batch_id = %s")
         if avoid:
             where.append("h.id <> %s")
-        order = (
-            f"((h.id %% {_SHUFFLE_PRIME}) * %s + %s) %% {_SHUFFLE_PRIME}, h.id" if gold == "only" else "h.priority, h.id"
-        )
+        shuffled = f"((h.id %% {_SHUFFLE_PRIME}) * %s + %s) %% {_SHUFFLE_PRIME}"
+        # Inside a campaign: its stages (priority: a redo round first) and test items in their order; the rest,
+        # regular and gold alike, in one random order drawn afresh for each hand-out (nothing stands out).
+        order = f"{shuffled}, h.id" if gold == "only" else f"h.priority, CASE WHEN h.kind = %s THEN 0 ELSE {shuffled} END, h.id"
         return (
             f"SELECT {sql.columns(HIT, 'h')}, {sql.columns(Batch, 'b')} FROM {sql.table(HIT)} h "
             f"JOIN {sql.table(Batch)} b ON b.id = h.batch_id WHERE " + " AND ".join(where)
@@ -205,8 +206,9 @@ def _draw_sql() -> str:
     return sql.statement(
         "draw",
         lambda: (
-            f"SELECT d.hit_id, d.passed_hit_id, d.expires_at, d.expires_at > %s, h.batch_id, h.kind FROM {sql.table(Draw)} d "
-            f"LEFT JOIN {sql.table(HIT)} h ON h.id = d.hit_id WHERE d.worker_id = %s AND d.task_type_id = %s"
+            f"SELECT d.hit_id, d.passed_hit_id, d.expires_at, d.expires_at > %s, h.batch_id, h.kind, p.kind FROM {sql.table(Draw)} d "
+            f"LEFT JOIN {sql.table(HIT)} h ON h.id = d.hit_id LEFT JOIN {sql.table(HIT)} p ON p.id = d.passed_hit_id "
+            "WHERE d.worker_id = %s AND d.task_type_id = %s"
         ),
     )
 
@@ -266,9 +268,11 @@ def _draw(
             return _Drawn(hit, stored, True)
         locked = True  # its row may be locked even so (PostgreSQL can keep the lock of a row found no longer open)
     passed = stored[1] if stored is not None else None
-    hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, avoid=passed, may_wait=not locked, backend=backend)
+    # A HIT given back is replaced by one of its kind: returning or skipping never re-rolls the gold draw.
+    kind = stored[6] if passed is not None and stored[6] in (HIT.Kind.GOLD, HIT.Kind.REGULAR) else None
+    hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, avoid=passed, may_wait=not locked, backend=backend, kind=kind)
     if hit is None and passed is not None and not moving_on:
-        hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, may_wait=not locked, backend=backend)
+        hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, may_wait=not locked, backend=backend, kind=kind)
     return _Drawn(hit, stored, False)
 
 
@@ -375,14 +379,20 @@ _GOLD_RETRY_PAUSES = (0.02, 0.05, 0.1, 0.15, 0.2)
 
 def _next_hit(
     worker, task_type, allowed: Eligibility, hit_id, via_mturk, *, batch_id: int | None = None, avoid: int | None = None,
-    may_wait: bool = True, backend: str = Batch.Backend.LOCAL,
+    may_wait: bool = True, backend: str = Batch.Backend.LOCAL, kind: str | None = None,
 ):
     """Lock and return the next HIT (its batch loaded); gold HITs are mixed in at their batch's ``gold_share``.
 
+    Campaigns (batches) are tried in the worker's order (``campaign_order``: the ones they chose first, then
+    round-robin); inside one, a redo round first (``priority``), test items in their order, and the rest at
+    random.  ``batch_id``: HITs of that batch only; ``avoid``: not that HIT; ``may_wait``: False when this
+    transaction already holds a HIT's lock (then it never waits for one); ``kind``: the kind the draw must
+    have (``HIT.Kind.GOLD`` or ``REGULAR``: a HIT given back is replaced by one of its kind, so returning a
+    HIT never re-rolls the gold draw), None: gold at the batch's rate.
+
     Gold comes only beside regular work: the gold HIT is one of the batch of the regular HIT the worker would
     get otherwise, chosen at random among those open to them (no HIT is everyone's gold check), and none
-    when no regular work is left for them.  ``batch_id``: HITs of that batch only; ``avoid``: not that HIT;
-    ``may_wait``: False when this transaction already holds a HIT's lock (then it never waits for one).
+    when no regular work is left for them.
 
     When every gold HIT open to the worker is locked for a moment (other hand-outs hold them for a few
     milliseconds), the worker still meets gold at the batch's rate: the gold draw is made again a few times
@@ -403,8 +413,9 @@ def _next_hit(
             params.append(in_batch)
         if avoid is not None and hit_id is None:
             params.append(avoid)
-        if gold == "only":
-            params += [rng.randrange(1, _SHUFFLE_PRIME), rng.randrange(_SHUFFLE_PRIME)]
+        if gold != "only":
+            params.append(HIT.Kind.QUALIFICATION)
+        params += [rng.randrange(1, _SHUFFLE_PRIME), rng.randrange(_SHUFFLE_PRIME)]
 
         def run(wait):
             # Planned on every call, never prepared: its best plan depends on the worker and the queue.
@@ -414,38 +425,89 @@ def _next_hit(
             )
             return sql.fetchone(statement, params, prepare=False)
 
-        # One named HIT: wait for its lock.  Otherwise skip locked HITs, and look again waiting only when
-        # every HIT left was locked (PostgreSQL re-checks a HIT's places once its lock is released), never
-        # while holding another lock (``may_wait``).  Gold waits only when asked (``wait``, see below).
-        row = run(wait=hit_id is not None)
-        if row is None and wait:
-            row = run(wait=True)
+        # One named HIT: wait for its lock.  Otherwise skip locked HITs; a second look waits (``wait``, see below).
+        row = run(wait=hit_id is not None or wait)
         if row is None:
             return None
         hit, batch = sql.instances(row, HIT, Batch)
         sql.attach(hit, batch=batch, task_type=task_type)
         return hit
 
-    if not allowed or (hit_id is not None and not sql.is_storable_id(hit_id)):
-        return None
-    waiting = may_wait and hit_id is None and connection.features.has_select_for_update_skip_locked
-    if hit_id is not None or HIT.Kind.GOLD not in kinds:
-        return first(in_batch=batch_id, wait=waiting)
-    hit = first(gold="without", in_batch=batch_id, wait=waiting)
-    if hit is None:
-        return None  # no regular work left for this worker: no gold either
-    share = hit.batch.gold_share
-    if share > 0 and rng.random() < share:
-        gold_hit = first(gold="only", in_batch=hit.batch_id)  # skips locked gold HITs: the next one in this draw
+    def gold_of(in_batch):
+        gold_hit = first(gold="only", in_batch=in_batch)  # skips locked gold HITs: the next one in this draw
         if gold_hit is None and connection.features.has_select_for_update_skip_locked:
             # None free: every gold HIT open to them may be locked for a moment (unlocked look), then draw again.
-            gold_left = available_hits(worker, task_type, allowed, via_mturk, backend=backend).filter(batch_id=hit.batch_id, kind=HIT.Kind.GOLD)
+            gold_left = available_hits(worker, task_type, allowed, via_mturk, backend=backend).filter(batch_id=in_batch, kind=HIT.Kind.GOLD)
+            if avoid is not None:
+                gold_left = gold_left.exclude(pk=avoid)
             if gold_left.exists():
                 for pause in _GOLD_RETRY_PAUSES:
                     time.sleep(pause)
-                    gold_hit = first(gold="only", in_batch=hit.batch_id)
+                    gold_hit = first(gold="only", in_batch=in_batch)
                     if gold_hit is not None:
                         break
-        if gold_hit is not None:
-            return gold_hit  # the regular HIT's lock is held until the commit, as a draw's always was
-    return hit
+        return gold_hit
+
+    def in_campaign(in_batch, wait):
+        if HIT.Kind.GOLD not in kinds:
+            return first(in_batch=in_batch, wait=wait)
+        hit = first(gold="without", in_batch=in_batch, wait=wait)
+        if hit is None:
+            return None  # no regular work left for this worker here: no gold either
+        share = hit.batch.gold_share
+        if kind == HIT.Kind.GOLD or (kind is None and share > 0 and rng.random() < share):
+            gold_hit = gold_of(hit.batch_id)
+            if gold_hit is not None:
+                return gold_hit  # the regular HIT's lock is held until the commit, as a draw's always was
+        return hit
+
+    if not allowed or (hit_id is not None and not sql.is_storable_id(hit_id)):
+        return None
+    if hit_id is not None:
+        return first()
+    waiting = may_wait and connection.features.has_select_for_update_skip_locked
+    campaigns = [batch_id] if batch_id is not None else campaign_order(worker, task_type, via_mturk, backend)
+    # Skip locked HITs in every campaign first; look again waiting only when every HIT left was locked
+    # (PostgreSQL re-checks a HIT's places once its lock is released), never while holding another lock.
+    for wait in (False, True) if waiting else (False,):
+        for campaign in campaigns:
+            hit = in_campaign(campaign, wait)
+            if hit is not None:
+                return hit
+    return None
+
+
+def _campaign_order_sql(n_markets: int) -> str:
+    choice, assignment = sql.table(BatchChoice), sql.table(Assignment)
+    return sql.statement(
+        ("campaign-order", n_markets),
+        lambda: (
+            f"SELECT b.id, (SELECT MAX(c.created_at) FROM {choice} c WHERE c.worker_id = %s AND c.batch_id = b.id AND c.how IN (%s, %s)), "
+            f"(SELECT MAX(a.accepted_at) FROM {assignment} a JOIN {sql.table(HIT)} m ON m.id = a.hit_id "
+            "WHERE a.worker_id = %s AND m.batch_id = b.id AND m.task_type_id = %s) "
+            f"FROM {sql.table(Batch)} b WHERE b.state = %s AND b.backend IN ({', '.join(['%s'] * n_markets)}) "
+            f"AND EXISTS (SELECT 1 FROM {sql.table(HIT)} h WHERE h.batch_id = b.id AND h.task_type_id = %s AND h.state = %s)"
+        ),
+    )
+
+
+def campaign_order(worker, task_type, via_mturk: bool = False, backend: str = Batch.Backend.LOCAL) -> list[int]:
+    """The running campaigns (batches) with open HITs of this type, in the order the hand-out tries them for
+    this worker.
+
+    First the campaigns the worker chose (signed up through its invitation, or "Start here"), the latest
+    choice first: a researcher's recruits do that researcher's work.  Then the others round-robin: the campaign
+    that served the worker longest ago (or never) first, ties in a random order drawn for each hand-out, so no
+    campaign waits for another's queue to empty and no campaign's redo round (its ``priority``) comes
+    before another campaign's work.
+    """
+    markets = _markets(via_mturk, backend)
+    rows = sql.fetchall(
+        _campaign_order_sql(len(markets)),
+        [worker.pk, BatchChoice.How.INVITATION, BatchChoice.How.START, worker.pk, task_type.pk, Batch.State.ACTIVE, *markets,
+         task_type.pk, HIT.State.OPEN],
+    )
+    ties = {batch_id: rng.random() for batch_id, _, _ in rows}
+    chosen = sorted((r for r in rows if r[1] is not None), key=lambda r: (r[1], ties[r[0]]), reverse=True)
+    others = sorted((r for r in rows if r[1] is None), key=lambda r: (r[2] is not None, r[2] if r[2] is not None else 0, ties[r[0]]))
+    return [r[0] for r in chosen + others]

@@ -78,13 +78,17 @@ def worker_home(request):
     for task_type in TaskType.objects.all():
         allowed = eligibility(worker, task_type)
         # Gold checks are never counted nor offered on their own: a figure or a button standing for them alone
-        # would tell how many remain (they are handed out only beside regular work, issue 27).
-        available = available_hits(worker, task_type, allowed).exclude(kind=HIT.Kind.GOLD) if allowed else None
+        # would tell how many remain (they are handed out only beside regular work, issue 27).  Beside regular
+        # work they are counted with it: the figure then drops by one after every HIT the worker does, gold or
+        # not, where counting regular work alone would drop only after a regular HIT (issue 39).
+        available = available_hits(worker, task_type, allowed) if allowed else None
         paid = ~Q(kind=HIT.Kind.QUALIFICATION)  # test items are unpaid: labelled so, not listed at $0
-        per_campaign = list(
+        counted = (
             available.order_by("batch__name", "batch_id").values("batch_id", "batch__name")
-            .annotate(n=Count("pk"), low=Min("reward", filter=paid), high=Max("reward", filter=paid), tests=Count("pk", filter=~paid))
-        ) if available is not None else []
+            .annotate(n=Count("pk"), low=Min("reward", filter=paid), high=Max("reward", filter=paid), tests=Count("pk", filter=~paid),
+                      gold=Count("pk", filter=Q(kind=HIT.Kind.GOLD)))
+        ) if available is not None else ()
+        per_campaign = [c for c in counted if c["n"] > c["gold"]]
         rewards = [r for c in per_campaign for r in (c["low"], c["high"]) if r is not None]
         # Campaigns whose qualification test the worker may take once they start from that campaign.
         to_choose = list(Batch.objects.filter(pk__in=allowed.choosable).order_by("name").values("id", "name")) if allowed.choosable else []

@@ -114,3 +114,15 @@ def small_files(tmp_path):
         ],
     )
     return refs, sums
+
+
+def logged_in_worker(django_user_model, name: str):
+    """A new worker account, logged in: (test client, worker)."""
+    from django.test import Client
+
+    from hits.services import worker_for_user
+
+    user = django_user_model.objects.create_user(username=name, password="pw-for-tests-123")
+    client = Client()
+    client.force_login(user)
+    return client, worker_for_user(user)

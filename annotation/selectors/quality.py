@@ -44,24 +44,36 @@ GOLD_RELEASE_MIN = 2
 def worker_figures(campaign: Campaign, worker: Worker, *, as_shown: bool = False) -> dict[str, dict]:
     """The worker's figures per task type in a campaign, each against its threshold.
 
-    ``as_shown``: as the worker's own standing page shows them, the gold figure as of ``gold_released``.
+    ``as_shown``: as the worker's own standing page shows them: the presence figures (accuracy on check
+    items, agreement with the majority) as of their release (``figure_releases_many``).
     """
-    released = {worker.pk: gold_released(campaign, worker)} if as_shown else None
-    return workers_figures(campaign, [worker.pk], gold_until=released)[worker.pk]
+    if not as_shown:
+        return workers_figures(campaign, [worker.pk])[worker.pk]
+    figures_at, gold_at = figure_releases_many(campaign, [worker.pk])[worker.pk]
+    return workers_figures(campaign, [worker.pk], gold_until={worker.pk: gold_at}, presence_until={worker.pk: figures_at})[worker.pk]
 
 
 def gold_released(campaign: Campaign, worker: Worker, every: int | None = None):
-    """The moment up to which the worker's gold answers count in the figure shown to them (None: none yet).
-
-    The figure moves only when the worker's regular HITs of the campaign reach a multiple of ``every``
-    (``settings.GOLD_FEEDBACK_EVERY``), and only with at least ``GOLD_RELEASE_MIN`` gold answers not shown
-    before: a change never points at one gold HIT, nor at its answer key.
-    """
+    """The moment up to which the worker's gold answers count in the figure shown to them (None: none yet);
+    see ``figure_releases_many``."""
     return gold_released_many(campaign, [worker.pk], every)[worker.pk]
 
 
 def gold_released_many(campaign: Campaign, worker_ids, every: int | None = None) -> dict:
     """``gold_released`` of many workers at once (one query): worker id -> moment or None."""
+    return {w: gold for w, (_, gold) in figure_releases_many(campaign, worker_ids, every).items()}
+
+
+def figure_releases_many(campaign: Campaign, worker_ids, every: int | None = None) -> dict:
+    """When the presence figures shown to each worker were last released: worker id -> (moment of the
+    agreement figures, moment of the gold figure), each None before the first.
+
+    Both move only when the worker's HITs of the campaign, regular and gold counted alike, reach a multiple
+    of ``every`` (``settings.GOLD_FEEDBACK_EVERY``): what the worker sees changes after their 10th, 20th...
+    HIT whatever its kind, never after one gold HIT.  The gold figure needs besides at least
+    ``GOLD_RELEASE_MIN`` gold answers not shown before: a change never points at one gold HIT's answer key.
+    Work counts when it was submitted before the moment (the release's own HIT waits for the next one).
+    """
     from django.conf import settings
 
     every = every or settings.GOLD_FEEDBACK_EVERY
@@ -74,24 +86,27 @@ def gold_released_many(campaign: Campaign, worker_ids, every: int | None = None)
         .order_by("worker_id", "submitted_at", "pk")
         .values_list("worker_id", "hit__kind", "submitted_at")
     )
-    released = dict.fromkeys(worker_ids)
-    tally = {w: [0, 0] for w in worker_ids}  # regular, gold waiting
+    released = {w: [None, None] for w in worker_ids}
+    tally = {w: [0, 0] for w in worker_ids}  # HITs, gold waiting
     for worker_id, kind, submitted_at in done:
         counts = tally[worker_id]
-        if kind == HIT.Kind.GOLD:
-            counts[1] += 1
-            continue
         counts[0] += 1
-        if counts[0] % every == 0 and counts[1] >= GOLD_RELEASE_MIN:
-            released[worker_id], counts[1] = submitted_at, 0
-    return released
+        counts[1] += kind == HIT.Kind.GOLD
+        if counts[0] % every == 0:
+            released[worker_id][0] = submitted_at
+            if counts[1] >= GOLD_RELEASE_MIN:
+                released[worker_id][1], counts[1] = submitted_at, 0
+    return {w: tuple(moments) for w, moments in released.items()}
 
 
-def workers_figures(campaign: Campaign, worker_ids, *, gold_until: dict | None = None) -> dict[int, dict[str, dict]]:
+def workers_figures(
+    campaign: Campaign, worker_ids, *, gold_until: dict | None = None, presence_until: dict | None = None
+) -> dict[int, dict[str, dict]]:
     """``worker_figures`` of many workers at once: a fixed number of grouped queries, however many workers.
 
     ``gold_until``: worker id -> the moment up to which their gold answers count (None: none count); the gold
-    figure then says that moment (``as_of``, ISO text).
+    figure then says that moment (``as_of``, ISO text).  ``presence_until``: the same for their presence
+    judgments (agreement with the majority, judgments made).
     """
     worker_ids = list(dict.fromkeys(worker_ids))
     grace = campaign.grace_period_items
@@ -148,6 +163,13 @@ def workers_figures(campaign: Campaign, worker_ids, *, gold_until: dict | None =
                 gold[worker_id][1] += 1
                 gold[worker_id][0] += int(bool(label["present"]) == bool(expected))
     judged = PresenceJudgment.objects.filter(worker_id__in=worker_ids, summary__system__campaign=campaign)
+    if presence_until is not None:
+        # Only judgments of HITs submitted before each worker's release moment (none before the first).
+        released = Q(pk__in=[])
+        for worker_id, moment in presence_until.items():
+            if moment is not None:
+                released |= Q(worker_id=worker_id, assignment__submitted_at__lt=moment)
+        judged = judged.filter(released)
     n_judged = dict(judged.values("worker_id").annotate(n=Count("pk")).values_list("worker_id", "n"))
     majority = {
         row["worker_id"]: row
@@ -175,6 +197,10 @@ def workers_figures(campaign: Campaign, worker_ids, *, gold_until: dict | None =
         if gold_until is not None:
             released = gold_until.get(worker_id)
             gold_check["as_of"] = released.isoformat() if released is not None else None
+        majority_check = {"value": agree_majority / n_majority if n_majority else None, "n": n_majority}
+        if presence_until is not None:
+            moment = presence_until.get(worker_id)
+            majority_check["as_of"] = moment.isoformat() if moment is not None else None
         result[worker_id] = {
             "generation": {
                 "valid_share": valid.as_dict(),
@@ -187,7 +213,7 @@ def workers_figures(campaign: Campaign, worker_ids, *, gold_until: dict | None =
             },
             "presence": {
                 "gold_accuracy": gold_check,
-                "majority_agreement": {"value": agree_majority / n_majority if n_majority else None, "n": n_majority},
+                "majority_agreement": majority_check,
                 "judgments": n_judged.get(worker_id, 0),
             },
         }

@@ -158,6 +158,35 @@ def verb_forms(lemma: str) -> set[str]:
     return forms
 
 
+def verb_bases(word: str) -> set[str]:
+    """The base forms an inflected verb may come from, by inverting -ed, -ing and -s and by the irregular list
+    ("fired" -> "fire", "stopped" -> "stop", "tried" -> "try", "making" -> "make", "gave" -> "give").
+
+    A word may yield a few bases that are no verb ("fired" -> "fir" too): they are only matched against
+    questions, as inflections of the real base, and bases under three letters made by a rule are left out
+    (the irregular list's "be", "do" and "go" stay)."""
+    word = (word or "").lower()
+    found = {word} | _BASES.get(word, set())
+    stems = []
+    if word.endswith(("ied", "ies")):
+        found.add(word[:-3] + "y")
+    if word.endswith("ed"):
+        stems += [word[:-2], word[:-1]]  # "planted" -> "plant", "fired" -> "fire"
+    if word.endswith("ing"):
+        stems += [word[:-3], word[:-3] + "e"]  # "opening" -> "open", "making" -> "make"
+        if word.endswith("ying"):
+            found.add(word[:-4] + "ie")  # "lying" -> "lie"
+    if word.endswith("es"):
+        stems += [word[:-2], word[:-1]]  # "watches" -> "watch", "fires" -> "fire"
+    elif word.endswith("s") and not word.endswith("ss"):
+        stems.append(word[:-1])
+    for candidate in stems:
+        found.add(candidate)
+        if len(candidate) >= 4 and candidate[-1] == candidate[-2] and candidate[-1] not in _VOWELS | {"l", "s"}:
+            found.add(candidate[:-1])  # "stopped" -> "stop" (but "called", "passed" keep theirs)
+    return {base for base in found if len(base) >= 3} | {word} | _BASES.get(word, set())
+
+
 def starts_with_question_word(question: str) -> bool:
     """Whether the question's first word is a question word (who, what, when, where, why, how, which, whose, whom)."""
     found = words(question)
@@ -168,13 +197,15 @@ def mentions_verb(question: str, predicate_text: str, lemma: str = "") -> bool:
     """Whether a question contains the predicate's verb in any inflection.
 
     The verb is the predicate's lemma (its first word: "give" of "give up") or, without a lemma, the
-    predicate as it stands in the sentence; a question word matches an inflection of it, the form
-    in the sentence itself, or a word with the same crude stem ("blames" / "blamed").
+    predicate as it stands in the sentence, led back to its base (``verb_bases``: "fired" -> "fire"); a
+    question word matches an inflection of it, the form in the sentence itself, or a word with the same
+    crude stem ("blames" / "blamed").
     """
     heads = [w for w in (words(lemma)[:1] + words(predicate_text)[:1]) if w]
     if not heads:
         return True
-    heads += [base for h in heads for base in _BASES.get(h, ())]
+    # A test item has no lemma: its verb as it stands in the sentence ("fired") leads back to its base ("fire").
+    heads += [base for h in heads for base in verb_bases(h)]
     forms = set()
     for head in heads:
         forms |= verb_forms(head)

@@ -52,18 +52,16 @@ def test_one_gold_hit_never_moves_the_standing_page_and_releases_come_in_batches
         submit(HIT.Kind.REGULAR)
     before = _gold_row(client)
     # One gold HIT, answered wrong ("present" where the key says "not present"), then one right: the page's
-    # figure must not move after either, however many regular HITs follow the first alone.
-    submit(HIT.Kind.GOLD, present=True)
+    # figure must not move after either, however many HITs follow the first alone.  Releases come after every
+    # 3rd HIT, gold and regular counted alike (issue 39), and only with two gold answers not shown before.
+    submit(HIT.Kind.GOLD, present=True)  # 4th
     assert _gold_row(client) == before
-    for _ in range(3):
+    for _ in range(3):  # 5th to 7th: the 6th is a release point, with one gold answer only
         submit(HIT.Kind.REGULAR)
         assert _gold_row(client) == before  # a release would show that one gold HIT's result alone
-    submit(HIT.Kind.GOLD, present=False)
+    submit(HIT.Kind.GOLD, present=False)  # 8th
     assert _gold_row(client) == before
-    submit(HIT.Kind.REGULAR)
-    submit(HIT.Kind.REGULAR)
-    assert _gold_row(client) == before
-    # The next multiple of 3 regular HITs releases both gold answers at once: 2 of 4 labels right.
+    # The 9th HIT releases both gold answers at once: 2 of 4 labels right.
     submit(HIT.Kind.REGULAR)
     after = _gold_row(client)
     assert after != before and ">0.50<" in after and '<td class="num">4</td>' in after
@@ -101,17 +99,17 @@ def test_a_gold_check_revokes_only_at_a_release_point_and_tells_the_worker_no_go
         q = Qualification.objects.filter(worker=worker, batch_id=campaign.batch_id, task_type=template.task_type).first()
         return q.state if q else None
 
-    for _ in range(3):
+    for _ in range(2):
         submit(HIT.Kind.REGULAR)
-    # Two gold HITs, all wrong, past the grace period: nothing happens at either submission.
+    # Two gold HITs, all wrong, past the grace period: nothing happens at either submission (the 3rd HIT is a
+    # release point, with one gold answer only).
     submit(HIT.Kind.GOLD)
     assert state() != Qualification.State.REVOKED
     submit(HIT.Kind.GOLD)
     assert state() != Qualification.State.REVOKED
     submit(HIT.Kind.REGULAR)
-    submit(HIT.Kind.REGULAR)
     assert state() != Qualification.State.REVOKED
-    # The release point (the 6th regular HIT) releases both gold answers, and the check acts then.
+    # The release point (the 6th HIT, gold and regular alike) releases both gold answers, and the check acts then.
     submit(HIT.Kind.REGULAR)
     assert state() == Qualification.State.REVOKED
     qualification = Qualification.objects.get(worker=worker, batch_id=campaign.batch_id, task_type=template.task_type)

@@ -386,7 +386,12 @@ def test_another_researchers_test_never_hides_the_campaign_a_worker_joined(tmp_p
         assert ritas_test.batch_id not in batches, "handed another researcher's test"
         assert any(h.batch_id == oscars.batch_id and h.kind == "qualification" for h in seen)  # the test of the campaign joined
         assert all(a.pk != b.pk for a, b in zip(seen, seen[1:])), [h.pk for h in seen]
-        assert ritas_open.batch_id in batches  # the other campaign's work is reachable
+        # The campaign joined comes first (issue 39): its test while the worker has not passed it; the other
+        # campaign's work is there with "Start here".
+        assert batches == {oscars.batch_id}
+        Assignment.objects.filter(worker=worker, state="assigned").update(state="returned")
+        client.post("/work/generation/start/", {"campaign": ritas_open.batch_id})
+        assert _held(worker).batch_id == ritas_open.batch_id
         Assignment.objects.filter(worker=worker, state="assigned").update(state="returned")
         HIT.objects.update(n_taken=0)
 
