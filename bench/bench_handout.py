@@ -8,7 +8,12 @@ measurement (the state they had before), and prints
 
     handout paused_hits=N accept_ms=A accept_ms_left_open=B ratio=B/A
 
-(medians over ``BENCH_HANDOUT_WORKERS`` fresh workers, 30).  Needs PostgreSQL on
+(medians over ``BENCH_HANDOUT_WORKERS`` fresh workers, 30).  Then the fair hand-out across campaigns
+(issue 39): the large campaign running again beside ``BENCH_HANDOUT_CAMPAIGNS`` (4) small ones, each worker
+recruited by one of them or by none, and every worker served a HIT of each campaign before (round-robin
+looks up when each campaign last served them):
+
+    handout_campaigns campaigns=K accept_ms=C  Needs PostgreSQL on
 127.0.0.1:5432 (trust auth, user postgres); creates and drops the database "qapyr_bench_handout".
 """
 
@@ -23,9 +28,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DB = "qapyr_bench_handout"
+DB = os.environ.get("BENCH_HANDOUT_DB", "qapyr_bench_handout")
 PAUSED_EXAMPLES = int(os.environ.get("BENCH_HANDOUT_EXAMPLES", "5000"))  # x 10 systems = HITs
 N_WORKERS = int(os.environ.get("BENCH_HANDOUT_WORKERS", "30"))
+N_CAMPAIGNS = int(os.environ.get("BENCH_HANDOUT_CAMPAIGNS", "4"))
 
 
 def main() -> int:
@@ -86,11 +92,35 @@ def main() -> int:
                 raise SystemExit("handout: a worker did not get a HIT of the running campaign")
         return 1000 * statistics.median(times)
 
+    def median_across_campaigns(large):
+        from annotation.services.pipeline import resume_campaign
+        from hits.models import Assignment, Batch, BatchChoice
+
+        resume_campaign(large)
+        small = [campaign(f"Small {k}", max(1, N_WORKERS)) for k in range(N_CAMPAIGNS)]
+        batches = [large.batch_id] + [c.batch_id for c in small]
+        times = []
+        for i in range(N_WORKERS):
+            user = users.objects.create_user(f"fair{i}")
+            worker = Worker.objects.create(user=user, external_id=user.username)
+            if i % 2:  # half of them recruited by one of the small campaigns
+                BatchChoice.objects.create(worker=worker, batch=Batch.objects.get(pk=small[i % N_CAMPAIGNS].batch_id), how="invitation")
+            for batch_id in batches:  # served by every campaign once before
+                served = accept_next(worker, presence, batch_id=batch_id)
+                Assignment.objects.filter(pk=served.pk).update(state=Assignment.State.SUBMITTED)
+            started = time.perf_counter()
+            assignment = accept_next(worker, presence)
+            times.append(time.perf_counter() - started)
+            if assignment is None:
+                raise SystemExit("handout: a worker got no HIT with five campaigns running")
+        return 1000 * statistics.median(times)
+
     n_paused = HIT.objects.filter(batch_id=paused.batch_id, state=HIT.State.PAUSED).count()
     aside = median_accept_ms("aside")
     HIT.objects.filter(batch_id=paused.batch_id, state=HIT.State.PAUSED).update(state=HIT.State.OPEN)
     left_open = median_accept_ms("open")
     print(f"handout paused_hits={n_paused} accept_ms={aside:.1f} accept_ms_left_open={left_open:.1f} ratio={left_open / aside:.1f}", flush=True)
+    print(f"handout_campaigns campaigns={N_CAMPAIGNS + 1} accept_ms={median_across_campaigns(paused):.1f}", flush=True)
     from django.db import connections
 
     connections.close_all()

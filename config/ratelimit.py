@@ -129,9 +129,10 @@ def rate_limited(setting: str, key):
 #   from, remembered KNOWN_ADDRESS_DAYS) is answered with a 429 instead of the login form: it tells
 #   whoever mistyped that the account is being guessed at, and reveals nothing more than a wrong
 #   password does.  What bounds guessing is the two other limits;
-# - LOGIN_ADDRESS_RATE_LIMIT counts failed attempts from one client address, whatever the names
-#   (spraying many accounts); successful logins do not count, so a class behind one address can
-#   sign in together.
+# - LOGIN_ADDRESS_RATE_LIMIT counts failed attempts from one client address on one account (issue 39:
+#   it counted every name, so one person behind a shared lab or campus address locked out everyone
+#   there, the right password included).  Past it only that account is refused from that address;
+#   another account's owner behind the same address signs in.  Successful logins never count.
 # Counts live in the cache: Redis when configured, so all web processes share them.
 
 KNOWN_ADDRESS_DAYS = 90
@@ -146,8 +147,8 @@ def _account(username) -> str:
     return hashlib.sha256(normalised_username(username).encode("utf-8", "replace")).hexdigest()[:32]
 
 
-def _address_bucket(request) -> str:
-    return f"LOGIN_ADDRESS_RATE_LIMIT:{client_ip(request)}"
+def _address_bucket(request, username) -> str:
+    return f"LOGIN_ADDRESS_RATE_LIMIT:{client_ip(request)}:{_account(username)}"
 
 
 def _known_key(request, username) -> str:
@@ -156,16 +157,16 @@ def _known_key(request, username) -> str:
 
 def login_refused(request, username) -> bool:
     """Count a login attempt; True when it must be refused (429) before checking the password."""
-    if limit_reached(_address_bucket(request), settings.LOGIN_ADDRESS_RATE_LIMIT):
+    if limit_reached(_address_bucket(request, username), settings.LOGIN_ADDRESS_RATE_LIMIT):
         return True
     return hit_limit(f"LOGIN_RATE_LIMIT:{_account(username)}:{client_ip(request)}", settings.LOGIN_RATE_LIMIT)
 
 
 def login_failed(request, username=None) -> bool:
-    """Count a failed login against the client's address and (with ``username``) the addresses failing
-    on the account; True when the answer should be a 429: the account's many-addresses limit is full
-    and this address is new to it."""
-    hit_limit(_address_bucket(request), settings.LOGIN_ADDRESS_RATE_LIMIT)
+    """Count a failed login against the client's address on this account (``username`` None: a request
+    naming none) and the addresses failing on the account; True when the answer should be a 429: the
+    account's many-addresses limit is full and this address is new to it."""
+    hit_limit(_address_bucket(request, username), settings.LOGIN_ADDRESS_RATE_LIMIT)
     if username is None or cache.get(_known_key(request, username)):
         return False
     bucket = f"LOGIN_ACCOUNT_ADDRESSES_LIMIT:{_account(username)}"

@@ -145,6 +145,9 @@ def _eligibility_sql(allowed: Eligibility, worker_id: int, via_mturk: bool = Fal
 #: Gold HITs of a batch are tried in an order drawn afresh for each gold draw: ((id mod P) x a + b) mod P.
 _SHUFFLE_PRIME = 2147483647
 
+#: A hand-out draws at random among this many of the HITs first in a campaign's queue (stage, then id).
+HANDOUT_WINDOW = 200
+
 #: The hand-out's randomness (the gold draw, the order of gold HITs): unpredictable.  Tests put a seeded
 #: ``random.Random`` here.
 rng = random.SystemRandom()
@@ -190,13 +193,21 @@ def _next_hit_sql(
         if avoid:
             where.append("h.id <> %s")
         shuffled = f"((h.id %% {_SHUFFLE_PRIME}) * %s + %s) %% {_SHUFFLE_PRIME}"
+        source = f"FROM {sql.table(HIT)} h JOIN {sql.table(Batch)} b ON b.id = h.batch_id WHERE "
+        lock = sql.lock_clause("h", skip_locked=not wait)
+        if gold == "only" or one_hit:
+            order = f"{shuffled}, h.id" if gold == "only" else "h.id"
+            return f"SELECT {sql.columns(HIT, 'h')}, {sql.columns(Batch, 'b')} " + source + " AND ".join(where) + f" ORDER BY {order} LIMIT 1" + lock
         # Inside a campaign: its stages (priority: a redo round first) and test items in their order; the rest,
-        # regular and gold alike, in one random order drawn afresh for each hand-out (nothing stands out).
-        order = f"{shuffled}, h.id" if gold == "only" else f"h.priority, CASE WHEN h.kind = %s THEN 0 ELSE {shuffled} END, h.id"
+        # regular and gold alike, in a random order drawn afresh for each hand-out (nothing stands out).  The
+        # draw is among the first ``HANDOUT_WINDOW`` HITs open to the worker in queue order (the queue index
+        # finds them without reading the whole campaign); the lock's re-check looks at the places again.
+        window = f"SELECT h.id " + source + " AND ".join(where) + f" ORDER BY h.priority, h.id LIMIT {HANDOUT_WINDOW}"
+        places = "(h.n_taken < h.max_assignments OR h.overbook)" if via_mturk else "h.n_taken < h.max_assignments"
         return (
-            f"SELECT {sql.columns(HIT, 'h')}, {sql.columns(Batch, 'b')} FROM {sql.table(HIT)} h "
-            f"JOIN {sql.table(Batch)} b ON b.id = h.batch_id WHERE " + " AND ".join(where)
-            + f" ORDER BY {order} LIMIT 1" + sql.lock_clause("h", skip_locked=not wait)
+            f"SELECT {sql.columns(HIT, 'h')}, {sql.columns(Batch, 'b')} " + source
+            + f"h.id IN ({window}) AND h.state = %s AND {places} "
+            + f"ORDER BY h.priority, CASE WHEN h.kind = %s THEN 0 ELSE {shuffled} END, h.id LIMIT 1" + lock
         )
 
     return sql.statement(("next", eligible_shape, via_mturk, one_hit, gold, same_batch, avoid, wait), build)
@@ -413,9 +424,10 @@ def _next_hit(
             params.append(in_batch)
         if avoid is not None and hit_id is None:
             params.append(avoid)
-        if gold != "only":
-            params.append(HIT.Kind.QUALIFICATION)
-        params += [rng.randrange(1, _SHUFFLE_PRIME), rng.randrange(_SHUFFLE_PRIME)]
+        if gold != "only" and hit_id is None:
+            params += [HIT.State.OPEN, HIT.Kind.QUALIFICATION]
+        if gold == "only" or hit_id is None:
+            params += [rng.randrange(1, _SHUFFLE_PRIME), rng.randrange(_SHUFFLE_PRIME)]
 
         def run(wait):
             # Planned on every call, never prepared: its best plan depends on the worker and the queue.

@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from django.db.models import Count, Q, Sum
 
-from hits.models import Assignment, Batch, LedgerEntry, Worker
+from hits.models import HIT, Assignment, Batch, LedgerEntry, Worker
 from hits.mturk.fees import CENT
 
 ZERO = Decimal("0.00")
@@ -78,7 +78,8 @@ def payouts(batch: Batch | None = None, worker: Worker | None = None) -> list[Pa
         return rows[key]
 
     counted = (
-        assignments.values("worker_id", "hit__batch_id")
+        # Test items are unpaid and never reviewed for pay: never "approved" nor "awaiting review" here.
+        assignments.exclude(hit__kind=HIT.Kind.QUALIFICATION).values("worker_id", "hit__batch_id")
         .annotate(
             approved=Count("pk", filter=Q(state=Assignment.State.APPROVED)),
             awaiting=Count("pk", filter=Q(state=Assignment.State.SUBMITTED)),

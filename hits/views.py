@@ -33,7 +33,7 @@ from hits.worktime import typical_minutes
 from hits.invitations import InvitationClosed, take_use
 from hits.models import HIT, Assignment, Batch, BatchChoice, Invitation, Qualification, TaskType, Worker
 from hits.prolific import views as prolific_pages
-from hits.qualifications import test_progress
+from hits.qualifications import can_attempt, test_progress
 from hits.services import (
     AssignmentClosed,
     NotEligible,
@@ -137,7 +137,13 @@ def _held_back(worker, task_type) -> list[str]:
     ).select_related("batch").order_by("batch__name")
     for qualification in rows:
         reason = _HELD_BACK[qualification.state]
-        if qualification.reason:
+        if qualification.state == Qualification.State.FAILED:
+            # Said once, with what the worker can act on: the score and when they may try again.
+            if qualification.score is not None:
+                reason += f" (score {qualification.score:.2f})"
+            allowed, why_not = can_attempt(qualification, qualification.batch)
+            reason += "; " + ("you may take it again now" if allowed else why_not)
+        elif qualification.reason:
             reason += f" ({qualification.reason})"
         lines.append(f"{qualification.batch.name}: {reason}")
     for block in worker.batch_blocks.filter(batch__state="active", batch__hits__task_type=task_type).select_related("batch").distinct():
@@ -457,9 +463,14 @@ def worker_settings(request):
 def history(request):
     """The worker's HITs and earnings; "owed" comes from the ledger, as on the researcher's payout report."""
     worker = _worker(request)
-    assignments = (
+    assignments = list(
         Assignment.objects.filter(worker=worker).select_related("hit__task_type", "hit__batch").order_by("-accepted_at")[:200]
     )
+    for a in assignments:
+        # Work the campaign cancelled (or a test item withdrawn) before it was handed in: nothing is owed for it.
+        a.closed = a.state == Assignment.State.ASSIGNED and (
+            a.hit.state == HIT.State.CANCELLED or a.hit.batch.state == Batch.State.CANCELLED
+        )
     done = Assignment.objects.filter(worker=worker, state__in=Assignment.DONE_STATES)
     figures = done.aggregate(n=Count("pk"), seconds=Sum("work_seconds"))
     rows = payouts.payouts(worker=worker)

@@ -116,12 +116,13 @@ def _home_row(client, slug):
     return client.get("/work/").content.decode().split(f'data-task="{slug}"')[1].split("</tr>")[0]
 
 
-def test_the_home_page_counts_no_gold_hits_and_offers_no_start_once_regular_work_is_gone(tmp_path, django_user_model, seeded):
+def test_the_home_page_counts_gold_only_beside_regular_work_and_offers_no_start_once_it_is_gone(tmp_path, django_user_model, seeded):
     campaign, presence = _queue(tmp_path, n_regular=3, n_gold=4, gold_share=0.5)
     client, _ = _client(django_user_model, "counter")
     row = _home_row(client, "presence")
-    # Three regular HITs: the campaign and the total say 3, never 7 (the four gold checks are not counted).
-    assert '<span class="meta">3</span>' in row and '<td class="num" data-label="Available">3</td>' in row, row
+    # Three regular HITs and four gold checks open to the worker: counted together (issue 39: a count of
+    # regular work alone dropped after a regular HIT and never after a gold one, which told them apart).
+    assert '<span class="meta">7</span>' in row and '<td class="num" data-label="Available">7</td>' in row, row
     other = Worker.objects.create(external_id="finisher")
     for hit in HIT.objects.filter(kind=HIT.Kind.REGULAR):
         Assignment.objects.create(hit=hit, worker=other, accepted_at=hit.created_at, expires_at=hit.created_at, state="submitted")
