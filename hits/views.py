@@ -29,7 +29,7 @@ from config.ratelimit import rate_limited
 from hits import payouts
 from hits.handlers import AnswerErrors, eligibility, task_handler
 from hits.wording import as_sentence
-from hits.worktime import typical_minutes
+from hits.worktime import shown_minutes
 from hits.invitations import InvitationClosed, take_use
 from hits.models import HIT, Assignment, Batch, BatchChoice, Invitation, Qualification, TaskType, Worker
 from hits.prolific import views as prolific_pages
@@ -90,6 +90,7 @@ def worker_home(request):
         ) if available is not None else ()
         per_campaign = [c for c in counted if c["n"] > c["gold"]]
         rewards = [r for c in per_campaign for r in (c["low"], c["high"]) if r is not None]
+        rewards = rewards or [r for r in _usual_rewards(task_type) if r is not None]
         # Campaigns whose qualification test the worker may take once they start from that campaign.
         to_choose = list(Batch.objects.filter(pk__in=allowed.choosable).order_by("name").values("id", "name")) if allowed.choosable else []
         rows.append(
@@ -104,7 +105,7 @@ def worker_home(request):
                     {"id": c["batch_id"], "name": c["batch__name"], "n": c["n"], "test": c["tests"] == c["n"]} for c in per_campaign
                 ],
                 "tests_to_choose": to_choose,
-                "minutes": typical_minutes(task_type),
+                "minutes": shown_minutes(task_type),
                 "why_not": "" if allowed else _why_not(worker),
                 "held_back": _held_back(worker, task_type),
                 "current": current_assignment(worker, task_type),
@@ -379,10 +380,9 @@ def _tell_test_result(request, worker, assignment) -> None:
     elif qualification.state == Qualification.State.REVIEW:
         messages.info(request, f"Test finished: a researcher will review your {name} test; you will see the decision on your standing page.")
     else:
-        messages.warning(
-            request,
-            f"Test finished: you did not pass the {name} test (score {qualification.score:.2f}). Your standing page says when you may try again.",
-        )
+        allowed, why_not = can_attempt(qualification, assignment.hit.batch)
+        retry = "You may take it again now." if allowed else as_sentence(why_not)
+        messages.warning(request, f"Test finished: you did not pass the {name} test (score {qualification.score:.2f}). {retry}")
         _tell_test_items(request, worker, assignment)
 
 
@@ -396,8 +396,10 @@ def _tell_test_items(request, worker, assignment) -> None:
         worker=worker, attempt=assignment.attempt, state__in=Assignment.DONE_STATES, hit__kind=HIT.Kind.QUALIFICATION,
         hit__batch_id=assignment.hit.batch_id, hit__task_type_id=assignment.hit.task_type_id,
     ).select_related("hit")
-    for k, line in enumerate(explain(list(items)), start=1):
-        messages.info(request, f"Test item {k}: {line}", extra_tags="test-item")
+    # One short line per checked entry, marked right or wrong (issue 39: one dense paragraph per item, no marks).
+    for right, line in explain(list(items)):
+        mark = "✓ Right:" if right else "✗ Wrong:"
+        messages.info(request, f"{mark} {line}", extra_tags="test-item " + ("right" if right else "wrong"))
 
 
 #: What a change of the campaign means to a worker who has one of its HITs open (the status poll shows it).
@@ -521,6 +523,18 @@ def join(request, token):
     return render(request, "hits/join.html", {"form": form, "invitation": invitation, "work": _work_on_offer(invitation)})
 
 
+def _usual_rewards(task_type, batch_id: int | None = None) -> tuple:
+    """The reward range of a task type's paid HITs in running local campaigns (``batch_id``: that one), open or
+    not: what the task pays when nothing is open right now.  (None, None) when there are none."""
+    rows = HIT.objects.filter(
+        task_type=task_type, kind=HIT.Kind.REGULAR, batch__state=Batch.State.ACTIVE, batch__backend=Batch.Backend.LOCAL
+    )
+    if batch_id is not None:
+        rows = rows.filter(batch_id=batch_id)
+    figures = rows.aggregate(low=Min("reward"), high=Max("reward"))
+    return figures["low"], figures["high"]
+
+
 def _work_on_offer(invitation: Invitation | None = None) -> list[dict]:
     """What the work is, what it pays and how long it takes, per task type (for people deciding to join).
 
@@ -539,7 +553,10 @@ def _work_on_offer(invitation: Invitation | None = None) -> list[dict]:
         figures = open_items.filter(kind=HIT.Kind.REGULAR).aggregate(
             n=Count("pk"), low=Min("reward"), high=Max("reward")
         )
+        if figures["low"] is None:
+            # Nothing open right now: what the task pays all the same (the home page says the same).
+            figures["low"], figures["high"] = _usual_rewards(task_type, invitation.batch_id if invitation is not None else None)
         tests = open_items.filter(kind=HIT.Kind.QUALIFICATION).count()
         offer.append({"task_type": task_type, "open": figures["n"], "tests": tests, "reward_low": figures["low"],
-                      "reward_high": figures["high"], "minutes": typical_minutes(task_type)})
+                      "reward_high": figures["high"], "minutes": shown_minutes(task_type)})
     return offer

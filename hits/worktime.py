@@ -25,3 +25,17 @@ def typical_minutes(task_type) -> int | None:
     """``typical_seconds`` in whole minutes, at least 1 (None before any submission)."""
     seconds = typical_seconds(task_type)
     return None if seconds is None else max(1, round(seconds / 60))
+
+
+def shown_minutes(task_type) -> int | None:
+    """What every worker page (home, join, HIT) says a HIT of this type takes, in whole minutes: the measured
+    ``typical_minutes``, else the protocol's figure its handler gives (``protocol_minutes``), else None."""
+    measured = typical_minutes(task_type)
+    if measured is not None:
+        return measured
+    from hits.handlers import task_handler
+
+    try:
+        return getattr(task_handler(task_type.slug), "protocol_minutes", None)
+    except LookupError:
+        return None

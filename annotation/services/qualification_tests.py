@@ -126,19 +126,20 @@ def _test_items(assignments: list[Assignment]) -> list[Assignment]:
     return sorted((a for a in assignments if a.hit.kind == HIT.Kind.QUALIFICATION), key=lambda a: a.hit_id)
 
 
-def generation_feedback(assignments: list[Assignment]) -> list[str]:
+def generation_feedback(assignments: list[Assignment]) -> list[tuple[bool, str]]:
+    """A failed generation test, item by item: (right, what was expected and what the worker wrote)."""
     lines = []
     for assignment in _test_items(assignments):
         inline = assignment.hit.payload["inline"]
         graded = grade_generation_item(assignment)
         arguments = (assignment.hit.answer_key or {}).get("arguments", [])
         written = [f"{q['question']} → {' / '.join(q['answers'])}" for q in assignment.answers.get("questions", [])]
-        lines.append(
-            f"“{inline['sentence']}” ({'right' if graded['right'] else 'not right'}): expected a question with an answer "
-            f"for each of {_quoted(' / '.join(a) for a in arguments)}, each question starting with a question word and "
-            f"naming no detail of the sentence but the verb. You wrote: {'; '.join(written) or 'no questions'}."
-            + (f" Problems: {'; '.join(graded['problems'])}." if graded["problems"] else "")
-        )
+        lines.append((
+            bool(graded["right"]),
+            f"“{inline['sentence']}”: expected a question with an answer for each of "
+            f"{_quoted(' / '.join(a) for a in arguments)}. You wrote: {'; '.join(written) or 'no questions'}."
+            + (f" Problems: {'; '.join(graded['problems'])}." if graded["problems"] else ""),
+        ))
     return lines
 
 
@@ -152,31 +153,30 @@ def _against_key(assignment: Assignment, key_name: str, answers_name: str, entri
             yield entry, expected, given.get(str(entry["id"]))
 
 
-def verification_feedback(assignments: list[Assignment]) -> list[str]:
+def verification_feedback(assignments: list[Assignment]) -> list[tuple[bool, str]]:
+    """A failed verification test, question by question: (right, what was expected and what the worker said)."""
     lines = []
     for assignment in _test_items(assignments):
-        parts = []
         for question, expected, yours in _against_key(assignment, "verdicts", "verdicts", "questions"):
             ok = yours is not None and bool(yours["valid"]) == bool(expected["valid"])
             if ok and expected["valid"]:
                 ok = best_overlap(yours.get("answers", []), expected.get("answers", [])) >= COVERED
             want = f"valid, answer {_quoted(expected['answers'])}" if expected["valid"] else "invalid"
             got = "no verdict" if yours is None else (f"valid, answer {_quoted(yours.get('answers', []))}" if yours["valid"] else "invalid")
-            parts.append(f"“{question['question']}” {'right' if ok else 'not right'}: expected {want}; you said {got}")
-        lines.append(f"“{assignment.hit.payload['inline']['sentence']}”: " + "; ".join(parts) + ".")
+            lines.append((ok, f"“{question['question']}”: expected {want}; you said {got}."))
     return lines
 
 
-def presence_feedback(assignments: list[Assignment]) -> list[str]:
+def presence_feedback(assignments: list[Assignment]) -> list[tuple[bool, str]]:
+    """A failed presence test, pair by pair: (right, what was expected and what the worker said)."""
     lines = []
     for assignment in _test_items(assignments):
-        parts = []
+        candidate = assignment.hit.payload["inline"]["candidate"]
         for pair, expected, yours in _against_key(assignment, "labels", "labels", "pairs"):
             text = pair.get("text") or f"{pair.get('question', '')} {pair.get('answer', '')}".strip()
             ok = yours is not None and bool(yours["present"]) == bool(expected)
             said = "nothing" if yours is None else ("present" if yours["present"] else "not present")
-            parts.append(f"“{text}” {'right' if ok else 'not right'}: expected {'present' if expected else 'not present'}; you said {said}")
-        lines.append(f"Candidate “{assignment.hit.payload['inline']['candidate']}”: " + "; ".join(parts) + ".")
+            lines.append((ok, f"“{text}” in “{candidate}”: expected {'present' if expected else 'not present'}; you said {said}."))
     return lines
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db.models import F
 from django.test import Client
 from django.utils import timezone
 
@@ -148,7 +149,8 @@ def test_home_shows_reward_time_campaign_and_why_a_task_is_not_available(launche
     client = _client(django_user_model, "hana")
     html = client.get("/work/").content.decode()
     row = html.split('data-task="generation"')[1].split("</tr>")[0]
-    assert "$0.32" in row and launched.name in row and "no estimate yet" in row
+    # Before any submission, the protocol's figure (the same on the join page).
+    assert "$0.32" in row and launched.name in row and "about 2 min" in row
     # After some work, the typical time is the median of the submissions.
     started = client.post("/work/generation/start/")
     client.post(started["Location"], {"action": "submit", "q1": "Who blamed someone?", "q1_a1": "Police"})
@@ -166,10 +168,11 @@ def test_home_shows_reward_time_campaign_and_why_a_task_is_not_available(launche
     # Qualification is per campaign: a failed test there is named with its campaign, beside what is left elsewhere.
     launched.refresh_from_db()
     Qualification.objects.update_or_create(
-        worker=worker, task_type=task, batch=launched.batch, defaults={"state": "failed", "reason": "score 0.50"}
+        worker=worker, task_type=task, batch=launched.batch, defaults={"state": "failed", "score": 0.5, "reason": "did not pass the test (score 0.50)"}
     )
     row = client.get("/work/").content.decode().split('data-task="presence"')[1].split("</tr>")[0]
-    assert f"{launched.batch.name}: you did not pass its qualification test (score 0.50)" in row
+    assert f"{launched.batch.name}: you did not pass its qualification test (score 0.50); you may try again after " in row
+    assert row.count("did not pass") == 1  # said once (issue 39: "...test (did not pass the test (score 0.50))")
 
 
 def test_history_tells_skipped_from_returned(launched, django_user_model):
@@ -177,7 +180,7 @@ def test_history_tells_skipped_from_returned(launched, django_user_model):
     page = client.post("/work/generation/start/")["Location"]
     client.post(page, {"action": "skip"})
     history = client.get("/work/history/").content.decode()
-    assert "<td>Skipped</td>" in history and "<td>Returned</td>" not in history
+    assert '<td class="state">Skipped</td>' in history and '<td class="state">Returned</td>' not in history
 
 
 def test_join_page_says_what_the_work_is_pays_and_takes(launched, client):
@@ -185,7 +188,20 @@ def test_join_page_says_what_the_work_is_pays_and_takes(launched, client):
     html = client.get(f"/join/{invitation.token}/").content.decode()
     assert 'id="the-work"' in html and "qualification test" in html
     row = html.split('data-task="generation"')[1].split("</tr>")[0]
-    assert "$0.32" in row and "a few minutes" in row
+    assert "$0.32" in row and "about 2 min" in row
+
+
+def test_join_and_home_say_the_same_reward_and_time_even_with_nothing_open(launched, django_user_model):
+    """Issue 39: the join page hid the reward of a task type with nothing open, and said "a few minutes" where
+    the home page said "about 1 min"."""
+    from hits.models import HIT
+
+    HIT.objects.filter(task_type__slug="generation").update(n_taken=F("max_assignments"))
+    invitation = Invitation.objects.create(note="Summaries study")
+    join = Client().get(f"/join/{invitation.token}/").content.decode().split('data-task="generation"')[1].split("</tr>")[0]
+    home = _client(django_user_model, "hugo").get("/work/").content.decode().split('data-task="generation"')[1].split("</tr>")[0]
+    for row in (join, home):
+        assert "$0.32" in row and "about 2 min" in row, row
 
 
 def _accepted(client):
@@ -271,8 +287,9 @@ def test_home_labels_test_items_unpaid_instead_of_listing_them_at_zero(tested, d
     _chose("tess", tested)
     html = client.get("/work/").content.decode()
     row = html.split('data-task="generation"')[1].split("</tr>")[0]
-    # A newcomer is handed only the test items: they are unpaid, not "$0".
-    assert "unpaid test" in row and "$0" not in row
+    # A newcomer is handed only the test items: they are unpaid, not "$0.00"; what the work pays after the test
+    # is said as on the join page (issue 39).
+    assert "unpaid test" in row and "$0.00" not in row and "$0.32 · " in row
 
 
 def test_history_labels_a_test_item_unpaid(tested, django_user_model):

@@ -19,8 +19,8 @@ def test_generation_feedback_names_every_key_argument_and_what_was_written():
         {"arguments": [["Police"], ["the driver"], ["the crash", "crash"]]},
         {"questions": [{"question": "Who blamed someone?", "answers": ["Police"]}]},
     )
-    [line] = generation_feedback([item])
-    assert line.startswith(f"“{SENTENCE}” (not right)")
+    [(right, line)] = generation_feedback([item])
+    assert not right and line.startswith(f"“{SENTENCE}”: expected")
     assert "“Police”, “the driver”, “the crash / crash”" in line
     assert "You wrote: Who blamed someone? → Police." in line
     assert "no answer covers 'the driver'" in line
@@ -35,10 +35,10 @@ def test_verification_feedback_per_question_in_order_of_the_page():
         {"verdicts": {"k1": {"valid": True, "answers": ["Police"]}, "k2": {"valid": False, "answers": []}}},
         {"verdicts": [{"unit": "k1", "valid": True, "answers": ["the driver"]}, {"unit": "k2", "valid": False, "answers": []}]},
     )
-    [line] = verification_feedback([item])
-    first, second = line.split("; “")
-    assert "“Who blamed someone?” not right: expected valid, answer “Police”; you said valid, answer “the driver”" in first
-    assert second.startswith("Who blamed the driver?” right: expected invalid; you said invalid")
+    # One short line per question, each with its own mark (issue 39).
+    first, second = verification_feedback([item])
+    assert first == (False, "“Who blamed someone?”: expected valid, answer “Police”; you said valid, answer “the driver”.")
+    assert second == (True, "“Who blamed the driver?”: expected invalid; you said invalid.")
 
 
 def test_only_qualification_items_are_explained():
@@ -47,5 +47,5 @@ def test_only_qualification_items_are_explained():
     gold = _item(pairs, {"labels": {"g1": True}}, {"labels": [{"unit": "g1", "present": False}]}, kind="gold", hit_id=2)
     assert presence_feedback([gold]) == []
     assert presence_feedback([test, gold]) == [
-        "Candidate “Homes lost power.”: “What lost something? Homes” not right: expected present; you said not present."
+        (False, "“What lost something? Homes” in “Homes lost power.”: expected present; you said not present.")
     ]
