@@ -188,7 +188,11 @@ def worker_quality(request):
         campaigns.append(
             {"campaign": campaign, "rows": rows, "figures": figures, "blocked": campaign.batch_id in blocks, "block_reason": blocks.get(campaign.batch_id, "")}
         )
-    return render(request, "annotation/worker_quality.html", {"worker": worker, "campaigns": campaigns})
+    from django.conf import settings
+
+    return render(
+        request, "annotation/worker_quality.html", {"worker": worker, "campaigns": campaigns, "release_every": settings.GOLD_FEEDBACK_EVERY}
+    )
 
 
 @login_required
