@@ -29,7 +29,6 @@ from django.utils import timezone
 from hits.markets.money import CENT
 from hits.markets.registry import market_for, market_named
 from hits.models import Assignment, Batch, LedgerEntry
-from hits.outbox import send_after_commit
 
 SETTLE_TASK = "hits.mturk.settle_batch"
 # A Prolific batch's reviews and bonuses are sent by this task (``hits.prolific.review``, ``hits.prolific.bonuses``).
@@ -143,10 +142,9 @@ def reward_of(assignment: Assignment) -> Decimal:
 
 
 def _after_commit(assignment: Assignment, settle: bool) -> None:
-    if settle and assignment.hit.batch.on_mturk:
-        send_after_commit(SETTLE_TASK, assignment.hit.batch_id)
-    elif settle and assignment.hit.batch.on_prolific:
-        send_after_commit(PROLIFIC_SETTLE_TASK, assignment.hit.batch_id)
+    if settle:
+        # The market sends what was recorded (its SETTLE_TASK / PROLIFIC_SETTLE_TASK) once this commits.
+        market_for(assignment.hit.batch).settle_soon(assignment.hit.batch)
 
 
 def approve_assignment(
