@@ -23,7 +23,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from hits.models import Assignment, Batch, LedgerEntry, Worker
-from hits.mturk.fees import CENT
+from hits.markets.money import CENT
 from hits.payouts import ZERO, cents
 
 

@@ -11,10 +11,6 @@ from .models import (
     BatchBlock,
     Invitation,
     LedgerEntry,
-    MTurkAssignment,
-    MTurkHIT,
-    MTurkQualificationType,
-    MTurkRequest,
     Qualification,
     QualificationEvent,
     TaskType,
@@ -47,7 +43,8 @@ class WorkerAdmin(admin.ModelAdmin):
             qualifications.set_blocked(obj, True, reason or "blocked by an admin", by=request.user)
 
 
-# The ledger and the MTurk records are read-only here: they change only through hits.payments and hits.mturk.
+# The ledger and the markets' records are read-only here: they change only through hits.payments and the markets
+# (whose admin pages, e.g. ``hits.mturk.admin``, the seam loads).
 class ReadOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
@@ -64,34 +61,6 @@ class LedgerEntryAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "kind", "amount", "state", "worker", "assignment", "batch")
     list_filter = ("kind", "state", "batch")
     search_fields = ("worker__external_id", "request_token")
-
-
-@admin.register(MTurkHIT)
-class MTurkHITAdmin(ReadOnlyAdmin):
-    list_display = ("mturk_hit_id", "hit", "sandbox", "max_assignments", "reward", "published_at", "expired_at", "deleted_at")
-    list_filter = ("sandbox",)
-    search_fields = ("mturk_hit_id",)
-
-
-@admin.register(MTurkAssignment)
-class MTurkAssignmentAdmin(ReadOnlyAdmin):
-    list_display = ("mturk_assignment_id", "mturk_worker_id", "status", "assignment", "created_at")
-    list_filter = ("status",)
-    search_fields = ("mturk_assignment_id", "mturk_worker_id")
-
-
-@admin.register(MTurkQualificationType)
-class MTurkQualificationTypeAdmin(ReadOnlyAdmin):
-    list_display = ("name", "task_type", "batch", "sandbox", "qualification_type_id")
-
-
-@admin.register(MTurkRequest)
-class MTurkRequestAdmin(ReadOnlyAdmin):
-    """Calls with a UniqueRequestToken: when each token was first sent, and how the call was settled."""
-
-    list_display = ("operation", "key", "token", "first_sent_at", "sends", "renewals", "outcome", "settled_at")
-    list_filter = ("operation", "outcome")
-    search_fields = ("key", "token")
 
 
 @admin.register(TaskType)

@@ -10,10 +10,8 @@ class HitsConfig(AppConfig):
         from hits.qualifications import qualification_rule
 
         register_eligibility_rule(qualification_rule)
-        # The MTurk backend mirrors qualification decisions and blocks to MTurk (signal receivers).
-        import hits.mturk.qualifications  # noqa: F401
-        # Its Celery tasks are sent by name from web requests (outbox): register them in every process.
-        import hits.mturk.tasks  # noqa: F401
-        # The Prolific backend: participant groups follow qualifications and blocks; its tasks, by name.
-        import hits.prolific.groups  # noqa: F401
-        import hits.prolific.tasks  # noqa: F401
+        # The crowd markets (through their seam): their Celery tasks sent by name, their admin pages, and the
+        # qualification and block signals they mirror (MTurk's qualification types, Prolific's groups).
+        from hits.markets import registry
+
+        registry.ready()

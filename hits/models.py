@@ -524,7 +524,6 @@ class LedgerEntry(models.Model):
         return f"{self.kind} ${self.amount} to {self.worker} ({self.state})"
 
 
-# The MTurk backend's own records (published HITs, their assignments, qualification types) live in hits.mturk.
-from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType, MTurkRequest, MTurkUnknownSubmission, Reconciliation  # noqa: E402,F401
-# The Prolific backend's own records (studies, sessions, bulk bonuses, participant groups) live in hits.prolific.
-from hits.prolific.models import ProlificBonus, ProlificGroupMember, ProlificParticipantGroup, ProlificSession, ProlificStudy  # noqa: E402,F401
+# The markets' own records (MTurk's published HITs, Prolific's studies and sessions, ...) live in their packages;
+# the seam loads them (and holds ``Reconciliation``), so Django finds them with the app's models.
+from hits.markets import models as market_models  # noqa: E402,F401

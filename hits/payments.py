@@ -26,10 +26,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from hits.markets.money import CENT
+from hits.markets.registry import market_for, market_named
 from hits.models import Assignment, Batch, LedgerEntry
-from hits.mturk import fees
-from hits.outbox import send_after_commit
-from hits.prolific import fees as prolific_fees
 
 SETTLE_TASK = "hits.mturk.settle_batch"
 # A Prolific batch's reviews and bonuses are sent by this task (``hits.prolific.review``, ``hits.prolific.bonuses``).
@@ -114,12 +113,8 @@ def _record(assignment: Assignment, kind: str, amount: Decimal, reason: str, by,
         state=state, reason=reason[:1000], request_token=token, created_by=by,
     )
     if on_market:
-        if batch.on_prolific:
-            # Prolific's service fee: the same share of rewards and bonuses (``hits.prolific.fees``).
-            fee, what = prolific_fees.fee(amount, prolific_fees.fee_rate(batch)), "Prolific service fee"
-        else:
-            fee = fees.bonus_fee(amount) if kind == LedgerEntry.Kind.BONUS else reward_fee(assignment, amount)
-            what = "MTurk commission"
+        # The market's fee on it: MTurk's commission, Prolific's service fee (``Market.entry_fee``).
+        fee, what = market_for(batch).entry_fee(assignment, kind, amount)
         LedgerEntry.objects.create(
             batch=batch, assignment=assignment, worker=assignment.worker, kind=LedgerEntry.Kind.FEE, fee_for=entry,
             amount=fee, state=state, reason=f"{what} on {kind}", request_token=f"{token}-fee", created_by=by,
@@ -134,32 +129,22 @@ def record_entry(assignment: Assignment, kind: str, amount: Decimal, reason: str
 
 def reward_fee(assignment: Assignment, amount: Decimal | None = None) -> Decimal:
     """MTurk's commission on the assignment's reward (``amount``: the reward), as approving it books it."""
-    published = getattr(assignment.hit, "mturk", None)
-    max_assignments = published.max_assignments if published is not None else assignment.hit.max_assignments
-    return fees.mturk_fee(reward_of(assignment) if amount is None else amount, max_assignments)
+    return market_named("mturk").reward_fee(assignment, amount)
 
 
 def reward_of(assignment: Assignment) -> Decimal:
     """What approving the assignment pays: the reward MTurk shows for its HIT; on Prolific, a qualification item's
     share of its screening study's reward (``hits.prolific.pricing.screening_item_reward``); else the HIT's own."""
     hit = assignment.hit
-    published = getattr(hit, "mturk", None)
-    if published is not None:
-        return published.reward
-    if hit.kind == hit.Kind.QUALIFICATION and hit.batch.on_prolific:
-        from hits.prolific.pricing import screening_item_reward
-
-        item = screening_item_reward(hit)
-        if item is not None:
-            return item
-    return hit.reward
+    if getattr(hit, "mturk", None) is not None:
+        return market_named("mturk").reward_of(assignment)
+    return market_for(hit.batch).reward_of(assignment)
 
 
 def _after_commit(assignment: Assignment, settle: bool) -> None:
-    if settle and assignment.hit.batch.on_mturk:
-        send_after_commit(SETTLE_TASK, assignment.hit.batch_id)
-    elif settle and assignment.hit.batch.on_prolific:
-        send_after_commit(PROLIFIC_SETTLE_TASK, assignment.hit.batch_id)
+    if settle:
+        # The market sends what was recorded (its SETTLE_TASK / PROLIFIC_SETTLE_TASK) once this commits.
+        market_for(assignment.hit.batch).settle_soon(assignment.hit.batch)
 
 
 def approve_assignment(
@@ -223,7 +208,8 @@ def record_paid_by_mturk(assignment: Assignment, mturk_max_assignments: int) -> 
         )
         LedgerEntry.objects.create(
             batch=assignment.hit.batch, assignment=assignment, worker=assignment.worker, kind=LedgerEntry.Kind.FEE,
-            fee_for=entry, amount=fees.mturk_fee(reward, mturk_max_assignments), state=LedgerEntry.State.PAID,
+            fee_for=entry, amount=market_named("mturk").reward_fee(assignment, reward, mturk_max_assignments),
+            state=LedgerEntry.State.PAID,
             settled_at=now, request_token=f"reward-{assignment.pk}-fee", reason="MTurk commission on reward",
             paid_by_mturk=True,
         )
@@ -309,7 +295,7 @@ def pay_bonus(
     which one pays).
     """
     try:
-        amount = Decimal(str(amount)).quantize(fees.CENT)
+        amount = Decimal(str(amount)).quantize(CENT)
     except (InvalidOperation, ValueError):
         raise PaymentError(f"'{amount}' is not an amount of money") from None
     reason = (reason or "").strip()
@@ -339,11 +325,8 @@ def pay_bonus(
                 f"${limit} (the platform's limit per assignment), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
             )
         batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
-        if (batch.on_mturk or batch.on_prolific) and batch.budget_cap is not None:
-            if batch.on_prolific:
-                after = prolific_fees.committed(batch) + amount + prolific_fees.fee(amount, prolific_fees.fee_rate(batch))
-            else:
-                after = fees.committed(batch) + amount + fees.bonus_fee(amount)
+        after = market_for(batch).bonus_commitment(batch, amount) if batch.budget_cap is not None else None
+        if after is not None:
             if after > batch.budget_cap:
                 raise BudgetExceeded(
                     f"the bonus would bring the batch to ${after}, over its budget cap of ${batch.budget_cap}"

@@ -19,15 +19,7 @@ from decimal import Decimal
 from django.db.models import Count, Q, Sum
 
 from hits.models import HIT, Assignment, Batch, LedgerEntry, Worker
-from hits.mturk.fees import CENT
-
-ZERO = Decimal("0.00")
-
-
-def cents(value) -> Decimal:
-    """A sum from the database as dollars and cents."""
-    # SQLite sums decimals as floats: back to cents.
-    return Decimal(str(value or 0)).quantize(CENT)
+from hits.markets.money import CENT, ZERO, cents  # noqa: F401 - also this module's names
 
 
 @dataclass

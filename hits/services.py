@@ -28,7 +28,8 @@ from hits.handout import (
     seed_hand_out,
 )
 from hits.models import HIT, Assignment, Batch, BatchChoice, TaskType, Worker
-from hits.mturk.publishing import publish_soon
+from hits.markets.money import CENT
+from hits.markets.registry import market_for
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +229,7 @@ def _hand_over(assignment: Assignment, handler, now) -> None:
     else:
         handler.on_submitted(assignment)
     # A submission may open new HITs (the next stage); on an MTurk batch they are published after the commit.
-    publish_soon(hit.batch)
+    market_for(hit.batch).publish_soon(hit.batch)
 
 
 class PlacesRefused(Exception):
@@ -248,31 +249,22 @@ def add_places(hit: HIT, extra: int, *, replacement: bool = True) -> HIT:
     first may not take.  On MTurk, ``PlacesRefused`` when the places would take the money committed over
     the batch's budget cap.
     """
-    from hits.mturk import fees
-    from hits.mturk.models import MTurkHIT
     from hits.places import new_hit_for_places
 
     # The batch row first: concurrent additions to one batch are checked against the cap one at a time.
     batch = Batch.objects.select_for_update().get(pk=hit.batch_id)
     hit = HIT.objects.select_for_update(of=("self",)).get(pk=hit.pk)
     hit.batch = batch
-    published = MTurkHIT.objects.filter(hit=hit).first() if batch.on_mturk else None
-    if batch.on_mturk:
-        from hits.mturk.publishing import mturk_reward, waiting_commitment
-
-        reward = published.reward if published else mturk_reward(hit)
-        assignments = (published.max_assignments + extra) if published else hit.max_assignments + extra
-        cost = (reward + fees.mturk_fee(reward, assignments)) * extra
-        committed = fees.committed(batch) + waiting_commitment(batch)
+    market = market_for(batch)
+    priced = market.extra_places_cost(hit, extra)
+    if priced is not None:
+        cost, committed = priced
         if batch.budget_cap is not None and committed + cost > batch.budget_cap:
             raise PlacesRefused(
-                f"{extra} more place{'s' if extra != 1 else ''} (${cost.quantize(fees.CENT)}) would pass the budget cap of "
-                f"${batch.budget_cap} (${committed.quantize(fees.CENT)} committed or waiting to be published)"
+                f"{extra} more place{'s' if extra != 1 else ''} (${cost.quantize(CENT)}) would pass the budget cap of "
+                f"${batch.budget_cap} (${committed.quantize(CENT)} committed or waiting to be published)"
             )
-    can_grow = published is None or (
-        published.deleted_at is None and published.gone_at is None
-        and (published.max_assignments >= 10 or published.max_assignments + extra < 10)
-    )
+    can_grow = market.can_grow(hit, extra)
     target = hit
     if can_grow:
         hit.max_assignments += extra
@@ -283,7 +275,7 @@ def add_places(hit: HIT, extra: int, *, replacement: bool = True) -> HIT:
     if can_grow:
         hit.state, hit.completed_at = HIT.State.OPEN, None
         hit.save(update_fields=["max_assignments", "payload", "state", "completed_at"])
-    publish_soon(batch)
+    market_for(batch).publish_soon(batch)
     return target
 
 

@@ -19,5 +19,5 @@ def flush_followups_task() -> int:
     return flush()
 
 
-# The MTurk backend's tasks (publish, settle, sync) register with the same worker.
-from hits.mturk import tasks as _mturk_tasks  # noqa: E402,F401
+# The markets' tasks (publish, settle, sync) register with the same worker: ``AppConfig.ready`` loads them through
+# the seam (``hits.markets.registry.ready``) in every process.

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from hits import views
-from hits.mturk import views as mturk_views
+from hits.markets.registry import all_markets
 
 urlpatterns = [
     path("", views.worker_home, name="worker-home"),
@@ -11,6 +11,6 @@ urlpatterns = [
     path("assignments/<int:pk>/status/", views.assignment_status, name="assignment-status"),
     path("<slug:slug>/start/", views.start_working, name="start-working"),
     path("<slug:slug>/preview/", views.preview, name="preview"),
-    # The HIT page inside MTurk's frame (the ExternalQuestion URL).
-    path("mturk/hit/", mturk_views.mturk_hit_page, name="mturk-hit"),
+    # The markets' own worker pages (e.g. the HIT page inside MTurk's frame, the ExternalQuestion URL).
+    *(pattern for market in all_markets() for pattern in market.worker_urls()),
 ]

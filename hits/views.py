@@ -32,7 +32,7 @@ from hits.wording import as_sentence
 from hits.worktime import shown_minutes
 from hits.invitations import InvitationClosed, take_use
 from hits.models import HIT, Assignment, Batch, BatchChoice, Invitation, Qualification, TaskType, Worker
-from hits.prolific import views as prolific_pages
+from hits.markets.registry import session_pages
 from hits.qualifications import can_attempt, test_progress
 from hits.services import (
     AssignmentClosed,
@@ -62,7 +62,7 @@ def _not_for_participants(view):
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        if prolific_pages.is_participant(request.user):
+        if session_pages().is_participant(request.user):
             return redirect("prolific:session")
         return view(request, *args, **kwargs)
 
@@ -273,7 +273,7 @@ def assignment_page(request, pk):
     session = None
     if worker.prolific_pid:
         # A Prolific participant works only in the session this browser holds, on that session's HITs.
-        session, refusal = prolific_pages.browser_session(request, worker, pk)
+        session, refusal = session_pages().browser_session(request, worker, pk)
         if refusal is not None:
             return refusal
     if request.method == "POST" and request.POST.get("action") not in ("return", "skip"):
@@ -302,7 +302,7 @@ def assignment_page(request, pk):
         messages.info(request, as_sentence(exc))
         return redirect("worker-home")
     if session is not None:
-        return prolific_pages.go_on(request, session, moving_on=True)
+        return session_pages().go_on(request, session, moving_on=True)
     if action == "skip":
         return _start(request, task_type, moving_on=True)
     messages.info(request, "HIT returned.")
@@ -314,7 +314,7 @@ def _hit_page(request, handler, assignment, data, worker, session) -> dict:
     10"), else the browser's work session."""
     context = _page_context(handler, assignment.hit, assignment, data, worker)
     if session is not None:
-        context["prolific"] = prolific_pages.progress(session)
+        context["prolific"] = session_pages().progress(session)
     else:
         context["session"] = _session_progress(request)
     return context
@@ -345,7 +345,7 @@ def _submit(request, worker, pk, session=None):
     except AssignmentClosed as exc:
         messages.error(request, as_sentence(exc) + " Here is the next one.")
         if session is not None:
-            return prolific_pages.go_on(request, session)
+            return session_pages().go_on(request, session)
         return _start(request, exc.task_type)
     task_type = outcome.assignment.hit.task_type
     if outcome.duplicate:
@@ -357,12 +357,12 @@ def _submit(request, worker, pk, session=None):
             worker.save(update_fields=["seen_instructions"])
         if session is not None:
             # (A test's result comes once the session is confirmed: its items are graded then.)
-            return prolific_pages.go_on(request, session, submitted=True)
+            return session_pages().go_on(request, session, submitted=True)
         messages.success(request, "Submitted. Thank you!")
         if outcome.assignment.hit.kind == HIT.Kind.QUALIFICATION:
             _tell_test_result(request, worker, outcome.assignment)
     if session is not None:
-        return prolific_pages.go_on(request, session)
+        return session_pages().go_on(request, session)
     response = _start(request, task_type) if worker.auto_accept_next else redirect("worker-home")
     return response if outcome.duplicate else _count_in_session(request, response, outcome.assignment.hit.reward)
 

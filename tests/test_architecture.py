@@ -15,7 +15,11 @@ Rules (see the README's architecture paragraph):
   (``annotation.web``) or the entry points above them (``tasks``, ``management``, ``admin``, ``apps``);
 - the automation layer never imports the web layer;
 - no module imports a private name (a leading underscore) of another module, nor reaches one through
-  a module it imported (``module._name``).
+  a module it imported (``module._name``);
+- the crowd markets sit behind one seam, ``hits.markets``: a market (``hits.mturk``, ``hits.prolific``) never
+  imports another market; the core of ``hits`` (every module outside the seam and the markets) never imports a
+  market, nor does the seam itself (its registry loads the markets by name);
+- no module of ``hits`` is over 800 lines, and no stand-in module (``standin`` in its name) over 500.
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("annotation", "hits", "config")
 CORE = ("annotation.models", "annotation.services", "annotation.selectors", "annotation.scoring", "annotation.text", "annotation.importing")
 ABOVE_CORE = ("annotation.automation", "annotation.web", "annotation.tasks", "annotation.management", "annotation.admin", "annotation.apps")
+SEAM = "hits.markets"
+MARKETS = ("hits.mturk", "hits.prolific")
+MAX_LINES = 800
+MAX_STANDIN_LINES = 500
+# Stand-in modules still waiting for their split into a package, one module per concern (issue 38): each must
+# still be over the limit (else it leaves this list) and within MAX_LINES.
+STANDIN_SPLIT_PENDING = ("hits.prolific.standin",)
 
 
 @dataclass
@@ -187,12 +198,41 @@ def violations(graph: ImportGraph) -> list[str]:
                 found.append(f"{where}: the protocol core never imports automation, the web or entry points")
             if _under(module, ("annotation.automation",)) and _under(target, ("annotation.web",)):
                 found.append(f"{where}: automation never imports the web layer")
+            market = _market_of(target)
+            if market is not None and _market_of(module) not in (None, market):
+                found.append(f"{where}: a market never imports another market (what they share goes in {SEAM})")
+            if market is not None and _under(module, ("hits",)) and _market_of(module) is None:
+                if _under(module, (SEAM,)):
+                    found.append(f"{where}: the seam loads the markets by name (registry.MARKET_MODULES), never imports one")
+                else:
+                    found.append(f"{where}: the core of hits reaches a market only through the seam ({SEAM})")
     for module, packages in sorted(graph.external.items()):
         if _under(module, ("annotation.scoring",)):
             for package, line in sorted(packages.items()):
                 if package in ("django", "rest_framework", "celery"):
                     found.append(f"{module}:{line} imports {package}: annotation.scoring is pure")
     found += [f"{p}: a private name of another module" for p in graph.private]
+    return found
+
+
+def _market_of(module: str) -> str | None:
+    return next((m for m in MARKETS if _under(module, (m,))), None)
+
+
+def oversized(sources: dict[str, tuple[str, bool]], pending=STANDIN_SPLIT_PENDING) -> list[str]:
+    """Modules of ``hits`` over ``MAX_LINES``, stand-in modules over ``MAX_STANDIN_LINES`` (but those of
+    ``pending``, which must still need their split)."""
+    found = []
+    for module, (source, _) in sorted(sources.items()):
+        if not _under(module, ("hits",)):
+            continue
+        lines = len(source.splitlines())
+        if lines > MAX_LINES:
+            found.append(f"{module}: {lines} lines, over {MAX_LINES}")
+        elif "standin" in module and lines > MAX_STANDIN_LINES and module not in pending:
+            found.append(f"{module}: {lines} lines, over {MAX_STANDIN_LINES} for a stand-in module (one module per concern)")
+        elif module in pending and lines <= MAX_STANDIN_LINES:
+            found.append(f"{module}: {lines} lines, no longer waiting for a split: take it out of STANDIN_SPLIT_PENDING")
     return found
 
 
@@ -222,6 +262,20 @@ def test_no_import_cycles(project_graph):
 def test_layers_point_one_way_and_no_private_names_cross_modules(project_graph):
     found = violations(project_graph)
     assert not found, "\n".join(found)
+
+
+def test_no_module_of_hits_is_too_long():
+    found = oversized(module_sources(ROOT))
+    assert not found, "\n".join(found)
+
+
+def test_the_seam_and_the_markets_are_where_the_rules_look(project_graph):
+    """The seam rules are not empty words: the markets and the seam are there, and the core reaches them through it."""
+    for module in ("hits.markets.registry", "hits.markets.base", "hits.mturk.market", "hits.prolific.market",
+                   "hits.mturk.standin", "hits.mturk.standin.routes"):
+        assert module in project_graph.modules, module
+    assert "hits.markets.registry" in project_graph.edges["hits.services"]
+    assert "hits.markets.base" in project_graph.edges["hits.mturk.market"]
 
 
 # --- the checker itself, on small made-up projects ----------------------------------------------
@@ -285,3 +339,47 @@ def test_checker_finds_private_names_imported_or_reached():
         "annotation/d.py": "from annotation.a import __doc__\nimport os\nos._exit\n",
     })
     assert sorted(graph.private) == ["annotation.b:1 imports annotation.a._helper", "annotation.c:2 reaches annotation.a._helper"]
+
+
+def test_checker_keeps_the_markets_behind_their_seam():
+    graph = _graph({
+        "hits/__init__.py": "",
+        "hits/services.py": "from hits.markets.registry import market_for\n",
+        "hits/payments.py": "def f():\n    from hits.prolific import fees\n",
+        "hits/urls.py": "import importlib\nimportlib.import_module('hits.mturk.views')\n",
+        "hits/markets/__init__.py": "",
+        "hits/markets/registry.py": "from importlib import import_module\nMODULES = ('hits.mturk.market',)\n"
+                                    "def load():\n    return [import_module(m) for m in MODULES]\n",
+        "hits/markets/money.py": "",
+        "hits/markets/reconcile.py": "from hits.mturk.reconcile import compare\n",
+        "hits/mturk/__init__.py": "",
+        "hits/mturk/views.py": "",
+        "hits/mturk/reconcile.py": "from hits.markets.money import CENT\n",
+        "hits/prolific/__init__.py": "",
+        "hits/prolific/fees.py": "",
+        "hits/prolific/reconcile.py": "from hits.mturk.reconcile import compare\nfrom hits.markets import money\n",
+    })
+    found = violations(graph)
+    assert sorted(found) == [
+        "hits.markets.reconcile:1 imports hits.mturk.reconcile: the seam loads the markets by name "
+        "(registry.MARKET_MODULES), never imports one",
+        "hits.payments:2 imports hits.prolific.fees: the core of hits reaches a market only through the seam (hits.markets)",
+        "hits.prolific.reconcile:1 imports hits.mturk.reconcile: a market never imports another market "
+        "(what they share goes in hits.markets)",
+        "hits.urls:2 imports hits.mturk.views: the core of hits reaches a market only through the seam (hits.markets)",
+    ]
+
+
+def test_checker_measures_modules_and_stand_ins():
+    def sources(lines: dict[str, int]) -> dict[str, tuple[str, bool]]:
+        return {name: ("x = 1\n" * n, False) for name, n in lines.items()}
+
+    found = oversized(sources({
+        "hits.services": 801, "hits.payments": 800, "hits.mturk.standin.state": 501, "hits.mturk.standin.routes": 500,
+        "hits.prolific.standin": 799, "hits.prolific.standin_http": 300, "annotation.big": 5000,
+    }), pending=("hits.prolific.standin", "hits.prolific.standin_http"))
+    assert found == [
+        "hits.mturk.standin.state: 501 lines, over 500 for a stand-in module (one module per concern)",
+        "hits.prolific.standin_http: 300 lines, no longer waiting for a split: take it out of STANDIN_SPLIT_PENDING",
+        "hits.services: 801 lines, over 800",
+    ]

@@ -11,5 +11,7 @@ answers go through the same validation and services as local workers.
 - ``sync``: ListAssignmentsForHIT reconciliation, approve/reject, bonuses, expiry.
 - ``qualifications``: one MTurk qualification type per task type; grant, revoke, block.
 - ``fees``: MTurk's commission and the money a batch has committed.
-- ``standin``: a local stand-in for MTurk (``manage.py mturk_standin``, ``MTURK_ENDPOINT_URL``) to rehearse campaigns.
+- ``standin``: a local stand-in for MTurk (``manage.py mturk_standin``, ``MTURK_ENDPOINT_URL``) to rehearse campaigns,
+  a package with one module per concern.
+- ``market``: MTurk behind the seam (``hits.markets``), the only way the rest of ``hits`` reaches this package.
 """

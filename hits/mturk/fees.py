@@ -14,10 +14,12 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.db.models import Count, Sum
 
+from hits.markets.money import CENT
+from hits.markets.publishing import regular_rewards  # noqa: F401 - also this module's name
+
 MTURK_COMMISSION = Decimal("0.20")
 MTURK_LARGE_HIT_EXTRA = Decimal("0.20")
 MTURK_LARGE_HIT_ASSIGNMENTS = 10
-CENT = Decimal("0.01")
 MIN_FEE = CENT
 
 
@@ -104,16 +106,6 @@ def mturk_reward(hit, regular_reward: Decimal | None = None) -> Decimal:
     if hit.kind == HIT.Kind.GOLD and not hit.reward and regular_reward is not None:
         return Decimal(regular_reward)
     return max(Decimal(hit.reward), MIN_REWARD)
-
-
-def regular_rewards(batch) -> dict[int, Decimal]:
-    """The highest reward of the batch's regular HITs, per task type."""
-    from django.db.models import Max
-
-    from hits.models import HIT
-
-    rows = HIT.objects.filter(batch=batch, kind=HIT.Kind.REGULAR).values("task_type_id").annotate(m=Max("reward"))
-    return {row["task_type_id"]: row["m"] for row in rows}
 
 
 def made_hit_ids(batch) -> list[int]:

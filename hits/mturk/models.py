@@ -172,31 +172,3 @@ class MTurkRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.operation} {self.token}"
-
-
-class Reconciliation(models.Model):
-    """One run of ``manage.py mturk_reconcile``: the ledger's paid total, what MTurk's own records say it
-    charged (rewards, bonuses and their fees), and every difference found (``hits.mturk.reconcile``)."""
-
-    batch = models.ForeignKey("hits.Batch", on_delete=models.CASCADE, related_name="reconciliations")
-    # The crowd market whose records were read ("mturk" or "prolific").
-    market = models.CharField(max_length=10, default="mturk")
-    created_at = models.DateTimeField(auto_now_add=True)
-    ledger_total = models.DecimalField(max_digits=10, decimal_places=2)
-    market_total = models.DecimalField(max_digits=10, decimal_places=2)
-    # [{"kind", "hit", "assignment", "amount", "detail"}, ...]; empty when the two sides agree.
-    differences = models.JSONField(default=list)
-    hits_checked = models.PositiveIntegerField(default=0)
-    # HITs MTurk has deleted: read from the records kept here (statuses as last listed), not from MTurk.
-    hits_from_records = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        ordering = ["-created_at", "-pk"]
-        verbose_name = "MTurk reconciliation"
-
-    def __str__(self) -> str:
-        return f"reconciliation of batch {self.batch_id} at {self.created_at:%Y-%m-%d %H:%M}"
-
-    @property
-    def agrees(self) -> bool:
-        return not self.differences

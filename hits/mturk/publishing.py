@@ -46,13 +46,12 @@ Mapping of HIT kinds (see README, "MTurk backend"):
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from xml.sax.saxutils import escape
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.urls import reverse
 
@@ -61,7 +60,8 @@ from hits.models import HIT, Batch
 from hits.mturk import fees
 from hits.mturk import tokens
 from hits.mturk.client import RETRYABLE_CODES, MTurk, MTurkError, for_batch
-from hits.mturk.fees import made_hit_ids, mturk_max_assignments, mturk_reward, regular_rewards  # noqa: F401 - also this module's names
+from hits.markets.publishing import PublishRefused, publishing_lock, regular_rewards  # noqa: F401 - also this module's names
+from hits.mturk.fees import made_hit_ids, mturk_max_assignments, mturk_reward  # noqa: F401 - also this module's names
 from hits.mturk.models import MTurkHIT, MTurkQualificationType
 from hits.outbox import send_after_commit
 
@@ -69,16 +69,10 @@ log = logging.getLogger(__name__)
 
 LOCALE_QUALIFICATION = "00000000000000000071"
 APPROVAL_RATE_QUALIFICATION = "000000000000000000L0"
-# First key of the advisory lock that serialises publishers of one batch (second key: the batch id).
-LOCK_NAMESPACE = 7301
 EXTERNAL_QUESTION = (
     '<ExternalQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd">'
     "<ExternalURL>{url}</ExternalURL><FrameHeight>{height}</FrameHeight></ExternalQuestion>"
 )
-
-
-class PublishRefused(Exception):
-    """Publishing cannot start: wrong backend, no HTTPS base URL, or a balance that cannot cover the HITs."""
 
 
 def request_token(hit: HIT) -> str:
@@ -312,28 +306,6 @@ def publish_batch(batch: Batch, limit: int | None = None, mturk: MTurk | None = 
             # Another process is publishing this batch; what it misses, the next publish or sync takes.
             return PublishReport(stopped="another publish of this batch is running")
         return _publish(batch, limit, mturk)
-
-
-@contextmanager
-def publishing_lock(batch: Batch, namespace: int = LOCK_NAMESPACE):
-    """One publisher per batch at a time (PostgreSQL session advisory lock; SQLite runs one process anyway).
-
-    Not a row lock: each created HIT is committed on its own while the lock is held.  ``namespace`` (the lock's
-    first key) lets another kind of run (e.g. Prolific's settling of a batch) have a lock of its own per batch.
-    Re-entrant in one connection (PostgreSQL counts a session's advisory locks).
-    """
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [namespace, batch.pk])
-        acquired = cursor.fetchone()[0]
-    try:
-        yield acquired
-    finally:
-        if acquired:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [namespace, batch.pk])
 
 
 def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:

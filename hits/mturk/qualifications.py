@@ -24,14 +24,12 @@ import logging
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Min
-from django.dispatch import receiver
 
 from hits.models import Batch, BatchBlock, Qualification, TaskType, Worker
 from hits.mturk.text import mturk_safe_text
 from hits.mturk.client import QUALIFICATION_TYPE_ALREADY_EXISTS, MTurk, MTurkError
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkQualificationType
 from hits.outbox import send_after_commit
-from hits.signals import batch_block_changed, qualification_changed, worker_blocked
 
 log = logging.getLogger(__name__)
 
@@ -223,8 +221,11 @@ def mirror_block(worker_id: int, blocked: bool, reason: str, clients=None) -> in
     return calls
 
 
-@receiver(qualification_changed, dispatch_uid="mturk-mirror-qualification")
-def _on_qualification_changed(sender, worker, task_type, state, reason, batch=None, **kwargs):
+# What the core's signals ask of MTurk (``hits.markets.registry`` routes them here through ``market.MTurkMarket``).
+
+
+def on_qualification_changed(worker, task_type, state, reason, batch=None) -> None:
+    """A qualification decided or revoked: mirror it to the MTurk qualification type, after the commit."""
     if not worker.mturk_worker_id:
         return
     if state not in (Qualification.State.QUALIFIED, Qualification.State.REVOKED):
@@ -241,13 +242,13 @@ def _on_qualification_changed(sender, worker, task_type, state, reason, batch=No
     )
 
 
-@receiver(batch_block_changed, dispatch_uid="mturk-mirror-batch-block")
-def _on_batch_block_changed(sender, worker, batch, blocked, reason, **kwargs):
+def on_batch_block_changed(worker, batch, blocked, reason) -> None:
+    """A block in one batch: mirrored as that batch's qualification, after the commit."""
     if worker.mturk_worker_id and MTurkQualificationType.objects.filter(batch=batch).exists():
         send_after_commit("hits.mturk.mirror_batch_block", worker.pk, batch.pk, blocked, reason)
 
 
-@receiver(worker_blocked, dispatch_uid="mturk-mirror-block")
-def _on_worker_blocked(sender, worker, blocked, reason, **kwargs):
+def on_worker_blocked(worker, blocked, reason) -> None:
+    """A block everywhere: mirrored as an MTurk worker block, after the commit."""
     if worker.mturk_worker_id and MTurkAssignment.objects.filter(assignment__worker=worker).exists():
         send_after_commit("hits.mturk.mirror_block", worker.pk, blocked, reason)

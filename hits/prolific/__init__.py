@@ -1,7 +1,8 @@
 """The Prolific backend (issue 31): studies, participant sessions, bonuses and participant groups.
 
-The same seams as ``hits.mturk``: publish, sync, pay, qualify, block, reconcile.  A Prolific campaign's
-batch has ``backend = "prolific"``; its participants work on the platform's own HIT pages."""
+Behind the same seam as ``hits.mturk`` (``hits.markets``; ``market`` is this package's adapter): publish, sync,
+pay, qualify, block, reconcile, preview.  A Prolific campaign's batch has ``backend = "prolific"``; its
+participants work on the platform's own HIT pages."""
 
 # Where a study's participants arrive (``external_study_url`` = PUBLIC_BASE_URL + this + Prolific's three
 # parameters); the view is ``hits.prolific.views.start`` (URL name ``prolific:start``).

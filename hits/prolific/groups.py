@@ -19,14 +19,12 @@ from __future__ import annotations
 import logging
 
 from django.db import IntegrityError, transaction
-from django.dispatch import receiver
 from django.utils import timezone
 
 from hits.models import Batch, Qualification
 from hits.outbox import send_after_commit
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificGroupMember, ProlificParticipantGroup
-from hits.signals import batch_block_changed, qualification_changed
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +103,12 @@ def push(batch: Batch, client: Prolific, report=None) -> int:
     return done
 
 
-@receiver(qualification_changed, dispatch_uid="prolific-qualified-group")
-def _on_qualification_changed(sender, worker, task_type, state, reason, batch=None, **kwargs):
+# What the core's signals ask of Prolific (``hits.markets.registry`` routes them here through
+# ``market.ProlificMarket``).
+
+
+def on_qualification_changed(worker, task_type, state, reason, batch=None) -> None:
+    """A qualification decided or revoked in a Prolific batch: the participant joins or leaves its group."""
     if batch is None or not batch.on_prolific or not worker.prolific_pid:
         return
     if state == Qualification.State.QUALIFIED:
@@ -115,7 +117,7 @@ def _on_qualification_changed(sender, worker, task_type, state, reason, batch=No
         want(batch, Kind.QUALIFIED, worker.prolific_pid, False, task_type)
 
 
-@receiver(batch_block_changed, dispatch_uid="prolific-blocked-group")
-def _on_batch_block_changed(sender, worker, batch, blocked, reason, **kwargs):
+def on_batch_block_changed(worker, batch, blocked, reason) -> None:
+    """A block in a Prolific batch: the participant joins or leaves its blocked group."""
     if batch.on_prolific and worker.prolific_pid:
         want(batch, Kind.BLOCKED, worker.prolific_pid, blocked)

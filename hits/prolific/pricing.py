@@ -43,7 +43,7 @@ from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 
 from django.conf import settings
 
-from hits.mturk.fees import CENT
+from hits.markets.money import CENT
 from hits.worktime import typical_seconds
 
 SESSION_MINUTES = 12

@@ -49,8 +49,8 @@ from django.utils import timezone
 
 from config.baseurl import public_base_url
 from hits.models import HIT, Batch, TaskType
-from hits.mturk.fees import CENT
-from hits.mturk.publishing import PublishRefused, publishing_lock, regular_rewards
+from hits.markets.money import CENT
+from hits.markets.publishing import PublishRefused, publishing_lock, regular_rewards
 from hits.prolific import STUDY_START_PATH, STUDY_URL_PARAMETERS, pricing
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificParticipantGroup, ProlificSession, ProlificStudy

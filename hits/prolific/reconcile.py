@@ -9,7 +9,7 @@ bulk (listings do not carry fees), else the rate's fee on it.  The ledger's side
 session's first approved HIT), the rewards and bonuses paid by bulk bonuses, and their fees.
 
 Both sides are compared per submission (the session id), rewards and bonuses apart, with the result shapes and
-the difference kinds of ``hits.mturk.reconcile`` (``hit`` is the study's id, ``assignment`` the submission's):
+the difference kinds of ``hits.markets.reconcile`` (``hit`` is the study's id, ``assignment`` the submission's):
 ``charged_not_booked``, ``booked_not_charged``, and ``unchecked`` for a study whose listing failed (its
 entries are left out).  A submission Prolific lists that the platform never recorded counts on Prolific's side
 and is reported as charged but not booked.  One failing study never stops the others.
@@ -22,8 +22,8 @@ from collections import defaultdict
 from decimal import Decimal
 
 from hits.models import HIT, Assignment, Batch, LedgerEntry
-from hits.mturk.models import Reconciliation
-from hits.mturk.reconcile import BONUS, REWARD, UNCHECKED, ZERO, Difference, ReconcileResult, compare
+from hits.markets.models import Reconciliation
+from hits.markets.reconcile import BONUS, REWARD, UNCHECKED, ZERO, Difference, ReconcileResult, compare
 from hits.prolific import fees
 from hits.prolific.bonuses import line_fees, parse_csv
 from hits.prolific.client import Prolific, ProlificError

@@ -107,7 +107,7 @@ BUSY = "another sync of this batch is running: nothing done (it does the same)"
 def settling_lock(batch: Batch):
     """One sync/settle run per batch at a time (two runs would both act on one recorded bulk bonus); a no-op on
     SQLite, re-entrant in one connection (``sync_batch`` calls ``settle_batch``)."""
-    from hits.mturk.publishing import publishing_lock
+    from hits.markets.publishing import publishing_lock
 
     return publishing_lock(batch, namespace=SETTLE_LOCK)
 
@@ -138,7 +138,7 @@ def settle_batch(batch: Batch, client: Prolific, report: SyncReport | None = Non
 def _ensure_places(batch: Batch, client: Prolific, report: SyncReport) -> None:
     """New HITs: more places on the studies (``publishing.ensure_places``).  A refusal (budget cap, hourly
     minimum) is shown in the report, as MTurk's sync shows one; a failed call is counted; the sync goes on."""
-    from hits.mturk.publishing import PublishRefused
+    from hits.markets.publishing import PublishRefused
     from hits.prolific.pricing import HourlyRateTooLow
     from hits.prolific.publishing import ensure_places
 

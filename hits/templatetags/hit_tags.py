@@ -36,7 +36,7 @@ def money(value):
     """An amount as money: "$0.32" (aggregates come back from SQLite as floats with long tails)."""
     from decimal import Decimal
 
-    from hits.mturk.fees import CENT
+    from hits.markets.money import CENT
 
     return f"${Decimal(str(value or 0)).quantize(CENT)}"
 

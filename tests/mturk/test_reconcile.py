@@ -15,7 +15,8 @@ from annotation.models import Campaign
 from annotation.services.campaign_import import import_campaign
 from hits.models import LedgerEntry, Worker
 from hits.mturk.client import MTurk, MTurkError
-from hits.mturk.models import MTurkAssignment, MTurkHIT, Reconciliation
+from hits.markets.models import Reconciliation
+from hits.mturk.models import MTurkAssignment, MTurkHIT
 from hits.mturk.publishing import publish_batch
 from hits.mturk.reconcile import annotation_prefix, reconcile_batch
 from hits.mturk.sync import sync_batch

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from hits.mturk.models import Reconciliation
+from hits.markets.models import Reconciliation
 from tests.prolific.pd_world import approve_all, finished_session, run_sync, world  # noqa: F401 - world: a fixture
 
 pytestmark = pytest.mark.django_db

@@ -7,6 +7,7 @@ import pytest
 
 from hits import payments
 from hits.models import LedgerEntry
+from hits.prolific import fees as prolific_fees
 from hits.prolific.models import ProlificSession
 from hits.prolific.review import ReviewRefused, check_rejection, note_rejection_category
 from tests.prolific.pd_world import approve_all, finished_session, run_sync, submission, world  # noqa: F401 - world: a fixture
@@ -39,7 +40,7 @@ def test_approved_sessions_are_approved_in_one_bulk_call_and_the_base_reward_is_
         assert session.decision == "APPROVE"
         first = LedgerEntry.objects.get(assignment=work[0], kind=LedgerEntry.Kind.REWARD)
         assert first.state == LedgerEntry.State.PAID and first.fee.state == LedgerEntry.State.PAID
-        assert first.fee.amount == payments.prolific_fees.fee(first.amount, payments.prolific_fees.fee_rate(batch))
+        assert first.fee.amount == prolific_fees.fee(first.amount, prolific_fees.fee_rate(batch))
     assert run_sync(batch).approved == 0  # decided once
 
 

@@ -6,13 +6,14 @@ from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandError
 
-from hits.standins import add_listen_arguments, serve_until_interrupted
+from hits.markets.registry import market_named
+from hits.markets.standin import add_listen_arguments, serve_until_interrupted
 
 
 class Command(BaseCommand):
     help = (
         "Run a local stand-in for MTurk's requester API (and its worker site) to rehearse a campaign without "
-        "spending money; point the platform at it with MTURK_ENDPOINT_URL.  See hits/mturk/standin.py (and its standin_* modules)."
+        "spending money; point the platform at it with MTURK_ENDPOINT_URL.  See hits/mturk/standin/ (one module per concern)."
     )
     requires_system_checks: list = []
 
@@ -43,7 +44,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        from hits.mturk.standin import DEFAULT_BALANCE, Refused, StandIn
+        standin_module = market_named("mturk").standin_module()
+        DEFAULT_BALANCE, Refused, StandIn = standin_module.DEFAULT_BALANCE, standin_module.Refused, standin_module.StandIn
 
         if options["time_scale"] <= 0:
             raise CommandError("--time-scale must be positive")

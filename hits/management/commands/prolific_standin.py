@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from hits.standins import add_listen_arguments, serve_until_interrupted
+from hits.markets.registry import market_named
+from hits.markets.standin import add_listen_arguments, serve_until_interrupted
 
 
 class Command(BaseCommand):
@@ -16,7 +17,7 @@ class Command(BaseCommand):
     requires_system_checks: list = []
 
     def add_arguments(self, parser):
-        from hits.prolific import standin
+        standin = market_named("prolific").standin_module()
 
         add_listen_arguments(parser)
         parser.add_argument("--token", default=standin.DEFAULT_TOKEN,
@@ -33,7 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--quiet", action="store_true", help="Do not print one line per request.")
 
     def handle(self, *args, **options):
-        from hits.prolific.standin import ProlificStandIn
+        ProlificStandIn = market_named("prolific").standin_module().ProlificStandIn
 
         try:
             server = ProlificStandIn(

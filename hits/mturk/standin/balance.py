@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from hits.mturk.standin_common import CENT, Refused, bonus_fee, money, new_id, reward_fee, text, valid_worker_id
+from hits.mturk.standin.common import CENT, Refused, bonus_fee, money, new_id, reward_fee, text, valid_worker_id
 
 
 class MoneyMixin:

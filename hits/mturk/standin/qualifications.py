@@ -8,7 +8,7 @@ stand-in models); it works on the instance's ``state``, ``lock`` and ``clock``.
 from __future__ import annotations
 
 
-from hits.mturk.standin_common import (
+from hits.mturk.standin.common import (
     ADULT,
     ALREADY_EXISTS,
     APPROVED,

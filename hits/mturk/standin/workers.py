@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from hits.mturk.standin_common import (
+from hits.mturk.standin.common import (
     ACCEPTED,
     HOLDS_A_PLACE,
     PREVIEW_ID,

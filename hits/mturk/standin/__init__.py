@@ -74,11 +74,11 @@ Python never fails on purpose) and are not kept in the state file.  Standard lib
 only; it imports nothing from Django or the platform, so it runs alone as well as in
 the test process.
 
-This module keeps ``StandIn`` (and re-exports the names below); it is built from mixins, one per
-concern: ``standin_state`` (HITs, assignments, tokens, persistence, time), ``standin_money``,
-``standin_qualifications``, ``standin_operations`` (the requester API's dispatch), ``standin_workers``,
-``standin_control`` (faults, clock, reset, dump); ``standin_common`` holds the constants and helpers,
-``standin_http`` the request handler.
+This package keeps ``StandIn`` (and re-exports the names below); it is built from mixins, one module per
+concern: ``state`` (HITs, assignments, tokens, persistence, time), ``balance`` (the money), ``qualifications``,
+``operations`` (the requester API's dispatch), ``workers``, ``faults`` (injected faults, the clock, reset,
+dump); ``common`` holds the constants and helpers, ``routes`` the request handler (the wire).  What both
+markets' stand-ins share (the clock, the served HTTP server, a dropped connection) is ``hits.markets.standin``.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ import random
 import threading
 from typing import Callable
 
-from hits.mturk.standin_common import (  # noqa: F401 - the stand-in's names, also for its users
+from hits.mturk.standin.common import (  # noqa: F401 - the stand-in's names, also for its users
     ABANDONED,
     ACCEPTED,
     ADULT,
@@ -158,14 +158,14 @@ from hits.mturk.standin_common import (  # noqa: F401 - the stand-in's names, al
     timestamp,
     valid_worker_id,
 )
-from hits.mturk.standin_control import ControlMixin
-from hits.mturk.standin_http import REFUSED_PAGE, SUBMITTED_PAGE, Handler  # noqa: F401
-from hits.mturk.standin_money import MoneyMixin
-from hits.mturk.standin_operations import OperationsMixin
-from hits.mturk.standin_qualifications import QualificationsMixin
-from hits.mturk.standin_state import StateMixin
-from hits.mturk.standin_workers import WorkersMixin
-from hits.standins import Clock, ServedStandIn
+from hits.mturk.standin.faults import ControlMixin
+from hits.mturk.standin.routes import REFUSED_PAGE, SUBMITTED_PAGE, Handler  # noqa: F401
+from hits.mturk.standin.balance import MoneyMixin
+from hits.mturk.standin.operations import OperationsMixin
+from hits.mturk.standin.qualifications import QualificationsMixin
+from hits.mturk.standin.state import StateMixin
+from hits.mturk.standin.workers import WorkersMixin
+from hits.markets.standin import Clock, ServedStandIn
 
 class StandIn(StateMixin, MoneyMixin, QualificationsMixin, OperationsMixin, WorkersMixin, ControlMixin, ServedStandIn):
     """MTurk's requester API and worker site, in memory (optionally kept in ``state_path``), over HTTP.

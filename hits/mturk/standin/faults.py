@@ -10,7 +10,7 @@ import random
 import time
 from decimal import Decimal
 
-from hits.mturk.standin_common import (
+from hits.mturk.standin.common import (
     ABANDONED,
     ACCEPTED,
     FAULT_KINDS,

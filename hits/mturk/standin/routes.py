@@ -13,8 +13,8 @@ import uuid
 from urllib.parse import parse_qsl
 from xml.sax.saxutils import escape
 
-from hits.standins import StandInHandler, drop_connection
-from hits.mturk.standin_common import (
+from hits.markets.standin import StandInHandler, drop_connection
+from hits.mturk.standin.common import (
     CONTROL,
     FAULT_AFTER,
     PREVIEW_ID,

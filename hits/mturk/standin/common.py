@@ -1,5 +1,5 @@
 """The MTurk stand-in's constants, errors and helpers (money, fees, dates, ids, parameters), shared by
-its modules (``hits.mturk.standin`` and the ``standin_*`` modules it builds on).
+its modules (``hits.mturk.standin`` and the modules of that package it builds on).
 
 Standard library only.
 """

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from decimal import Decimal
 from typing import Callable
 
-from hits.mturk.standin_common import (
+from hits.mturk.standin.common import (
     ABANDONED,
     ACCEPTED,
     APPROVED,

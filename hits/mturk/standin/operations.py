@@ -14,7 +14,7 @@ import uuid
 from decimal import Decimal
 from xml.sax.saxutils import unescape
 
-from hits.mturk.standin_common import (
+from hits.mturk.standin.common import (
     APPROVED,
     DAY,
     DEFAULT_AUTO_APPROVAL_DELAY,
