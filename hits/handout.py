@@ -146,7 +146,7 @@ def _eligibility_sql(allowed: Eligibility, worker_id: int, via_mturk: bool = Fal
 _SHUFFLE_PRIME = 2147483647
 
 #: A hand-out draws at random among this many of the HITs first in a campaign's queue (stage, then id).
-HANDOUT_WINDOW = 200
+HANDOUT_WINDOW = 20
 
 #: The hand-out's randomness (the gold draw, the order of gold HITs): unpredictable.  Tests put a seeded
 #: ``random.Random`` here.
