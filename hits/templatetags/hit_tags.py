@@ -53,3 +53,14 @@ def full_stop(text):
     from hits.wording import full_stop as ended
 
     return ended(text) if text else "."
+
+
+@register.filter
+def money(amount, currency=None):
+    """``{{ amount|money:campaign }}``: the amount written in the currency of a code, batch, campaign or HIT
+    (``hits.currency``): ``$1.20``, ``£1.20``."""
+    from hits.currency import money as written
+
+    if amount is None or amount == "":
+        return ""
+    return written(amount, currency)
