@@ -39,10 +39,10 @@ def campaign_hourly_rates(campaign: Campaign) -> list[pricing.HourlyRate]:
     return [pricing.hourly_rate(task_type, reward, currency_of(campaign)) for task_type, reward in campaign_rewards(campaign)]
 
 
-def check_campaign_hourly(campaign: Campaign) -> list[pricing.HourlyRate]:
-    """Raise ``pricing.HourlyRateTooLow`` (with every stage below the minimum) before anything is published, in the
-    campaign's currency (US dollars until its first publish reads its workspace's)."""
-    return pricing.check_hourly_minimum(campaign_rewards(campaign), currency_of(campaign))
+def check_campaign_hourly(campaign: Campaign, currency: str | None = None) -> list[pricing.HourlyRate]:
+    """Raise ``pricing.HourlyRateTooLow`` (with every stage below the minimum) before anything is published, in
+    ``currency`` (by default the campaign's: US dollars until its first publish reads its workspace's)."""
+    return pricing.check_hourly_minimum(campaign_rewards(campaign), currency or currency_of(campaign))
 
 
 @dataclass(frozen=True)

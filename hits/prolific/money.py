@@ -121,12 +121,12 @@ def bonus_charges(answer: dict) -> tuple[Decimal | None, Decimal | None]:
     return charged.quantize(Decimal("0.01")), vat
 
 
-def planned_currency(batch: Batch, prolific: Prolific | None = None) -> str:
-    """The currency a publish of ``batch`` would use, changing nothing: the batch's when recorded, else the
-    workspace's when Prolific can be asked (``prolific``, or a token is set), else the default."""
+def planned_currency(batch: Batch | None, prolific: Prolific | None = None) -> str:
+    """The currency a publish of ``batch`` (None: not made yet) would use, changing nothing: the batch's when
+    recorded, else the workspace's when Prolific can be asked (``prolific``, or a token is set), else the default."""
     from hits.currency import currency_of
 
-    if batch.currency:
+    if batch is not None and batch.currency:
         return batch.currency
     if prolific is None and not settings.PROLIFIC_API_TOKEN:
         return currency_of(batch)

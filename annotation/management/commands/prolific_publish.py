@@ -61,12 +61,14 @@ class Command(BaseCommand):
         if campaign.state in (Campaign.State.FINISHED, Campaign.State.CANCELLED):
             raise CommandError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}")
         cap = budget_cap_option(options["budget_cap"])
+        # The workspace's currency (read, nothing changed): Prolific's minimum and every amount are in it.
+        currency = planned_currency(Batch.objects.filter(pk=campaign.batch_id).first())
         try:
-            rates = check_campaign_hourly(campaign)
+            rates = check_campaign_hourly(campaign, currency)
         except HourlyRateTooLow as exc:
             raise CommandError(f"not published: pay below Prolific's minimum hourly rate ({MIN_HOURLY_SOURCE}): {exc}") from None
         if options["dry_run"]:
-            return self._dry_run(campaign, cap, rates, options["format"])
+            return self._dry_run(campaign, cap, rates, options["format"], currency)
         if not settings.PROLIFIC_API_TOKEN:
             raise CommandError("PROLIFIC_API_TOKEN is not set: Prolific's API needs a token (Prolific: Settings > API "
                                "tokens); --dry-run shows the requests without one")
@@ -99,13 +101,12 @@ class Command(BaseCommand):
         if report.stopped:
             self.stdout.write(self.style.WARNING(f"Stopped: {report.stopped}."))
 
-    def _dry_run(self, campaign, cap, rates, fmt):
+    def _dry_run(self, campaign, cap, rates, fmt, currency):
         preview = campaign_cost_preview(campaign, Campaign.Backend.PROLIFIC)
         provisional = campaign.state == Campaign.State.DRAFT
         # The batch (its random key names the studies and groups) is kept: the real publish then sends these names.
         batch = ensure_batch(campaign)
         requests: list[dict] = []
-        currency = planned_currency(batch)
         try:
             with transaction.atomic():
                 if provisional:
