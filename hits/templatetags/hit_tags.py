@@ -31,16 +31,6 @@ def status_poll_seconds():
     return settings.HIT_STATUS_POLL_SECONDS
 
 
-@register.filter
-def money(value):
-    """An amount as money: "$0.32" (aggregates come back from SQLite as floats with long tails)."""
-    from decimal import Decimal
-
-    from hits.mturk.fees import CENT
-
-    return f"${Decimal(str(value or 0)).quantize(CENT)}"
-
-
 @register.inclusion_tag("hits/_pay.html")
 def pay(low, high, n_tests=0):
     """What a task pays: the reward range of its paid HITs, and "unpaid test" beside open test items."""
@@ -57,10 +47,16 @@ def full_stop(text):
 
 @register.filter
 def money(amount, currency=None):
-    """``{{ amount|money:campaign }}``: the amount written in the currency of a code, batch, campaign or HIT
-    (``hits.currency``): ``$1.20``, ``£1.20``."""
-    from hits.currency import money as written
+    """An amount as money, to the cent, in the currency of ``currency`` (a code, batch, campaign or HIT:
+    ``hits.currency``; US dollars when none): ``{{ amount|money:campaign }}`` is "$0.32" or "£0.32" (aggregates
+    come back from SQLite as floats with long tails)."""
+    from decimal import Decimal, InvalidOperation
 
-    if amount is None or amount == "":
-        return ""
+    from hits.currency import money as written
+    from hits.mturk.fees import CENT
+
+    try:
+        amount = Decimal(str(amount or 0)).quantize(CENT)
+    except InvalidOperation:
+        pass  # not a number (already written): shown as it is
     return written(amount, currency)
