@@ -109,7 +109,7 @@ class Batch(models.Model):
     state = models.CharField(max_length=12, choices=State.choices, default=State.ACTIVE)
     # Where the HITs are offered: the platform's own pages, or Amazon Mechanical Turk (published by hits.mturk).
     backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.LOCAL)
-    # USD; MTurk publishing and bonuses stop before rewards + fees + bonuses committed would exceed it.
+    # In the batch's currency; publishing and bonuses stop before rewards + fees + bonuses committed would exceed it.
     budget_cap = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
     # Chance that a worker's next HIT is a gold HIT (answers known), when one is left for them.
     gold_share = models.FloatField(default=0.0)
@@ -132,6 +132,9 @@ class Batch(models.Model):
     # time, ``hits.prolific.pricing``) and Prolific's service fee, for the budget cap and the cost figures.
     prolific_hits_per_submission = models.PositiveSmallIntegerField(null=True, blank=True)
     prolific_fee_rate = models.DecimalField(max_digits=5, decimal_places=4, default=Decimal("0.3333"))
+    # The ISO code of the currency its money is in (``hits.markets.money``): "" until a Prolific batch's first publish
+    # reads its workspace's (USD or GBP), then never changed; MTurk's is always USD.
+    currency = models.CharField(max_length=3, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from hits.markets.money import CENT
+from hits.markets.money import CENT, money
 from hits.markets.registry import market_for, market_named
 from hits.models import Assignment, Batch, LedgerEntry
 
@@ -318,11 +318,13 @@ def pay_bonus(
                 f"bonuses are paid on submitted or approved work; this assignment is {assignment.get_state_display().lower()}"
             )
         if first_only and assignment.bonus > 0:
-            raise BonusNeedsConfirming(f"this assignment already has a bonus of ${assignment.bonus}")
+            raise BonusNeedsConfirming(f"this assignment already has a bonus of {money(assignment.bonus, assignment.hit.batch)}")
         if assignment.bonus + amount > limit:
+            in_batch = assignment.hit.batch
             raise PaymentError(
-                f"the assignment already has bonuses of ${assignment.bonus}; together they may be at most "
-                f"${limit} (the platform's limit per assignment), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
+                f"the assignment already has bonuses of {money(assignment.bonus, in_batch)}; together they may be at "
+                f"most {money(limit, in_batch)} (the platform's limit per assignment), so at most "
+                f"{money(max(limit - assignment.bonus, Decimal('0.00')), in_batch)} more"
             )
         batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
         after = market_for(batch).bonus_commitment(batch, amount) if batch.budget_cap is not None else None

@@ -14,6 +14,7 @@ from decimal import Decimal
 from annotation.models import Campaign
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.services.task_types import task_type
+from hits.markets.money import currency_of
 from hits.prolific import pricing
 
 
@@ -35,12 +36,13 @@ def campaign_rewards(campaign: Campaign) -> list[tuple]:
 
 def campaign_hourly_rates(campaign: Campaign) -> list[pricing.HourlyRate]:
     """The hourly rate of each stage's reward (``hits.prolific.pricing``), passing or not."""
-    return [pricing.hourly_rate(task_type, reward) for task_type, reward in campaign_rewards(campaign)]
+    return [pricing.hourly_rate(task_type, reward, currency_of(campaign)) for task_type, reward in campaign_rewards(campaign)]
 
 
-def check_campaign_hourly(campaign: Campaign) -> list[pricing.HourlyRate]:
-    """Raise ``pricing.HourlyRateTooLow`` (with every stage below the minimum) before anything is published."""
-    return pricing.check_hourly_minimum(campaign_rewards(campaign))
+def check_campaign_hourly(campaign: Campaign, currency: str | None = None) -> list[pricing.HourlyRate]:
+    """Raise ``pricing.HourlyRateTooLow`` (with every stage below the minimum) before anything is published, in
+    ``currency`` (by default the campaign's: US dollars until its first publish reads its workspace's)."""
+    return pricing.check_hourly_minimum(campaign_rewards(campaign), currency or currency_of(campaign))
 
 
 @dataclass(frozen=True)

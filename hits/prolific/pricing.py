@@ -29,8 +29,9 @@ The times Prolific is told:
   ``MIN_ALLOWED_FACTOR`` x the session's estimated time; Prolific's reference bounds it below 24 hours
   (a submission "always" times out within a day), so at most ``MAX_ALLOWED_MINUTES``.
 
-The hourly minimum: reward per HIT / estimated hours per HIT >= ``PROLIFIC_MIN_HOURLY_USD`` (Prolific's published
-minimum, $8.00 an hour: "Prolific's payment principles", researcher-help.prolific.com).  The estimated minutes
+The hourly minimum: reward per HIT / estimated hours per HIT >= the minimum of the study's currency (Prolific's
+published minimum, $8.00 or £6.00 an hour: "Prolific's payment principles", researcher-help.prolific.com;
+``PROLIFIC_MIN_HOURLY_USD`` and ``PROLIFIC_MIN_HOURLY_GBP``).  The estimated minutes
 (rounded up) are what Prolific divides by, so the check uses them.  Below the minimum, publishing is refused with
 the numbers and the reward that would pass.
 """
@@ -43,7 +44,7 @@ from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 
 from django.conf import settings
 
-from hits.markets.money import CENT
+from hits.markets.money import CENT, DEFAULT, money
 from hits.worktime import typical_seconds
 
 SESSION_MINUTES = 12
@@ -65,11 +66,20 @@ class HourlyRateTooLow(Exception):
         super().__init__("; ".join(row.refusal() for row in rows))
 
 
+def minimum_hourly(currency: str = DEFAULT) -> Decimal:
+    """Prolific's minimum pay per hour in ``currency`` (``PROLIFIC_MIN_HOURLY_USD`` / ``PROLIFIC_MIN_HOURLY_GBP``)."""
+    value = getattr(settings, f"PROLIFIC_MIN_HOURLY_{currency}", None)
+    if value is None:
+        raise ValueError(f"no minimum hourly pay is set for {currency} (PROLIFIC_MIN_HOURLY_{currency})")
+    return Decimal(str(value)).quantize(CENT)
+
+
 @dataclass(frozen=True)
 class HourlyRate:
     task_type: str
     reward: Decimal
     minutes: int
+    currency: str = DEFAULT
 
     @property
     def rate(self) -> Decimal:
@@ -77,7 +87,7 @@ class HourlyRate:
 
     @property
     def minimum(self) -> Decimal:
-        return Decimal(str(settings.PROLIFIC_MIN_HOURLY_USD)).quantize(CENT)
+        return minimum_hourly(self.currency)
 
     @property
     def passes(self) -> bool:
@@ -88,15 +98,17 @@ class HourlyRate:
         return (self.minimum * self.minutes / 60).quantize(CENT, rounding=ROUND_CEILING)
 
     def refusal(self) -> str:
+        c = self.currency
         return (
-            f"{self.task_type}: ${self.reward} per HIT for {self.minutes} min is ${self.rate}/h, below Prolific's "
-            f"minimum of ${self.minimum}/h (PROLIFIC_MIN_HOURLY_USD); a reward of at least ${self.reward_that_passes} "
-            f"per HIT would pass"
+            f"{self.task_type}: {money(self.reward, c)} per HIT for {self.minutes} min is {money(self.rate, c)}/h, below "
+            f"Prolific's minimum of {money(self.minimum, c)}/h (PROLIFIC_MIN_HOURLY_{c}); a reward of at least "
+            f"{money(self.reward_that_passes, c)} per HIT would pass"
         )
 
     def as_dict(self) -> dict:
         return {"task_type": self.task_type, "reward": str(self.reward), "minutes": self.minutes, "rate": str(self.rate),
-                "minimum": str(self.minimum), "passes": self.passes, "reward_that_passes": str(self.reward_that_passes)}
+                "minimum": str(self.minimum), "passes": self.passes, "reward_that_passes": str(self.reward_that_passes),
+                "currency": self.currency}
 
 
 def typical_minutes(task_type) -> float:
@@ -132,14 +144,14 @@ def maximum_allowed_minutes(task_type, hits: int) -> int:
     return min(wanted, MAX_ALLOWED_MINUTES)
 
 
-def hourly_rate(task_type, reward: Decimal) -> HourlyRate:
-    return HourlyRate(task_type.slug, Decimal(reward).quantize(CENT), estimated_minutes(task_type))
+def hourly_rate(task_type, reward: Decimal, currency: str = DEFAULT) -> HourlyRate:
+    return HourlyRate(task_type.slug, Decimal(reward).quantize(CENT), estimated_minutes(task_type), currency)
 
 
-def check_hourly_minimum(rewards) -> list[HourlyRate]:
-    """``rewards``: (task type, reward per HIT) pairs.  Raises ``HourlyRateTooLow`` naming every pair below
-    Prolific's minimum; returns the rates otherwise."""
-    rates = [hourly_rate(task_type, reward) for task_type, reward in rewards]
+def check_hourly_minimum(rewards, currency: str = DEFAULT) -> list[HourlyRate]:
+    """``rewards``: (task type, reward per HIT) pairs, in ``currency``.  Raises ``HourlyRateTooLow`` naming every
+    pair below Prolific's minimum in that currency; returns the rates otherwise."""
+    rates = [hourly_rate(task_type, reward, currency) for task_type, reward in rewards]
     low = [rate for rate in rates if not rate.passes]
     if low:
         raise HourlyRateTooLow(low)
@@ -147,13 +159,14 @@ def check_hourly_minimum(rewards) -> list[HourlyRate]:
 
 
 def cents(amount: Decimal) -> int:
-    """USD (2 decimals) -> Prolific's minor unit, exactly."""
+    """An amount (2 decimals, in the study's currency) -> Prolific's minor unit (cents, pence), exactly."""
     value = Decimal(amount).quantize(CENT) * 100
     return int(value)
 
 
 def fee(amount: Decimal, rate: Decimal) -> Decimal:
-    """Prolific's service fee on ``amount`` (rewards or bonuses) at ``rate``, to the cent."""
+    """An estimate of Prolific's service fee on ``amount`` (rewards or bonuses) at ``rate``, to the cent: for the
+    cost preview, the budget cap and a fee still pending; Prolific's own figures replace it (``money``)."""
     return (Decimal(amount) * Decimal(rate)).quantize(CENT, rounding=ROUND_HALF_UP)
 
 

@@ -49,9 +49,9 @@ from django.utils import timezone
 
 from config.baseurl import public_base_url
 from hits.models import HIT, Batch, TaskType
-from hits.markets.money import CENT
+from hits.markets.money import CENT, DEFAULT, currency_of, money
 from hits.markets.publishing import PublishRefused, publishing_lock, regular_rewards
-from hits.prolific import STUDY_START_PATH, STUDY_URL_PARAMETERS, pricing
+from hits.prolific import STUDY_START_PATH, STUDY_URL_PARAMETERS, money as market_money, pricing
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificParticipantGroup, ProlificSession, ProlificStudy
 
@@ -123,19 +123,19 @@ def completion_code(batch: Batch, task_type: TaskType, kind: str) -> str:
     return digest[:8].upper()
 
 
-def study_description(plan: StudyPlan) -> str:
+def study_description(plan: StudyPlan, currency: str = DEFAULT) -> str:
     task_type = plan.task_type
     about = (task_type.description or task_type.name).strip()
     if plan.kind == ProlificStudy.Kind.SCREENING:
         return (f"A short qualification test of {plan.hits_per_submission} items: {about} Passing it opens the main "
-                f"study of this task to you. Paid ${plan.reward} for the whole test.")
-    per_hit = plan.reward
+                f"study of this task to you. Paid {money(plan.reward, currency)} for the whole test.")
+    per_hit = money(plan.reward, currency)
     return (f"{about} A session is up to {plan.hits_per_submission} tasks of about {plan.estimated_minutes} min each. "
-            f"Each task done pays ${per_hit}: the first by this study's reward, each further one by a bonus of "
-            f"${per_hit}. If no task is left, you are sent back early.")
+            f"Each task done pays {per_hit}: the first by this study's reward, each further one by a bonus of "
+            f"{per_hit}. If no task is left, you are sent back early.")
 
 
-def study_body(plan: StudyPlan, name: str, code: str, group_ids: dict) -> dict:
+def study_body(plan: StudyPlan, name: str, code: str, group_ids: dict, currency: str = DEFAULT) -> dict:
     """The create-study body (Prolific's field names); ``group_ids`` maps ("qualified"|"blocked") to group ids."""
     task_type = plan.task_type
     title = task_type.name if plan.kind == ProlificStudy.Kind.MAIN else f"Qualification test: {task_type.name}"
@@ -146,7 +146,7 @@ def study_body(plan: StudyPlan, name: str, code: str, group_ids: dict) -> dict:
     return {
         "name": title[:120],
         "internal_name": name,
-        "description": study_description(plan),
+        "description": study_description(plan, currency),
         "external_study_url": study_url(),
         "prolific_id_option": "url_parameters",
         "completion_codes": [{"code": code, "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}],
@@ -262,7 +262,7 @@ def check_plans(batch: Batch, wanted: list[StudyPlan]) -> None:
     for plan in wanted:
         if plan.kind == ProlificStudy.Kind.MAIN:
             seen[plan.task_type.pk] = (plan.task_type, plan.reward)
-    pricing.check_hourly_minimum(seen.values())
+    pricing.check_hourly_minimum(seen.values(), currency_of(batch))
 
 
 # --- dry run ----------------------------------------------------------------------------------------------------
@@ -306,7 +306,7 @@ def planned_requests(batch: Batch, prolific: Prolific | None = None) -> list[dic
             ids["qualified"] = group(ProlificParticipantGroup.Kind.QUALIFIED, plan.task_type)
         name = internal_name(batch, plan.task_type, plan.kind)
         code = study.completion_code if study is not None else completion_code(batch, plan.task_type, plan.kind)
-        requests.append({"method": "POST", "path": STUDIES, "body": study_body(plan, name, code, ids)})
+        requests.append({"method": "POST", "path": STUDIES, "body": study_body(plan, name, code, ids, currency_of(batch))})
         requests.append({"method": "POST", "path": f"{STUDIES}<id of study {name}>/transition/",
                          "body": {"action": "PUBLISH"}})
     return requests
@@ -341,11 +341,15 @@ def publish_batch(batch: Batch, prolific: Prolific | None = None) -> PublishRepo
         raise PublishRefused(f"batch '{batch}' does not run on Prolific (its backend is {batch.backend})")
     if batch.state != Batch.State.ACTIVE:
         return PublishReport(stopped=f"the batch is {batch.state}")
-    wanted = plans(batch)
-    check_plans(batch, wanted)
     own = prolific is None
     prolific = prolific or Prolific()
     try:
+        try:  # the currency first: the hourly minimum and every amount sent are in it
+            market_money.record_currency(batch, prolific)
+        except market_money.CurrencyRefused as exc:
+            raise PublishRefused(str(exc)) from None
+        wanted = plans(batch)
+        check_plans(batch, wanted)
         with publishing_lock(batch) as acquired:
             if not acquired:
                 return PublishReport(stopped="another publish of this batch is running")
@@ -372,13 +376,19 @@ def _publish(batch: Batch, wanted: list[StudyPlan], prolific: Prolific) -> Publi
     for plan in wanted:
         study = studies.get((plan.task_type.pk, plan.kind))
         if study is not None and study.prolific_id:
+            if study.last_error.startswith(market_money.MIXED):
+                report.errors.append({"study": study.internal_name, "error": study.last_error})
+                continue
             spent = _grow(batch, study, plan, prolific, spent, report)
+            if study.place_fee is None:
+                read_place_charges(prolific, study)
             if study.status == "UNPUBLISHED" or not study.published_at:
                 _publish_study(prolific, study, report)
             continue
         cost = plan_commitment(plan, plan.places, batch.prolific_fee_rate)
         if batch.budget_cap is not None and spent + cost > batch.budget_cap:
-            report.stopped = f"budget cap of ${batch.budget_cap} reached (${spent} committed, a study would add ${cost})"
+            report.stopped = (f"budget cap of {money(batch.budget_cap, batch)} reached ({money(spent, batch)} committed, "
+                              f"a study would add {money(cost, batch)})")
             continue
         try:
             if scope is None:
@@ -393,7 +403,7 @@ def _publish(batch: Batch, wanted: list[StudyPlan], prolific: Prolific) -> Publi
         fresh = study is None
         study = _record_study(batch, plan, study)
         try:
-            body = study_body(plan, study.internal_name, study.completion_code, ids)
+            body = study_body(plan, study.internal_name, study.completion_code, ids, currency_of(batch))
             created = _create_study(prolific, study, body, report, fresh=fresh)
         except ProlificError as exc:
             ProlificStudy.objects.filter(pk=study.pk).update(last_error=f"create: {exc}"[:1000])
@@ -402,6 +412,12 @@ def _publish(batch: Batch, wanted: list[StudyPlan], prolific: Prolific) -> Publi
         if created is None:
             continue
         spent += cost
+        problem = market_money.study_currency_problem(batch, created)
+        if problem:
+            ProlificStudy.objects.filter(pk=study.pk).update(last_error=problem)
+            report.errors.append({"study": study.internal_name, "error": problem})
+            continue
+        read_place_charges(prolific, study)
         report.created.append(study.internal_name)
         _publish_study(prolific, study, report)
     report.committed = str(committed(batch))
@@ -512,7 +528,8 @@ def _grow(batch: Batch, study: ProlificStudy, plan: StudyPlan, prolific: Prolifi
         return spent
     cost = plan_commitment(plan, plan.places - study.places, batch.prolific_fee_rate)
     if batch.budget_cap is not None and spent + cost > batch.budget_cap:
-        report.stopped = f"budget cap of ${batch.budget_cap} reached (${spent} committed; {study.internal_name} would add ${cost})"
+        report.stopped = (f"budget cap of {money(batch.budget_cap, batch)} reached ({money(spent, batch)} committed; "
+                          f"{study.internal_name} would add {money(cost, batch)})")
         return spent
     try:
         prolific.request("PATCH", f"{STUDIES}{study.prolific_id}/", json={"total_available_places": plan.places}, safe=True)
@@ -524,6 +541,18 @@ def _grow(batch: Batch, study: ProlificStudy, plan: StudyPlan, prolific: Prolifi
     ProlificStudy.objects.filter(pk=study.pk).update(places=plan.places)
     study.places = plan.places
     return spent + cost
+
+
+def read_place_charges(prolific: Prolific, study: ProlificStudy) -> None:
+    """Record what Prolific states one submission's reward costs in fees and VAT (``money.place_charges``); a
+    failure leaves them unknown (the ledger keeps its estimate until the next read)."""
+    try:
+        fee, vat = market_money.place_charges(prolific, study.reward)
+    except ProlificError as exc:
+        log.warning("Prolific's cost of a place of %s could not be read: %s", study.internal_name, exc)
+        return
+    ProlificStudy.objects.filter(pk=study.pk).update(place_fee=fee, place_vat=vat)
+    study.place_fee, study.place_vat = fee, vat
 
 
 # --- participant groups -----------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from hits.markets.money import money
 from hits.models import HIT, Assignment, Batch, LedgerEntry
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificSession, ProlificStudy
@@ -144,15 +145,13 @@ def base_entries(session: ProlificSession) -> list[LedgerEntry]:
     return covered
 
 
-def match_submission_fee(entries: list[LedgerEntry], rate: Decimal) -> None:
-    """Prolific charges its fee on the submission's reward as one amount: the fee entries of the rewards it pays
-    are set to add up to that fee to the cent (``fees.split_fee``; per-entry rounding could differ)."""
+def match_submission_fee(entries: list[LedgerEntry], total: Decimal) -> None:
+    """Prolific charges its fee (and VAT) on the submission's reward as one amount, ``total`` (what it states:
+    ``fees.submission_fee``): the fee entries of the rewards it pays are set to add up to it to the cent
+    (``fees.split_fee``)."""
     from hits.prolific import fees
 
-    if len(entries) < 2:
-        return
     fee_entries = {f.fee_for_id: f for f in LedgerEntry.objects.filter(fee_for__in=entries, kind=LedgerEntry.Kind.FEE)}
-    total = fees.fee(sum((e.amount for e in entries), Decimal("0")), rate)
     for entry, share in zip(entries, fees.split_fee(total, [e.amount for e in entries])):
         fee_entry = fee_entries.get(entry.pk)
         if fee_entry is not None and fee_entry.amount != share:
@@ -190,12 +189,11 @@ def book_base(session: ProlificSession) -> None:
         rest = total - base
         amount = last.amount - rest
         LedgerEntry.objects.filter(pk=last.pk).update(amount=amount, reason=f"{last.reason} (Prolific's reward of the submission)"[:1000])
-        LedgerEntry.objects.filter(fee_for=last).update(amount=fees.fee(amount, fees.fee_rate(study.batch)))
         last.amount = amount
         if rest > 0:  # the HIT's reward beyond the submission's: a bonus
             record_entry(last.assignment, LedgerEntry.Kind.BONUS, rest, "the HIT's reward beyond the submission's reward",
                          None, f"reward-{last.assignment_id}-rest")
-    match_submission_fee(entries, fees.fee_rate(study.batch))
+    match_submission_fee(entries, fees.submission_fee(study))
     mark_entries_paid(entries)
 
 
@@ -216,7 +214,8 @@ def paid_unseen(session: ProlificSession, amount) -> None:
     from hits.prolific import fees
 
     token = f"prolific-reward-{session.session_id}"[:64]
-    note = (f"{PAID_BY_PROLIFIC}: Prolific approved submission {session.session_id} and paid its reward ${amount} with "
+    note = (f"{PAID_BY_PROLIFIC}: Prolific approved submission {session.session_id} and paid its reward "
+            f"{money(amount, session.study.batch)} with "
             "no reward pending here (its own approval, or a returned/timed-out submission): booked as paid; check it")
     ProlificSession.objects.filter(pk=session.pk).update(last_error=note[:1000])
     if amount <= 0 or LedgerEntry.objects.filter(request_token=token).exists():
@@ -233,7 +232,7 @@ def paid_unseen(session: ProlificSession, amount) -> None:
     )
     LedgerEntry.objects.create(
         batch=session.study.batch, assignment=assignment, worker=session.worker, kind=LedgerEntry.Kind.FEE,
-        fee_for=entry, amount=fees.fee(amount, fees.fee_rate(session.study.batch)), state=LedgerEntry.State.PAID,
+        fee_for=entry, amount=fees.submission_fee(session.study), state=LedgerEntry.State.PAID,
         settled_at=now, request_token=f"{token}-fee"[:64], reason="Prolific service fee on its reward", paid_by_mturk=True,
     )
 

@@ -33,9 +33,11 @@ Prolific's published reference (docs.prolific.com/api-reference):
   ``participant_group_allowlist`` / ``participant_group_blocklist`` study filters, enforced when a
   participant starts.
 - ``users/me/``, ``workspaces/`` (one), ``workspaces/{id}/``, ``projects/{id}/`` and ``workspaces/{id}/balance/`` (cents: ``total_balance``, ``available_balance`` = the
-  total less what active studies hold and bonuses being paid, with breakdowns).  Fees: ``fee_rate``
-  (33.33% by default, Prolific's published platform fee) of every reward and bonus, rounded half up to
-  the cent; no VAT (a USD workspace).
+  total less what active studies hold and bonuses being paid, with breakdowns), and
+  ``study-cost-calculator/``.  Money (``standin_money``): in the workspace's ``currency`` (USD or GBP, stated
+  as ``currency_code`` on the workspace, the study and the balance); Prolific's fee, ``fee_rate`` (33.33% by
+  default, Prolific's published platform fee) of every reward and bonus, plus VAT at ``vat_rate`` of the fee
+  (by default 20% in a GBP workspace, none in a USD one), each rounded half up to the minor unit.
 - listings are paginated (``page_size`` items, 5 by default, or ``?page_size=``; ``_links.next.href``;
   ``meta.count``).
 - errors are shaped like Prolific's: ``{"error": {"status", "title", "detail", "additional_information"}}``.
@@ -57,7 +59,7 @@ Faults hit the API only: ``lost_reply`` does the request and drops the connectio
 
 What it does not model: Prolific's own rate limits (only injected), reserved places, screen-out and
 partial-approval codes, messages, study collections, custom screeners other than the two group filters,
-multiple workspaces or currencies, the minimum hourly pay (the platform checks it before publishing), and
+multiple workspaces, currencies other than USD and GBP, the minimum hourly pay (the platform checks it before publishing), and
 the exact wording and numeric ``error_code`` of Prolific's errors.  Standard library only: it imports
 nothing from Django or the platform.
 """
@@ -71,10 +73,10 @@ import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Callable, Iterator
 from urllib.parse import urlencode
 
+from hits.prolific.standin_money import DEFAULT_VAT, StandInMoney, currency_code, rate
 from hits.prolific.standin_http import (  # noqa: F401 - the wire's names, also for the stand-in's users
     ACTIVE, API, APPROVED, AWAITING_REVIEW, COMPLETED, CONTROL, HEX_ID, PAUSED, REJECTED, RETURNED, ROUTES, TIMED_OUT,
     UNPUBLISHED, Call, Handler, Refused, cents, iso, new_id, whole,
@@ -100,20 +102,18 @@ FAULT_KINDS = ("lost_reply", "error", "throttle")
 STUDY_URL_FIELDS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 
 
-class ProlificStandIn(ServedStandIn):
+class ProlificStandIn(StandInMoney, ServedStandIn):
     """Prolific's API and participant site, in memory, over HTTP (``start()`` in a thread, ``stop()``)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, token: str = DEFAULT_TOKEN,
                  balance=DEFAULT_BALANCE, fee_rate=DEFAULT_FEE_RATE, page_size: int = DEFAULT_PAGE_SIZE,
-                 settle_seconds: float = DEFAULT_SETTLE_SECONDS, log: Callable[[str], None] | None = None):
+                 settle_seconds: float = DEFAULT_SETTLE_SECONDS, log: Callable[[str], None] | None = None,
+                 currency: str = "USD", vat_rate=None):
         if not token:
             raise ValueError("the stand-in needs a token (the platform sends one in every request)")
-        try:
-            self.fee_rate = Decimal(str(fee_rate))
-        except InvalidOperation:
-            raise ValueError(f"fee rate {fee_rate!r} is not a number") from None
-        if not 0 <= self.fee_rate < 1:
-            raise ValueError(f"fee rate {fee_rate!r} must be at least 0 and below 1 (0.3333 is 33.33%)")
+        self.fee_rate = rate(fee_rate, "fee rate")
+        self.currency = currency_code(currency)
+        self.vat_rate = rate(DEFAULT_VAT[self.currency] if vat_rate is None else vat_rate, "VAT rate")
         if page_size < 1:
             raise ValueError("page size must be at least 1")
         if settle_seconds < 0:
@@ -177,51 +177,6 @@ class ProlificStandIn(ServedStandIn):
             for payment in bonus["payments"]:
                 if not payment["settled"] and now >= payment["paid_at"] + self.settle_seconds:
                     self._settle(bonus, payment, now)
-
-    # -- money
-
-    def fee(self, amount: int) -> int:
-        """Prolific's fee on ``amount`` cents: ``fee_rate`` of it, rounded half up to the cent."""
-        return int((Decimal(amount) * self.fee_rate).quantize(Decimal(1), rounding=ROUND_HALF_UP))
-
-    def _place_cost(self, study: dict) -> int:
-        return study["reward"] + self.fee(study["reward"])
-
-    def _held_by(self, study: dict) -> int:
-        """What a published study holds of the balance: every place not yet paid (only those waiting for
-        review once it is stopped)."""
-        if study["status"] == UNPUBLISHED:
-            return 0
-        subs = self._submissions_of(study)
-        if study["stopped"]:
-            places = sum(1 for s in subs if s["status"] == AWAITING_REVIEW)
-        else:
-            places = max(0, study["total_available_places"] - sum(1 for s in subs if s["status"] == APPROVED))
-        return places * self._place_cost(study)
-
-    def _held(self) -> int:
-        studies = sum(self._held_by(s) for s in self.state["studies"].values())
-        paying = sum(b["total_amount"] for b in self.state["bonuses"].values() for p in b["payments"] if not p["settled"])
-        return studies + paying
-
-    def available(self) -> int:
-        return self.state["balance"] - self._held()
-
-    def _split(self, total: int) -> dict:
-        rewards = int((Decimal(total) / (1 + self.fee_rate)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
-        return {"rewards": rewards, "fees": total - rewards, "vat": 0, "total": total}
-
-    def balance_view(self) -> dict:
-        total, available = self.state["balance"], self.available()
-        return {"currency_code": "USD", "total_balance": total, "balance_breakdown": self._split(total),
-                "available_balance": available, "available_balance_breakdown": self._split(available)}
-
-    def _charge(self, kind: str, submission: dict, amount: int, fee: int, now: float, bonus_id: str | None = None) -> None:
-        self.state["balance"] -= amount + fee
-        self.state["ledger"].append({
-            "kind": kind, "participant_id": submission["participant_id"], "submission_id": submission["id"],
-            "study_id": submission["study_id"], "amount": amount, "fees": fee, "bulk_bonus_id": bonus_id, "at": iso(now),
-        })
 
     # -- studies
 
@@ -288,7 +243,7 @@ class ProlificStandIn(ServedStandIn):
             "total_available_places": whole(body["total_available_places"], "total_available_places", 1),
             "estimated_completion_time": estimated, "maximum_allowed_time": maximum,
             "reward": whole(body["reward"], "reward", 0), "device_compatibility": body.get("device_compatibility") or [],
-            "filters": filters, "project": body.get("project") or self.state["project_id"], "currency_code": "USD",
+            "filters": filters, "project": body.get("project") or self.state["project_id"], "currency_code": self.currency,
             "status": UNPUBLISHED, "stopped": False, "created_at": now, "published_at_epoch": None,
         }
         self.state["studies"][study["id"]] = study
@@ -449,12 +404,12 @@ class ProlificStandIn(ServedStandIn):
         return self.submission_view(submission)
 
     def _approve(self, submission: dict, now: float) -> None:
-        fee = self.fee(submission["reward"])
-        if submission["reward"] + fee > self.state["balance"]:
-            raise Refused(400, f"Insufficient funds: approving costs {submission['reward'] + fee} cents, "
+        fee, vat = self.charges(submission["reward"])
+        if submission["reward"] + fee + vat > self.state["balance"]:
+            raise Refused(400, f"Insufficient funds: approving costs {submission['reward'] + fee + vat} cents, "
                                f"the balance is {self.state['balance']} cents")
         submission["status"] = APPROVED
-        self._charge("reward", submission, submission["reward"], fee, now)
+        self._charge("reward", submission, submission["reward"], fee, vat, now)
 
     def transition_submission(self, submission_id: str, body: dict, now: float) -> dict:
         """APPROVE or REJECT a submission AWAITING REVIEW; returns the submission (the route shows it as its detail)."""
@@ -504,7 +459,7 @@ class ProlificStandIn(ServedStandIn):
         if wrong:
             raise Refused(400, f"Only submissions AWAITING REVIEW can be approved: {', '.join(wrong)}")
         due = [s for s in found.values() if s["status"] == AWAITING_REVIEW]
-        cost = sum(s["reward"] + self.fee(s["reward"]) for s in due)
+        cost = sum(s["reward"] + sum(self.charges(s["reward"])) for s in due)
         if cost > self.state["balance"]:
             raise Refused(400, f"Insufficient funds: approving costs {cost} cents, the balance is {self.state['balance']} cents")
         for submission in due:
@@ -537,9 +492,9 @@ class ProlificStandIn(ServedStandIn):
         if bad:
             raise Refused(400, {"csv_bonuses": [f"Not taking part in study {study['id']}: {', '.join(bad)}"]})
         amount = sum(line["amount"] for line in lines)
-        fees = self.fee(amount)
-        bonus = {"id": new_id(), "study": study["id"], "amount": amount, "fees": fees, "vat": 0,
-                 "total_amount": amount + fees, "lines": lines, "payments": [], "created_at": iso(now)}
+        fees, vat = self.charges(amount)
+        bonus = {"id": new_id(), "study": study["id"], "amount": amount, "fees": fees, "vat": vat,
+                 "total_amount": amount + fees + vat, "lines": lines, "payments": [], "created_at": iso(now)}
         self.state["bonuses"][bonus["id"]] = bonus
         return self.bonus_view(bonus)
 
@@ -559,14 +514,13 @@ class ProlificStandIn(ServedStandIn):
 
     def _settle(self, bonus: dict, payment: dict, now: float) -> None:
         payment["settled"] = True
-        fee_left = bonus["fees"]
+        last = len(bonus["lines"]) - 1
         for index, line in enumerate(bonus["lines"]):
             submission = self.state["submissions"][line["submission_id"]]
-            # The bulk's fee is charged with its last line, so the ledger's fees add up to the bulk's exactly.
-            fee = fee_left if index == len(bonus["lines"]) - 1 else 0
-            fee_left -= fee
+            # The bulk's fee and VAT are charged with its last line: the ledger adds up to the bulk's exactly.
+            fee, vat = (bonus["fees"], bonus["vat"]) if index == last else (0, 0)
             submission["bonus_payments"].append(line["amount"])
-            self._charge("bonus", submission, line["amount"], fee, now, bonus["id"])
+            self._charge("bonus", submission, line["amount"], fee, vat, now, bonus["id"])
 
     # -- participant groups
 
@@ -621,13 +575,13 @@ class ProlificStandIn(ServedStandIn):
     def me(self) -> dict:
         return {"id": self.state["user_id"], "email": "researcher@standin.invalid", "name": "Stand-in researcher",
                 "current_project_id": self.state["project_id"], "current_workspace_id": self.state["workspace_id"],
-                "currency_code": "USD"}
+                "currency_code": self.currency}
 
     def workspace(self, workspace_id: str | None = None) -> dict:
         """The token's one workspace (with its one project)."""
         if workspace_id is not None and workspace_id != self.state["workspace_id"]:
             raise Refused(404, f"No workspace with id {workspace_id!r}")
-        return {"id": self.state["workspace_id"], "title": "Stand-in workspace", "currency_code": "USD",
+        return {"id": self.state["workspace_id"], "title": "Stand-in workspace", "currency_code": self.currency,
                 "projects": [{"id": self.state["project_id"]}], "owner": self.state["user_id"]}
 
     def project(self, project_id: str) -> dict:
@@ -657,15 +611,17 @@ class ProlificStandIn(ServedStandIn):
     def dump(self) -> dict:
         with self.session() as now:
             paid: dict[str, dict] = {}
-            totals = {"rewards": 0, "bonuses": 0, "fees": 0}
+            totals = {"rewards": 0, "bonuses": 0, "fees": 0, "vat": 0}
             for entry in self.state["ledger"]:
                 mine = paid.setdefault(entry["participant_id"], {"rewards": 0, "bonuses": 0})
                 key = "rewards" if entry["kind"] == "reward" else "bonuses"
                 mine[key] += entry["amount"]
                 totals[key] += entry["amount"]
                 totals["fees"] += entry["fees"]
+                totals["vat"] += entry["vat"]
             return {
-                "now": iso(now), "fee_rate": str(self.fee_rate), "settle_seconds": self.settle_seconds,
+                "now": iso(now), "fee_rate": str(self.fee_rate), "vat_rate": str(self.vat_rate), "currency": self.currency,
+                "settle_seconds": self.settle_seconds,
                 "page_size": self.page_size, "user_id": self.state["user_id"],
                 "workspace_id": self.state["workspace_id"], "project_id": self.state["project_id"],
                 "initial_balance": self.initial_balance, "balance": self.balance_view(),
@@ -676,7 +632,7 @@ class ProlificStandIn(ServedStandIn):
                 "bonuses": [dict(self.bonus_view(b), lines=b["lines"],
                                  pay_calls=[dict(p, paid_at=iso(p["paid_at"])) for p in b["payments"]])
                             for b in self.state["bonuses"].values()],
-                "paid": paid, "totals": dict(totals, spent=totals["rewards"] + totals["bonuses"] + totals["fees"]),
+                "paid": paid, "totals": dict(totals, spent=sum(totals.values())),
                 "ledger": list(self.state["ledger"]), "faults": [dict(f) for f in self.faults],
             }
 
@@ -791,7 +747,8 @@ _loads = json.loads
 def running_standin(token: str = DEFAULT_TOKEN, **options) -> Iterator[RunningStandIn]:
     """A Prolific stand-in on a free port of 127.0.0.1, served in a thread while the block runs.
 
-    ``options``: ``balance`` (dollars), ``fee_rate``, ``page_size``, ``settle_seconds`` (see ``ProlificStandIn``)."""
+    ``options``: ``balance`` (in the currency), ``fee_rate``, ``page_size``, ``settle_seconds``, ``currency``,
+    ``vat_rate`` (see ``ProlificStandIn``)."""
     server = ProlificStandIn(port=0, token=token, **options).start()
     try:
         yield RunningStandIn(server)

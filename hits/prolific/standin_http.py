@@ -143,6 +143,7 @@ OPERATIONS: list[tuple[str, str, int, Callable[["Any", Call], Any]]] = [
     ("GET", "/projects/{}/", 200, lambda s, r: s.project(r.id)),
     ("GET", "/studies/", 200, lambda s, r: s.page([s.study_view(x) for x in s.state["studies"].values()], r.path, r.query)),
     ("POST", "/studies/", 201, lambda s, r: s.create_study(r.object, r.now)),
+    ("POST", "/study-cost-calculator/", 200, lambda s, r: s.study_cost(r.object)),
     ("GET", "/studies/{}/", 200, lambda s, r: s.study_view(s._study(r.id))),
     ("PATCH", "/studies/{}/", 200, lambda s, r: s.patch_study(r.id, r.object)),
     ("POST", "/studies/{}/transition/", 200, lambda s, r: s.transition_study(r.id, r.object, r.now)),

@@ -1,0 +1,120 @@
+"""The stand-in's money (``hits.prolific.standin``): the workspace's currency, Prolific's fee and the VAT on it,
+what the balance holds, and the study cost calculator.
+
+As Prolific's reference states it: every amount is in the minor unit (cents or pence) of the workspace's
+currency (``currency_code``: ``USD`` or ``GBP``, the two a workspace may have); Prolific charges its service fee
+on every reward and bonus "+ VAT where applicable".  Here the fee is ``fee_rate`` of the amount and the VAT is
+``vat_rate`` of the fee, each rounded half up to the minor unit; a reward approved costs reward + fee + VAT, a
+bulk bonus ``total_amount`` = ``amount`` + ``fees`` + ``vat`` (its create answer states all four), and the cost
+calculator (``POST /study-cost-calculator/``) quotes ``total_cost`` with ``rewards``, ``fees`` and ``vat``.
+
+``vat_rate`` by default: 0.20 in a GBP workspace (the UK's standard rate, what a UK researcher is charged),
+0 in a USD one; ``--vat`` sets it.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from hits.prolific.standin_http import APPROVED, AWAITING_REVIEW, UNPUBLISHED, Refused, iso, whole
+
+CURRENCIES = ("USD", "GBP")
+DEFAULT_VAT = {"USD": "0", "GBP": "0.20"}
+
+
+def rate(value, what: str) -> Decimal:
+    """A share from 0 (included) to 1 (excluded), or ValueError naming ``what``."""
+    try:
+        share = Decimal(str(value))
+    except InvalidOperation:
+        raise ValueError(f"{what} {value!r} is not a number") from None
+    if not share.is_finite() or not 0 <= share < 1:
+        raise ValueError(f"{what} {value!r} must be at least 0 and below 1 (0.20 is 20%)")
+    return share
+
+
+def currency_code(value) -> str:
+    code = str(value or "").upper()
+    if code not in CURRENCIES:
+        raise ValueError(f"currency {value!r}: a Prolific workspace's currency is one of {', '.join(CURRENCIES)}")
+    return code
+
+
+class StandInMoney:
+    """Mixed into ``ProlificStandIn``: ``currency``, ``fee_rate`` and ``vat_rate`` are set by its constructor."""
+
+    currency = "USD"
+    fee_rate = Decimal("0")
+    vat_rate = Decimal("0")
+
+    def fee(self, amount: int) -> int:
+        """Prolific's fee on ``amount`` minor units: ``fee_rate`` of it, rounded half up."""
+        return int((Decimal(amount) * self.fee_rate).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+    def vat(self, fee: int) -> int:
+        """The VAT on a fee: ``vat_rate`` of it, rounded half up."""
+        return int((Decimal(fee) * self.vat_rate).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+    def charges(self, amount: int) -> tuple[int, int]:
+        """(fee, VAT) Prolific charges on ``amount``."""
+        fee = self.fee(amount)
+        return fee, self.vat(fee)
+
+    def _place_cost(self, study: dict) -> int:
+        return study["reward"] + sum(self.charges(study["reward"]))
+
+    def _held_by(self, study: dict) -> int:
+        """What a published study holds of the balance: every place not yet paid (only those waiting for
+        review once it is stopped)."""
+        if study["status"] == UNPUBLISHED:
+            return 0
+        subs = self._submissions_of(study)
+        if study["stopped"]:
+            places = sum(1 for s in subs if s["status"] == AWAITING_REVIEW)
+        else:
+            places = max(0, study["total_available_places"] - sum(1 for s in subs if s["status"] == APPROVED))
+        return places * self._place_cost(study)
+
+    def _held(self) -> int:
+        studies = sum(self._held_by(s) for s in self.state["studies"].values())
+        paying = sum(b["total_amount"] for b in self.state["bonuses"].values() for p in b["payments"] if not p["settled"])
+        return studies + paying
+
+    def available(self) -> int:
+        return self.state["balance"] - self._held()
+
+    def _split(self, total: int) -> dict:
+        """A balance as Prolific breaks it down: for participants, for Prolific's fees, for the VAT on them."""
+        share = self.fee_rate * (1 + self.vat_rate)
+        rewards = int((Decimal(total) / (1 + share)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+        rest = total - rewards
+        vat = int((Decimal(rest) * self.vat_rate / (1 + self.vat_rate)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+        return {"rewards": rewards, "fees": rest - vat, "vat": vat, "total": total}
+
+    def balance_view(self) -> dict:
+        total, available = self.state["balance"], self.available()
+        return {"currency_code": self.currency, "total_balance": total, "balance_breakdown": self._split(total),
+                "available_balance": available, "available_balance_breakdown": self._split(available)}
+
+    def _charge(self, kind: str, submission: dict, amount: int, fee: int, vat: int, now: float,
+                bonus_id: str | None = None) -> None:
+        self.state["balance"] -= amount + fee + vat
+        self.state["ledger"].append({
+            "kind": kind, "participant_id": submission["participant_id"], "submission_id": submission["id"],
+            "study_id": submission["study_id"], "amount": amount, "fees": fee, "vat": vat, "bulk_bonus_id": bonus_id,
+            "at": iso(now),
+        })
+
+    def study_cost(self, body) -> dict:
+        """``POST /study-cost-calculator/``: what ``total_available_places`` places at ``reward`` cost, fees and VAT
+        included (each place charged as an approval charges it)."""
+        body = body if isinstance(body, dict) else {}
+        missing = [name for name in ("reward", "total_available_places") if body.get(name) in (None, "")]
+        if missing:
+            raise Refused(400, {name: ["This field is required."] for name in missing})
+        reward = whole(body["reward"], "reward", 0)
+        places = whole(body["total_available_places"], "total_available_places", 1)
+        fee, vat = self.charges(reward)
+        rewards, fees, vats = reward * places, fee * places, vat * places
+        return {"total_cost": rewards + fees + vats, "rewards": rewards, "fees": fees, "vat": vats,
+                "currency_code": self.currency}
