@@ -35,12 +35,13 @@ def campaign_rewards(campaign: Campaign) -> list[tuple]:
 
 def campaign_hourly_rates(campaign: Campaign) -> list[pricing.HourlyRate]:
     """The hourly rate of each stage's reward (``hits.prolific.pricing``), passing or not."""
-    return [pricing.hourly_rate(task_type, reward) for task_type, reward in campaign_rewards(campaign)]
+    return [pricing.hourly_rate(task_type, reward, campaign.prolific_hits_per_submission, campaign.batch)
+            for task_type, reward in campaign_rewards(campaign)]
 
 
 def check_campaign_hourly(campaign: Campaign) -> list[pricing.HourlyRate]:
     """Raise ``pricing.HourlyRateTooLow`` (with every stage below the minimum) before anything is published."""
-    return pricing.check_hourly_minimum(campaign_rewards(campaign))
+    return pricing.check_rates(campaign_hourly_rates(campaign))
 
 
 @dataclass(frozen=True)
@@ -58,19 +59,21 @@ class ImportReward:
 
     def line(self) -> str:
         rate = self.rate
-        said = f"{rate.task_type}: ${rate.reward} per HIT for about {rate.minutes} min = ${rate.rate}/h"
+        said = (f"{rate.task_type}: ${rate.reward} per HIT, a session of {rate.hits} HITs pays ${rate.session_reward} "
+                f"for about {rate.minutes} min = ${rate.rate}/h")
         if self.source:
             return f"{said} (as {self.source} gives it)"
         if self.raised:
-            below = pricing.HourlyRate(rate.task_type, self.default, rate.minutes)
+            below = pricing.HourlyRate(rate.task_type, self.default, rate.minutes, rate.hits)
             return (f"{said} (raised from the paper's ${self.default}, ${below.rate}/h, to the least that passes; "
                     f"{self.option} sets it)")
         return f"{said} (the paper's; {self.option} sets it)"
 
 
-def import_rewards(values: dict, unit_type: str, sources: dict[str, str]) -> tuple[dict, list[ImportReward], list[tuple]]:
+def import_rewards(values: dict, unit_type: str, sources: dict[str, str],
+                   setting: int | None = None) -> tuple[dict, list[ImportReward], list[tuple]]:
     """The rewards an import onto Prolific stores, checked against Prolific's minimum as a publish checks it
-    (``pricing.hourly_rate``: a HIT's reward over its estimated minutes).
+    (``pricing.hourly_rate``: a session's reward over its estimated minutes, sessions of ``setting`` HITs).
 
     ``values``: the reward fields the import was given (by ``sources[field]``: an option or a settings file); a
     stage without one keeps the paper's reward when it passes, else takes the least reward that passes.  Returns
@@ -81,13 +84,13 @@ def import_rewards(values: dict, unit_type: str, sources: dict[str, str]) -> tup
         field = REWARD_FIELDS[slug]
         default = Campaign._meta.get_field(field).default
         given = field in values
-        rate = pricing.hourly_rate(task_type(slug), Decimal(values[field] if given else default))
+        rate = pricing.hourly_rate(task_type(slug), Decimal(values[field] if given else default), setting)
         if given and not rate.passes:
             problems.append((sources.get(field, REWARD_OPTIONS[field]), field,
                              f"{rate.refusal()}; the campaign runs on Prolific (--market prolific)"))
             continue
         if not given and not rate.passes:
-            rate = pricing.hourly_rate(task_type(slug), rate.reward_that_passes)
+            rate = pricing.hourly_rate(task_type(slug), rate.reward_that_passes, setting)
             updates[field] = rate.reward
         rewards.append(ImportReward(rate, REWARD_OPTIONS[field], sources.get(field, "") if given else "", default))
     return updates, rewards, problems

@@ -28,6 +28,7 @@ from hits.prolific import fees
 from hits.prolific.bonuses import line_fees, parse_csv
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificBonus, ProlificSession, ProlificStudy
+from hits.prolific.review import REWARD_TOKENS
 
 log = logging.getLogger(__name__)
 MARKET = "prolific"
@@ -87,12 +88,14 @@ def _booked(batch: Batch) -> tuple[dict, dict, Decimal]:
     study_of: dict[str, str] = {}
     total = ZERO
     rows = LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PAID).values_list(
-        "pk", "assignment_id", "kind", "fee_for_id", "fee_for__kind", "amount",
+        "pk", "assignment_id", "kind", "fee_for_id", "fee_for__kind", "amount", "request_token", "fee_for__request_token",
     )
-    for pk, assignment_id, kind, fee_for, fee_for_kind, amount in rows:
+    for pk, assignment_id, kind, fee_for, fee_for_kind, amount, token, fee_for_token in rows:
         money = fee_for if kind == LedgerEntry.Kind.FEE else pk
         money_kind = fee_for_kind if kind == LedgerEntry.Kind.FEE else kind
-        group = BONUS if money in by_bonus or money_kind == LedgerEntry.Kind.BONUS else REWARD
+        # A line of the submission's reward that pays no HIT (``review.book_base``) is Prolific's reward.
+        of_reward = ((fee_for_token if kind == LedgerEntry.Kind.FEE else token) or "").startswith(REWARD_TOKENS)
+        group = BONUS if money in by_bonus or (money_kind == LedgerEntry.Kind.BONUS and not of_reward) else REWARD
         session = session_of.get(assignment_id)
         key = session.session_id if session else f"local:{assignment_id}"
         if session:
