@@ -70,9 +70,14 @@ def test_the_api_sets_prolific_and_previews_its_fee(draft, rita):
     assert bad.status_code == 400 and set(bad.json()) >= {"prolific_fee_rate", "backend"}
     preview = api.get(f"/api/campaigns/{draft.slug}/cost/", {"backend": "prolific"}).json()
     local = api.get(f"/api/campaigns/{draft.slug}/cost/", {"backend": "local"}).json()
-    assert preview["backend"] == "prolific" and preview["rewards"] == local["rewards"] and local["fees"] == "0.00"
-    # 3 generation places at $0.32 (fee $0.11 each), 6 verification at $0.17 ($0.06), 18 presence at $0.20 ($0.07).
-    assert Decimal(preview["fees"]) == 3 * Decimal("0.11") + 6 * Decimal("0.06") + 18 * Decimal("0.07")
+    assert preview["backend"] == "prolific" and local["fees"] == "0.00"
+    # A study's reward pays whole sessions of 5: the last session of each type is paid for HITs no work fills
+    # (generation 3 places: 2 more; verification 6: 4 more; presence 18: 2 more), $1.72 more than the HITs.
+    assert [(u["task_type"], u["sessions"], u["unused_hits"]) for u in preview["unused_sessions"]] == [
+        ("generation", 1, 2), ("verification", 2, 4), ("presence", 4, 2)]
+    assert Decimal(preview["rewards"]) == Decimal(local["rewards"]) + 2 * Decimal("0.32") + 4 * Decimal("0.17") + 2 * Decimal("0.20")
+    # 3 + 2 generation places at $0.32 (fee $0.11 each), 6 + 4 verification at $0.17 ($0.06), 18 + 2 presence at $0.20 ($0.07).
+    assert Decimal(preview["fees"]) == 5 * Decimal("0.11") + 10 * Decimal("0.06") + 20 * Decimal("0.07")
 
 
 def test_cost_preview_charges_the_campaigns_fee_rate(draft):
