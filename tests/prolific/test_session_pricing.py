@@ -16,6 +16,7 @@ from annotation.services.task_types import task_type
 from hits.handlers import task_handler
 from hits.models import Assignment, LedgerEntry
 from hits.prolific import fees, pricing
+from hits.prolific.client import Prolific
 from hits.prolific.reconcile import reconcile_batch
 from tests.prolific.pd_world import REWARD, approve_all, finished_session, make_batch, paid_to, publish_study, run_sync
 
@@ -134,3 +135,24 @@ def test_hits_beyond_the_sessions_reward_are_paid_as_bonuses(sized):
     entries = _paid_entries(session)
     assert not [e for e in entries if e.reason.startswith((pricing.UNUSED_SHARE, pricing.REJECTED_SHARE))]
     assert reconcile_batch(batch, save=False).differences == []
+
+
+def test_the_standin_shows_pay_per_hour_as_prolific_computes_it_and_sets_the_least_maximum(prolific_standin):
+    """The study object's reward per hour: its reward over the estimate, then over the median completion time;
+    with no ``maximum_allowed_time`` given, Prolific's least for the estimate (2 + X + 2 sqrt(X))."""
+    with Prolific() as client:
+        created = client.request("POST", "/studies/", json={
+            "name": "Label things", "internal_name": "rates", "description": "Label things.",
+            "external_study_url": "https://platform.example/prolific/start/", "estimated_completion_time": 12,
+            "reward": 192, "total_available_places": 3,
+            "completion_codes": [{"code": "C0DE", "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}],
+        })
+        assert created["maximum_allowed_time"] == 21 and created["estimated_reward_per_hour"] == 960
+        assert "average_reward_per_hour" not in created
+        client.request("POST", f"/studies/{created['id']}/transition/", json={"action": "PUBLISH"}, safe=True)
+        for minutes in (10, 16, 30):  # the median, 16 minutes, is what Prolific divides by
+            started = prolific_standin.control("POST", "/__control/participants/", {"study_id": created["id"]})
+            prolific_standin.control("POST", "/__control/clock/", {"advance_seconds": minutes * 60})
+            prolific_standin.control("POST", f"/__control/submissions/{started['session_id']}/complete/", {"code": "C0DE"})
+        shown = client.get(f"/studies/{created['id']}/")
+    assert shown["average_completion_time"] == 16 and shown["average_reward_per_hour"] == 720  # $7.20/h: underpaying
