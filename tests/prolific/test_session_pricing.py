@@ -156,3 +156,21 @@ def test_the_standin_shows_pay_per_hour_as_prolific_computes_it_and_sets_the_lea
             prolific_standin.control("POST", f"/__control/submissions/{started['session_id']}/complete/", {"code": "C0DE"})
         shown = client.get(f"/studies/{created['id']}/")
     assert shown["average_completion_time"] == 16 and shown["average_reward_per_hour"] == 720  # $7.20/h: underpaying
+
+
+def test_the_sync_flags_a_study_prolific_shows_paying_under_its_minimum(sized):
+    """Participants slower than the estimate: Prolific's average reward per hour (the reward over the median
+    completion time) falls under its minimum, and the sync says so on the study and in its report."""
+    from tests.prolific.pd_world import complete, start
+
+    standin, batch, study = sized  # $1.50 for 6 minutes: $15.00/h as estimated
+    session = start(standin, study)
+    standin.control("POST", "/__control/clock/", {"advance_seconds": 16 * 60})  # 16 minutes: 562 cents an hour
+    complete(standin, session)
+    report = run_sync(batch)
+    study.refresh_from_db()
+    assert study.last_error.startswith("UNDERPAYING: Prolific shows study") and "$5.62/h" in study.last_error
+    assert any("under its minimum of $8.00/h" in error for error in report.errors)
+    assert not any("UNDERPAYING" in error for error in run_sync(batch).errors)  # said once; kept on the study
+    study.refresh_from_db()
+    assert study.last_error.startswith("UNDERPAYING")
