@@ -6,7 +6,8 @@ was charged the study's ``reward`` plus Prolific's fee on it (the rate of
 ``hits.prolific.fees``); each of a submission's ``bonus_payments`` was charged plus its fee: for a payment that
 matches a line of one of the platform's bulk bonuses, that line's share of the fee Prolific answered for the
 bulk (listings do not carry fees), else the rate's fee on it.  The ledger's side is its ``paid`` entries: the reward a submission paid (the
-session's first approved HIT), the rewards and bonuses paid by bulk bonuses, and their fees.
+session's approved HITs, and the line of its reward that pays no HIT: ``review.REWARD_TOKENS``), the rewards and
+bonuses paid by bulk bonuses, and their fees.
 
 Both sides are compared per submission (the session id), rewards and bonuses apart, with the result shapes and
 the difference kinds of ``hits.mturk.reconcile`` (``hit`` is the study's id, ``assignment`` the submission's):
