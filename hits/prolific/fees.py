@@ -51,9 +51,11 @@ def committed(batch) -> Decimal:
     from django.db.models import Q, Sum
 
     from hits.models import LedgerEntry
+    from hits.prolific.pricing import SESSION_SHARE_TOKEN
     from hits.prolific.publishing import committed as places
 
+    # A line of a submission's reward that pays no HIT (``review.book_base``) is in its study's places already.
     given = LedgerEntry.objects.filter(batch=batch).filter(
         Q(kind=LedgerEntry.Kind.BONUS) | Q(fee_for__kind=LedgerEntry.Kind.BONUS)
-    ).aggregate(total=Sum("amount"))["total"]
+    ).exclude(request_token__startswith=SESSION_SHARE_TOKEN).aggregate(total=Sum("amount"))["total"]
     return places(batch) + (given or Decimal("0.00"))

@@ -75,6 +75,9 @@ class ProlificSession(models.Model):
     market_status = models.CharField(max_length=24, blank=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
     hits_done = models.PositiveSmallIntegerField(default=0)
+    # HITs the session's reward pays for, reserved when it started (``hits.prolific.sessions.reserve``): the study's
+    # ``hits_per_submission``, or fewer when no more work was open (it may take more as work appears).
+    reserved_hits = models.PositiveSmallIntegerField(default=0)
     # The one browser that works in the session (``hits.prolific.holding``): the SHA-256 of its browser cookie
     # ("" until a browser first opens the study link), the one-time code that moves the session to another
     # browser (shown on the holding browser's HIT pages) and the wrong codes tried since that code was made.

@@ -3,7 +3,8 @@
 What is published:
 
 - one main study per (batch, task type) with open regular work: its sessions are ``hits_per_submission`` HITs of
-  the type (``hits.prolific.pricing`` says what it pays and for how long);
+  the type, and its ``reward`` and ``estimated_completion_time`` are the whole session's (``hits.prolific.pricing``
+  says what it pays and for how long);
 - one screening study per task type the batch tests (open qualification items, while the type has open regular
   work): its session is the whole test (every open item of the type); passing it puts the participant in the
   batch's QUALIFIED group of the type, to which that type's main study is limited (``participant_group_allowlist``);
@@ -23,7 +24,7 @@ Places (``total_available_places``; Prolific gives a participant one submission 
   them as later stages create HITs, and creates the studies of task types whose work appeared since.
 
 Money: Prolific takes every place's pay up front when a study is published (and returns what is not used), so a
-study commits places x session pay x (1 + the batch's ``prolific_fee_rate``); the batch's ``budget_cap`` is never
+study commits places x its reward (the session's pay) x (1 + the batch's ``prolific_fee_rate``); the batch's ``budget_cap`` is never
 passed by a study created or grown here (``committed``).
 
 Record before send: a study (``ProlificStudy``: its ``internal_name`` and completion code, ``completion_code``) and a group
@@ -88,12 +89,13 @@ class StudyPlan:
 
     task_type: TaskType
     kind: str
-    reward: Decimal  # USD per submission
+    reward: Decimal  # USD per submission: the whole session's
     places: int
     hits_per_submission: int
     estimated_minutes: int
     maximum_minutes: int
     tested: bool
+    hit_reward: Decimal = Decimal("0.00")  # one HIT's reward: the session's reward is hits_per_submission of them
 
 
 # --- names and bodies -------------------------------------------------------------------------------------------
@@ -129,10 +131,9 @@ def study_description(plan: StudyPlan, currency: str = DEFAULT) -> str:
     if plan.kind == ProlificStudy.Kind.SCREENING:
         return (f"A short qualification test of {plan.hits_per_submission} items: {about} Passing it opens the main "
                 f"study of this task to you. Paid {money(plan.reward, currency)} for the whole test.")
-    per_hit = money(plan.reward, currency)
-    return (f"{about} A session is up to {plan.hits_per_submission} tasks of about {plan.estimated_minutes} min each. "
-            f"Each task done pays {per_hit}: the first by this study's reward, each further one by a bonus of "
-            f"{per_hit}. If no task is left, you are sent back early.")
+    return (f"{about} A session is {plan.hits_per_submission} tasks, about {plan.estimated_minutes} min in all, paid "
+            f"{money(plan.reward, currency)} by this study's reward. If the platform runs out of tasks before the "
+            "end, you are sent back early with the completion code and paid the whole reward.")
 
 
 def study_body(plan: StudyPlan, name: str, code: str, group_ids: dict, currency: str = DEFAULT) -> dict:
@@ -219,50 +220,60 @@ def plans(batch: Batch) -> list[StudyPlan]:
         if task_type.pk not in rewards:
             continue
         reward = Decimal(rewards[task_type.pk]).quantize(CENT)
-        per_submission = main.hits_per_submission if main else pricing.hits_per_submission(task_type, batch.prolific_hits_per_submission)
+        per_submission = main.hits_per_submission if main else pricing.hits_per_submission(
+            task_type, batch.prolific_hits_per_submission, batch)
         items = test_items(batch, task_type)
         screening = existing.get((task_type.pk, ProlificStudy.Kind.SCREENING))
         tested = bool(items) or screening is not None
         places = main_places(batch, task_type, per_submission, main)
-        minutes = pricing.estimated_minutes(task_type)
         if main is not None or places:
-            result.append(StudyPlan(task_type, ProlificStudy.Kind.MAIN, reward, max(places, main.places if main else 0),
-                                    per_submission, minutes, pricing.maximum_allowed_minutes(task_type, per_submission), tested))
+            # A created study keeps what Prolific was told (only its places can change there).
+            session_reward = main.reward if main else (reward * per_submission).quantize(CENT)
+            minutes = main.estimated_minutes if main else pricing.estimated_minutes(task_type, per_submission, batch)
+            result.append(StudyPlan(task_type, ProlificStudy.Kind.MAIN, session_reward, max(places, main.places if main else 0),
+                                    per_submission, minutes, pricing.maximum_allowed_minutes(task_type, per_submission, minutes),
+                                    tested, reward))
         if items and (screening is not None or places):
             size = screening.hits_per_submission if screening else items
             wanted = screening_places(batch, task_type, main, screening, max(places, main.places if main else 0))
-            result.append(StudyPlan(task_type, ProlificStudy.Kind.SCREENING, reward * size,
-                                    max(wanted, screening.places if screening else 0), size, minutes * size,
-                                    pricing.maximum_allowed_minutes(task_type, size), True))
+            test_reward = screening.reward if screening else (reward * size).quantize(CENT)
+            minutes = screening.estimated_minutes if screening else pricing.estimated_minutes(task_type, size, batch)
+            result.append(StudyPlan(task_type, ProlificStudy.Kind.SCREENING, test_reward,
+                                    max(wanted, screening.places if screening else 0), size, minutes,
+                                    pricing.maximum_allowed_minutes(task_type, size, minutes), True, reward))
     return result
 
 
-def study_commitment(reward: Decimal, session_hits: int, places: int, fee_rate: Decimal) -> Decimal:
-    """Money ``places`` sessions commit: places x session_hits x (reward + fee(reward))."""
-    return (places * session_hits * (Decimal(reward) + pricing.fee(reward, fee_rate))).quantize(CENT)
+def study_commitment(reward: Decimal, places: int, fee_rate: Decimal) -> Decimal:
+    """Money ``places`` sessions commit: places x (the session's reward + fee(reward))."""
+    return (places * (Decimal(reward) + pricing.fee(reward, fee_rate))).quantize(CENT)
 
 
 def committed(batch: Batch) -> Decimal:
-    """Money the batch's studies commit on Prolific (rewards, the pay rule's bonuses and fees, every place paid)."""
+    """Money the batch's studies commit on Prolific (every place paid its session's reward, with its fee)."""
     total = Decimal("0")
     for study in ProlificStudy.objects.filter(batch=batch).exclude(prolific_id=None):
-        hits_paid = study.hits_per_submission if study.kind == ProlificStudy.Kind.MAIN else 1
-        total += study_commitment(study.reward, hits_paid, study.places, batch.prolific_fee_rate)
+        total += study_commitment(study.reward, study.places, batch.prolific_fee_rate)
     return total.quantize(CENT)
 
 
 def plan_commitment(plan: StudyPlan, places: int, fee_rate: Decimal) -> Decimal:
-    hits_paid = plan.hits_per_submission if plan.kind == ProlificStudy.Kind.MAIN else 1
-    return study_commitment(plan.reward, hits_paid, places, fee_rate)
+    return study_commitment(plan.reward, places, fee_rate)
+
+
+def plan_rate(plan: StudyPlan, currency: str = DEFAULT) -> pricing.HourlyRate:
+    """The plan's session against Prolific's minimum in ``currency``: its reward over its estimated minutes."""
+    return pricing.HourlyRate(plan.task_type.slug, plan.hit_reward, plan.estimated_minutes, plan.hits_per_submission,
+                              currency)
 
 
 def check_plans(batch: Batch, wanted: list[StudyPlan]) -> None:
-    """Refuse (``pricing.HourlyRateTooLow``) when a study would pay under Prolific's hourly minimum."""
-    seen = {}
-    for plan in wanted:
-        if plan.kind == ProlificStudy.Kind.MAIN:
-            seen[plan.task_type.pk] = (plan.task_type, plan.reward)
-    pricing.check_hourly_minimum(seen.values(), currency_of(batch))
+    """Refuse (``pricing.HourlyRateTooLow``) when a study to be created would pay under Prolific's hourly minimum
+    (in the batch's currency) for its whole session (a created study was checked when it was created, and its
+    reward and estimate cannot change on Prolific)."""
+    created = set(ProlificStudy.objects.filter(batch=batch).exclude(prolific_id=None).values_list("task_type_id", "kind"))
+    currency = currency_of(batch)
+    pricing.check_rates([plan_rate(plan, currency) for plan in wanted if (plan.task_type.pk, plan.kind) not in created])
 
 
 # --- dry run ----------------------------------------------------------------------------------------------------

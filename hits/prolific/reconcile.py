@@ -2,14 +2,15 @@
 
 Prolific's side, read from Prolific and never computed with the platform's own fee rate (every study of the batch,
 its submissions listed to the last page, and each submission read on its own for its ``bonus_payments``, which the
-list does not carry): an APPROVED submission was charged the study's ``reward`` plus the fees and VAT Prolific's
-cost calculator states for one place at that reward (``money.place_charges``); each of a submission's
-``bonus_payments`` was charged plus its fees and VAT: for a payment that matches a line of one of the platform's
-bulk bonuses, that line's share of what Prolific's create answer stated for the bulk (listings do not carry
-fees), else the calculator's figure for that amount.  The ledger's side is its ``paid`` entries: the reward a
-submission paid (the session's first approved HIT), the rewards and bonuses paid by bulk bonuses, and their fees.
-Both sides are in the batch's currency (``currency`` in the result); a study Prolific states in another currency
-is not compared (``unchecked``).
+list does not carry): an APPROVED submission was charged the study's ``reward`` (a whole session's) plus the fees
+and VAT Prolific's cost calculator states for one place at that reward (``money.place_charges``); each of a
+submission's ``bonus_payments`` was charged plus its fees and VAT: for a payment that matches a line of one of the
+platform's bulk bonuses, that line's share of what Prolific's create answer stated for the bulk (listings do not
+carry fees), else the calculator's figure for that amount.  The ledger's side is its ``paid`` entries: the reward a
+submission paid (the session's approved HITs, and the line of its reward that pays no HIT:
+``review.REWARD_TOKENS``), the rewards and bonuses paid by bulk bonuses, and their fees.  Both sides are in the
+batch's currency (``currency`` in the result); a study Prolific states in another currency is not compared
+(``unchecked``).
 
 Both sides are compared per submission (the session id), rewards and bonuses apart, with the result shapes and
 the difference kinds of ``hits.markets.reconcile`` (``hit`` is the study's id, ``assignment`` the submission's):
@@ -33,6 +34,7 @@ from hits.prolific.bonuses import line_fees, parse_csv
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificBonus, ProlificSession, ProlificStudy
 from hits.prolific.money import place_charges
+from hits.prolific.review import REWARD_TOKENS
 
 log = logging.getLogger(__name__)
 MARKET = "prolific"
@@ -110,12 +112,14 @@ def _booked(batch: Batch) -> tuple[dict, dict, Decimal]:
     study_of: dict[str, str] = {}
     total = ZERO
     rows = LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PAID).values_list(
-        "pk", "assignment_id", "kind", "fee_for_id", "fee_for__kind", "amount",
+        "pk", "assignment_id", "kind", "fee_for_id", "fee_for__kind", "amount", "request_token", "fee_for__request_token",
     )
-    for pk, assignment_id, kind, fee_for, fee_for_kind, amount in rows:
+    for pk, assignment_id, kind, fee_for, fee_for_kind, amount, token, fee_for_token in rows:
         money = fee_for if kind == LedgerEntry.Kind.FEE else pk
         money_kind = fee_for_kind if kind == LedgerEntry.Kind.FEE else kind
-        group = BONUS if money in by_bonus or money_kind == LedgerEntry.Kind.BONUS else REWARD
+        # A line of the submission's reward that pays no HIT (``review.book_base``) is Prolific's reward.
+        of_reward = ((fee_for_token if kind == LedgerEntry.Kind.FEE else token) or "").startswith(REWARD_TOKENS)
+        group = BONUS if money in by_bonus or (money_kind == LedgerEntry.Kind.BONUS and not of_reward) else REWARD
         session = session_of.get(assignment_id)
         key = session.session_id if session else f"local:{assignment_id}"
         if session:

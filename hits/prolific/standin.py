@@ -59,8 +59,9 @@ Faults hit the API only: ``lost_reply`` does the request and drops the connectio
 
 What it does not model: Prolific's own rate limits (only injected), reserved places, screen-out and
 partial-approval codes, messages, study collections, custom screeners other than the two group filters,
-multiple workspaces, currencies other than USD and GBP, the minimum hourly pay (the platform checks it before publishing), and
-the exact wording and numeric ``error_code`` of Prolific's errors.  Standard library only: it imports
+multiple workspaces, currencies other than USD and GBP, and the exact wording and numeric ``error_code`` of
+Prolific's errors.  Pay per hour and the least maximum time, as Prolific computes them: ``standin_rates``.
+Standard library only: it imports
 nothing from Django or the platform.
 """
 
@@ -81,6 +82,7 @@ from hits.prolific.standin_http import (  # noqa: F401 - the wire's names, also 
     ACTIVE, API, APPROVED, AWAITING_REVIEW, COMPLETED, CONTROL, HEX_ID, PAUSED, REJECTED, RETURNED, ROUTES, TIMED_OUT,
     UNPUBLISHED, Call, Handler, Refused, cents, iso, new_id, whole,
 )
+from hits.prolific.standin_rates import least_maximum, reward_per_hour
 from hits.standins import Clock, ServedStandIn
 
 DEFAULT_TOKEN = "test-token"
@@ -209,8 +211,7 @@ class ProlificStandIn(StandInMoney, ServedStandIn):
         view.update(
             status=self.study_status(study), places_taken=sum(1 for s in subs if s["status"] in HOLDS_A_PLACE),
             number_of_submissions=len(subs), total_cost=study["total_available_places"] * self._place_cost(study),
-            date_created=iso(study["created_at"]), published_at=iso(study["published_at_epoch"]),
-        )
+            date_created=iso(study["created_at"]), published_at=iso(study["published_at_epoch"]), **reward_per_hour(study, subs))
         return view
 
     def create_study(self, body: dict, now: float) -> dict:
@@ -233,7 +234,7 @@ class ProlificStandIn(StandInMoney, ServedStandIn):
                         f"action {action!r}: the stand-in knows {', '.join(CODE_ACTIONS)}"]})
         estimated = whole(body["estimated_completion_time"], "estimated_completion_time", 1)
         maximum = body.get("maximum_allowed_time")
-        maximum = max(estimated * 3, 10) if maximum is None else whole(maximum, "maximum_allowed_time", estimated)
+        maximum = least_maximum(estimated) if maximum is None else whole(maximum, "maximum_allowed_time", estimated)
         filters = body.get("filters") or []
         self._check_filters(filters)
         study = {

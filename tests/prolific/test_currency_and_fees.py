@@ -96,15 +96,18 @@ def test_the_hourly_minimum_is_the_currencys():
     """£0.20 for 2 minutes is £6.00 an hour: Prolific's GBP minimum, though under its $8.00 one."""
     from hits.prolific import pricing
 
-    in_pounds = pricing.HourlyRate("presence", Decimal("0.20"), 2, "GBP")
+    in_pounds = pricing.HourlyRate("presence", Decimal("0.20"), 2, currency="GBP")
     assert in_pounds.passes and in_pounds.minimum == Decimal("6.00")
-    in_dollars = pricing.HourlyRate("presence", Decimal("0.20"), 2, "USD")
+    in_dollars = pricing.HourlyRate("presence", Decimal("0.20"), 2, currency="USD")
     assert not in_dollars.passes
-    assert in_dollars.refusal() == ("presence: $0.20 per HIT for 2 min is $6.00/h, below Prolific's minimum of $8.00/h "
-                                    "(PROLIFIC_MIN_HOURLY_USD); a reward of at least $0.27 per HIT would pass")
-    low = pricing.HourlyRate("presence", Decimal("0.15"), 2, "GBP")
-    assert low.refusal().startswith("presence: £0.15 per HIT for 2 min is £4.50/h, below Prolific's minimum of £6.00/h "
-                                    "(PROLIFIC_MIN_HOURLY_GBP)")
+    assert in_dollars.refusal() == ("presence: a session of 1 HIT(s) at $0.20 pays $0.20 for 2 min, $6.00/h, below "
+                                    "Prolific's minimum of $8.00/h (PROLIFIC_MIN_HOURLY_USD); a reward of at least "
+                                    "$0.27 per HIT would pass")
+    low = pricing.HourlyRate("presence", Decimal("0.15"), 2, 6, currency="GBP")
+    assert low.refusal().startswith("presence: a session of 6 HIT(s) at £0.15 pays £0.90 for 2 min, £27.00/h")
+    low = pricing.HourlyRate("presence", Decimal("0.15"), 12, 6, currency="GBP")
+    assert low.refusal().startswith("presence: a session of 6 HIT(s) at £0.15 pays £0.90 for 12 min, £4.50/h, below "
+                                    "Prolific's minimum of £6.00/h (PROLIFIC_MIN_HOURLY_GBP)")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -120,7 +123,8 @@ def test_the_rehearsal_on_a_gbp_workspace_reconciles_to_the_penny_in_pounds(gbp_
     call_command("prolific_publish", "--campaign", campaign.slug, "--dry-run", "--format", "json")
     planned = json.loads(capsys.readouterr().out)
     assert planned["currency"] == "GBP" and {r["currency"] for r in planned["hourly"]} == {"GBP"}
-    assert "£0.30" in next(r["body"]["description"] for r in planned["requests"] if r["path"].endswith("/studies/"))
+    described = next(r["body"]["description"] for r in planned["requests"] if r["path"].endswith("/studies/"))
+    assert "£" in described and "$" not in described
     call_command("simulate_crowd", campaign=campaign.slug, backend="prolific", workers=10, careless=1, accuracy=1.0)
     out = capsys.readouterr().out
     campaign.refresh_from_db()

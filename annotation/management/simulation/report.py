@@ -112,7 +112,8 @@ class ProlificFigures:
             "Prolific submissions: " + ", ".join(f"{n} {status}" for status, n in sorted(self.submissions.items())),
             "bulk bonuses: " + (", ".join(f"{n} {state}" for state, n in sorted(self.bonuses.items())) or "none"),
             f"money, ledger (paid): {money(self.ledger)} (rewards: every HIT, including those Prolific paid as "
-            "bonuses; bonuses: a researcher's own)",
+            "bonuses; bonuses: a researcher's own, and the session rewards paid for work the platform could not "
+            "hand out)",
             f"money, Prolific stand-in (paid): {money(self.market)}",
             *(f"sync: {error}" for error in self.sync_errors[:10]),
         ]
