@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from hits import budget
 from hits.models import Assignment, Batch, LedgerEntry
 from hits.mturk import fees
 from hits.outbox import send_after_commit
@@ -338,16 +339,17 @@ def pay_bonus(
                 f"the assignment already has bonuses of ${assignment.bonus}; together they may be at most "
                 f"${limit} (the platform's limit per assignment), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
             )
-        batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
-        if (batch.on_mturk or batch.on_prolific) and batch.budget_cap is not None:
-            if batch.on_prolific:
-                after = prolific_fees.committed(batch) + amount + prolific_fees.fee(amount, prolific_fees.fee_rate(batch))
-            else:
-                after = fees.committed(batch) + amount + fees.bonus_fee(amount)
-            if after > batch.budget_cap:
-                raise BudgetExceeded(
-                    f"the bonus would bring the batch to ${after}, over its budget cap of ${batch.budget_cap}"
-                )
+        # The batch's row locked, the cap checked with every commitment in flight, and the bonus recorded
+        # (pending: sent after the commit) in this one transaction (``hits.budget``).
+        batch = budget.locked(assignment.hit.batch)
+        if batch.on_prolific:
+            cost = amount + prolific_fees.fee(amount, prolific_fees.fee_rate(batch))
+        else:
+            cost = amount + fees.bonus_fee(amount)
+        try:
+            budget.check(batch, cost, f"the bonus of ${amount} and its fee")
+        except budget.CapReached as exc:
+            raise BudgetExceeded(str(exc)) from None
         try:
             # A savepoint: a call with the same key on another assignment (another row lock) may have
             # recorded its entry since we looked; the unique token then refuses ours, and we answer

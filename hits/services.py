@@ -248,12 +248,14 @@ def add_places(hit: HIT, extra: int, *, replacement: bool = True) -> HIT:
     first may not take.  On MTurk, ``PlacesRefused`` when the places would take the money committed over
     the batch's budget cap.
     """
+    from hits import budget
     from hits.mturk import fees
     from hits.mturk.models import MTurkHIT
     from hits.places import new_hit_for_places
 
-    # The batch row first: concurrent additions to one batch are checked against the cap one at a time.
-    batch = Batch.objects.select_for_update().get(pk=hit.batch_id)
+    # The batch row first: concurrent additions to one batch are checked against the cap one at a time.  The
+    # places' money is reserved when the publisher sends them; here they are refused early when they could not be.
+    batch = budget.locked(hit.batch)
     hit = HIT.objects.select_for_update(of=("self",)).get(pk=hit.pk)
     hit.batch = batch
     published = MTurkHIT.objects.filter(hit=hit).first() if batch.on_mturk else None
@@ -262,13 +264,15 @@ def add_places(hit: HIT, extra: int, *, replacement: bool = True) -> HIT:
 
         reward = published.reward if published else mturk_reward(hit)
         assignments = (published.max_assignments + extra) if published else hit.max_assignments + extra
-        cost = (reward + fees.mturk_fee(reward, assignments)) * extra
-        committed = fees.committed(batch) + waiting_commitment(batch)
-        if batch.budget_cap is not None and committed + cost > batch.budget_cap:
-            raise PlacesRefused(
-                f"{extra} more place{'s' if extra != 1 else ''} (${cost.quantize(fees.CENT)}) would pass the budget cap of "
-                f"${batch.budget_cap} (${committed.quantize(fees.CENT)} committed or waiting to be published)"
-            )
+        cost = ((reward + fees.mturk_fee(reward, assignments)) * extra).quantize(fees.CENT)
+        waiting = waiting_commitment(batch)
+        what = f"{extra} more place{'s' if extra != 1 else ''}"
+        if waiting:
+            what += f" (${cost}) with the ${waiting} of places waiting to be published"
+        try:
+            budget.check(batch, cost + waiting, what)
+        except budget.CapReached as exc:
+            raise PlacesRefused(str(exc)) from None
     can_grow = published is None or (
         published.deleted_at is None and published.gone_at is None
         and (published.max_assignments >= 10 or published.max_assignments + extra < 10)
