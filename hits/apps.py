@@ -17,3 +17,11 @@ class HitsConfig(AppConfig):
         # The Prolific backend: participant groups follow qualifications and blocks; its tasks, by name.
         import hits.prolific.groups  # noqa: F401
         import hits.prolific.tasks  # noqa: F401
+        # What each market's published places commit, for the budget cap (``hits.budget``).
+        from hits import budget
+        from hits.models import Batch
+        from hits.mturk.fees import hits_committed
+        from hits.prolific.publishing import committed as studies_committed
+
+        budget.register_places((Batch.Backend.MTURK_SANDBOX, Batch.Backend.MTURK_LIVE), hits_committed)
+        budget.register_places((Batch.Backend.PROLIFIC,), studies_committed)

@@ -22,6 +22,7 @@ the answer is ambiguous until the market's records settle it.  The local market 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Callable
 
 from django.db import transaction
 from django.db.models import Q, Sum
@@ -54,17 +55,22 @@ def capped(batch: Batch) -> bool:
     return batch.budget_cap is not None and (batch.on_mturk or batch.on_prolific)
 
 
+# What each market's records say its published places commit, by backend: registered by the markets at start-up
+# (``hits.apps``), so that this module imports no market.
+PLACES: dict[str, Callable[[Batch], Decimal]] = {}
+
+
+def register_places(backends, places_of: Callable[[Batch], Decimal]) -> None:
+    """A market's ``places`` (see the module's formula) for the batches of ``backends``."""
+    for backend in backends:
+        PLACES[backend] = places_of
+
+
 def places(batch: Batch) -> Decimal:
-    """What the market's records say the batch's published places commit (see the module's formula)."""
-    if batch.on_prolific:
-        from hits.prolific.publishing import committed as studies
-
-        return studies(batch)
-    if batch.on_mturk:
-        from hits.mturk.fees import hits_committed
-
-        return hits_committed(batch)
-    return Decimal("0")
+    """What the market's records say the batch's published places commit (see the module's formula); nothing on
+    the local market."""
+    places_of = PLACES.get(batch.backend)
+    return places_of(batch) if places_of is not None else Decimal("0")
 
 
 def given(batch: Batch) -> Decimal:
@@ -157,4 +163,4 @@ def _end(key: str, state: str) -> bool:
     )
 
 
-__all__ = ["CapReached", "capped", "check", "committed", "given", "locked", "places", "release", "reserve", "reserve_for_publish", "reserved", "settle"]
+__all__ = ["CapReached", "capped", "check", "committed", "given", "locked", "places", "register_places", "release", "reserve", "reserve_for_publish", "reserved", "settle"]
