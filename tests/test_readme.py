@@ -41,3 +41,22 @@ def test_the_readme_names_every_researcher_page():
 def test_the_getting_started_heading_counts_right_and_port_is_documented():
     assert "## The two commands" not in README
     assert "PORT=" in README and "make judges" in README
+
+
+def test_simulate_crowd_runs_as_the_readme_writes_it_without_debug(tmp_path):
+    """Issue 40: with DEBUG off (the README's own way), the in-process server refused its own loopback address
+    (DisallowedHost) after the campaign was launched, leaving it Running with nobody working."""
+    env = {"PATH": "/usr/bin:/bin", "DATA_DIR": str(tmp_path / "var")}
+
+    def run(*args, timeout=600):
+        return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    assert run("migrate", "--noinput").returncode == 0
+    loaded = run("load_demo")
+    assert loaded.returncode == 0, loaded.stderr[-1500:]
+    result = run("simulate_crowd", "--campaign", "demo-news", "--workers", "4", "--max-seconds", "15")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "DisallowedHost" not in result.stderr
+    submitted = re.search(r"generation: (\d+) assignments submitted", result.stdout)
+    assert submitted and int(submitted.group(1)) > 0, result.stdout

@@ -88,8 +88,25 @@ def _closing_connections(app):
     return wrapped
 
 
+def loopback_settings() -> None:
+    """Let this process's own loopback server answer plain HTTP under production settings (DEBUG off).
+
+    The server below listens on 127.0.0.1 only, inside the command that started it, for the simulated people of
+    that command; without this, DEBUG off refuses its address (``ALLOWED_HOSTS`` is empty), redirects every request
+    to HTTPS and marks the session and CSRF cookies Secure, which a plain-HTTP client never sends back.  Nothing
+    else of the process serves requests, so the change reaches no real visitor."""
+    from django.conf import settings
+
+    if "127.0.0.1" not in settings.ALLOWED_HOSTS and "*" not in settings.ALLOWED_HOSTS:
+        settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "127.0.0.1"]
+    settings.SECURE_SSL_REDIRECT = False
+    settings.SESSION_COOKIE_SECURE = False
+    settings.CSRF_COOKIE_SECURE = False
+
+
 def serve_in_background():
     """Serve the Django application on a free loopback port; returns (server, base URL)."""
+    loopback_settings()
     server = make_server(
         "127.0.0.1", 0, _closing_connections(WSGIHandler()), server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
     )
