@@ -372,14 +372,14 @@ def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
                 report.moved += movable
             continue
         cost = (published.reward + fees.mturk_fee(published.reward, wanted)) * extra
-        key = f"{published.request_token}-{wanted}"[:64]
+        key = growth_key(published, wanted)
         # Held against the cap before the call, with every other commitment in flight (``hits.budget``).
         if not budget.reserve_for_publish(report, batch, cost, key, f"{extra} more place{'s' if extra != 1 else ''} of HIT {published.mturk_hit_id}"):
             continue
         try:
             check_balance(mturk, cost)
             tokens.call(
-                "CreateAdditionalAssignmentsForHIT", mturk=mturk, key=key,
+                "CreateAdditionalAssignmentsForHIT", mturk=mturk, key=f"{published.request_token}-{wanted}"[:64],
                 params={"HITId": published.mturk_hit_id, "NumberOfAdditionalAssignments": extra},
                 went_through=lambda: grown_on_mturk(mturk, published, wanted),
             )
@@ -430,7 +430,7 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
     for hit in pending:
         if limit is not None and len(selected) >= limit:
             break
-        cost = Decimal("0") if request_token(hit) in held else hit_cost(hit, rewards)
+        cost = Decimal("0") if creation_key(hit) in held else hit_cost(hit, rewards)
         if batch.budget_cap is not None and committed + cost > batch.budget_cap:
             report.stopped = f"budget cap of ${batch.budget_cap} reached (${committed} committed or reserved)"
             break
@@ -449,7 +449,7 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
         if hit.task_type_id in tested and hit.task_type_id not in type_ids:
             type_ids[hit.task_type_id] = ensure_qualification_type(mturk, hit.task_type, batch).qualification_type_id
         params = create_hit_request(hit, type_ids.get(hit.task_type_id), rewards.get(hit.task_type_id))
-        if not budget.reserve_for_publish(report, batch, hit_cost(hit, rewards), request_token(hit), f"HIT {hit.pk} ({params['MaxAssignments']} places)"):
+        if not budget.reserve_for_publish(report, batch, hit_cost(hit, rewards), creation_key(hit), f"HIT {hit.pk} ({params['MaxAssignments']} places)"):
             # Bonuses or extra places took the room since the first look: this HIT and the rest wait.
             report.remaining += len(selected) - done
             break
@@ -457,13 +457,13 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
             created = create_hit(mturk, params)
         except tokens.Made as exc:
             # Created on MTurk (money on hold), its HITId not read yet: tracked, and settled by the next sync.
-            budget.settle(request_token(hit))  # counted from now on as a HIT MTurk made (``fees.made_commitment``)
+            budget.settle(creation_key(hit))  # counted from now on as a HIT MTurk made (``fees.made_commitment``)
             report.made.append({"hit": hit.pk, "error": str(exc)[:300]})
             log.warning("CreateHIT of HIT %s: MTurk has the HIT, its HITId is read at the next sync: %s", hit.pk, exc)
             continue
         except MTurkError as exc:
             if refused_for_good(exc):
-                budget.release(request_token(hit))  # MTurk created nothing: the money is free again
+                budget.release(creation_key(hit))  # MTurk created nothing: the money is free again
                 note_refused(hit, exc, report)  # this HIT waits for a retry; the rest of the batch goes on
                 continue
             # Otherwise the answer may have been lost: the money stays held until MTurk's records settle it.
@@ -527,11 +527,11 @@ def waiting_commitment(batch: Batch) -> Decimal:
     held = held_keys(batch)  # in flight: already counted as reserved (``hits.budget``)
     total = Decimal("0")
     for hit in unpublished_hits(batch):
-        if not waits_for_regular_hits(hit, rewards) and request_token(hit) not in held:
+        if not waits_for_regular_hits(hit, rewards) and creation_key(hit) not in held:
             total += hit_cost(hit, rewards)
     for published in MTurkHIT.objects.filter(hit__batch=batch, hit__state=HIT.State.OPEN, deleted_at__isnull=True, gone_at__isnull=True).select_related("hit"):
         wanted = places_wanted(published)
-        if wanted > published.max_assignments and f"{published.request_token}-{wanted}"[:64] not in held:
+        if wanted > published.max_assignments and growth_key(published, wanted) not in held:
             total += (published.reward + fees.mturk_fee(published.reward, wanted)) * (wanted - published.max_assignments)
     return total.quantize(fees.CENT)
 
@@ -541,8 +541,18 @@ def hit_cost(hit: HIT, rewards: dict[int, Decimal]) -> Decimal:
     return fees.hit_commitment(mturk_reward(hit, rewards.get(hit.task_type_id)), mturk_max_assignments(hit))
 
 
+def creation_key(hit: HIT) -> str:
+    """The key of the budget reservation of a HIT's CreateHIT (``hits.budget``)."""
+    return f"mturk-create-{request_token(hit)}"
+
+
+def growth_key(published: MTurkHIT, wanted: int) -> str:
+    """The key of the budget reservation of a CreateAdditionalAssignmentsForHIT up to ``wanted`` places."""
+    return f"mturk-grow-{published.request_token}-{wanted}"
+
+
 def held_keys(batch: Batch) -> set[str]:
-    """The keys of the batch's reservations held for calls in flight (a CreateHIT's is its HIT's request token)."""
+    """The keys of the batch's reservations held for calls in flight."""
     return set(BudgetReservation.objects.filter(batch=batch, state=BudgetReservation.State.HELD).values_list("key", flat=True))
 
 
@@ -583,7 +593,7 @@ def record_published(hit: HIT, created: dict, params: dict, sandbox: bool) -> MT
                 max_assignments=params["MaxAssignments"],
                 reward=Decimal(params["Reward"]),
             )
-            budget.settle(params["UniqueRequestToken"])  # the HIT now counts in ``fees.hits_committed``
+            budget.settle(creation_key(hit))  # the HIT now counts in ``fees.hits_committed``
             return published
     except IntegrityError:
         log.info("HIT %s was recorded by a concurrent publish", hit.pk)

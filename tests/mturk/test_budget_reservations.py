@@ -12,7 +12,7 @@ from hits import budget, payments
 from hits.models import Batch, BudgetReservation
 from hits.mturk import fees
 from hits.mturk.models import MTurkHIT
-from hits.mturk.publishing import publish_batch, request_token
+from hits.mturk.publishing import creation_key, publish_batch
 from tests.mturk.conftest import make_hit, published_on_mturk, submitted_on_mturk
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +50,7 @@ def test_a_lost_createhit_reply_keeps_the_hits_money_held_until_mturks_records_s
     standin.clear_faults()
     publish_batch(batch)
     assert MTurkHIT.objects.filter(hit=waiting).exists()
-    assert BudgetReservation.objects.get(key=request_token(waiting)).state == BudgetReservation.State.SETTLED
+    assert BudgetReservation.objects.get(key=creation_key(waiting)).state == BudgetReservation.State.SETTLED
     assert fees.committed(batch) == HIT_COST * 2
 
 
@@ -61,7 +61,7 @@ def test_a_createhit_refused_for_good_releases_the_hits_money(rehearsal):
     batch.refresh_from_db()
     report = publish_batch(batch)
     assert [r["hit"] for r in report.refused] == [waiting.pk] and len(standin.dump()["hits"]) == 0
-    assert BudgetReservation.objects.get(key=request_token(waiting)).state == BudgetReservation.State.RELEASED
+    assert BudgetReservation.objects.get(key=creation_key(waiting)).state == BudgetReservation.State.RELEASED
     assert fees.committed(batch) == HIT_COST
     # The room is free again: the bonus fits.
     entry = payments.pay_bonus(work, BONUS, "Thorough work")
