@@ -120,8 +120,21 @@ def test_simulating_prolific_needs_the_standin_and_a_prolific_campaign(tmp_path,
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_platform_that_redirects_to_https_is_named_not_simulated_as_a_crowd_without_work(prolific_standin, tmp_path, settings):
-    settings.SECURE_SSL_REDIRECT = True  # DEBUG off: the pages served in-process over HTTP would all redirect
-    campaign = _campaign(tmp_path / "c")
-    with pytest.raises(CommandError, match="redirects the study URL to HTTPS .* set DEBUG=1"):
-        call_command("simulate_crowd", campaign=campaign.slug, backend="prolific", workers=2)
+def test_the_in_process_platform_answers_plain_http_with_debug_off_and_a_redirecting_one_is_named(settings):
+    """DEBUG off turns SECURE_SSL_REDIRECT on: the rehearsal's own loopback server still answers over plain HTTP
+    (issue 40: the README's commands run without DEBUG=1); a platform given with --url that redirects the study URL
+    to HTTPS is named, not simulated as a crowd without work."""
+    from annotation.management.simulation.browser import http_request, serve_in_background
+    from annotation.management.simulation.prolific import refuse_https_redirect
+
+    settings.SECURE_SSL_REDIRECT = True
+    settings.ALLOWED_HOSTS = []
+    server, base_url = serve_in_background()
+    try:
+        status, body = http_request("GET", base_url + "/accounts/login/")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 200 and "csrfmiddlewaretoken" in body
+    with pytest.raises(ValueError, match="redirects the study URL to HTTPS"):
+        refuse_https_redirect(301, "https://platform.example/prolific/start/")
