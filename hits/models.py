@@ -527,6 +527,36 @@ class LedgerEntry(models.Model):
         return f"{self.kind} ${self.amount} to {self.worker} ({self.state})"
 
 
+
+class BudgetReservation(models.Model):
+    """Money held against a batch's budget cap for a market call in flight (``hits.budget``).
+
+    Recorded, under the batch's row lock, before the call that commits the money (a HIT's places, more places,
+    a study or its places) is sent.  ``held`` counts as committed; ``settled``: the market's own records now
+    count it (a published HIT, a study's places), so the reservation no longer does; ``released``: the call
+    failed for good, nothing was committed.  A call whose answer was lost stays ``held`` until the market's
+    records settle it.  ``key`` names the call (its request token), so a retry reuses its reservation."""
+
+    class State(models.TextChoices):
+        HELD = "held", "Held (market call in flight)"
+        SETTLED = "settled", "Settled (counted by the market's records)"
+        RELEASED = "released", "Released (the call failed for good)"
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="reservations")
+    key = models.CharField(max_length=100, unique=True)
+    what = models.CharField(max_length=200)
+    amount = models.DecimalField(max_digits=10, decimal_places=2)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.HELD)
+    created_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(amount__gte=0), name="reservation_amount_not_negative")]
+
+    def __str__(self) -> str:
+        return f"${self.amount} {self.state} for {self.what}"
+
+
 # The markets' own records (MTurk's published HITs, Prolific's studies and sessions, ...) live in their packages;
 # the seam loads them (and holds ``Reconciliation``), so Django finds them with the app's models.
 from hits.markets import models as market_models  # noqa: E402,F401

@@ -59,7 +59,6 @@ from hits.markets.reconcile import (  # noqa: F401 - also this module's names
     ReconcileResult,
     compare,
 )
-from hits.markets.money import money
 from hits.models import Batch, LedgerEntry
 from hits.mturk.client import MTurk, MTurkError, does_not_exist, for_batch
 from hits.mturk.fees import CENT, bonus_fee, mturk_fee

@@ -46,16 +46,9 @@ def split_fee(total: Decimal, amounts: list[Decimal]) -> list[Decimal]:
 
 
 def committed(batch) -> Decimal:
-    """What a Prolific batch commits against its budget cap: its studies' places at the pay rule
-    (``publishing.committed``) plus the bonuses researchers gave and Prolific's fees on them."""
-    from django.db.models import Q, Sum
+    """What a Prolific batch commits against its budget cap: ``hits.budget.committed`` (the one definition every
+    caller uses: its studies' places at the pay rule, bonuses researchers gave and Prolific's fees on them, and
+    reservations in flight)."""
+    from hits.budget import committed as total
 
-    from hits.models import LedgerEntry
-    from hits.prolific.pricing import SESSION_SHARE_TOKEN
-    from hits.prolific.publishing import committed as places
-
-    # A line of a submission's reward that pays no HIT (``review.book_base``) is in its study's places already.
-    given = LedgerEntry.objects.filter(batch=batch).filter(
-        Q(kind=LedgerEntry.Kind.BONUS) | Q(fee_for__kind=LedgerEntry.Kind.BONUS)
-    ).exclude(request_token__startswith=SESSION_SHARE_TOKEN).aggregate(total=Sum("amount"))["total"]
-    return places(batch) + (given or Decimal("0.00"))
+    return total(batch)

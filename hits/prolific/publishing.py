@@ -49,6 +49,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from config.baseurl import public_base_url
+from hits import budget
 from hits.models import HIT, Batch, TaskType
 from hits.markets.money import CENT, DEFAULT, currency_of, money
 from hits.markets.publishing import PublishRefused, publishing_lock, regular_rewards
@@ -381,7 +382,6 @@ def ensure_places(batch: Batch, prolific: Prolific | None = None) -> PublishRepo
 
 def _publish(batch: Batch, wanted: list[StudyPlan], prolific: Prolific) -> PublishReport:
     report = PublishReport()
-    spent = committed(batch)
     studies = {(s.task_type_id, s.kind): s for s in ProlificStudy.objects.filter(batch=batch)}
     scope: dict | None = None
     for plan in wanted:
@@ -390,16 +390,16 @@ def _publish(batch: Batch, wanted: list[StudyPlan], prolific: Prolific) -> Publi
             if study.last_error.startswith(market_money.MIXED):
                 report.errors.append({"study": study.internal_name, "error": study.last_error})
                 continue
-            spent = _grow(batch, study, plan, prolific, spent, report)
+            _grow(batch, study, plan, prolific, report)
             if study.place_fee is None:
                 read_place_charges(prolific, study)
             if study.status == "UNPUBLISHED" or not study.published_at:
                 _publish_study(prolific, study, report)
             continue
         cost = plan_commitment(plan, plan.places, batch.prolific_fee_rate)
-        if batch.budget_cap is not None and spent + cost > batch.budget_cap:
-            report.stopped = (f"budget cap of {money(batch.budget_cap, batch)} reached ({money(spent, batch)} committed, "
-                              f"a study would add {money(cost, batch)})")
+        key = f"prolific-study-{internal_name(batch, plan.task_type, plan.kind)}"
+        # Held against the cap before the create call, with every other commitment in flight (``hits.budget``).
+        if not budget.reserve_for_publish(report, batch, cost, key, f"the {plan.kind} study of {plan.task_type.slug} ({plan.places} places)"):
             continue
         try:
             if scope is None:
@@ -408,6 +408,7 @@ def _publish(batch: Batch, wanted: list[StudyPlan], prolific: Prolific) -> Publi
             if plan.tested and plan.kind == ProlificStudy.Kind.MAIN:
                 ids["qualified"] = _ensure_group(prolific, batch, ProlificParticipantGroup.Kind.QUALIFIED, plan.task_type, scope, report)
         except ProlificError as exc:
+            budget.release(key)  # no study call was sent
             report.errors.append({"group": plan.task_type.slug, "error": str(exc)[:300]})
             report.stopped = report.stopped or f"a participant group could not be made: {exc}"
             continue
@@ -415,14 +416,14 @@ def _publish(batch: Batch, wanted: list[StudyPlan], prolific: Prolific) -> Publi
         study = _record_study(batch, plan, study)
         try:
             body = study_body(plan, study.internal_name, study.completion_code, ids, currency_of(batch))
-            created = _create_study(prolific, study, body, report, fresh=fresh)
+            created = _create_study(prolific, study, body, report, fresh=fresh, key=key)
         except ProlificError as exc:
+            budget.release(key)  # refused for good: no study, nothing committed (a lost reply keeps it held)
             ProlificStudy.objects.filter(pk=study.pk).update(last_error=f"create: {exc}"[:1000])
             report.errors.append({"study": study.internal_name, "error": str(exc)[:300]})
             continue
         if created is None:
             continue
-        spent += cost
         problem = market_money.study_currency_problem(batch, created)
         if problem:
             ProlificStudy.objects.filter(pk=study.pk).update(last_error=problem)
@@ -463,7 +464,8 @@ def find_study(prolific: Prolific, name: str) -> dict | None:
     return None
 
 
-def _create_study(prolific: Prolific, study: ProlificStudy, body: dict, report: PublishReport, *, fresh: bool) -> dict | None:
+def _create_study(prolific: Prolific, study: ProlificStudy, body: dict, report: PublishReport, *, fresh: bool,
+                  key: str) -> dict | None:
     """Create the recorded study once: a record not ``fresh`` (recorded by an earlier run) may stand for a call whose
     reply was lost, so Prolific's list is read first.  Returns the study, or None when a lost reply leaves it
     unknown for now."""
@@ -471,7 +473,7 @@ def _create_study(prolific: Prolific, study: ProlificStudy, body: dict, report: 
         found = find_study(prolific, study.internal_name)
         if found is not None:
             report.recovered += 1
-            _remember_study(study, found)
+            _remember_study(study, found, key)
             return found
     try:
         created = prolific.request("POST", STUDIES, json=body, safe=False)
@@ -486,15 +488,18 @@ def _create_study(prolific: Prolific, study: ProlificStudy, body: dict, report: 
             return None
         report.recovered += 1
         created = found
-    _remember_study(study, created)
+    _remember_study(study, created, key)
     return created
 
 
-def _remember_study(study: ProlificStudy, found: dict) -> None:
+def _remember_study(study: ProlificStudy, found: dict, key: str) -> None:
+    """Record the study Prolific made; from then on its places count in ``committed``, not its reservation."""
     study.prolific_id = found["id"]
     study.status = found.get("status") or "UNPUBLISHED"
     study.last_error = ""
-    ProlificStudy.objects.filter(pk=study.pk).update(prolific_id=study.prolific_id, status=study.status, last_error="")
+    with transaction.atomic():
+        ProlificStudy.objects.filter(pk=study.pk).update(prolific_id=study.prolific_id, status=study.status, last_error="")
+        budget.settle(key)
 
 
 def _publish_study(prolific: Prolific, study: ProlificStudy, report: PublishReport) -> None:
@@ -532,26 +537,29 @@ def transition(prolific: Prolific, study: ProlificStudy, action: str) -> str:
     return status
 
 
-def _grow(batch: Batch, study: ProlificStudy, plan: StudyPlan, prolific: Prolific, spent: Decimal,
-          report: PublishReport) -> Decimal:
-    """PATCH ``total_available_places`` up to the plan's places, within the budget cap (safe to repeat)."""
+def _grow(batch: Batch, study: ProlificStudy, plan: StudyPlan, prolific: Prolific, report: PublishReport) -> None:
+    """PATCH ``total_available_places`` up to the plan's places, within the budget cap (safe to repeat): the
+    places' money is reserved before the call (``hits.budget``), released if Prolific refuses, kept after a lost
+    reply until a later PATCH is answered."""
     if plan.places <= study.places:
-        return spent
+        return
     cost = plan_commitment(plan, plan.places - study.places, batch.prolific_fee_rate)
-    if batch.budget_cap is not None and spent + cost > batch.budget_cap:
-        report.stopped = (f"budget cap of {money(batch.budget_cap, batch)} reached ({money(spent, batch)} committed; "
-                          f"{study.internal_name} would add {money(cost, batch)})")
-        return spent
+    key = f"prolific-places-{study.internal_name}-{study.places}"
+    if not budget.reserve_for_publish(report, batch, cost, key, f"{plan.places - study.places} more places of {study.internal_name}"):
+        return
     try:
         prolific.request("PATCH", f"{STUDIES}{study.prolific_id}/", json={"total_available_places": plan.places}, safe=True)
     except ProlificError as exc:
+        if not exc.ambiguous:
+            budget.release(key)
         ProlificStudy.objects.filter(pk=study.pk).update(last_error=f"places: {exc}"[:1000])
         report.errors.append({"study": study.internal_name, "error": str(exc)[:300]})
-        return spent
+        return
     report.grown.append({"study": study.internal_name, "from": study.places, "to": plan.places})
-    ProlificStudy.objects.filter(pk=study.pk).update(places=plan.places)
+    with transaction.atomic():
+        ProlificStudy.objects.filter(pk=study.pk).update(places=plan.places)
+        budget.settle(key)
     study.places = plan.places
-    return spent + cost
 
 
 def read_place_charges(prolific: Prolific, study: ProlificStudy) -> None:
