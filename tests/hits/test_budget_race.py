@@ -84,6 +84,8 @@ def given_on(batch) -> Decimal:
         LedgerEntry.objects.filter(batch=batch)
         .filter(Q(kind=LedgerEntry.Kind.BONUS) | Q(fee_for__kind=LedgerEntry.Kind.BONUS))
         .exclude(state=LedgerEntry.State.REFUSED)
+        # A Prolific session's reward that paid no HIT is a bonus-kind line the study's places hold already.
+        .exclude(request_token__startswith="prolific-session-")
         .aggregate(s=Sum("amount"))["s"]
     )
     return Decimal(total or 0)
@@ -132,7 +134,7 @@ def mturk_standin(monkeypatch, settings, eager_celery):
 def mturk_spend(server, batch) -> Decimal:
     """What MTurk holds for the account's HITs (every place paid in full, with MTurk's commission, as the stand-in
     prices it) plus the bonuses and fees the ledger gave."""
-    from hits.mturk.standin_common import reward_fee
+    from hits.mturk.standin.common import reward_fee
 
     held = Decimal("0")
     for hit in server.dump()["hits"]:
@@ -222,16 +224,15 @@ def prolific_market(monkeypatch, settings, eager_celery):
 
 
 def prolific_spend(standin, batch) -> Decimal:
-    """What Prolific holds for the batch's studies (the places it has, each paid a session at the platform's pay
-    rule, with the fee) plus the bonuses and fees the ledger gave."""
+    """What Prolific holds for the batch's studies (the places it has, each paid its study's reward, a whole
+    session's, with the fee) plus the bonuses and fees the ledger gave."""
     from hits.prolific.models import ProlificStudy
     from hits.prolific.publishing import study_commitment
 
     places = {s["id"]: int(s["total_available_places"]) for s in standin.state()["studies"]}
     held = Decimal("0")
     for study in ProlificStudy.objects.filter(batch=batch).exclude(prolific_id=None):
-        hits_paid = study.hits_per_submission if study.kind == ProlificStudy.Kind.MAIN else 1
-        held += study_commitment(study.reward, hits_paid, places.get(study.prolific_id, 0), batch.prolific_fee_rate)
+        held += study_commitment(study.reward, places.get(study.prolific_id, 0), batch.prolific_fee_rate)
     return held + given_on(batch)
 
 
