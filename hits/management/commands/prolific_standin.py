@@ -12,7 +12,7 @@ class Command(BaseCommand):
     help = (
         "Run a local stand-in for Prolific's API (and its participant pages) to rehearse a campaign without "
         "spending money; point the platform at it with PROLIFIC_API_URL and PROLIFIC_API_TOKEN.  "
-        "See hits/prolific/standin.py."
+        "See hits/prolific/standin/."
     )
     requires_system_checks: list = []
 

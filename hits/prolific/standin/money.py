@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
-from hits.prolific.standin_http import APPROVED, AWAITING_REVIEW, UNPUBLISHED, Refused, iso, whole
+from hits.prolific.standin.common import APPROVED, AWAITING_REVIEW, UNPUBLISHED, Refused, cents, iso, new_id, whole
 
 CURRENCIES = ("USD", "GBP")
 DEFAULT_VAT = {"USD": "0", "GBP": "0.20"}
@@ -118,3 +118,59 @@ class StandInMoney:
         rewards, fees, vats = reward * places, fee * places, vat * places
         return {"total_cost": rewards + fees + vats, "rewards": rewards, "fees": fees, "vat": vats,
                 "currency_code": self.currency}
+
+    # -- bonuses
+
+    def create_bonus(self, body: dict, now: float) -> dict:
+        if not isinstance(body, dict) or not body.get("study_id"):
+            raise Refused(400, {"study_id": ["This field is required."]})
+        study = self._study(body["study_id"])
+        text = body.get("csv_bonuses")
+        if not isinstance(text, str) or not text.strip():
+            raise Refused(400, {"csv_bonuses": ["Lines '<participant or submission id>,<amount>' are required."]})
+        subs = self._submissions_of(study)
+        lines, bad = [], []
+        for number, line in enumerate(text.strip().splitlines(), 1):
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) != 2:
+                raise Refused(400, {"csv_bonuses": [f"line {number} {line!r}: expected '<id>,<amount>'"]})
+            amount = cents(parts[1], f"csv_bonuses line {number}")
+            if amount <= 0:
+                raise Refused(400, {"csv_bonuses": [f"line {number}: the amount must be above 0"]})
+            submission = next((s for s in subs if parts[0] in (s["participant_id"], s["id"])), None)
+            if submission is None:
+                bad.append(parts[0])
+                continue
+            lines.append({"participant_id": submission["participant_id"], "submission_id": submission["id"], "amount": amount})
+        if bad:
+            raise Refused(400, {"csv_bonuses": [f"Not taking part in study {study['id']}: {', '.join(bad)}"]})
+        amount = sum(line["amount"] for line in lines)
+        fees, vat = self.charges(amount)
+        bonus = {"id": new_id(), "study": study["id"], "amount": amount, "fees": fees, "vat": vat,
+                 "total_amount": amount + fees + vat, "lines": lines, "payments": [], "created_at": iso(now)}
+        self.state["bonuses"][bonus["id"]] = bonus
+        return self.bonus_view(bonus)
+
+    def bonus_view(self, bonus: dict) -> dict:
+        view = {k: v for k, v in bonus.items() if k not in ("lines", "payments")}
+        pending = any(not p["settled"] for p in bonus["payments"])
+        view["status"] = "PAYING" if pending else ("PAID" if bonus["payments"] else "CREATED")
+        view["payments"] = len(bonus["payments"])
+        return view
+
+    def pay_bonus(self, bonus_id: str, now: float) -> None:
+        bonus = self._find("bonuses", bonus_id, "bulk bonus payment")
+        if bonus["total_amount"] > self.available():
+            raise Refused(400, f"Insufficient funds: the bonuses cost {bonus['total_amount']} cents with fees; the "
+                               f"available balance is {self.available()} cents")
+        bonus["payments"].append({"paid_at": now, "settled": False})
+
+    def _settle(self, bonus: dict, payment: dict, now: float) -> None:
+        payment["settled"] = True
+        last = len(bonus["lines"]) - 1
+        for index, line in enumerate(bonus["lines"]):
+            submission = self.state["submissions"][line["submission_id"]]
+            # The bulk's fee and VAT are charged with its last line: the ledger adds up to the bulk's exactly.
+            fee, vat = (bonus["fees"], bonus["vat"]) if index == last else (0, 0)
+            submission["bonus_payments"].append(line["amount"])
+            self._charge("bonus", submission, line["amount"], fee, vat, now, bonus["id"])
