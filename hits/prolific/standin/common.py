@@ -67,7 +67,6 @@ def whole(value, name: str, low: int = 0) -> int:
     return value
 
 
-
 def json_object(body) -> dict:
     if not isinstance(body, dict):
         raise Refused(400, "The request body must be a JSON object")

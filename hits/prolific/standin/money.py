@@ -1,5 +1,5 @@
 """The stand-in's money (``hits.prolific.standin``): the workspace's currency, Prolific's fee and the VAT on it,
-what the balance holds, and the study cost calculator.
+what the balance holds, the study cost calculator, and the bonuses (created, then paid asynchronously).
 
 As Prolific's reference states it: every amount is in the minor unit (cents or pence) of the workspace's
 currency (``currency_code``: ``USD`` or ``GBP``, the two a workspace may have); Prolific charges its service fee
@@ -41,7 +41,8 @@ def currency_code(value) -> str:
 
 
 class StandInMoney:
-    """Mixed into ``ProlificStandIn``: ``currency``, ``fee_rate`` and ``vat_rate`` are set by its constructor."""
+    """Mixed into ``ProlificStandIn``: ``currency``, ``fee_rate`` and ``vat_rate`` are set by its constructor; the
+    balance and the bonuses (``state['bonuses']``) are read and changed under its lock."""
 
     currency = "USD"
     fee_rate = Decimal("0")
