@@ -38,6 +38,7 @@ def test_an_imported_campaigns_dry_run_pays_the_minimum_per_hour_for_the_whole_s
     dry = json.loads(capsys.readouterr().out)
     bodies = [r["body"] for r in dry["requests"] if r["path"] == "/api/v1/studies/"]
     assert bodies
+    assert dry["currency"] == "USD"  # no token: the default, said; with one, the workspace's (test_currency_and_fees)
     minimum = Decimal(str(settings.PROLIFIC_MIN_HOURLY_USD))
     for body in bodies:
         slug = body["internal_name"].split("-")[-2]
