@@ -374,6 +374,8 @@ PROLIFIC_REJECT_MESSAGE_MIN = env_int("PROLIFIC_REJECT_MESSAGE_MIN", 100)
 PROLIFIC_BONUS_FLAG_HOURS = float(os.environ.get("PROLIFIC_BONUS_FLAG_HOURS", "24"))
 # Prolific's minimum reward per hour (USD; its published minimum is $8.00 / £6.00 an hour).
 PROLIFIC_MIN_HOURLY_USD = float(os.environ.get("PROLIFIC_MIN_HOURLY_USD", "8.00"))
+# The same minimum in a GBP workspace (Prolific's published £6.00 an hour): a study's currency picks one.
+PROLIFIC_MIN_HOURLY_GBP = float(os.environ.get("PROLIFIC_MIN_HOURLY_GBP", "6.00"))
 # Largest total of the bonuses one assignment may receive (all its bonuses together), in USD.
 MAX_BONUS = os.environ.get("MAX_BONUS", "5.00")
 

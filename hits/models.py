@@ -109,7 +109,7 @@ class Batch(models.Model):
     state = models.CharField(max_length=12, choices=State.choices, default=State.ACTIVE)
     # Where the HITs are offered: the platform's own pages, or Amazon Mechanical Turk (published by hits.mturk).
     backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.LOCAL)
-    # USD; MTurk publishing and bonuses stop before rewards + fees + bonuses committed would exceed it.
+    # In the batch's currency; publishing and bonuses stop before rewards + fees + bonuses committed would exceed it.
     budget_cap = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
     # Chance that a worker's next HIT is a gold HIT (answers known), when one is left for them.
     gold_share = models.FloatField(default=0.0)
@@ -132,6 +132,9 @@ class Batch(models.Model):
     # time, ``hits.prolific.pricing``) and Prolific's service fee, for the budget cap and the cost figures.
     prolific_hits_per_submission = models.PositiveSmallIntegerField(null=True, blank=True)
     prolific_fee_rate = models.DecimalField(max_digits=5, decimal_places=4, default=Decimal("0.3333"))
+    # The ISO code of the currency its money is in (``hits.markets.money``): "" until a Prolific batch's first publish
+    # reads its workspace's (USD or GBP), then never changed; MTurk's is always USD.
+    currency = models.CharField(max_length=3, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -522,6 +525,36 @@ class LedgerEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} ${self.amount} to {self.worker} ({self.state})"
+
+
+
+class BudgetReservation(models.Model):
+    """Money held against a batch's budget cap for a market call in flight (``hits.budget``).
+
+    Recorded, under the batch's row lock, before the call that commits the money (a HIT's places, more places,
+    a study or its places) is sent.  ``held`` counts as committed; ``settled``: the market's own records now
+    count it (a published HIT, a study's places), so the reservation no longer does; ``released``: the call
+    failed for good, nothing was committed.  A call whose answer was lost stays ``held`` until the market's
+    records settle it.  ``key`` names the call (its request token), so a retry reuses its reservation."""
+
+    class State(models.TextChoices):
+        HELD = "held", "Held (market call in flight)"
+        SETTLED = "settled", "Settled (counted by the market's records)"
+        RELEASED = "released", "Released (the call failed for good)"
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="reservations")
+    key = models.CharField(max_length=100, unique=True)
+    what = models.CharField(max_length=200)
+    amount = models.DecimalField(max_digits=10, decimal_places=2)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.HELD)
+    created_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(amount__gte=0), name="reservation_amount_not_negative")]
+
+    def __str__(self) -> str:
+        return f"${self.amount} {self.state} for {self.what}"
 
 
 # The markets' own records (MTurk's published HITs, Prolific's studies and sessions, ...) live in their packages;

@@ -26,7 +26,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from hits.markets.money import CENT
+from hits import budget
+from hits.markets.money import CENT, money
 from hits.markets.registry import market_for, market_named
 from hits.models import Assignment, Batch, LedgerEntry
 
@@ -318,19 +319,23 @@ def pay_bonus(
                 f"bonuses are paid on submitted or approved work; this assignment is {assignment.get_state_display().lower()}"
             )
         if first_only and assignment.bonus > 0:
-            raise BonusNeedsConfirming(f"this assignment already has a bonus of ${assignment.bonus}")
+            raise BonusNeedsConfirming(f"this assignment already has a bonus of {money(assignment.bonus, assignment.hit.batch)}")
         if assignment.bonus + amount > limit:
+            in_batch = assignment.hit.batch
             raise PaymentError(
-                f"the assignment already has bonuses of ${assignment.bonus}; together they may be at most "
-                f"${limit} (the platform's limit per assignment), so at most ${max(limit - assignment.bonus, Decimal('0.00'))} more"
+                f"the assignment already has bonuses of {money(assignment.bonus, in_batch)}; together they may be at "
+                f"most {money(limit, in_batch)} (the platform's limit per assignment), so at most "
+                f"{money(max(limit - assignment.bonus, Decimal('0.00')), in_batch)} more"
             )
-        batch = Batch.objects.select_for_update().get(pk=assignment.hit.batch_id)
-        after = market_for(batch).bonus_commitment(batch, amount) if batch.budget_cap is not None else None
-        if after is not None:
-            if after > batch.budget_cap:
-                raise BudgetExceeded(
-                    f"the bonus would bring the batch to ${after}, over its budget cap of ${batch.budget_cap}"
-                )
+        # The batch's row locked, the cap checked with every commitment in flight, and the bonus recorded
+        # (pending: sent after the commit) in this one transaction (``hits.budget``).
+        batch = budget.locked(assignment.hit.batch)
+        cost = market_for(batch).bonus_cost(batch, amount)
+        if cost is not None:
+            try:
+                budget.check(batch, cost, f"the bonus of {money(amount, batch)} and its fee")
+            except budget.CapReached as exc:
+                raise BudgetExceeded(str(exc)) from None
         try:
             # A savepoint: a call with the same key on another assignment (another row lock) may have
             # recorded its entry since we looked; the unique token then refuses ours, and we answer

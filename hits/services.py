@@ -28,7 +28,7 @@ from hits.handout import (
     seed_hand_out,
 )
 from hits.models import HIT, Assignment, Batch, BatchChoice, TaskType, Worker
-from hits.markets.money import CENT
+from hits.markets.money import CENT, money
 from hits.markets.registry import market_for
 
 log = logging.getLogger(__name__)
@@ -249,21 +249,26 @@ def add_places(hit: HIT, extra: int, *, replacement: bool = True) -> HIT:
     first may not take.  On MTurk, ``PlacesRefused`` when the places would take the money committed over
     the batch's budget cap.
     """
+    from hits import budget
     from hits.places import new_hit_for_places
 
-    # The batch row first: concurrent additions to one batch are checked against the cap one at a time.
-    batch = Batch.objects.select_for_update().get(pk=hit.batch_id)
+    # The batch row first: concurrent additions to one batch are checked against the cap one at a time.  The
+    # places' money is reserved when the publisher sends them; here they are refused early when they could not be.
+    batch = budget.locked(hit.batch)
     hit = HIT.objects.select_for_update(of=("self",)).get(pk=hit.pk)
     hit.batch = batch
     market = market_for(batch)
     priced = market.extra_places_cost(hit, extra)
     if priced is not None:
-        cost, committed = priced
-        if batch.budget_cap is not None and committed + cost > batch.budget_cap:
-            raise PlacesRefused(
-                f"{extra} more place{'s' if extra != 1 else ''} (${cost.quantize(CENT)}) would pass the budget cap of "
-                f"${batch.budget_cap} (${committed.quantize(CENT)} committed or waiting to be published)"
-            )
+        cost, waiting = priced
+        cost = cost.quantize(CENT)
+        what = f"{extra} more place{'s' if extra != 1 else ''}"
+        if waiting:
+            what += f" ({money(cost, batch)}) with the {money(waiting, batch)} of places waiting to be published"
+        try:
+            budget.check(batch, cost + waiting, what)
+        except budget.CapReached as exc:
+            raise PlacesRefused(str(exc)) from None
     can_grow = market.can_grow(hit, extra)
     target = hit
     if can_grow:

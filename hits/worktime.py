@@ -9,12 +9,13 @@ from hits.models import Assignment
 RECENT_SUBMISSIONS = 100
 
 
-def typical_seconds(task_type) -> float | None:
-    """The median work time (seconds) of this task type's last ``RECENT_SUBMISSIONS`` submissions (None before any)."""
-    seconds = list(
-        Assignment.objects.filter(hit__task_type=task_type, work_seconds__isnull=False)
-        .order_by("-submitted_at").values_list("work_seconds", flat=True)[:RECENT_SUBMISSIONS]
-    )
+def typical_seconds(task_type, batch=None) -> float | None:
+    """The median work time (seconds) of this task type's last ``RECENT_SUBMISSIONS`` submissions, those of
+    ``batch`` only when given (None before any)."""
+    done = Assignment.objects.filter(hit__task_type=task_type, work_seconds__isnull=False)
+    if batch is not None:
+        done = done.filter(hit__batch=batch)
+    seconds = list(done.order_by("-submitted_at").values_list("work_seconds", flat=True)[:RECENT_SUBMISSIONS])
     if not seconds:
         return None
     seconds.sort()

@@ -37,10 +37,7 @@ ABOVE_CORE = ("annotation.automation", "annotation.web", "annotation.tasks", "an
 SEAM = "hits.markets"
 MARKETS = ("hits.mturk", "hits.prolific")
 MAX_LINES = 800
-MAX_STANDIN_LINES = 500
-# Stand-in modules still waiting for their split into a package, one module per concern (issue 38): each must
-# still be over the limit (else it leaves this list) and within MAX_LINES.
-STANDIN_SPLIT_PENDING = ("hits.prolific.standin",)
+MAX_STANDIN_LINES = 500  # both stand-ins are packages, one module per concern (issue 38)
 
 
 @dataclass
@@ -219,9 +216,8 @@ def _market_of(module: str) -> str | None:
     return next((m for m in MARKETS if _under(module, (m,))), None)
 
 
-def oversized(sources: dict[str, tuple[str, bool]], pending=STANDIN_SPLIT_PENDING) -> list[str]:
-    """Modules of ``hits`` over ``MAX_LINES``, stand-in modules over ``MAX_STANDIN_LINES`` (but those of
-    ``pending``, which must still need their split)."""
+def oversized(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """Modules of ``hits`` over ``MAX_LINES``, stand-in modules (of either market) over ``MAX_STANDIN_LINES``."""
     found = []
     for module, (source, _) in sorted(sources.items()):
         if not _under(module, ("hits",)):
@@ -229,10 +225,8 @@ def oversized(sources: dict[str, tuple[str, bool]], pending=STANDIN_SPLIT_PENDIN
         lines = len(source.splitlines())
         if lines > MAX_LINES:
             found.append(f"{module}: {lines} lines, over {MAX_LINES}")
-        elif "standin" in module and lines > MAX_STANDIN_LINES and module not in pending:
+        elif "standin" in module and lines > MAX_STANDIN_LINES:
             found.append(f"{module}: {lines} lines, over {MAX_STANDIN_LINES} for a stand-in module (one module per concern)")
-        elif module in pending and lines <= MAX_STANDIN_LINES:
-            found.append(f"{module}: {lines} lines, no longer waiting for a split: take it out of STANDIN_SPLIT_PENDING")
     return found
 
 
@@ -272,7 +266,8 @@ def test_no_module_of_hits_is_too_long():
 def test_the_seam_and_the_markets_are_where_the_rules_look(project_graph):
     """The seam rules are not empty words: the markets and the seam are there, and the core reaches them through it."""
     for module in ("hits.markets.registry", "hits.markets.base", "hits.mturk.market", "hits.prolific.market",
-                   "hits.mturk.standin", "hits.mturk.standin.routes"):
+                   "hits.mturk.standin", "hits.mturk.standin.routes", "hits.prolific.standin",
+                   "hits.prolific.standin.routes", "hits.prolific.standin.state"):
         assert module in project_graph.modules, module
     assert "hits.markets.registry" in project_graph.edges["hits.services"]
     assert "hits.markets.base" in project_graph.edges["hits.mturk.market"]
@@ -376,10 +371,10 @@ def test_checker_measures_modules_and_stand_ins():
 
     found = oversized(sources({
         "hits.services": 801, "hits.payments": 800, "hits.mturk.standin.state": 501, "hits.mturk.standin.routes": 500,
-        "hits.prolific.standin": 799, "hits.prolific.standin_http": 300, "annotation.big": 5000,
-    }), pending=("hits.prolific.standin", "hits.prolific.standin_http"))
+        "hits.prolific.standin.state": 501, "hits.prolific.standin.routes": 500, "annotation.big": 5000,
+    }))
     assert found == [
         "hits.mturk.standin.state: 501 lines, over 500 for a stand-in module (one module per concern)",
-        "hits.prolific.standin_http: 300 lines, no longer waiting for a split: take it out of STANDIN_SPLIT_PENDING",
+        "hits.prolific.standin.state: 501 lines, over 500 for a stand-in module (one module per concern)",
         "hits.services: 801 lines, over 800",
     ]

@@ -176,7 +176,8 @@ def import_campaign(
         from annotation.services.prolific import import_rewards
 
         unit_type = Campaign.UnitType.SCU if contents.units is not None and qapyramid is None else Campaign.UnitType.QA
-        updates, prolific_rewards, refused = import_rewards(chosen, unit_type, sources)
+        updates, prolific_rewards, refused = import_rewards(chosen, unit_type, sources,
+                                                            chosen.get("prolific_hits_per_submission"))
         chosen.update(updates)
         for source, field_name, message in refused:
             problems.add(source, None, field_name, message)

@@ -36,9 +36,8 @@ Turk's commission is 20% of rewards and bonuses, plus 20% more on HITs with
 10 or more assignments, at least $0.01 each; Prolific's service fee is the
 campaign's ``prolific_fee_rate`` (its published 33.33% by default) of every
 reward and bonus, to the cent per paid place (``hits.prolific.pricing.fee``;
-a session's HITs are all paid, the first by the study's reward and the rest
-by bonuses, so the fee falls on every HIT's reward alike); local campaigns pay
-no commission.
+a session's HITs are paid by the study's reward, the session's, so the fee
+falls on every HIT's reward alike); local campaigns pay no commission.
 
 Prolific's screening studies (``screening_stages``): a task type with a
 qualification test has a screening study whose session is the whole test,
@@ -51,6 +50,15 @@ preview assumes ``hits.prolific.pricing.TEST_TAKERS_PER_MAIN_PLACE`` test
 takers per main-study place (the README's rehearsal measured it), the main
 study's places being the type's paid places in this preview over its HITs
 per session.
+
+Prolific pays a main study's reward (the whole session's, ``hits.prolific.pricing``)
+for every approved submission, also for a session the platform cut short (no
+work left for it, a campaign paused): the HITs it could not hand out are paid
+all the same ("unused session share" lines, ``unused_session_stages``).  The
+preview counts the least of it: each type's last session, filled only by the
+type's remaining HIT places.  Sessions that start while a later stage has
+created only part of its HITs can be cut short too; the README's rehearsal
+measures how many.
 """
 
 from __future__ import annotations
@@ -104,6 +112,9 @@ class CostPreview:
     #: and expected test takers (``screening_stages``).
     test_takers_per_main_place: float = 0.0
     screening: list[dict] = field(default_factory=list)
+    #: On Prolific: per main study, the HITs its sessions are paid for that the platform cannot hand out
+    #: (``unused_session_stages``).
+    unused_sessions: list[dict] = field(default_factory=list)
 
     @property
     def rewards(self) -> Decimal:
@@ -136,6 +147,7 @@ class CostPreview:
             "third_judge_rate": self.third_judge_rate,
             "test_takers_per_main_place": self.test_takers_per_main_place,
             "screening": self.screening,
+            "unused_sessions": self.unused_sessions,
         }
 
 
@@ -255,7 +267,8 @@ def campaign_cost_preview(
     if backend == Campaign.Backend.PROLIFIC:
         takers = pricing.TEST_TAKERS_PER_MAIN_PLACE if test_takers is None else test_takers
         screening, preview.screening = screening_stages(campaign, stages, takers, with_fee)
-        preview.stages = screening + stages
+        unused, preview.unused_sessions = unused_session_stages(campaign, stages, with_fee)
+        preview.stages = screening + stages + unused
         preview.test_takers_per_main_place = float(takers)
     return preview
 
@@ -280,11 +293,7 @@ def screening_stages(campaign: Campaign, stages: list[StageCost], takers, with_f
         .exclude(state=HIT.State.CANCELLED)
         .values("task_type__slug").annotate(n=Count("pk")).values_list("task_type__slug", "n")
     )
-    places: dict[str, int] = {}
-    for stage in stages:
-        study = STUDY_OF_STAGE.get(stage.task_type)
-        if study is not None:
-            places[study] = places.get(study, 0) + stage.hits * stage.assignments_per_hit
+    places = hit_places(stages)
     result, assumed = [], []
     for slug in REWARD_FIELDS:
         if not items.get(slug) or not places.get(slug):
@@ -300,6 +309,41 @@ def screening_stages(campaign: Campaign, stages: list[StageCost], takers, with_f
                                 (fee * n_takers).quantize(CENT)))
         assumed.append({"task_type": slug, "hit_places": places[slug], "hits_per_session": per_session,
                         "main_places": main_places, "test_items": items[slug], "test_takers": n_takers})
+    return result, assumed
+
+
+def hit_places(stages: list[StageCost]) -> dict[str, int]:
+    """Paid HIT places per main study (task type) in the preview's ``stages``."""
+    places: dict[str, int] = {}
+    for stage in stages:
+        study = STUDY_OF_STAGE.get(stage.task_type)
+        if study is not None:
+            places[study] = places.get(study, 0) + stage.hits * stage.assignments_per_hit
+    return places
+
+
+def unused_session_stages(campaign: Campaign, stages: list[StageCost], with_fee) -> tuple[list[StageCost], list[dict]]:
+    """What Prolific's session pricing adds (see the module's docstring): a main study's reward pays a whole
+    session (``hits_per_submission`` HITs), also a session the platform cuts short (no work left for it, the
+    campaign paused).  At the least, the type's paid HIT places do not fill its last session: sessions =
+    ceil(places / HITs per session), and (sessions x HITs per session - places) HIT rewards (plus Prolific's fee)
+    pay for work the platform could not hand out.  Returns one stage per main study with such HITs, and per study
+    what they assume."""
+    from annotation.services.prolific import REWARD_FIELDS
+    from annotation.services.task_types import task_type
+
+    result, assumed = [], []
+    for slug, places in hit_places(stages).items():
+        per_session = pricing.hits_per_submission(task_type(slug), campaign.prolific_hits_per_submission)
+        sessions = math.ceil(places / per_session)
+        unused = sessions * per_session - places
+        if not unused:
+            continue
+        reward = Decimal(getattr(campaign, REWARD_FIELDS[slug]))
+        stage = _stage(f"unused session share: {slug}", unused, 1, reward, with_fee)
+        result.append(stage)
+        assumed.append({"task_type": slug, "hit_places": places, "hits_per_session": per_session,
+                        "sessions": sessions, "unused_hits": unused, "cost": str(stage.total)})
     return result, assumed
 
 

@@ -14,6 +14,7 @@ from decimal import Decimal
 from annotation.models import Campaign
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.services.task_types import task_type
+from hits.markets.money import currency_of
 from hits.prolific import pricing
 
 
@@ -33,14 +34,17 @@ def campaign_rewards(campaign: Campaign) -> list[tuple]:
             for slug in published_stages(campaign.unit_type)]
 
 
-def campaign_hourly_rates(campaign: Campaign) -> list[pricing.HourlyRate]:
+def campaign_hourly_rates(campaign: Campaign, currency: str | None = None) -> list[pricing.HourlyRate]:
     """The hourly rate of each stage's reward (``hits.prolific.pricing``), passing or not."""
-    return [pricing.hourly_rate(task_type, reward) for task_type, reward in campaign_rewards(campaign)]
+    return [pricing.hourly_rate(task_type, reward, campaign.prolific_hits_per_submission, campaign.batch,
+                                currency or currency_of(campaign))
+            for task_type, reward in campaign_rewards(campaign)]
 
 
-def check_campaign_hourly(campaign: Campaign) -> list[pricing.HourlyRate]:
-    """Raise ``pricing.HourlyRateTooLow`` (with every stage below the minimum) before anything is published."""
-    return pricing.check_hourly_minimum(campaign_rewards(campaign))
+def check_campaign_hourly(campaign: Campaign, currency: str | None = None) -> list[pricing.HourlyRate]:
+    """Raise ``pricing.HourlyRateTooLow`` (with every stage below the minimum) before anything is published, in
+    ``currency`` (by default the campaign's: US dollars until its first publish reads its workspace's)."""
+    return pricing.check_rates(campaign_hourly_rates(campaign, currency))
 
 
 @dataclass(frozen=True)
@@ -58,19 +62,21 @@ class ImportReward:
 
     def line(self) -> str:
         rate = self.rate
-        said = f"{rate.task_type}: ${rate.reward} per HIT for about {rate.minutes} min = ${rate.rate}/h"
+        said = (f"{rate.task_type}: ${rate.reward} per HIT, a session of {rate.hits} HITs pays ${rate.session_reward} "
+                f"for about {rate.minutes} min = ${rate.rate}/h")
         if self.source:
             return f"{said} (as {self.source} gives it)"
         if self.raised:
-            below = pricing.HourlyRate(rate.task_type, self.default, rate.minutes)
+            below = pricing.HourlyRate(rate.task_type, self.default, rate.minutes, rate.hits)
             return (f"{said} (raised from the paper's ${self.default}, ${below.rate}/h, to the least that passes; "
                     f"{self.option} sets it)")
         return f"{said} (the paper's; {self.option} sets it)"
 
 
-def import_rewards(values: dict, unit_type: str, sources: dict[str, str]) -> tuple[dict, list[ImportReward], list[tuple]]:
+def import_rewards(values: dict, unit_type: str, sources: dict[str, str],
+                   setting: int | None = None) -> tuple[dict, list[ImportReward], list[tuple]]:
     """The rewards an import onto Prolific stores, checked against Prolific's minimum as a publish checks it
-    (``pricing.hourly_rate``: a HIT's reward over its estimated minutes).
+    (``pricing.hourly_rate``: a session's reward over its estimated minutes, sessions of ``setting`` HITs).
 
     ``values``: the reward fields the import was given (by ``sources[field]``: an option or a settings file); a
     stage without one keeps the paper's reward when it passes, else takes the least reward that passes.  Returns
@@ -81,13 +87,13 @@ def import_rewards(values: dict, unit_type: str, sources: dict[str, str]) -> tup
         field = REWARD_FIELDS[slug]
         default = Campaign._meta.get_field(field).default
         given = field in values
-        rate = pricing.hourly_rate(task_type(slug), Decimal(values[field] if given else default))
+        rate = pricing.hourly_rate(task_type(slug), Decimal(values[field] if given else default), setting)
         if given and not rate.passes:
             problems.append((sources.get(field, REWARD_OPTIONS[field]), field,
                              f"{rate.refusal()}; the campaign runs on Prolific (--market prolific)"))
             continue
         if not given and not rate.passes:
-            rate = pricing.hourly_rate(task_type(slug), rate.reward_that_passes)
+            rate = pricing.hourly_rate(task_type(slug), rate.reward_that_passes, setting)
             updates[field] = rate.reward
         rewards.append(ImportReward(rate, REWARD_OPTIONS[field], sources.get(field, "") if given else "", default))
     return updates, rewards, problems

@@ -184,9 +184,9 @@ class CampaignSettingsForm(forms.ModelForm):
         from annotation.services.prolific import campaign_hourly_rates
 
         rates = campaign_hourly_rates(values)
-        lines = [f"{r.task_type}: ${r.reward} for about {r.minutes} min = ${r.rate}/h" + ("" if r.passes else f" (below ${r.minimum}/h: at least ${r.reward_that_passes})")
-                 for r in rates]
-        return text + " Hourly rates: " + "; ".join(lines) + "."
+        lines = [f"{r.task_type}: {r.hits} HITs x ${r.reward} = ${r.session_reward} for about {r.minutes} min = ${r.rate}/h"
+                 + ("" if r.passes else f" (below ${r.minimum}/h: at least ${r.reward_that_passes} per HIT)") for r in rates]
+        return text + " Hourly rates of a session (a study's reward is the whole session's): " + "; ".join(lines) + "."
 
     def clean_presence_judge(self):
         name = self.cleaned_data["presence_judge"].strip()

@@ -70,16 +70,24 @@ class Market(ABC):
         return None
 
     def committed(self, batch) -> Decimal:
-        """The money the batch has committed on the market (for the budget cap)."""
+        """The money the batch has committed on the market, against its budget cap (``hits.budget.committed``)."""
         return ZERO
 
-    def bonus_commitment(self, batch, amount: Decimal) -> Decimal | None:
-        """What the batch commits once a bonus of ``amount`` is paid (None: the budget cap does not apply)."""
+    def places_committed(self, batch) -> Decimal:
+        """What the market's records say the batch's published places commit (``hits.budget.places``)."""
+        return ZERO
+
+    def in_places_tokens(self) -> tuple[str, ...]:
+        """Request-token prefixes of ledger bonus lines that the places count already (``hits.budget.given``)."""
+        return ()
+
+    def bonus_cost(self, batch, amount: Decimal) -> Decimal | None:
+        """What a bonus of ``amount`` commits, its fee included (None: the budget cap does not apply)."""
         return None
 
     def extra_places_cost(self, hit, extra: int) -> tuple[Decimal, Decimal] | None:
-        """``(cost of extra places on the HIT, money committed or waiting)`` for the budget cap; None: the places
-        commit nothing the cap counts."""
+        """``(cost of extra places on the HIT, money of places waiting to be published)`` for the budget cap; None:
+        the places commit nothing the cap counts."""
         return None
 
     def can_grow(self, hit, extra: int) -> bool:

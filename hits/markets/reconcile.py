@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from hits.markets.money import CENT, ZERO
+from hits.markets.money import CENT, ZERO, money
 
 CHARGED_NOT_BOOKED = "charged_not_booked"
 BOOKED_NOT_CHARGED = "booked_not_charged"
@@ -53,24 +53,28 @@ class ReconcileResult:
     hits_checked: int = 0
     hits_from_records: int = 0
     calls: int = 0
+    # The ISO code of both totals' currency (``hits.markets.money``): MTurk's is USD; a Prolific batch's, its own.
+    currency: str = "USD"
 
     def as_dict(self) -> dict:
-        """The command's JSON: exactly ``ledger_total``, ``market_total`` and ``differences``."""
+        """The command's JSON: exactly ``ledger_total``, ``market_total``, ``currency`` and ``differences``."""
         return {
             "ledger_total": str(self.ledger_total),
             "market_total": str(self.market_total),
+            "currency": self.currency,
             "differences": [d.as_dict(detail=False) for d in self.differences],
         }
 
 
 def compare(
     charged: dict, booked: dict, place_of: dict, unchecked: set, market: str, *, pending: set = frozenset(),
-    never_there: str = "",
+    never_there: str = "", currency: str = "USD",
 ) -> list[Difference]:
     """The differences between what a market charged and what the ledger booked as paid, per (id, reward|bonus)
     key, in the order of their place (HIT or study) then key.  ``place_of``: id -> HIT or study id (ids of an
     ``unchecked`` place are left out); ``pending``: ids with money still pending in the ledger; keys
-    ``local:<assignment id>`` are work never on the market (``never_there`` says so).  Shared by the markets."""
+    ``local:<assignment id>`` are work never on the market (``never_there`` says so); amounts are written in
+    ``currency``.  Shared by the markets."""
     found = []
     for key in sorted(set(charged) | set(booked), key=lambda k: (place_of.get(k[0]) or "", k)):
         market_id, group = key
@@ -82,12 +86,14 @@ def compare(
             continue
         local = market_id.startswith("local:")
         if gap > 0:
-            detail = f"{group}: {market} charged ${charged[key]}, the ledger has ${booked.get(key, ZERO)} paid"
+            detail = (f"{group}: {market} charged {money(charged[key], currency)}, the ledger has "
+                      f"{money(booked.get(key, ZERO), currency)} paid")
             if market_id in pending:
                 detail += " (the rest is pending in the ledger)"
             found.append(Difference(CHARGED_NOT_BOOKED, place, market_id, gap.quantize(CENT), detail))
         else:
-            detail = f"{group}: the ledger has ${booked[key]} paid, {market} charged ${charged.get(key, ZERO)}"
+            detail = (f"{group}: the ledger has {money(booked[key], currency)} paid, {market} charged "
+                      f"{money(charged.get(key, ZERO), currency)}")
             if local and never_there:
                 detail += f" ({never_there})"
             found.append(Difference(BOOKED_NOT_CHARGED, place, None if local else market_id, (-gap).quantize(CENT), detail))

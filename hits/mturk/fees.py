@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
-from django.db.models import Count, Sum
+from django.db.models import Count
 
 from hits.markets.money import CENT
 from hits.markets.publishing import regular_rewards  # noqa: F401 - also this module's name
@@ -40,14 +40,17 @@ def hit_commitment(reward: Decimal, max_assignments: int) -> Decimal:
 
 
 def committed(batch) -> Decimal:
-    """Money a batch has committed on MTurk: every published HIT paid in full, plus bonuses and their fees.
+    """Money a batch has committed on MTurk against its budget cap: ``hits.budget.committed`` (the one definition
+    every caller uses: published HITs paid in full, bonuses and their fees, reservations in flight)."""
+    from hits.budget import committed as total
 
-    committed = sum over published HITs of (reward + fee) x max_assignments
-              + sum of bonus and bonus-fee ledger entries (not those refused for good)
-    Published HITs include those MTurk said it created whose HITId is not read yet (``made_hit_ids``).
-    Rejected work is not refunded in this figure: the cap is a ceiling, so it errs on the safe side.
-    """
-    from hits.models import LedgerEntry
+    return total(batch)
+
+
+def hits_committed(batch) -> Decimal:
+    """What the batch's HITs on MTurk commit: sum over published HITs of (reward + fee) x max_assignments, plus the
+    HITs MTurk said it created whose HITId is not read yet (``made_hit_ids``).  Rejected work is not refunded in
+    this figure: the cap is a ceiling, so it errs on the safe side."""
     from hits.mturk.models import MTurkHIT
 
     total = Decimal("0")
@@ -60,14 +63,7 @@ def committed(batch) -> Decimal:
     )
     for reward, assignments, n in groups:
         total += hit_commitment(reward, assignments) * n
-    bonuses = (
-        LedgerEntry.objects.filter(batch=batch)
-        .filter(kind__in=[LedgerEntry.Kind.BONUS, LedgerEntry.Kind.FEE])
-        .exclude(fee_for__kind=LedgerEntry.Kind.REWARD)
-        .exclude(state=LedgerEntry.State.REFUSED)
-        .aggregate(s=Sum("amount"))["s"]
-    )
-    return (total + made_commitment(batch) + Decimal(bonuses or 0)).quantize(CENT)
+    return (total + made_commitment(batch)).quantize(CENT)
 
 
 # What a HIT commits on MTurk: the reward and places it is published with (``hits.mturk.publishing`` publishes

@@ -77,14 +77,19 @@ class MTurkMarket(Market):
 
         return committed(batch)
 
-    def bonus_commitment(self, batch, amount: Decimal) -> Decimal:
-        from hits.mturk.fees import bonus_fee, committed
+    def places_committed(self, batch) -> Decimal:
+        from hits.mturk.fees import hits_committed
 
-        return committed(batch) + amount + bonus_fee(amount)
+        return hits_committed(batch)
+
+    def bonus_cost(self, batch, amount: Decimal) -> Decimal:
+        from hits.mturk.fees import bonus_fee
+
+        return amount + bonus_fee(amount)
 
     def extra_places_cost(self, hit, extra: int) -> tuple[Decimal, Decimal]:
-        """(reward + MTurk's fee at the places the HIT will have) x ``extra``, and what the batch has committed or
-        waits to publish."""
+        """(reward + MTurk's fee at the places the HIT will have) x ``extra``, and the money of the batch's places
+        waiting to be published."""
         from hits.mturk import fees
         from hits.mturk.models import MTurkHIT
         from hits.mturk.publishing import mturk_reward, waiting_commitment
@@ -93,7 +98,7 @@ class MTurkMarket(Market):
         reward = published.reward if published else mturk_reward(hit)
         assignments = (published.max_assignments + extra) if published else hit.max_assignments + extra
         cost = (reward + fees.mturk_fee(reward, assignments)) * extra
-        return cost, fees.committed(hit.batch) + waiting_commitment(hit.batch)
+        return cost, waiting_commitment(hit.batch)
 
     def can_grow(self, hit, extra: int) -> bool:
         """Not a HIT MTurk deleted or no longer has, and never from under 10 assignments to 10 or more (MTurk

@@ -56,7 +56,8 @@ from django.db.models import F
 from django.urls import reverse
 
 from config.baseurl import public_base_url
-from hits.models import HIT, Batch
+from hits import budget
+from hits.models import HIT, Batch, BudgetReservation
 from hits.mturk import fees
 from hits.mturk import tokens
 from hits.mturk.client import RETRYABLE_CODES, MTurk, MTurkError, for_batch
@@ -343,9 +344,9 @@ def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
                 report.moved += movable
             continue
         cost = (published.reward + fees.mturk_fee(published.reward, wanted)) * extra
-        committed = fees.committed(batch)
-        if batch.budget_cap is not None and committed + cost > batch.budget_cap:
-            report.stopped = f"budget cap of ${batch.budget_cap} reached (${committed} committed)"
+        key = growth_key(published, wanted)
+        # Held against the cap before the call, with every other commitment in flight (``hits.budget``).
+        if not budget.reserve_for_publish(report, batch, cost, key, f"{extra} more place{'s' if extra != 1 else ''} of HIT {published.mturk_hit_id}"):
             continue
         try:
             check_balance(mturk, cost)
@@ -355,14 +356,19 @@ def _grow(batch: Batch, mturk: MTurk, report: "PublishReport") -> None:
                 went_through=lambda: grown_on_mturk(mturk, published, wanted),
             )
         except MTurkError as exc:
+            if refused_for_good(exc):
+                budget.release(key)  # MTurk added nothing; an answer lost keeps the money held until its records tell
             # This HIT waits for the next publish; the others (and new HITs) go on.
             MTurkHIT.objects.filter(pk=published.pk).update(last_error=f"CreateAdditionalAssignmentsForHIT: {exc}"[:1000], failures=F("failures") + 1)
             report.stopped = report.stopped or f"HIT {published.mturk_hit_id} could not grow: {exc}"
             continue
         except PublishRefused as exc:
+            budget.release(key)  # nothing was sent
             report.stopped = str(exc)
             continue
-        MTurkHIT.objects.filter(pk=published.pk).update(max_assignments=wanted)
+        with transaction.atomic():
+            MTurkHIT.objects.filter(pk=published.pk).update(max_assignments=wanted)
+            budget.settle(key)
         report.grown += 1
 
 
@@ -388,13 +394,17 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
         hit for hit in unpublished_hits(batch)
         if not waits_for_regular_hits(hit, rewards) and not (hit.kind == HIT.Kind.GOLD and hit.task_type_id in idle)
     ]
-    selected, committed = [], fees.committed(batch)
+    # A first look, without the lock, for the balance check: each HIT's money is reserved (``hits.budget``), with
+    # every other commitment in flight, only just before its CreateHIT.
+    held = held_keys(batch)
+    selected, before = [], budget.committed(batch)
+    committed = before
     for hit in pending:
         if limit is not None and len(selected) >= limit:
             break
-        cost = fees.hit_commitment(mturk_reward(hit, rewards.get(hit.task_type_id)), mturk_max_assignments(hit))
+        cost = Decimal("0") if creation_key(hit) in held else hit_cost(hit, rewards)
         if batch.budget_cap is not None and committed + cost > batch.budget_cap:
-            report.stopped = f"budget cap of ${batch.budget_cap} reached (${committed} committed)"
+            report.stopped = f"budget cap of ${batch.budget_cap} reached (${committed} committed or reserved)"
             break
         committed += cost
         selected.append(hit)
@@ -402,26 +412,33 @@ def _publish(batch: Batch, limit: int | None, mturk: MTurk) -> PublishReport:
     report.committed = str(committed)
     if not selected:
         return report
-    check_balance(mturk, committed - fees.committed(batch))
+    check_balance(mturk, committed - before)
     from hits.mturk.qualifications import ensure_qualification_type
 
     type_ids: dict[int, str] = {}
     tested = tested_task_types(batch)
-    for hit in selected:
+    for done, hit in enumerate(selected):
         if hit.task_type_id in tested and hit.task_type_id not in type_ids:
             type_ids[hit.task_type_id] = ensure_qualification_type(mturk, hit.task_type, batch).qualification_type_id
         params = create_hit_request(hit, type_ids.get(hit.task_type_id), rewards.get(hit.task_type_id))
+        if not budget.reserve_for_publish(report, batch, hit_cost(hit, rewards), creation_key(hit), f"HIT {hit.pk} ({params['MaxAssignments']} places)"):
+            # Bonuses or extra places took the room since the first look: this HIT and the rest wait.
+            report.remaining += len(selected) - done
+            break
         try:
             created = create_hit(mturk, params)
         except tokens.Made as exc:
             # Created on MTurk (money on hold), its HITId not read yet: tracked, and settled by the next sync.
+            budget.settle(creation_key(hit))  # counted from now on as a HIT MTurk made (``fees.made_commitment``)
             report.made.append({"hit": hit.pk, "error": str(exc)[:300]})
             log.warning("CreateHIT of HIT %s: MTurk has the HIT, its HITId is read at the next sync: %s", hit.pk, exc)
             continue
         except MTurkError as exc:
             if refused_for_good(exc):
+                budget.release(creation_key(hit))  # MTurk created nothing: the money is free again
                 note_refused(hit, exc, report)  # this HIT waits for a retry; the rest of the batch goes on
                 continue
+            # Otherwise the answer may have been lost: the money stays held until MTurk's records settle it.
             if exc.code in RETRYABLE_CODES:
                 raise  # MTurk throttles or faults after every retry: the next calls would fail too; the next sync goes on
             # A lost reply that MTurk's records could not settle yet: this HIT waits for the next publish (which
@@ -479,15 +496,36 @@ def waiting_commitment(batch: Batch) -> Decimal:
     """Money the batch will commit at its next publish: its unpublished open HITs, and the places its published
     HITs were given locally but not yet on MTurk (not in ``fees.committed`` yet)."""
     rewards = regular_rewards(batch)
+    held = held_keys(batch)  # in flight: already counted as reserved (``hits.budget``)
     total = Decimal("0")
     for hit in unpublished_hits(batch):
-        if not waits_for_regular_hits(hit, rewards):
-            total += fees.hit_commitment(mturk_reward(hit, rewards.get(hit.task_type_id)), mturk_max_assignments(hit))
+        if not waits_for_regular_hits(hit, rewards) and creation_key(hit) not in held:
+            total += hit_cost(hit, rewards)
     for published in MTurkHIT.objects.filter(hit__batch=batch, hit__state=HIT.State.OPEN, deleted_at__isnull=True, gone_at__isnull=True).select_related("hit"):
         wanted = places_wanted(published)
-        if wanted > published.max_assignments:
+        if wanted > published.max_assignments and growth_key(published, wanted) not in held:
             total += (published.reward + fees.mturk_fee(published.reward, wanted)) * (wanted - published.max_assignments)
     return total.quantize(fees.CENT)
+
+
+def hit_cost(hit: HIT, rewards: dict[int, Decimal]) -> Decimal:
+    """What publishing ``hit`` commits: (reward + fee) x the places it is created with."""
+    return fees.hit_commitment(mturk_reward(hit, rewards.get(hit.task_type_id)), mturk_max_assignments(hit))
+
+
+def creation_key(hit: HIT) -> str:
+    """The key of the budget reservation of a HIT's CreateHIT (``hits.budget``)."""
+    return f"mturk-create-{request_token(hit)}"
+
+
+def growth_key(published: MTurkHIT, wanted: int) -> str:
+    """The key of the budget reservation of a CreateAdditionalAssignmentsForHIT up to ``wanted`` places."""
+    return f"mturk-grow-{published.request_token}-{wanted}"
+
+
+def held_keys(batch: Batch) -> set[str]:
+    """The keys of the batch's reservations held for calls in flight."""
+    return set(BudgetReservation.objects.filter(batch=batch, state=BudgetReservation.State.HELD).values_list("key", flat=True))
 
 
 def create_hit(mturk: MTurk, params: dict) -> "tokens.Sent":
@@ -518,7 +556,7 @@ def record_published(hit: HIT, created: dict, params: dict, sandbox: bool) -> MT
     """Remember a created MTurk HIT (own transaction; a concurrent publish of the same HIT is ignored)."""
     try:
         with transaction.atomic():
-            return MTurkHIT.objects.create(
+            published = MTurkHIT.objects.create(
                 hit=hit,
                 sandbox=sandbox,
                 mturk_hit_id=created["HITId"],
@@ -527,6 +565,8 @@ def record_published(hit: HIT, created: dict, params: dict, sandbox: bool) -> MT
                 max_assignments=params["MaxAssignments"],
                 reward=Decimal(params["Reward"]),
             )
+            budget.settle(creation_key(hit))  # the HIT now counts in ``fees.hits_committed``
+            return published
     except IntegrityError:
         log.info("HIT %s was recorded by a concurrent publish", hit.pk)
         return None

@@ -7,7 +7,8 @@ researcher gives (``hits.payments.pay_bonus``).
 
 Prolific's two steps, and what is recorded before each (``ProlificBonus.state``):
 
-1. ``recorded``: the CSV (``participant id,amount`` per line, one line per participant, amounts in dollars)
+1. ``recorded``: the CSV (``participant id,amount`` per line, one line per participant, amounts in the study's
+   currency, which Prolific reads them in)
    and the ledger entries it pays are fixed here, in one transaction, before the create call
    (``POST /submissions/bonus-payments/``).  Creating pays nothing, so after an ambiguous create (no answer)
    the same recorded set is simply created again by the next sync: a bulk bonus whose id never reached us is
@@ -41,11 +42,13 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from hits.markets.money import money
 from hits.models import Batch, LedgerEntry
 from hits.prolific import fees
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.pricing import cents
 from hits.prolific.models import ProlificBonus, ProlificSession, ProlificStudy
+from hits.prolific.money import bonus_charges
 from hits.prolific.review import APPROVE, REJECT, mark_entries_paid, outcome, session_assignments
 
 log = logging.getLogger(__name__)
@@ -157,9 +160,9 @@ def create(client: Prolific, bonus: ProlificBonus, report, now=None) -> bool:
         else:
             _fail(bonus, "create refused", exc, report)
         return False
-    fee = Decimal(answer["fees"]) / 100 if answer.get("fees") is not None else None
+    fee, vat = bonus_charges(answer)  # fees with VAT, as Prolific states them
     taken = ProlificBonus.objects.filter(pk=bonus.pk, state=S.CREATING, prolific_id__isnull=True).update(
-        prolific_id=answer["id"], state=S.CREATED, fees=fee, last_error="",
+        prolific_id=answer["id"], state=S.CREATED, fees=fee, vat=vat, last_error="",
     )
     if not taken:  # the claim was given up meanwhile (thought dead): this id is never paid
         report.errors.append(f"bulk bonus {answer['id']} created for set {bonus.pk} after its claim was given up: not paid")
@@ -192,9 +195,9 @@ def pay(client: Prolific, bonus: ProlificBonus, report, now) -> None:
 
 
 def line_fees(bonus: ProlificBonus) -> dict[str, Decimal]:
-    """The fee Prolific charges on each line (participant) of a bulk bonus: the fee it answered for the whole
-    bulk (``fees``), spread over the lines in proportion to their amounts (``fees.split_fee``); the rate's fee
-    on the amount when Prolific's answer is not known."""
+    """The fee (with its VAT) Prolific charges on each line (participant) of a bulk bonus: what its create answer
+    states for the whole bulk (``fees``: ``total_amount`` - ``amount``), spread over the lines in proportion to
+    their amounts (``fees.split_fee``); the rate's estimate when Prolific's answer stated none."""
     lines = parse_csv(bonus.csv_bonuses)
     amounts = [amount for _, amount in lines]
     total = bonus.fees if bonus.fees is not None else fees.fee(sum(amounts, Decimal("0.00")), fees.fee_rate(bonus.batch))
@@ -272,7 +275,7 @@ def check_unknown(client: Prolific, bonus: ProlificBonus, report, now) -> None:
     since = bonus.pay_recorded_at or bonus.created_at
     if now - since >= timedelta(hours=settings.PROLIFIC_BONUS_FLAG_HOURS) and not bonus.last_error.startswith(FLAG):
         facts = (
-            f"{FLAG}: the pay call of bulk bonus {bonus.prolific_id} (${bonus.amount}, {len(parse_csv(bonus.csv_bonuses))} "
+            f"{FLAG}: the pay call of bulk bonus {bonus.prolific_id} ({money(bonus.amount, bonus.batch)}, {len(parse_csv(bonus.csv_bonuses))} "
             f"participant(s)) was sent at {since:%Y-%m-%d %H:%M} UTC and its reply lost; Prolific's records still do not "
             "show it paid. The platform will not send it again: check with Prolific's support before paying by hand."
         )

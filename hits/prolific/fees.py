@@ -1,9 +1,12 @@
-"""Prolific's service fee on what a campaign pays: a share of every reward and bonus, the batch's
-``prolific_fee_rate`` (the campaign's setting at launch; Prolific's published figure is 33.33%, VAT not included).
+"""Prolific's service fee (and the VAT on it) on what a campaign pays, as the ledger books it.
 
-A fee is the rate times an amount, rounded half up to the cent (``pricing.fee``): per submission reward, and
-for a bulk bonus the fee Prolific answered for the whole bulk, spread over its lines and ledger entries in
-proportion (``split_fee``), so the ledger's fees add up to what Prolific charged."""
+What Prolific states is booked (``hits.prolific.money``): on a submission's reward, the fees and VAT its study cost
+calculator quotes for one place at the study's reward (``submission_fee``); on a bulk bonus, the fees and VAT its
+create answer states for the whole bulk, spread over its lines and ledger entries in proportion (``split_fee``), so
+the ledger's fees add up to what Prolific charged.  The batch's ``prolific_fee_rate`` (the campaign's setting at
+launch; Prolific's published figure is 33.33%, VAT not included) only estimates: a fee still pending, the budget
+cap, the cost preview, and a charge Prolific has not stated (``fee``: the rate times the amount, rounded half up to
+the cent)."""
 
 from __future__ import annotations
 
@@ -11,11 +14,19 @@ from decimal import ROUND_DOWN, Decimal
 
 from hits.prolific.pricing import CENT, fee
 
-__all__ = ["CENT", "committed", "fee", "fee_rate", "split_fee"]
+__all__ = ["CENT", "committed", "fee", "fee_rate", "split_fee", "submission_fee"]
 
 
 def fee_rate(batch) -> Decimal:
     return Decimal(batch.prolific_fee_rate)
+
+
+def submission_fee(study) -> Decimal:
+    """What Prolific charges on one submission's reward of ``study``, fees and VAT: as it stated them
+    (``ProlificStudy.place_fee``), else the estimate at the batch's rate until it does."""
+    if study.place_fee is not None:
+        return study.place_fee
+    return fee(study.reward, fee_rate(study.batch))
 
 
 def split_fee(total: Decimal, amounts: list[Decimal]) -> list[Decimal]:
@@ -35,14 +46,9 @@ def split_fee(total: Decimal, amounts: list[Decimal]) -> list[Decimal]:
 
 
 def committed(batch) -> Decimal:
-    """What a Prolific batch commits against its budget cap: its studies' places at the pay rule
-    (``publishing.committed``) plus the bonuses researchers gave and Prolific's fees on them."""
-    from django.db.models import Q, Sum
+    """What a Prolific batch commits against its budget cap: ``hits.budget.committed`` (the one definition every
+    caller uses: its studies' places at the pay rule, bonuses researchers gave and Prolific's fees on them, and
+    reservations in flight)."""
+    from hits.budget import committed as total
 
-    from hits.models import LedgerEntry
-    from hits.prolific.publishing import committed as places
-
-    given = LedgerEntry.objects.filter(batch=batch).filter(
-        Q(kind=LedgerEntry.Kind.BONUS) | Q(fee_for__kind=LedgerEntry.Kind.BONUS)
-    ).aggregate(total=Sum("amount"))["total"]
-    return places(batch) + (given or Decimal("0.00"))
+    return total(batch)

@@ -65,10 +65,21 @@ class ProlificMarket(Market):
 
         return fees.committed(batch)
 
-    def bonus_commitment(self, batch, amount: Decimal) -> Decimal:
+    def places_committed(self, batch) -> Decimal:
+        from hits.prolific.publishing import committed
+
+        return committed(batch)
+
+    def in_places_tokens(self) -> tuple[str, ...]:
+        from hits.prolific.pricing import SESSION_SHARE_TOKEN
+
+        return (SESSION_SHARE_TOKEN,)
+
+    def bonus_cost(self, batch, amount: Decimal) -> Decimal:
+        """The bonus and Prolific's fee on it, estimated at the batch's rate (Prolific states it when it is sent)."""
         from hits.prolific import fees
 
-        return fees.committed(batch) + amount + fees.fee(amount, fees.fee_rate(batch))
+        return amount + fees.fee(amount, fees.fee_rate(batch))
 
     def qualify(self, worker, task_type, state: str, reason: str, batch=None) -> None:
         from hits.prolific.groups import on_qualification_changed

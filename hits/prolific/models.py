@@ -26,11 +26,15 @@ class ProlificStudy(models.Model):
     completion_code = models.CharField(max_length=32)
     # Prolific's status as last seen (UNPUBLISHED, SCHEDULED, ACTIVE, AWAITING REVIEW, PAUSED, COMPLETED).
     status = models.CharField(max_length=20, blank=True)
-    # What Prolific was told: the base reward per submission (USD), places, HITs per submission, minutes.
+    # What Prolific was told: the base reward per submission (the batch's currency), places, HITs per submission, minutes.
     reward = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0.00"))
     places = models.PositiveIntegerField(default=0)
     hits_per_submission = models.PositiveSmallIntegerField(default=1)
     estimated_minutes = models.PositiveIntegerField(default=1)
+    # What Prolific states it charges on one submission's reward, fees and VAT together, and the VAT in it (its study
+    # cost calculator for one place, ``hits.prolific.money.place_charges``); None until read.
+    place_fee = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
+    place_vat = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
@@ -71,6 +75,9 @@ class ProlificSession(models.Model):
     market_status = models.CharField(max_length=24, blank=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
     hits_done = models.PositiveSmallIntegerField(default=0)
+    # HITs the session's reward pays for, reserved when it started (``hits.prolific.sessions.reserve``): the study's
+    # ``hits_per_submission``, or fewer when no more work was open (it may take more as work appears).
+    reserved_hits = models.PositiveSmallIntegerField(default=0)
     # The one browser that works in the session (``hits.prolific.holding``): the SHA-256 of its browser cookie
     # ("" until a browser first opens the study link), the one-time code that moves the session to another
     # browser (shown on the holding browser's HIT pages) and the wrong codes tried since that code was made.
@@ -126,7 +133,10 @@ class ProlificBonus(models.Model):
     # Exactly the "participant id,amount" lines sent to Prolific.
     csv_bonuses = models.TextField()
     amount = models.DecimalField(max_digits=10, decimal_places=2)
+    # As Prolific's create answer states them: its fees with the VAT on them (``total_amount`` - ``amount``), and
+    # that VAT; None before the answer (or an answer without them).
     fees = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    vat = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
     state = models.CharField(max_length=10, choices=State.choices, default=State.RECORDED)
     entries = models.ManyToManyField("hits.LedgerEntry", blank=True, related_name="prolific_bonuses")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -141,7 +151,9 @@ class ProlificBonus(models.Model):
         verbose_name_plural = "Prolific bulk bonuses"
 
     def __str__(self) -> str:
-        return f"bulk bonus {self.prolific_id or '(not created)'} ${self.amount} ({self.state})"
+        from hits.markets.money import money
+
+        return f"bulk bonus {self.prolific_id or '(not created)'} {money(self.amount, self.batch)} ({self.state})"
 
 
 class ProlificParticipantGroup(models.Model):

@@ -3,7 +3,8 @@
 What is published:
 
 - one main study per (batch, task type) with open regular work: its sessions are ``hits_per_submission`` HITs of
-  the type (``hits.prolific.pricing`` says what it pays and for how long);
+  the type, and its ``reward`` and ``estimated_completion_time`` are the whole session's (``hits.prolific.pricing``
+  says what it pays and for how long);
 - one screening study per task type the batch tests (open qualification items, while the type has open regular
   work): its session is the whole test (every open item of the type); passing it puts the participant in the
   batch's QUALIFIED group of the type, to which that type's main study is limited (``participant_group_allowlist``);
@@ -23,7 +24,7 @@ Places (``total_available_places``; Prolific gives a participant one submission 
   them as later stages create HITs, and creates the studies of task types whose work appeared since.
 
 Money: Prolific takes every place's pay up front when a study is published (and returns what is not used), so a
-study commits places x session pay x (1 + the batch's ``prolific_fee_rate``); the batch's ``budget_cap`` is never
+study commits places x its reward (the session's pay) x (1 + the batch's ``prolific_fee_rate``); the batch's ``budget_cap`` is never
 passed by a study created or grown here (``committed``).
 
 Record before send: a study (``ProlificStudy``: its ``internal_name`` and completion code, ``completion_code``) and a group
@@ -48,10 +49,11 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from config.baseurl import public_base_url
+from hits import budget
 from hits.models import HIT, Batch, TaskType
-from hits.markets.money import CENT
+from hits.markets.money import CENT, DEFAULT, currency_of, money
 from hits.markets.publishing import PublishRefused, publishing_lock, regular_rewards
-from hits.prolific import STUDY_START_PATH, STUDY_URL_PARAMETERS, pricing
+from hits.prolific import STUDY_START_PATH, STUDY_URL_PARAMETERS, money as market_money, pricing
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificParticipantGroup, ProlificSession, ProlificStudy
 
@@ -88,12 +90,13 @@ class StudyPlan:
 
     task_type: TaskType
     kind: str
-    reward: Decimal  # USD per submission
+    reward: Decimal  # USD per submission: the whole session's
     places: int
     hits_per_submission: int
     estimated_minutes: int
     maximum_minutes: int
     tested: bool
+    hit_reward: Decimal = Decimal("0.00")  # one HIT's reward: the session's reward is hits_per_submission of them
 
 
 # --- names and bodies -------------------------------------------------------------------------------------------
@@ -123,19 +126,18 @@ def completion_code(batch: Batch, task_type: TaskType, kind: str) -> str:
     return digest[:8].upper()
 
 
-def study_description(plan: StudyPlan) -> str:
+def study_description(plan: StudyPlan, currency: str = DEFAULT) -> str:
     task_type = plan.task_type
     about = (task_type.description or task_type.name).strip()
     if plan.kind == ProlificStudy.Kind.SCREENING:
         return (f"A short qualification test of {plan.hits_per_submission} items: {about} Passing it opens the main "
-                f"study of this task to you. Paid ${plan.reward} for the whole test.")
-    per_hit = plan.reward
-    return (f"{about} A session is up to {plan.hits_per_submission} tasks of about {plan.estimated_minutes} min each. "
-            f"Each task done pays ${per_hit}: the first by this study's reward, each further one by a bonus of "
-            f"${per_hit}. If no task is left, you are sent back early.")
+                f"study of this task to you. Paid {money(plan.reward, currency)} for the whole test.")
+    return (f"{about} A session is {plan.hits_per_submission} tasks, about {plan.estimated_minutes} min in all, paid "
+            f"{money(plan.reward, currency)} by this study's reward. If the platform runs out of tasks before the "
+            "end, you are sent back early with the completion code and paid the whole reward.")
 
 
-def study_body(plan: StudyPlan, name: str, code: str, group_ids: dict) -> dict:
+def study_body(plan: StudyPlan, name: str, code: str, group_ids: dict, currency: str = DEFAULT) -> dict:
     """The create-study body (Prolific's field names); ``group_ids`` maps ("qualified"|"blocked") to group ids."""
     task_type = plan.task_type
     title = task_type.name if plan.kind == ProlificStudy.Kind.MAIN else f"Qualification test: {task_type.name}"
@@ -146,7 +148,7 @@ def study_body(plan: StudyPlan, name: str, code: str, group_ids: dict) -> dict:
     return {
         "name": title[:120],
         "internal_name": name,
-        "description": study_description(plan),
+        "description": study_description(plan, currency),
         "external_study_url": study_url(),
         "prolific_id_option": "url_parameters",
         "completion_codes": [{"code": code, "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}],
@@ -219,50 +221,60 @@ def plans(batch: Batch) -> list[StudyPlan]:
         if task_type.pk not in rewards:
             continue
         reward = Decimal(rewards[task_type.pk]).quantize(CENT)
-        per_submission = main.hits_per_submission if main else pricing.hits_per_submission(task_type, batch.prolific_hits_per_submission)
+        per_submission = main.hits_per_submission if main else pricing.hits_per_submission(
+            task_type, batch.prolific_hits_per_submission, batch)
         items = test_items(batch, task_type)
         screening = existing.get((task_type.pk, ProlificStudy.Kind.SCREENING))
         tested = bool(items) or screening is not None
         places = main_places(batch, task_type, per_submission, main)
-        minutes = pricing.estimated_minutes(task_type)
         if main is not None or places:
-            result.append(StudyPlan(task_type, ProlificStudy.Kind.MAIN, reward, max(places, main.places if main else 0),
-                                    per_submission, minutes, pricing.maximum_allowed_minutes(task_type, per_submission), tested))
+            # A created study keeps what Prolific was told (only its places can change there).
+            session_reward = main.reward if main else (reward * per_submission).quantize(CENT)
+            minutes = main.estimated_minutes if main else pricing.estimated_minutes(task_type, per_submission, batch)
+            result.append(StudyPlan(task_type, ProlificStudy.Kind.MAIN, session_reward, max(places, main.places if main else 0),
+                                    per_submission, minutes, pricing.maximum_allowed_minutes(task_type, per_submission, minutes),
+                                    tested, reward))
         if items and (screening is not None or places):
             size = screening.hits_per_submission if screening else items
             wanted = screening_places(batch, task_type, main, screening, max(places, main.places if main else 0))
-            result.append(StudyPlan(task_type, ProlificStudy.Kind.SCREENING, reward * size,
-                                    max(wanted, screening.places if screening else 0), size, minutes * size,
-                                    pricing.maximum_allowed_minutes(task_type, size), True))
+            test_reward = screening.reward if screening else (reward * size).quantize(CENT)
+            minutes = screening.estimated_minutes if screening else pricing.estimated_minutes(task_type, size, batch)
+            result.append(StudyPlan(task_type, ProlificStudy.Kind.SCREENING, test_reward,
+                                    max(wanted, screening.places if screening else 0), size, minutes,
+                                    pricing.maximum_allowed_minutes(task_type, size, minutes), True, reward))
     return result
 
 
-def study_commitment(reward: Decimal, session_hits: int, places: int, fee_rate: Decimal) -> Decimal:
-    """Money ``places`` sessions commit: places x session_hits x (reward + fee(reward))."""
-    return (places * session_hits * (Decimal(reward) + pricing.fee(reward, fee_rate))).quantize(CENT)
+def study_commitment(reward: Decimal, places: int, fee_rate: Decimal) -> Decimal:
+    """Money ``places`` sessions commit: places x (the session's reward + fee(reward))."""
+    return (places * (Decimal(reward) + pricing.fee(reward, fee_rate))).quantize(CENT)
 
 
 def committed(batch: Batch) -> Decimal:
-    """Money the batch's studies commit on Prolific (rewards, the pay rule's bonuses and fees, every place paid)."""
+    """Money the batch's studies commit on Prolific (every place paid its session's reward, with its fee)."""
     total = Decimal("0")
     for study in ProlificStudy.objects.filter(batch=batch).exclude(prolific_id=None):
-        hits_paid = study.hits_per_submission if study.kind == ProlificStudy.Kind.MAIN else 1
-        total += study_commitment(study.reward, hits_paid, study.places, batch.prolific_fee_rate)
+        total += study_commitment(study.reward, study.places, batch.prolific_fee_rate)
     return total.quantize(CENT)
 
 
 def plan_commitment(plan: StudyPlan, places: int, fee_rate: Decimal) -> Decimal:
-    hits_paid = plan.hits_per_submission if plan.kind == ProlificStudy.Kind.MAIN else 1
-    return study_commitment(plan.reward, hits_paid, places, fee_rate)
+    return study_commitment(plan.reward, places, fee_rate)
+
+
+def plan_rate(plan: StudyPlan, currency: str = DEFAULT) -> pricing.HourlyRate:
+    """The plan's session against Prolific's minimum in ``currency``: its reward over its estimated minutes."""
+    return pricing.HourlyRate(plan.task_type.slug, plan.hit_reward, plan.estimated_minutes, plan.hits_per_submission,
+                              currency)
 
 
 def check_plans(batch: Batch, wanted: list[StudyPlan]) -> None:
-    """Refuse (``pricing.HourlyRateTooLow``) when a study would pay under Prolific's hourly minimum."""
-    seen = {}
-    for plan in wanted:
-        if plan.kind == ProlificStudy.Kind.MAIN:
-            seen[plan.task_type.pk] = (plan.task_type, plan.reward)
-    pricing.check_hourly_minimum(seen.values())
+    """Refuse (``pricing.HourlyRateTooLow``) when a study to be created would pay under Prolific's hourly minimum
+    (in the batch's currency) for its whole session (a created study was checked when it was created, and its
+    reward and estimate cannot change on Prolific)."""
+    created = set(ProlificStudy.objects.filter(batch=batch).exclude(prolific_id=None).values_list("task_type_id", "kind"))
+    currency = currency_of(batch)
+    pricing.check_rates([plan_rate(plan, currency) for plan in wanted if (plan.task_type.pk, plan.kind) not in created])
 
 
 # --- dry run ----------------------------------------------------------------------------------------------------
@@ -306,7 +318,7 @@ def planned_requests(batch: Batch, prolific: Prolific | None = None) -> list[dic
             ids["qualified"] = group(ProlificParticipantGroup.Kind.QUALIFIED, plan.task_type)
         name = internal_name(batch, plan.task_type, plan.kind)
         code = study.completion_code if study is not None else completion_code(batch, plan.task_type, plan.kind)
-        requests.append({"method": "POST", "path": STUDIES, "body": study_body(plan, name, code, ids)})
+        requests.append({"method": "POST", "path": STUDIES, "body": study_body(plan, name, code, ids, currency_of(batch))})
         requests.append({"method": "POST", "path": f"{STUDIES}<id of study {name}>/transition/",
                          "body": {"action": "PUBLISH"}})
     return requests
@@ -341,11 +353,15 @@ def publish_batch(batch: Batch, prolific: Prolific | None = None) -> PublishRepo
         raise PublishRefused(f"batch '{batch}' does not run on Prolific (its backend is {batch.backend})")
     if batch.state != Batch.State.ACTIVE:
         return PublishReport(stopped=f"the batch is {batch.state}")
-    wanted = plans(batch)
-    check_plans(batch, wanted)
     own = prolific is None
     prolific = prolific or Prolific()
     try:
+        try:  # the currency first: the hourly minimum and every amount sent are in it
+            market_money.record_currency(batch, prolific)
+        except market_money.CurrencyRefused as exc:
+            raise PublishRefused(str(exc)) from None
+        wanted = plans(batch)
+        check_plans(batch, wanted)
         with publishing_lock(batch) as acquired:
             if not acquired:
                 return PublishReport(stopped="another publish of this batch is running")
@@ -366,19 +382,24 @@ def ensure_places(batch: Batch, prolific: Prolific | None = None) -> PublishRepo
 
 def _publish(batch: Batch, wanted: list[StudyPlan], prolific: Prolific) -> PublishReport:
     report = PublishReport()
-    spent = committed(batch)
     studies = {(s.task_type_id, s.kind): s for s in ProlificStudy.objects.filter(batch=batch)}
     scope: dict | None = None
     for plan in wanted:
         study = studies.get((plan.task_type.pk, plan.kind))
         if study is not None and study.prolific_id:
-            spent = _grow(batch, study, plan, prolific, spent, report)
+            if study.last_error.startswith(market_money.MIXED):
+                report.errors.append({"study": study.internal_name, "error": study.last_error})
+                continue
+            _grow(batch, study, plan, prolific, report)
+            if study.place_fee is None:
+                read_place_charges(prolific, study)
             if study.status == "UNPUBLISHED" or not study.published_at:
                 _publish_study(prolific, study, report)
             continue
         cost = plan_commitment(plan, plan.places, batch.prolific_fee_rate)
-        if batch.budget_cap is not None and spent + cost > batch.budget_cap:
-            report.stopped = f"budget cap of ${batch.budget_cap} reached (${spent} committed, a study would add ${cost})"
+        key = f"prolific-study-{internal_name(batch, plan.task_type, plan.kind)}"
+        # Held against the cap before the create call, with every other commitment in flight (``hits.budget``).
+        if not budget.reserve_for_publish(report, batch, cost, key, f"the {plan.kind} study of {plan.task_type.slug} ({plan.places} places)"):
             continue
         try:
             if scope is None:
@@ -387,21 +408,28 @@ def _publish(batch: Batch, wanted: list[StudyPlan], prolific: Prolific) -> Publi
             if plan.tested and plan.kind == ProlificStudy.Kind.MAIN:
                 ids["qualified"] = _ensure_group(prolific, batch, ProlificParticipantGroup.Kind.QUALIFIED, plan.task_type, scope, report)
         except ProlificError as exc:
+            budget.release(key)  # no study call was sent
             report.errors.append({"group": plan.task_type.slug, "error": str(exc)[:300]})
             report.stopped = report.stopped or f"a participant group could not be made: {exc}"
             continue
         fresh = study is None
         study = _record_study(batch, plan, study)
         try:
-            body = study_body(plan, study.internal_name, study.completion_code, ids)
-            created = _create_study(prolific, study, body, report, fresh=fresh)
+            body = study_body(plan, study.internal_name, study.completion_code, ids, currency_of(batch))
+            created = _create_study(prolific, study, body, report, fresh=fresh, key=key)
         except ProlificError as exc:
+            budget.release(key)  # refused for good: no study, nothing committed (a lost reply keeps it held)
             ProlificStudy.objects.filter(pk=study.pk).update(last_error=f"create: {exc}"[:1000])
             report.errors.append({"study": study.internal_name, "error": str(exc)[:300]})
             continue
         if created is None:
             continue
-        spent += cost
+        problem = market_money.study_currency_problem(batch, created)
+        if problem:
+            ProlificStudy.objects.filter(pk=study.pk).update(last_error=problem)
+            report.errors.append({"study": study.internal_name, "error": problem})
+            continue
+        read_place_charges(prolific, study)
         report.created.append(study.internal_name)
         _publish_study(prolific, study, report)
     report.committed = str(committed(batch))
@@ -436,7 +464,8 @@ def find_study(prolific: Prolific, name: str) -> dict | None:
     return None
 
 
-def _create_study(prolific: Prolific, study: ProlificStudy, body: dict, report: PublishReport, *, fresh: bool) -> dict | None:
+def _create_study(prolific: Prolific, study: ProlificStudy, body: dict, report: PublishReport, *, fresh: bool,
+                  key: str) -> dict | None:
     """Create the recorded study once: a record not ``fresh`` (recorded by an earlier run) may stand for a call whose
     reply was lost, so Prolific's list is read first.  Returns the study, or None when a lost reply leaves it
     unknown for now."""
@@ -444,7 +473,7 @@ def _create_study(prolific: Prolific, study: ProlificStudy, body: dict, report: 
         found = find_study(prolific, study.internal_name)
         if found is not None:
             report.recovered += 1
-            _remember_study(study, found)
+            _remember_study(study, found, key)
             return found
     try:
         created = prolific.request("POST", STUDIES, json=body, safe=False)
@@ -459,15 +488,18 @@ def _create_study(prolific: Prolific, study: ProlificStudy, body: dict, report: 
             return None
         report.recovered += 1
         created = found
-    _remember_study(study, created)
+    _remember_study(study, created, key)
     return created
 
 
-def _remember_study(study: ProlificStudy, found: dict) -> None:
+def _remember_study(study: ProlificStudy, found: dict, key: str) -> None:
+    """Record the study Prolific made; from then on its places count in ``committed``, not its reservation."""
     study.prolific_id = found["id"]
     study.status = found.get("status") or "UNPUBLISHED"
     study.last_error = ""
-    ProlificStudy.objects.filter(pk=study.pk).update(prolific_id=study.prolific_id, status=study.status, last_error="")
+    with transaction.atomic():
+        ProlificStudy.objects.filter(pk=study.pk).update(prolific_id=study.prolific_id, status=study.status, last_error="")
+        budget.settle(key)
 
 
 def _publish_study(prolific: Prolific, study: ProlificStudy, report: PublishReport) -> None:
@@ -505,25 +537,41 @@ def transition(prolific: Prolific, study: ProlificStudy, action: str) -> str:
     return status
 
 
-def _grow(batch: Batch, study: ProlificStudy, plan: StudyPlan, prolific: Prolific, spent: Decimal,
-          report: PublishReport) -> Decimal:
-    """PATCH ``total_available_places`` up to the plan's places, within the budget cap (safe to repeat)."""
+def _grow(batch: Batch, study: ProlificStudy, plan: StudyPlan, prolific: Prolific, report: PublishReport) -> None:
+    """PATCH ``total_available_places`` up to the plan's places, within the budget cap (safe to repeat): the
+    places' money is reserved before the call (``hits.budget``), released if Prolific refuses, kept after a lost
+    reply until a later PATCH is answered."""
     if plan.places <= study.places:
-        return spent
+        return
     cost = plan_commitment(plan, plan.places - study.places, batch.prolific_fee_rate)
-    if batch.budget_cap is not None and spent + cost > batch.budget_cap:
-        report.stopped = f"budget cap of ${batch.budget_cap} reached (${spent} committed; {study.internal_name} would add ${cost})"
-        return spent
+    key = f"prolific-places-{study.internal_name}-{study.places}"
+    if not budget.reserve_for_publish(report, batch, cost, key, f"{plan.places - study.places} more places of {study.internal_name}"):
+        return
     try:
         prolific.request("PATCH", f"{STUDIES}{study.prolific_id}/", json={"total_available_places": plan.places}, safe=True)
     except ProlificError as exc:
+        if not exc.ambiguous:
+            budget.release(key)
         ProlificStudy.objects.filter(pk=study.pk).update(last_error=f"places: {exc}"[:1000])
         report.errors.append({"study": study.internal_name, "error": str(exc)[:300]})
-        return spent
+        return
     report.grown.append({"study": study.internal_name, "from": study.places, "to": plan.places})
-    ProlificStudy.objects.filter(pk=study.pk).update(places=plan.places)
+    with transaction.atomic():
+        ProlificStudy.objects.filter(pk=study.pk).update(places=plan.places)
+        budget.settle(key)
     study.places = plan.places
-    return spent + cost
+
+
+def read_place_charges(prolific: Prolific, study: ProlificStudy) -> None:
+    """Record what Prolific states one submission's reward costs in fees and VAT (``money.place_charges``); a
+    failure leaves them unknown (the ledger keeps its estimate until the next read)."""
+    try:
+        fee, vat = market_money.place_charges(prolific, study.reward)
+    except ProlificError as exc:
+        log.warning("Prolific's cost of a place of %s could not be read: %s", study.internal_name, exc)
+        return
+    ProlificStudy.objects.filter(pk=study.pk).update(place_fee=fee, place_vat=vat)
+    study.place_fee, study.place_vat = fee, vat
 
 
 # --- participant groups -----------------------------------------------------------------------------------------

@@ -5,11 +5,10 @@ The researcher approves and rejects HITs (assignments) one by one or in bulk, as
 submission, so once every HIT of a session is reviewed (none submitted, pending or held any more):
 
 - at least one HIT approved: the submission is APPROVED (several of one study in one ``bulk-approve``
-  call).  Its reward (the study's base reward) pays the session's first approved HIT (the lowest
-  assignment id): that HIT's reward entry is booked at the study's reward, with its fee, and paid when
-  Prolific answers; the HIT's own reward beyond it is a bonus (``book_base``).  Every further
-  approved HIT is paid as a bonus of its reward (``hits.prolific.bonuses``), so k approved HITs are k
-  rewards to the cent;
+  call).  Its reward (the study's reward: the whole session's, ``hits.prolific.pricing``) pays the session's
+  approved HITs, each at its reward, with their fees, when Prolific answers; what is left of it (a session the
+  platform cut short, HITs rejected here) is booked as a line of its own (``book_base``).  Approved HITs
+  beyond what the reward pays are paid as bonuses of their reward (``hits.prolific.bonuses``);
 - every HIT rejected: the submission is REJECTED with the researcher's message and a rejection category, as
   Prolific requires (``REJECTION_CATEGORIES``; the message at least ``PROLIFIC_REJECT_MESSAGE_MIN``
   characters).  Nothing is paid.  A HIT approved later (the researcher changes their mind) is paid as a
@@ -40,9 +39,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from hits.markets.money import money
 from hits.models import HIT, Assignment, Batch, LedgerEntry
 from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificSession, ProlificStudy
+from hits.prolific.pricing import REWARD_TOKENS, SESSION_SHARE_TOKEN  # noqa: F401 - also this module's names
 from hits.prolific.sessions import session_assignments, unfinished_test
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ def outcome(session: ProlificSession) -> str | None:
 
 def base_entries(session: ProlificSession) -> list[LedgerEntry]:
     """The reward entries the submission's own reward pays: the session's approved HITs' in order, as many as the
-    study's reward covers (one HIT on a main study; every item of the test on a screening study)."""
+    study's reward covers (the session's HITs on a main study; every item of the test on a screening study)."""
     approved = session_assignments(session).filter(state=Assignment.State.APPROVED)
     covered, total = [], Decimal("0")
     reward = session.study.reward
@@ -144,15 +145,13 @@ def base_entries(session: ProlificSession) -> list[LedgerEntry]:
     return covered
 
 
-def match_submission_fee(entries: list[LedgerEntry], rate: Decimal) -> None:
-    """Prolific charges its fee on the submission's reward as one amount: the fee entries of the rewards it pays
-    are set to add up to that fee to the cent (``fees.split_fee``; per-entry rounding could differ)."""
+def match_submission_fee(entries: list[LedgerEntry], total: Decimal) -> None:
+    """Prolific charges its fee (and VAT) on the submission's reward as one amount, ``total`` (what it states:
+    ``fees.submission_fee``): the fee entries of the rewards it pays are set to add up to it to the cent
+    (``fees.split_fee``)."""
     from hits.prolific import fees
 
-    if len(entries) < 2:
-        return
     fee_entries = {f.fee_for_id: f for f in LedgerEntry.objects.filter(fee_for__in=entries, kind=LedgerEntry.Kind.FEE)}
-    total = fees.fee(sum((e.amount for e in entries), Decimal("0")), rate)
     for entry, share in zip(entries, fees.split_fee(total, [e.amount for e in entries])):
         fee_entry = fee_entries.get(entry.pk)
         if fee_entry is not None and fee_entry.amount != share:
@@ -165,16 +164,21 @@ PAID_BY_PROLIFIC = "PAID BY PROLIFIC"
 PAID_ALREADY = "PAID ALREADY"
 
 
+
+
 def book_base(session: ProlificSession) -> None:
     """Prolific paid the submission's reward (the study's ``reward``): booked as paid, with its fee.
 
-    It pays the session's first approved HITs (``base_entries``: one on a main study, every test item on a screening
-    study, each item booked at its share of the study's reward).  When those entries do not add up to the study's
-    reward (a HIT reward edited after the study was created), the last of them is set so that they do: Prolific pays
-    the study's reward whatever the HIT's own was, and a HIT's reward beyond it stays due as a bonus.  With no such
-    entry pending and in no bulk bonus (Prolific approved on its own a submission with no approved HIT here, or whose
-    HITs were all paid as bonuses already) the reward is booked as paid by Prolific on its own and flagged for the
-    researcher (payout page: ``hits.payouts.paid_by_mturk``)."""
+    It pays the session's approved HITs (``base_entries``: as many as the reward covers; every test item on a
+    screening study, each item booked at its share of the study's reward), each at its own reward.  The reward
+    left over (a session cut short by the platform, or HITs the researcher rejected in an approved submission:
+    Prolific pays the whole reward all the same) is booked as one line of its own on the session's last approved
+    HIT (``unused_share``), so the entries add up to the reward to the cent and nothing is hidden in a HIT's share.
+    When the entries add up to more (a HIT reward raised after the study was created), the last one is set so
+    that they add up to the reward, and its reward beyond it stays due as a bonus.  With no such entry pending and
+    in no bulk bonus (Prolific approved on its own a submission with no approved HIT here, or whose HITs were all
+    paid as bonuses already) the reward is booked as paid by Prolific on its own and flagged for the researcher
+    (payout page: ``hits.payouts.paid_by_mturk``)."""
     from hits.payments import record_entry
     from hits.prolific import fees
 
@@ -186,17 +190,31 @@ def book_base(session: ProlificSession) -> None:
         return
     total = sum((entry.amount for entry in entries), Decimal("0"))
     last = entries[-1]
-    if total != base and last.amount + (base - total) >= 0:
+    if total > base and last.amount + (base - total) >= 0:
         rest = total - base
         amount = last.amount - rest
         LedgerEntry.objects.filter(pk=last.pk).update(amount=amount, reason=f"{last.reason} (Prolific's reward of the submission)"[:1000])
-        LedgerEntry.objects.filter(fee_for=last).update(amount=fees.fee(amount, fees.fee_rate(study.batch)))
         last.amount = amount
-        if rest > 0:  # the HIT's reward beyond the submission's: a bonus
-            record_entry(last.assignment, LedgerEntry.Kind.BONUS, rest, "the HIT's reward beyond the submission's reward",
-                         None, f"reward-{last.assignment_id}-rest")
-    match_submission_fee(entries, fees.fee_rate(study.batch))
+        record_entry(last.assignment, LedgerEntry.Kind.BONUS, rest, "the HIT's reward beyond the submission's reward",
+                     None, f"reward-{last.assignment_id}-rest")
+    elif total < base:
+        entries.append(unused_share(session, last, base - total))
+    match_submission_fee(entries, fees.submission_fee(study))
     mark_entries_paid(entries)
+
+
+def unused_share(session: ProlificSession, last: LedgerEntry, amount: Decimal) -> LedgerEntry:
+    """The part of the submission's reward that pays for no approved HIT, as a ledger line of its own (pending, with
+    its fee; ``book_base`` pays it with the reward): the platform could not hand out the session's whole size
+    (``pricing.UNUSED_SHARE``), or the researcher rejected some of its HITs (``pricing.REJECTED_SHARE``)."""
+    from hits.payments import record_entry
+    from hits.prolific.pricing import REJECTED_SHARE, UNUSED_SHARE
+
+    done = session_assignments(session).filter(state__in=[Assignment.State.APPROVED, Assignment.State.REJECTED]).count()
+    why = REJECTED_SHARE if done >= session.study.hits_per_submission else UNUSED_SHARE
+    reason = f"{why}: {session.study.hits_per_submission} HITs paid by submission {session.session_id}'s reward"
+    return record_entry(last.assignment, LedgerEntry.Kind.BONUS, amount, reason, None,
+                        f"{SESSION_SHARE_TOKEN}{session.session_id}"[:64])
 
 
 def reward_left(entries: list[LedgerEntry]) -> bool:
@@ -216,7 +234,8 @@ def paid_unseen(session: ProlificSession, amount) -> None:
     from hits.prolific import fees
 
     token = f"prolific-reward-{session.session_id}"[:64]
-    note = (f"{PAID_BY_PROLIFIC}: Prolific approved submission {session.session_id} and paid its reward ${amount} with "
+    note = (f"{PAID_BY_PROLIFIC}: Prolific approved submission {session.session_id} and paid its reward "
+            f"{money(amount, session.study.batch)} with "
             "no reward pending here (its own approval, or a returned/timed-out submission): booked as paid; check it")
     ProlificSession.objects.filter(pk=session.pk).update(last_error=note[:1000])
     if amount <= 0 or LedgerEntry.objects.filter(request_token=token).exists():
@@ -233,7 +252,7 @@ def paid_unseen(session: ProlificSession, amount) -> None:
     )
     LedgerEntry.objects.create(
         batch=session.study.batch, assignment=assignment, worker=session.worker, kind=LedgerEntry.Kind.FEE,
-        fee_for=entry, amount=fees.fee(amount, fees.fee_rate(session.study.batch)), state=LedgerEntry.State.PAID,
+        fee_for=entry, amount=fees.submission_fee(session.study), state=LedgerEntry.State.PAID,
         settled_at=now, request_token=f"{token}-fee"[:64], reason="Prolific service fee on its reward", paid_by_mturk=True,
     )
 

@@ -7,9 +7,12 @@ Django user of their own that has no usable password (``participant_user``): the
 
 Inside the session the participant does HITs of the study's batch and task type only, on the platform's own HIT
 pages: a main study hands out its regular and gold HITs, a screening study its qualification test items
-(``study_kinds``).  The hand-out (``advance``) gives the session's live HIT back, or the next one, and ends the
-session (``COMPLETED``) after ``hits_per_submission`` HITs; a main session also when no work is left for its
-participant after at least one; a screening session only with every item of its test done.
+(``study_kinds``).  A session reserves the HITs its reward pays for when it starts (``reserve``: the study's
+``hits_per_submission``, or what is open when less is).  The hand-out (``advance``) gives the session's live HIT
+back, or the next one, and ends the session (``COMPLETED``) after ``hits_per_submission`` HITs; a main session also
+when no work is left for its participant after at least one (its reserved HITs done and no more open, or none to
+be had: the platform cut it short, and its reward still pays the whole session); a screening session only with
+every item of its test done.
 
 A new SESSION_ID is checked with Prolific first (``check_submission``: ``GET /submissions/{id}/`` must show it
 ACTIVE, for this participant and study; else a 403 refusal).  When Prolific cannot be reached the participant
@@ -138,8 +141,75 @@ def start_session(participant_id: str, study_id: str, session_id: str) -> Prolif
                                       "submission on Prolific.") from None
         return _same_binding(existing, participant_id, study)
     session.study = study
-    log.info("Prolific session %s of %s in study %s started", session_id, participant_id, study_id)
+    reserve(session)
+    log.info("Prolific session %s of %s in study %s started (%d HITs reserved)", session_id, participant_id,
+             study_id, session.reserved_hits)
     return session
+
+
+#: Assignments that hold one of a session's reserved HITs: live, or done.
+TAKEN = (Assignment.State.ASSIGNED, *DONE)
+
+
+def _outstanding(session: ProlificSession) -> int:
+    """Reserved HITs the session has not taken yet."""
+    return max(0, session.reserved_hits - session_assignments(session).filter(state__in=TAKEN).count())
+
+
+def reserve(session: ProlificSession) -> int:
+    """Reserve the session's HITs (its row, then its study's, locked: reservations of a study never interleave):
+    a screening session reserves its whole test; a main session tops its reservation up to the study's
+    ``hits_per_submission`` with the regular HITs open to its participant that no other working session of the
+    study has reserved: the study's open places, less the HITs other working sessions reserved and have not
+    taken yet, and at most the HITs this participant may still take.  Fewer are open: it reserves those (its
+    reward still pays the whole session: the rest is booked as work the platform could not hand out); none: it
+    reserves none, and takes some as work appears.  Returns the session's reserved HITs."""
+    with transaction.atomic():
+        locked = ProlificSession.objects.select_for_update(of=("self",)).select_related(
+            "study__task_type", "worker").get(pk=session.pk)
+        reserved = _top_up(locked)
+    session.reserved_hits = reserved
+    return reserved
+
+
+def _top_up(session: ProlificSession) -> int:
+    """``reserve`` with the session's row already locked (see there)."""
+    study = session.study
+    size = study.hits_per_submission
+    if session.state != ProlificSession.State.ACTIVE or session.reserved_hits >= size:
+        return session.reserved_hits
+    if study.kind == ProlificStudy.Kind.SCREENING:
+        wanted = size
+    else:
+        ProlificStudy.objects.select_for_update().filter(pk=study.pk).first()
+        wanted = session.reserved_hits + max(0, min(size - session.reserved_hits, _unreserved_for(session)))
+    if wanted != session.reserved_hits:
+        ProlificSession.objects.filter(pk=session.pk).update(reserved_hits=wanted)
+        session.reserved_hits = wanted
+    return wanted
+
+
+def _unreserved_for(session: ProlificSession) -> int:
+    """Regular HITs of the session's study its participant could take now that no working session (this one
+    included) has reserved."""
+    from django.db.models import F, Sum
+
+    from hits.handlers import eligibility
+    from hits.services import available_hits
+
+    study = session.study
+    regular = HIT.objects.filter(batch_id=study.batch_id, task_type_id=study.task_type_id, kind=HIT.Kind.REGULAR,
+                                 state=HIT.State.OPEN, batch__state=Batch.State.ACTIVE, n_taken__lt=F("max_assignments"))
+    row = regular.aggregate(places=Sum("max_assignments"), taken=Sum("n_taken"))
+    pool = (row["places"] or 0) - (row["taken"] or 0)
+    working = ProlificSession.objects.filter(study=study, state=ProlificSession.State.ACTIVE).select_related("study")
+    claimed = {other.pk: _outstanding(other) for other in working}
+    allowed = eligibility(session.worker, study.task_type).within(study.batch_id, study_kinds(study))
+    if not allowed:
+        return 0
+    mine = available_hits(session.worker, study.task_type, allowed, backend=Batch.Backend.PROLIFIC).filter(
+        batch_id=study.batch_id, kind=HIT.Kind.REGULAR).count()
+    return min(mine - claimed.get(session.pk, 0), pool - sum(claimed.values()))
 
 
 def check_submission(session_id: str, participant_id: str, study_id: str, statuses, client=None) -> str | None:
@@ -271,6 +341,11 @@ def advance(session: ProlificSession, *, unopened_hold: int | None = None, movin
         if done >= study.hits_per_submission:
             return _complete(session, now)
         screening = study.kind == ProlificStudy.Kind.SCREENING
+        if not screening and done >= _top_up(session):
+            # Every reserved HIT done and no more open for it: others' reserved HITs are theirs.
+            if done >= 1:  # the platform ran out of work for this participant: the reward still pays the session
+                return _complete(session, now)
+            return Step(session, why=f"no {study.task_type.name} HIT of this study is left for you")
         if screening and mine.filter(state=Assignment.State.RETURNED).exists():
             return Step(session, unfinished=True, why="you gave back an item of the qualification test")
         why, assignment = "", None

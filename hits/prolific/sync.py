@@ -158,7 +158,10 @@ def sync_study(client: Prolific, study: ProlificStudy, report: SyncReport, now) 
         ProlificStudy.objects.filter(pk=study.pk).update(last_error=str(exc)[:1000])
         report.error(f"listing study {study.prolific_id}", exc)
         return
-    ProlificStudy.objects.filter(pk=study.pk).update(status=details.get("status", study.status), last_synced_at=now, last_error="")
+    note = underpaying(details)
+    if note and not study.last_error.startswith(UNDERPAYING):  # reported once, kept on the study
+        report.errors.append(note[:300])
+    ProlificStudy.objects.filter(pk=study.pk).update(status=details.get("status", study.status), last_synced_at=now, last_error=note)
     listed = {}
     for item in items:
         report.listed += 1
@@ -173,6 +176,30 @@ def sync_study(client: Prolific, study: ProlificStudy, report: SyncReport, now) 
             ProlificSession.objects.filter(pk=session.pk).update(last_error=str(exc)[:1000])
             report.error(f"session {session.session_id}", exc)
             log.exception("Prolific sync: session %s", session.session_id)
+
+
+#: Starts the note on a study Prolific shows paying under its minimum per hour (``underpaying``).
+UNDERPAYING = "UNDERPAYING"
+
+
+def underpaying(details: dict) -> str:
+    """A note when Prolific's study shows an average reward per hour (its reward over the median completion time,
+    in cents) under Prolific's minimum: Prolific then asks for adjustment payments to the approved participants.
+    "" otherwise (or before any submission is completed)."""
+    from decimal import Decimal
+
+    from hits.prolific.pricing import minimum_hourly
+
+    shown = details.get("average_reward_per_hour")
+    if shown is None:
+        return ""
+    rate, minimum = Decimal(int(shown)) / 100, minimum_hourly()
+    if rate >= minimum:
+        return ""
+    return (f"{UNDERPAYING}: Prolific shows study {details.get('id', '')} paying ${rate:.2f}/h over its median "
+            f"completion time ({details.get('average_completion_time')} min), under its minimum of ${minimum}/h: "
+            "participants take longer than the estimate. Prolific will ask for adjustment payments (pay them as "
+            "bonuses); a new study of this work would be priced on the measured time.")
 
 
 def take_session(session: ProlificSession, item: dict | None, report: SyncReport, now) -> None:

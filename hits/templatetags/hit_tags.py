@@ -31,16 +31,6 @@ def status_poll_seconds():
     return settings.HIT_STATUS_POLL_SECONDS
 
 
-@register.filter
-def money(value):
-    """An amount as money: "$0.32" (aggregates come back from SQLite as floats with long tails)."""
-    from decimal import Decimal
-
-    from hits.markets.money import CENT
-
-    return f"${Decimal(str(value or 0)).quantize(CENT)}"
-
-
 @register.inclusion_tag("hits/_pay.html")
 def pay(low, high, n_tests=0):
     """What a task pays: the reward range of its paid HITs, and "unpaid test" beside open test items."""
@@ -53,3 +43,20 @@ def full_stop(text):
     from hits.wording import full_stop as ended
 
     return ended(text) if text else "."
+
+
+@register.filter
+def money(amount, currency=None):
+    """An amount as money, to the cent, in the currency of ``currency`` (a code, batch, campaign or HIT:
+    ``hits.markets.money``; US dollars when none): ``{{ amount|money:campaign }}`` is "$0.32" or "£0.32" (aggregates
+    come back from SQLite as floats with long tails)."""
+    from decimal import Decimal, InvalidOperation
+
+    from hits.markets.money import money as written
+    from hits.markets.money import CENT
+
+    try:
+        amount = Decimal(str(amount or 0)).quantize(CENT)
+    except InvalidOperation:
+        pass  # not a number (already written): shown as it is
+    return written(amount, currency)

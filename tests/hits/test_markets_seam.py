@@ -46,7 +46,7 @@ def test_a_local_batch_has_no_market_records_to_reconcile_and_nothing_to_publish
         market_for(batch).reconcile(batch)
     assert market_for(batch).preview(batch) == []
     assert market_for(batch).committed(batch) == 0
-    assert market_for(batch).bonus_commitment(batch, 1) is None  # the budget cap counts market money only
+    assert market_for(batch).bonus_cost(batch, 1) is None  # the budget cap counts market money only
 
 
 def test_the_reconciliation_record_kept_its_table_and_app():

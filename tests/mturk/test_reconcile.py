@@ -158,7 +158,7 @@ def test_the_command_prints_json_exits_non_zero_on_a_difference_and_the_payout_p
     out = io.StringIO()
     call_command("mturk_reconcile", campaign=campaign.slug, format="json", stdout=out)  # exit 0: no SystemExit
     data = json.loads(out.getvalue())
-    assert set(data) == {"ledger_total", "market_total", "differences"}
+    assert set(data) == {"ledger_total", "market_total", "currency", "differences"}
     assert data["ledger_total"] == data["market_total"] == "1.26" and data["differences"] == []
 
     LedgerEntry.objects.filter(assignment=b[0]).update(state=LedgerEntry.State.PENDING)

@@ -16,6 +16,19 @@ def _prolific_standin_server():
         yield standin
 
 
+@pytest.fixture(scope="module")
+def _gbp_standin_server():
+    """A stand-in for a GBP workspace (VAT at its default for GBP, 20% of the fee)."""
+    with running_standin(token=TOKEN, currency="GBP") as standin:
+        yield standin
+
+
+@pytest.fixture
+def gbp_standin(_gbp_standin_server, settings):
+    """``prolific_standin``'s twin for a GBP workspace."""
+    yield from _pointed_at(_gbp_standin_server, settings)
+
+
 @pytest.fixture
 def prolific_standin(_prolific_standin_server, settings):
     """The module's Prolific stand-in, emptied for this test, with the platform's settings pointing at it.
@@ -23,7 +36,10 @@ def prolific_standin(_prolific_standin_server, settings):
     Yields the handle of ``running_standin``: ``.url``, ``.control(method, path, json=None)``, ``.state()``.
     Retries of the client wait nothing here (``PROLIFIC_RETRY_BASE_SECONDS = 0``); an injected throttle's
     ``Retry-After`` is still honoured."""
-    standin = _prolific_standin_server
+    yield from _pointed_at(_prolific_standin_server, settings)
+
+
+def _pointed_at(standin, settings):
     standin.reset()
     settings.PROLIFIC_API_URL = standin.url
     settings.PROLIFIC_API_TOKEN = TOKEN

@@ -42,20 +42,23 @@ def make_batch(slug="pd-label", reference=None) -> Batch:
     return batch
 
 
-def publish_study(standin, batch: Batch, places=5, kind=ProlificStudy.Kind.MAIN) -> ProlificStudy:
-    """A study created and published on the stand-in (pb's publishing does this in the product)."""
+def publish_study(standin, batch: Batch, places=5, kind=ProlificStudy.Kind.MAIN, reward=REWARD,
+                  hits_per_submission=1) -> ProlificStudy:
+    """A study created and published on the stand-in (pb's publishing does this in the product); by default its
+    reward is one HIT's (sessions of one HIT)."""
     code = secrets.token_hex(4).upper()
     with Prolific() as client:
         created = client.request("POST", "/studies/", json={
             "name": "Label things", "internal_name": f"qapyr-{batch.key}-{kind}", "description": "Label things.",
             "external_study_url": "https://platform.example/prolific/start/", "estimated_completion_time": 4,
-            "reward": int(REWARD * 100), "total_available_places": places,
+            "reward": int(reward * 100), "total_available_places": places,
             "completion_codes": [{"code": code, "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}],
         })
         client.request("POST", f"/studies/{created['id']}/transition/", json={"action": "PUBLISH"}, safe=True)
     return ProlificStudy.objects.create(
         batch=batch, task_type=batch.task_type, kind=kind, internal_name=f"qapyr-{batch.key}-{kind}",
-        prolific_id=created["id"], completion_code=code, status="ACTIVE", reward=REWARD, places=places,
+        prolific_id=created["id"], completion_code=code, status="ACTIVE", reward=reward, places=places,
+        hits_per_submission=hits_per_submission,
     )
 
 

@@ -63,8 +63,15 @@ def test_the_settings_page_prices_the_screening_studies_and_states_the_assumptio
     assert table["screening: verification"] == ["4", "4", "$0.17", "$2.72", "$0.92", "$3.64"]
     assert table["screening: presence"] == ["4", "12", "$0.27", "$12.96", "$4.32", "$17.28"]
     assert table["presence"] == ["6", "3", "$0.27", "$4.86", "$1.62", "$6.48"]
-    # The total counts them: $9.15 of HITs and $27.76 of tests.
-    assert 'id="cost-total"><strong>$36.91</strong>' in html
+    # A study's reward pays whole sessions: generation's 3 places and verification's 6 leave 3 and 6 HITs of their
+    # last session unfilled, paid all the same (presence's 18 fill 3 sessions of 6).
+    assert table["unused session share: generation"] == ["3", "1", "$0.32", "$0.96", "$0.33", "$1.29"]
+    assert table["unused session share: verification"] == ["6", "1", "$0.17", "$1.02", "$0.36", "$1.38"]
+    assert "unused session share: presence" not in table
+    unused = " ".join(html.split('id="cost-unused-sessions">', 1)[1].split("</span>", 1)[0].split())
+    assert "generation 3 HITs ($1.29; 3 HIT places in 1 session of 6); verification 6 HITs ($1.38; 6 HIT places" in unused
+    # The total counts them: $9.15 of HITs, $2.67 of unused session shares and $27.76 of tests.
+    assert 'id="cost-total"><strong>$39.58</strong>' in html
     assert "screening studies are not in the estimate" not in html
     said = " ".join(html.split('id="cost-screening">', 1)[1].split("</span>", 1)[0].split())
     assert said.startswith("Prolific's screening studies (the \"Screening\" lines) pay every participant who takes a "
@@ -77,14 +84,14 @@ def test_the_settings_page_prices_the_screening_studies_and_states_the_assumptio
 def test_the_dry_run_and_the_progress_page_count_the_screening_studies(tested, rita, capsys):
     call_command("prolific_publish", campaign="tested", dry_run=True, format="json")
     preview = json.loads(capsys.readouterr().out)["cost_preview"]
-    assert preview["total"] == "36.91" and preview["test_takers_per_main_place"] == 4.0
+    assert preview["total"] == "39.58" and preview["test_takers_per_main_place"] == 4.0
     assert [(s["task_type"], s["test_takers"]) for s in preview["screening"]] == [
         ("generation", 4), ("verification", 4), ("presence", 12)]
     launch_campaign(tested)
     client = Client()
     client.force_login(rita)
     html = client.get(reverse("campaign-progress", args=["tested"])).content.decode()
-    assert 'id="estimate">$36.91</strong>' in html
+    assert 'id="estimate">$39.58</strong>' in html
     said = " ".join(html.split('id="estimate-screening">', 1)[1].split("</span>", 1)[0].split())
     assert said == ("It includes Prolific's screening studies: 4 generation test takers, 4 verification test takers, "
                     "12 presence test takers ($27.76), assuming 4 per main-study place.")

@@ -32,11 +32,13 @@ def test_an_import_on_prolific_chooses_rewards_that_publish_and_says_so(small_fi
     out = capsys.readouterr().out
     # The paper's presence reward ($0.20 for 2 minutes, $6.00/h) is raised to the least that passes; the others pass.
     assert rewards("pro") == (Decimal("0.32"), Decimal("0.17"), Decimal("0.27"))
-    assert "Rewards on Prolific (a HIT's reward over its estimated minutes, at least $8.00/h" in out
-    assert ("presence: $0.27 per HIT for about 2 min = $8.10/h (raised from the paper's $0.20, $6.00/h, to the least "
-            "that passes; --reward-presence sets it)") in out
-    assert "generation: $0.32 per HIT for about 2 min = $9.60/h (the paper's; --reward-generation sets it)" in out
-    assert "verification: $0.17 per HIT for about 1 min = $10.20/h (the paper's; --reward-verification sets it)" in out
+    assert "Rewards on Prolific (a session's reward over its estimated minutes, at least $8.00/h" in out
+    assert ("presence: $0.27 per HIT, a session of 6 HITs pays $1.62 for about 12 min = $8.10/h (raised from the "
+            "paper's $0.20, $6.00/h, to the least that passes; --reward-presence sets it)") in out
+    assert ("generation: $0.32 per HIT, a session of 6 HITs pays $1.92 for about 12 min = $9.60/h (the paper's; "
+            "--reward-generation sets it)") in out
+    assert ("verification: $0.17 per HIT, a session of 12 HITs pays $2.04 for about 12 min = $10.20/h (the paper's; "
+            "--reward-verification sets it)") in out
 
     # Published as imported: refused by nothing, every study paying at least the minimum per hour.
     call_command("prolific_publish", campaign="pro", dry_run=True, format="json")
@@ -51,8 +53,9 @@ def test_an_import_on_prolific_chooses_rewards_that_publish_and_says_so(small_fi
 
 def test_a_given_reward_below_prolifics_minimum_is_refused_with_the_numbers(small_files, tmp_path):
     refs, sums = small_files
-    with pytest.raises(CommandError, match=r"--reward-presence, field 'reward_presence': presence: \$0.20 per HIT for 2 "
-                                           r"min is \$6.00/h, below Prolific's minimum of \$8.00/h.*at least \$0.27"):
+    with pytest.raises(CommandError, match=r"--reward-presence, field 'reward_presence': presence: a session of 6 HIT\(s\) "
+                                           r"at \$0.20 pays \$1.20 for 12 min, \$6.00/h, below Prolific's minimum of "
+                                           r"\$8.00/h.*at least \$0.27 per HIT"):
         call_command("import_campaign", name="Low", references=str(refs), summaries=str(sums), predicates="none",
                      market="prolific", reward_presence="0.20")
     assert not Campaign.objects.exists()
@@ -63,8 +66,8 @@ def test_a_given_reward_below_prolifics_minimum_is_refused_with_the_numbers(smal
     (folder / "references.txt").write_text("The mayor opened a park.\n")
     (folder / "summaries" / "s1.summary").write_text("A park opened.\n")
     (folder / "settings.json").write_text('{"backend": "prolific", "reward_verification": 0.1}')
-    with pytest.raises(CommandError, match=r"settings.json, field 'reward_verification': verification: \$0.10 per HIT "
-                                           r"for 1 min is \$6.00/h.*at least \$0.14"):
+    with pytest.raises(CommandError, match=r"settings.json, field 'reward_verification': verification: a session of 12 "
+                                           r"HIT\(s\) at \$0.10 pays \$1.20 for 12 min, \$6.00/h.*at least \$0.14"):
         call_command("import_campaign", name="Folder", folder=str(folder), predicates="none")
     # The flag wins over the file, and a reward that passes is kept as given.
     call_command("import_campaign", name="Folder", folder=str(folder), predicates="none", reward_verification="0.14")

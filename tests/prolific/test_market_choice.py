@@ -46,8 +46,9 @@ def test_the_settings_page_offers_prolific_with_its_settings_and_rates(draft, ri
     assert (draft.backend, draft.prolific_hits_per_submission, draft.prolific_fee_rate) == ("prolific", 8, Decimal("0.4"))
     html = client.get(url).content.decode()
     # The rates the study would show, with the paper's presence reward below Prolific's minimum and what would pass.
-    assert "presence: $0.20 for about 2 min = $6.00/h (below $8.00/h: at least $0.27)" in html
-    assert "generation: $0.32 for about 2 min = $9.60/h;" in html and 'id="cost-prolific"' in html
+    # A study's reward is the whole session's: 8 HITs (the setting) and their minutes.
+    assert "presence: 8 HITs x $0.20 = $1.60 for about 16 min = $6.00/h (below $8.00/h: at least $0.27 per HIT)" in html
+    assert "generation: 8 HITs x $0.32 = $2.56 for about 16 min = $9.60/h;" in html and 'id="cost-prolific"' in html
     # Out of bounds: refused, named.
     response = client.post(url, settings_data(draft, backend="prolific", prolific_hits_per_submission="0",
                                               prolific_fee_rate="1.5", action="save"))
@@ -69,9 +70,14 @@ def test_the_api_sets_prolific_and_previews_its_fee(draft, rita):
     assert bad.status_code == 400 and set(bad.json()) >= {"prolific_fee_rate", "backend"}
     preview = api.get(f"/api/campaigns/{draft.slug}/cost/", {"backend": "prolific"}).json()
     local = api.get(f"/api/campaigns/{draft.slug}/cost/", {"backend": "local"}).json()
-    assert preview["backend"] == "prolific" and preview["rewards"] == local["rewards"] and local["fees"] == "0.00"
-    # 3 generation places at $0.32 (fee $0.11 each), 6 verification at $0.17 ($0.06), 18 presence at $0.20 ($0.07).
-    assert Decimal(preview["fees"]) == 3 * Decimal("0.11") + 6 * Decimal("0.06") + 18 * Decimal("0.07")
+    assert preview["backend"] == "prolific" and local["fees"] == "0.00"
+    # A study's reward pays whole sessions of 5: the last session of each type is paid for HITs no work fills
+    # (generation 3 places: 2 more; verification 6: 4 more; presence 18: 2 more), $1.72 more than the HITs.
+    assert [(u["task_type"], u["sessions"], u["unused_hits"]) for u in preview["unused_sessions"]] == [
+        ("generation", 1, 2), ("verification", 2, 4), ("presence", 4, 2)]
+    assert Decimal(preview["rewards"]) == Decimal(local["rewards"]) + 2 * Decimal("0.32") + 4 * Decimal("0.17") + 2 * Decimal("0.20")
+    # 3 + 2 generation places at $0.32 (fee $0.11 each), 6 + 4 verification at $0.17 ($0.06), 18 + 2 presence at $0.20 ($0.07).
+    assert Decimal(preview["fees"]) == 5 * Decimal("0.11") + 10 * Decimal("0.06") + 20 * Decimal("0.07")
 
 
 def test_cost_preview_charges_the_campaigns_fee_rate(draft):
@@ -120,22 +126,35 @@ def test_session_length_times_and_rate_follow_the_typical_time(db, settings):
     assert [pricing.hits_per_submission(t) for t in (generation, verification, presence)] == [6, 12, 6]
     assert pricing.hits_per_submission(generation, 4) == 4
     assert pricing.estimated_minutes(verification) == 1
-    # The whole session at each HIT's own limit (20 min a generation HIT), under Prolific's one day.
+    # The whole session at each HIT's own limit (20 min a generation HIT), under Prolific's one day, and never under
+    # Prolific's least maximum for the estimate (2 + X + 2 sqrt(X): 30 min for an estimate of 16).
     assert pricing.maximum_allowed_minutes(generation, 6) == 120
+    assert pricing.prolific_minimum_allowed(16) == 26 and pricing.prolific_minimum_allowed(12) == 21
+    assert pricing.maximum_allowed_minutes(verification, 1, 16) == 26
+    # A session never holds more HITs than fit in a day at the HIT's own limit (a setting of 100: 71 of 20 min).
+    assert pricing.hits_per_submission(generation, 100) == 1439 // 20 == 71
     assert pricing.maximum_allowed_minutes(generation, 100) == pricing.MAX_ALLOWED_MINUTES == 1439
-    # Measured: the median of recent work times wins (150 s: 3 minutes for Prolific, 5 HITs a session).
+    # Measured on the campaign's own work once there is any (150 s, 2.5 minutes: 5 HITs a session of 13 minutes).
     batch = Batch.objects.create(name="b", reference="t:1")
+    other = Batch.objects.create(name="other", reference="t:2")
     worker = Worker.objects.create(external_id="w")
     now = timezone.now()
-    for seconds in (100, 150, 400):
-        hit = HIT.objects.create(batch=batch, task_type=presence, max_assignments=1, reward=Decimal("0.40"), payload={})
-        Assignment.objects.create(hit=hit, worker=Worker.objects.create(external_id=f"w{seconds}"), state=Assignment.State.SUBMITTED,
-                                  accepted_at=now - timedelta(seconds=seconds), expires_at=now + timedelta(hours=1),
-                                  submitted_at=now, work_seconds=seconds)
-    assert pricing.estimated_minutes(presence) == 3 and pricing.hits_per_submission(presence) == 5
-    rate = pricing.hourly_rate(presence, Decimal("0.40"))
-    assert (rate.rate, rate.passes, rate.reward_that_passes) == (Decimal("8.00"), True, Decimal("0.40"))
-    settings.PROLIFIC_MIN_HOURLY_USD = 9.0
-    with pytest.raises(pricing.HourlyRateTooLow, match=r"presence: \$0.40 per HIT for 3 min is \$8.00/h.*at least \$0.45"):
-        pricing.check_hourly_minimum([(presence, Decimal("0.40"))])
+    for seconds, where in ((100, batch), (150, batch), (400, batch), (900, other), (900, other), (900, other)):
+        hit = HIT.objects.create(batch=where, task_type=presence, max_assignments=1, reward=Decimal("0.40"), payload={})
+        Assignment.objects.create(hit=hit, worker=Worker.objects.create(external_id=f"w{seconds}-{where.pk}-{hit.pk}"),
+                                  state=Assignment.State.SUBMITTED, accepted_at=now - timedelta(seconds=seconds),
+                                  expires_at=now + timedelta(hours=1), submitted_at=now, work_seconds=seconds)
+    assert pricing.hits_per_submission(presence, batch=batch) == 5
+    assert pricing.estimated_minutes(presence, 5, batch) == 13 and pricing.estimated_minutes(presence, 1, batch) == 3
+    # Another campaign's slow work does not count; with none of its own, the protocol's figure.
+    assert pricing.hits_per_submission(presence) == 6 and pricing.estimated_minutes(presence, 6) == 12
+    rate = pricing.hourly_rate(presence, Decimal("0.40"), batch=batch)
+    assert (rate.hits, rate.session_reward, rate.minutes, rate.rate, rate.passes) == (
+        5, Decimal("2.00"), 13, Decimal("9.23"), True)
+    settings.PROLIFIC_MIN_HOURLY_USD = 9.5
+    with pytest.raises(pricing.HourlyRateTooLow, match=r"presence: a session of 5 HIT\(s\) at \$0.40 pays \$2.00 for 13 "
+                                                      r"min, \$9.23/h.*at least \$0.42 per HIT"):
+        pricing.check_hourly_minimum([(presence, Decimal("0.40"))], batch=batch)
+    # The check is a function of (amount, minutes, minimum): another minimum (currency) threads straight in.
+    assert pricing.meets_minimum(Decimal("2.00"), 13, Decimal("9.23")) and not pricing.meets_minimum(Decimal("2.00"), 13, Decimal("9.24"))
     assert worker.pk  # the unused worker is harmless

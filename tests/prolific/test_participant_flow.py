@@ -601,3 +601,48 @@ def test_a_released_session_signs_its_old_browser_out_until_the_link_is_opened_a
     refused = client.get(hit_page)
     assert refused.status_code == 403 and "no longer holds this Prolific session" in _text(refused)
     assert _arrive(client)["Location"] == hit_page  # its own link again: it holds the session once more
+
+
+PID3 = "60a1b2c3d4e5f60718293a4d"
+
+
+def test_a_session_reserves_the_hits_its_reward_pays_for_and_no_other_session_takes_them(client, tmp_path):
+    # Four HITs of one place each, sessions of three (the study's reward pays three).
+    study = _study(_campaign(tmp_path, "reserve", 4), n=3)
+    first = _arrive(client)
+    assert ProlificSession.objects.get(participant_id=PID).reserved_hits == 3
+    # The second participant finds one HIT no session reserved; the third finds none (asked to return, no code).
+    second_browser, third_browser = Client(), Client()
+    second = _arrive(second_browser, pid=PID2)
+    assert ProlificSession.objects.get(participant_id=PID2).reserved_hits == 1
+    third = _arrive(third_browser, pid=PID3)
+    assert third.status_code == 200 and "return the study on Prolific" in third.content.decode()
+    assert ProlificSession.objects.get(participant_id=PID3).reserved_hits == 0
+    # The second participant's session ends after its one HIT, cut short by the platform, though two HITs the
+    # first reserved are still open: they are the first's.
+    response = _submit(second_browser, second["Location"])
+    assert response["Location"] == _completion(study)
+    assert HIT.objects.filter(batch_id=study.batch_id, n_taken=0).count() == 2
+    # The first participant does the three HITs its reward pays for, then gets the code.
+    response = _submit(client, first["Location"])
+    response = _submit(client, response["Location"])
+    assert response["Location"].startswith("/work/assignments/")
+    response = _submit(client, response["Location"])
+    assert response["Location"] == _completion(study)
+    assert Assignment.objects.filter(worker__prolific_pid=PID, state="pending").count() == 3
+    assert not Assignment.objects.filter(worker__prolific_pid=PID3).exists()
+
+
+def test_a_session_short_of_work_takes_more_as_it_appears_up_to_its_size(client, tmp_path):
+    campaign = _campaign(tmp_path, "topup", 3)
+    study = _study(campaign, n=3)
+    held = list(HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.REGULAR).order_by("pk"))
+    HIT.objects.filter(pk__in=[h.pk for h in held[1:]]).update(state=HIT.State.PAUSED)  # only one HIT open
+    first = _arrive(client)
+    session = ProlificSession.objects.get(participant_id=PID)
+    assert session.reserved_hits == 1
+    HIT.objects.filter(pk__in=[h.pk for h in held[1:]]).update(state=HIT.State.OPEN)  # more work appears
+    response = _submit(client, first["Location"])
+    assert response["Location"].startswith("/work/assignments/")  # reserved again, up to the study's size
+    session.refresh_from_db()
+    assert session.reserved_hits == 3

@@ -96,9 +96,10 @@ def test_dry_run_prints_the_exact_bodies_and_sends_nothing(campaign, capsys):
     assert {k: v for k, v in body.items() if k != "description"} == {
         **expected_study(batch, "generation", "main", publishing.completion_code(batch, task_type("generation"), "main"), 1,
                          [{"filter_id": "participant_group_blocklist", "selected_values": [f"<id of group {blocked}>"]}]),
-        "estimated_completion_time": 2, "maximum_allowed_time": 120, "reward": 32,
+        # The whole session: 6 HITs x $0.32 for 6 x 2 minutes.
+        "estimated_completion_time": 12, "maximum_allowed_time": 120, "reward": 192,
     }
-    assert "$0.32" in body["description"] and "6 tasks" in body["description"]
+    assert "$1.92" in body["description"] and "6 tasks" in body["description"]
     assert publish == {"method": "POST", "path": f"/api/v1/studies/<id of study {body['internal_name']}>/transition/",
                        "body": {"action": "PUBLISH"}}
     assert out["cost_preview"]["backend"] == "prolific" and Decimal(out["cost_preview"]["fees"]) > 0
@@ -111,7 +112,8 @@ def test_pay_under_prolifics_hourly_minimum_is_refused_with_the_numbers(campaign
         with pytest.raises(CommandError) as refused:
             call_command("prolific_publish", campaign="pro", dry_run=dry_run)
         message = str(refused.value)
-        assert "presence: $0.20 per HIT for 2 min is $6.00/h, below Prolific's minimum of $8.00/h" in message
+        assert ("presence: a session of 6 HIT(s) at $0.20 pays $1.20 for 12 min, $6.00/h, below Prolific's minimum of "
+                "$8.00/h") in message
         assert "at least $0.27 per HIT would pass" in message and "generation" not in message
     assert market.studies == {} and market.groups == [] and Campaign.objects.get(pk=campaign.pk).state == Campaign.State.DRAFT
     # The web launch refuses it too.
@@ -213,8 +215,8 @@ def test_ensure_places_grows_the_study_within_the_budget_cap(campaign, market):
     report = ensure_places(batch)
     assert "budget cap of $" in report.stopped and report.grown == []
     assert market.studies[study.prolific_id]["total_available_places"] == 2
-    # One session commits 6 x ($0.32 + Prolific's 33.33%: $0.11) = $2.58.
-    assert publishing.committed(batch) == Decimal("5.16")
+    # One session commits its reward, 6 x $0.32 = $1.92, + Prolific's 33.33% of it, $0.64: $2.56.
+    assert publishing.committed(batch) == Decimal("5.12")
 
 
 def test_pause_resume_cancel_are_study_transitions_and_one_failure_stops_no_other(campaign, market):

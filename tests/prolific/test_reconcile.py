@@ -44,9 +44,9 @@ def _reconcile(slug, capsys):
 def test_the_ledger_and_prolific_agree(paid_campaign, capsys):
     campaign, _ = paid_campaign
     code, result = _reconcile(campaign.slug, capsys)
-    assert code == 0 and set(result) == {"ledger_total", "market_total", "differences"}
+    assert code == 0 and set(result) == {"ledger_total", "market_total", "currency", "differences"}
     # 3 rewards of $0.50 and Prolific's 33.33% on the reward ($0.17) and on the $1.00 bonus line ($0.33).
-    assert result == {"ledger_total": "2.00", "market_total": "2.00", "differences": []}
+    assert result == {"ledger_total": "2.00", "market_total": "2.00", "currency": "USD", "differences": []}
     stored = Reconciliation.objects.get()
     assert stored.market == "prolific" and stored.agrees
 

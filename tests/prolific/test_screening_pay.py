@@ -52,13 +52,13 @@ def test_an_approved_screening_submission_pays_every_item_and_its_fee_as_prolifi
     assert sorted(e.amount for e in rewards) == [Decimal("0.32")] * 2 and {e.state for e in rewards} == {"paid"}
     fees = LedgerEntry.objects.filter(assignment__in=work, kind=LedgerEntry.Kind.FEE)
     assert sum(e.amount for e in fees) == Decimal("0.21") and {e.state for e in fees} == {"paid"}
-    assert standin.state()["totals"] == {"rewards": 64, "bonuses": 0, "fees": 21, "spent": 85}
+    assert standin.state()["totals"] == {"rewards": 64, "bonuses": 0, "fees": 21, "vat": 0, "spent": 85}
     Campaign.objects.create(name="S", slug="screen-pay", batch=batch, backend=Campaign.Backend.PROLIFIC)
     with pytest.raises(SystemExit) as ended:
         call_command("prolific_reconcile", "--campaign", "screen-pay", "--format", "json")
         raise SystemExit(0)
     result = json.loads(capsys.readouterr().out)
-    assert ended.value.code == 0 and result == {"ledger_total": "0.85", "market_total": "0.85", "differences": []}
+    assert ended.value.code == 0 and result == {"ledger_total": "0.85", "market_total": "0.85", "currency": "USD", "differences": []}
 
 
 def test_the_screening_study_grows_for_new_participants_when_qualified_ones_used_their_main_session(world):

@@ -20,4 +20,5 @@ def test_a_prolific_batch_syncs_and_reconciles_through_the_seam(paid_campaign): 
     assert report.studies == 1 and report.listed == 1 and report.failed == 0
     assert report.approved == 0  # decided once, by the earlier syncs
     # 3 rewards of $0.50 and Prolific's 33.33% on the reward ($0.17) and on the $1.00 bonus line ($0.33).
-    assert market.reconcile(campaign.batch).as_dict() == {"ledger_total": "2.00", "market_total": "2.00", "differences": []}
+    assert market.reconcile(campaign.batch).as_dict() == {"ledger_total": "2.00", "market_total": "2.00", "currency": "USD",
+                                                           "differences": []}

@@ -268,7 +268,7 @@ def test_balance_and_fees_to_the_cent(api, prolific_standin):
     assert balance(api)["available_balance"] == 2000 - 167  # nothing awaits review: nothing held
     state = prolific_standin.state()
     assert state["paid"] == {participant(1): {"rewards": 125, "bonuses": 0}}
-    assert state["totals"] == {"rewards": 125, "bonuses": 0, "fees": 42, "spent": 167}
+    assert state["totals"] == {"rewards": 125, "bonuses": 0, "fees": 42, "vat": 0, "spent": 167}
 
 
 def test_bonus_is_created_then_paid_asynchronously_and_a_second_pay_pays_again(api, prolific_standin):
@@ -469,3 +469,40 @@ def test_a_timed_out_submission_completes_late_only_while_nobody_took_its_place(
     with pytest.raises(Refused) as refused:
         prolific_standin.control("POST", f"submissions/{gone['session_id']}/complete/", {"code": CODE})
     assert refused.value.status == 409 and api.get(f"/submissions/{gone['session_id']}/")["status"] == "TIMED-OUT"
+
+
+# ------------------------------------------------------------------------------------------- currency and VAT
+
+
+def test_a_gbp_workspace_states_its_currency_and_charges_vat_on_the_fee(gbp_standin):
+    api = Prolific(sleep=lambda _: None)
+    workspace = next(api.paginate("/workspaces/"))
+    assert workspace["currency_code"] == "GBP"
+    assert balance(api)["currency_code"] == "GBP"
+    study = published(api, total_available_places=2, reward=150)
+    assert study["currency_code"] == "GBP"
+    # Fee 33.33% of 150 -> 50, VAT 20% of the fee -> 10: a place costs 210 pence.
+    assert api.request("POST", "/study-cost-calculator/", json={"reward": 150, "total_available_places": 2}) == {
+        "total_cost": 420, "rewards": 300, "fees": 100, "vat": 20, "currency_code": "GBP"}
+    who = completed(gbp_standin, study, 1)
+    api.request("POST", f"/submissions/{who['session_id']}/transition/", json={"action": "APPROVE"})
+    bonus = api.request("POST", "/submissions/bonus-payments/",
+                        json={"study_id": study["id"], "csv_bonuses": f"{participant(1)},1.60"})
+    # 160 pence, fee 53.328 -> 53, VAT 10.6 -> 11.
+    assert (bonus["amount"], bonus["fees"], bonus["vat"], bonus["total_amount"]) == (160, 53, 11, 224)
+    api.request("POST", f"/bulk-bonus-payments/{bonus['id']}/pay/")
+    gbp_standin.control("POST", "clock/", {"advance_seconds": 61})
+    state = gbp_standin.state()
+    assert state["currency"] == "GBP"
+    assert state["totals"] == {"rewards": 150, "bonuses": 160, "fees": 103, "vat": 21, "spent": 434}
+    assert balance(api)["total_balance"] == 1_000_000 - 434
+    api.close()
+
+
+def test_the_standin_refuses_a_currency_prolific_has_no_workspace_in():
+    from hits.prolific.standin import ProlificStandIn
+
+    with pytest.raises(ValueError, match="USD, GBP"):
+        ProlificStandIn(currency="EUR")
+    with pytest.raises(ValueError, match="VAT rate"):
+        ProlificStandIn(vat_rate="1.5")

@@ -138,7 +138,7 @@ class Command(BaseCommand):
             self.stdout.write("No owner: only admins see this campaign (the platform has no researcher yet).")
         if report.prolific_rewards:
             minimum = report.prolific_rewards[0].rate.minimum
-            self.stdout.write(f"Rewards on Prolific (a HIT's reward over its estimated minutes, at least ${minimum}/h, "
+            self.stdout.write(f"Rewards on Prolific (a session's reward over its estimated minutes, at least ${minimum}/h, "
                               "PROLIFIC_MIN_HOURLY_USD, as prolific_publish checks it):")
             for reward in report.prolific_rewards:
                 self.stdout.write(f"  {reward.line()}")

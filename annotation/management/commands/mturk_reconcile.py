@@ -17,6 +17,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.commands.mturk_publish import campaign_for
+from hits.markets.money import money
 from hits.mturk.client import MTurkError
 from hits.mturk.reconcile import reconcile_batch
 
@@ -48,14 +49,14 @@ class Command(BaseCommand):
 
 
 def finish(command: BaseCommand, result, output: str, *, market: str, place: str, item: str, summary: str) -> None:
-    """Print a reconciliation (JSON: ``ledger_total``, ``market_total``, ``differences``; or text) and exit 1 on
+    """Print a reconciliation (JSON: ``ledger_total``, ``market_total``, ``currency``, ``differences``; or text) and exit 1 on
     any difference.  Shared by ``mturk_reconcile`` and ``prolific_reconcile``."""
     if output == "json":
         command.stdout.write(json.dumps(result.as_dict(), indent=2))
     else:
         command.stdout.write(summary)
         for d in result.differences:
-            amount = "?" if d.amount is None else f"${d.amount}"
+            amount = "?" if d.amount is None else money(d.amount, result.currency)
             command.stdout.write(f"{d.kind}: {place} {d.hit or '-'} {item} {d.assignment or '-'} {amount}: {d.detail}")
         if not result.differences:
             command.stdout.write(command.style.SUCCESS(f"No difference: the ledger and {market} agree to the cent."))

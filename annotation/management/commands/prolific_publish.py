@@ -28,7 +28,9 @@ from annotation.services.costs import campaign_cost_preview
 from annotation.services.pipeline import LaunchError, ensure_batch, launch_campaign
 from annotation.services.prolific import check_campaign_hourly
 from hits.models import Batch
+from hits.markets.money import currency_of, money
 from hits.prolific.client import ProlificError
+from hits.prolific.money import planned_currency
 from hits.prolific.models import ProlificStudy
 from hits.prolific.pricing import MIN_HOURLY_SOURCE, HourlyRateTooLow
 from hits.prolific.publishing import PublishRefused, planned_requests, publish_batch
@@ -45,7 +47,7 @@ class Command(BaseCommand):
         parser.add_argument("--campaign", required=True, help="Campaign slug.")
         parser.add_argument("--dry-run", action="store_true", help="Print the requests and the cost preview; send nothing.")
         parser.add_argument("--format", choices=["text", "json"], default="text")
-        parser.add_argument("--budget-cap", help="USD: create or grow no study that would take the campaign's Prolific "
+        parser.add_argument("--budget-cap", help="In the workspace's currency: create or grow no study that would take the campaign's Prolific "
                                                  "commitment (rewards, bonuses and fees) over it.")
 
     def handle(self, *args, **options):
@@ -59,12 +61,14 @@ class Command(BaseCommand):
         if campaign.state in (Campaign.State.FINISHED, Campaign.State.CANCELLED):
             raise CommandError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}")
         cap = budget_cap_option(options["budget_cap"])
+        # The workspace's currency (read, nothing changed): Prolific's minimum and every amount are in it.
+        currency = planned_currency(Batch.objects.filter(pk=campaign.batch_id).first())
         try:
-            rates = check_campaign_hourly(campaign)
+            rates = check_campaign_hourly(campaign, currency)
         except HourlyRateTooLow as exc:
             raise CommandError(f"not published: pay below Prolific's minimum hourly rate ({MIN_HOURLY_SOURCE}): {exc}") from None
         if options["dry_run"]:
-            return self._dry_run(campaign, cap, rates, options["format"])
+            return self._dry_run(campaign, cap, rates, options["format"], currency)
         if not settings.PROLIFIC_API_TOKEN:
             raise CommandError("PROLIFIC_API_TOKEN is not set: Prolific's API needs a token (Prolific: Settings > API "
                                "tokens); --dry-run shows the requests without one")
@@ -83,21 +87,21 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         studies = ProlificStudy.objects.filter(batch=batch).exclude(prolific_id=None).count()
         if options["format"] == "json":
-            self.stdout.write(json.dumps({**report.as_dict(), "launched_hits": launched, "studies": studies,
-                                          "cost_preview": preview.as_dict()}, indent=2))
+            self.stdout.write(json.dumps({**report.as_dict(), "currency": currency_of(batch), "launched_hits": launched,
+                                          "studies": studies, "cost_preview": preview.as_dict()}, indent=2))
             return
         if launched is not None:
             self.stdout.write(f"Launched '{campaign.slug}': {launched} HITs created.")
         self.stdout.write(
             f"Created {len(report.created)} studies ({report.recovered} found again by name), published "
-            f"{len(report.published)}, grew {len(report.grown)}; {studies} on Prolific; ${report.committed} committed."
+            f"{len(report.published)}, grew {len(report.grown)}; {studies} on Prolific; {money(report.committed, batch)} committed."
         )
         for error in report.errors:
             self.stdout.write(self.style.WARNING(f"{error.get('study') or error.get('group')}: {error['error']}"))
         if report.stopped:
             self.stdout.write(self.style.WARNING(f"Stopped: {report.stopped}."))
 
-    def _dry_run(self, campaign, cap, rates, fmt):
+    def _dry_run(self, campaign, cap, rates, fmt, currency):
         preview = campaign_cost_preview(campaign, Campaign.Backend.PROLIFIC)
         provisional = campaign.state == Campaign.State.DRAFT
         # The batch (its random key names the studies and groups) is kept: the real publish then sends these names.
@@ -110,6 +114,7 @@ class Command(BaseCommand):
                 batch.refresh_from_db()
                 if cap is not None:
                     batch.budget_cap = cap
+                batch.currency = currency  # in memory: the hourly check and the bodies in the workspace's currency
                 requests = planned_requests(batch)
                 raise _Rollback
         except _Rollback:
@@ -119,6 +124,7 @@ class Command(BaseCommand):
         result = {
             "campaign": campaign.slug,
             "backend": Campaign.Backend.PROLIFIC.value,
+            "currency": currency,
             "provisional_hit_ids": provisional,
             "hourly": [rate.as_dict() for rate in rates],
             "requests": requests,
@@ -131,5 +137,6 @@ class Command(BaseCommand):
             body = request["body"]
             what = body.get("internal_name") or body.get("name") or body
             self.stdout.write(f"{request['method']} {request['path']}: {what}")
-        self.stdout.write(f"{len(requests)} requests; cost preview ${preview.total} (rewards ${preview.rewards} + "
-                          f"Prolific's fee ${preview.fees}).")
+        self.stdout.write(f"{len(requests)} requests; cost preview {money(preview.total, currency)} (rewards "
+                          f"{money(preview.rewards, currency)} + Prolific's fee {money(preview.fees, currency)}, "
+                          f"estimated at the campaign's fee rate).")

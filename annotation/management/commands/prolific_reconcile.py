@@ -1,5 +1,5 @@
 """``manage.py prolific_reconcile --campaign SLUG [--format json]``: the campaign's ledger against Prolific's
-records, with ``mturk_reconcile``'s keys (``ledger_total``, ``market_total``, ``differences``).  Stored and shown
+records, with ``mturk_reconcile``'s keys (``ledger_total``, ``market_total``, ``currency``, ``differences``).  Stored and shown
 on the payout page.  Exit code 0 when the two sides agree, 1 on any difference.  See ``hits.prolific.reconcile``."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.commands.mturk_reconcile import finish
 from annotation.management.commands.prolific_sync import prolific_batch
+from hits.markets.money import money
 from hits.prolific.client import ProlificError
 from hits.prolific.reconcile import reconcile_batch
 
@@ -28,7 +29,8 @@ class Command(BaseCommand):
         finish(
             self, result, options["format"], market="Prolific", place="study", item="submission",
             summary=(
-                f"Ledger (paid): ${result.ledger_total}; Prolific charged: ${result.market_total}; "
+                f"Ledger (paid): {money(result.ledger_total, result.currency)}; Prolific charged: "
+                f"{money(result.market_total, result.currency)}; "
                 f"{result.hits_checked} studies checked, {result.calls} Prolific requests."
             ),
         )

@@ -314,6 +314,7 @@ def _prolific_totals(batch, standin_url: str, figures: ProlificFigures) -> None:
 
     from django.db.models import Sum
 
+    from hits.markets.money import currency_of
     from hits.models import LedgerEntry
     from hits.prolific.models import ProlificBonus, ProlificStudy
 
@@ -332,6 +333,8 @@ def _prolific_totals(batch, standin_url: str, figures: ProlificFigures) -> None:
     for entry in state["ledger"]:
         if entry["study_id"] in ours:
             market["rewards" if entry["kind"] == "reward" else "bonuses"] += entry["amount"]
-            market["fees"] += entry["fees"]
+            market["fees"] += entry["fees"] + entry.get("vat", 0)  # Prolific's fees with their VAT, as the ledger's
     market["total"] = sum(market.values())
+    batch.refresh_from_db()
+    figures.currency = currency_of(batch)
     figures.market = {k: f"{Decimal(v) / 100:.2f}" for k, v in market.items()}

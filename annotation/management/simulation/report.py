@@ -90,12 +90,16 @@ class ProlificFigures:
     sync_errors: list = field(default_factory=list)
     hits: dict = field(default_factory=dict)  # the batch's HITs by state
     submissions: dict = field(default_factory=dict)  # Prolific's submissions of the batch's studies by status
-    ledger: dict = field(default_factory=dict)  # paid ledger entries: rewards, bonuses, fees, total (USD)
-    market: dict = field(default_factory=dict)  # what the stand-in paid: rewards, bonuses, fees, total (USD)
+    ledger: dict = field(default_factory=dict)  # paid ledger entries: rewards, bonuses, fees, total
+    market: dict = field(default_factory=dict)  # what the stand-in paid: rewards, bonuses, fees (VAT in), total
+    currency: str = "USD"  # both sides' (the batch's)
     bonuses: dict = field(default_factory=dict)  # bulk bonuses by state
 
     def lines(self) -> list[str]:
-        money = lambda d: ", ".join(f"{k} ${d.get(k, '0.00')}" for k in ("rewards", "bonuses", "fees", "total"))  # noqa: E731
+        from hits.markets.money import money as written
+
+        money = lambda d: ", ".join(f"{k} {written(d.get(k, '0.00'), self.currency)}"  # noqa: E731
+                                    for k in ("rewards", "bonuses", "fees", "total"))
         return [
             f"on the Prolific stand-in: {self.participants} participants, {self.started} sessions started "
             f"({self.refused} starts refused by Prolific), {self.completed} completed, {self.returned} returned, "
@@ -108,7 +112,8 @@ class ProlificFigures:
             "Prolific submissions: " + ", ".join(f"{n} {status}" for status, n in sorted(self.submissions.items())),
             "bulk bonuses: " + (", ".join(f"{n} {state}" for state, n in sorted(self.bonuses.items())) or "none"),
             f"money, ledger (paid): {money(self.ledger)} (rewards: every HIT, including those Prolific paid as "
-            "bonuses; bonuses: a researcher's own)",
+            "bonuses; bonuses: a researcher's own, and the session rewards paid for work the platform could not "
+            "hand out)",
             f"money, Prolific stand-in (paid): {money(self.market)}",
             *(f"sync: {error}" for error in self.sync_errors[:10]),
         ]

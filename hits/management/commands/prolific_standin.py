@@ -12,7 +12,7 @@ class Command(BaseCommand):
     help = (
         "Run a local stand-in for Prolific's API (and its participant pages) to rehearse a campaign without "
         "spending money; point the platform at it with PROLIFIC_API_URL and PROLIFIC_API_TOKEN.  "
-        "See hits/prolific/standin.py."
+        "See hits/prolific/standin/."
     )
     requires_system_checks: list = []
 
@@ -23,7 +23,11 @@ class Command(BaseCommand):
         parser.add_argument("--token", default=standin.DEFAULT_TOKEN,
                             help=f"The API token it accepts (default {standin.DEFAULT_TOKEN!r}).")
         parser.add_argument("--balance", default=standin.DEFAULT_BALANCE,
-                            help=f"Starting workspace balance in USD (default {standin.DEFAULT_BALANCE}).")
+                            help=f"Starting workspace balance, in its currency (default {standin.DEFAULT_BALANCE}).")
+        parser.add_argument("--currency", default="USD", type=str.upper, choices=["USD", "GBP"],
+                            help="The workspace's currency, stated in its answers (default USD).")
+        parser.add_argument("--vat", default=None,
+                            help="VAT on Prolific's fee, a share (0.20 is 20%%; default 0.20 with GBP, 0 with USD).")
         parser.add_argument("--fee-rate", default=standin.DEFAULT_FEE_RATE,
                             help=f"Prolific's fee on rewards and bonuses (default {standin.DEFAULT_FEE_RATE}: 33.33%%).")
         parser.add_argument("--page-size", type=int, default=standin.DEFAULT_PAGE_SIZE,
@@ -41,10 +45,12 @@ class Command(BaseCommand):
                 host=options["host"], port=options["port"], token=options["token"], balance=options["balance"],
                 fee_rate=options["fee_rate"], page_size=options["page_size"],
                 settle_seconds=options["settle_seconds"], log=None if options["quiet"] else self._log,
+                currency=options["currency"], vat_rate=options["vat"],
             )
         except (OSError, ValueError) as exc:
             raise CommandError(f"cannot start the Prolific stand-in: {exc}") from None
-        self.stdout.write(f"Prolific stand-in listening on {server.url} (balance ${options['balance']}); export:")
+        self.stdout.write(f"Prolific stand-in listening on {server.url} (balance {options['balance']} {server.currency}, "
+                          f"fee {server.fee_rate}, VAT {server.vat_rate} of the fee); export:")
         self.stdout.write(f"  PROLIFIC_API_URL={server.url}")
         self.stdout.write(f"  PROLIFIC_API_TOKEN={server.token}")
         self.stdout.write(f"  PROLIFIC_COMPLETION_URL={server.url}/submissions/complete")

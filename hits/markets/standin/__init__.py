@@ -4,10 +4,10 @@ stand-in injects (``faults``).  Standard library only, like the stand-ins themse
 neither Django nor the platform."""
 
 from hits.markets.standin.clock import Clock
-from hits.markets.standin.faults import drop_connection
+from hits.markets.standin.faults import drop_connection, fired
 from hits.markets.standin.server import ServedStandIn, StandInHandler, add_listen_arguments, serve_in_thread, serve_until_interrupted
 
 __all__ = [
-    "Clock", "ServedStandIn", "StandInHandler", "add_listen_arguments", "drop_connection", "serve_in_thread",
+    "Clock", "ServedStandIn", "StandInHandler", "add_listen_arguments", "drop_connection", "fired", "serve_in_thread",
     "serve_until_interrupted",
 ]

@@ -14,3 +14,13 @@ def drop_connection(handler: BaseHTTPRequestHandler) -> None:
         handler.connection.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
+
+
+def fired(faults: list[dict], fault: dict, left: str) -> None:
+    """``fault`` hits a request: counted in its ``fired``; one fewer of its ``left`` (None: until cleared),
+    and out of ``faults`` once none is left."""
+    fault["fired"] += 1
+    if fault[left] is not None:
+        fault[left] -= 1
+        if fault[left] == 0:
+            faults.remove(fault)

@@ -10,6 +10,7 @@ import random
 import time
 from decimal import Decimal
 
+from hits.markets.standin import fired
 from hits.mturk.standin.common import (
     ABANDONED,
     ACCEPTED,
@@ -72,11 +73,7 @@ class ControlMixin:
                     continue
                 if fault["rate"] < 1 and self._random.random() >= fault["rate"]:
                     continue
-                fault["fired"] += 1
-                if fault["count"] is not None:
-                    fault["count"] -= 1
-                    if fault["count"] == 0:
-                        self.faults.remove(fault)
+                fired(self.faults, fault, "count")
                 return fault["kind"]
             return None
 

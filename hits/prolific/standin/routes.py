@@ -1,8 +1,8 @@
-"""The Prolific stand-in's wire (``hits.prolific.standin`` keeps the state and its operations): Prolific's
-statuses, ids and error body, the shapes of a submission in a study's list and on its own, the route table of
-the API, and the request handler (the API, the participant's pages, the control API).
+"""The Prolific stand-in's wire (``state.ProlificStandIn`` keeps the state, its mixins the operations): the shapes
+of a submission in a study's list and on its own, the route table of the API, and the request handler (the API,
+the participant's pages, the control API).
 
-Standard library only, as the stand-in; it imports nothing from ``hits.prolific.standin`` (which builds on it).
+Standard library only, as the stand-in; it imports nothing of the modules that build on it.
 """
 
 from __future__ import annotations
@@ -10,76 +10,18 @@ from __future__ import annotations
 import html
 import json
 import re
-import secrets
-from datetime import datetime, timezone
-from decimal import Decimal
 from typing import Any, Callable
 from urllib.parse import parse_qsl
 
-from hits.standins import StandInHandler, drop_connection
+from hits.markets.standin import StandInHandler, drop_connection
+from hits.prolific.standin.common import (
+    API, CONTROL, HEX_ID, RETURNED, TIMED_OUT, Refused, cents, iso, json_object,
+)
 
-API = "/api/v1"
-CONTROL = "/__control"
 COOKIE = "prolific_participant"
-
-# Study statuses (the stand-in's subset of Prolific's).
-UNPUBLISHED, ACTIVE, PAUSED = "UNPUBLISHED", "ACTIVE", "PAUSED"
-AWAITING_REVIEW, COMPLETED = "AWAITING REVIEW", "COMPLETED"
-
-# Submission statuses (also ACTIVE and AWAITING REVIEW).
-RETURNED, TIMED_OUT, APPROVED, REJECTED = "RETURNED", "TIMED-OUT", "APPROVED", "REJECTED"
-
-HEX_ID = re.compile(r"^[0-9a-f]{24}$")
-MONEY = re.compile(r"^[0-9]+(\.[0-9]{1,2})?$")
-TITLES = {400: "Invalid request", 401: "Not authenticated", 404: "Not found", 405: "Method not allowed",
-          409: "Conflict", 429: "Too many requests", 500: "Server error", 502: "Bad gateway",
-          503: "Service unavailable"}
-
-
-class Refused(Exception):
-    """A request Prolific would refuse: the HTTP status and what is wrong, for an error body like Prolific's."""
-
-    def __init__(self, status: int, detail: Any, title: str | None = None):
-        super().__init__(detail if isinstance(detail, str) else json.dumps(detail))
-        self.status, self.detail, self.title = status, detail, title or TITLES.get(status, "Error")
-
-    def body(self, path: str = "") -> dict:
-        return {"error": {"status": self.status, "title": self.title, "detail": self.detail,
-                          "additional_information": path}}
-
-
-def new_id() -> str:
-    """24 lower-case hex characters, as Prolific's ids."""
-    return secrets.token_hex(12)
-
-
-def iso(epoch: float | None) -> str | None:
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def cents(dollars, name: str) -> int:
-    """Dollars ("4.25", at most two decimals) as cents, refused (400) when not a valid positive amount."""
-    text = str(dollars).strip()
-    if not MONEY.match(text):
-        raise Refused(400, f"{name}: {dollars!r} is not an amount in dollars with at most two decimals (e.g. 4.25)")
-    return int(Decimal(text) * 100)
-
-
-def whole(value, name: str, low: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise Refused(400, {name: [f"must be a whole number of at least {low}, not {value!r}"]})
-    return value
-
 
 PAGE = ("<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
         "<h1>{title}</h1><p>{message}</p><p><small>Prolific stand-in</small></p></body></html>")
-
-def _object(body) -> dict:
-    if not isinstance(body, dict):
-        raise Refused(400, "The request body must be a JSON object")
-    return body
 
 
 def submission_listed(submission: dict) -> dict:
@@ -131,7 +73,7 @@ class Call:
 
     @property
     def object(self) -> dict:
-        return _object(self.body)
+        return json_object(self.body)
 
 
 # (method, path under /api/v1, status of a success, operation(stand-in, call) -> body)
@@ -143,6 +85,7 @@ OPERATIONS: list[tuple[str, str, int, Callable[["Any", Call], Any]]] = [
     ("GET", "/projects/{}/", 200, lambda s, r: s.project(r.id)),
     ("GET", "/studies/", 200, lambda s, r: s.page([s.study_view(x) for x in s.state["studies"].values()], r.path, r.query)),
     ("POST", "/studies/", 201, lambda s, r: s.create_study(r.object, r.now)),
+    ("POST", "/study-cost-calculator/", 200, lambda s, r: s.study_cost(r.object)),
     ("GET", "/studies/{}/", 200, lambda s, r: s.study_view(s._study(r.id))),
     ("PATCH", "/studies/{}/", 200, lambda s, r: s.patch_study(r.id, r.object)),
     ("POST", "/studies/{}/transition/", 200, lambda s, r: s.transition_study(r.id, r.object, r.now)),
@@ -304,13 +247,13 @@ class Handler(StandInHandler):
                     return 200, standin.complete(submission_id, code, now)
                 return 200, standin.leave(submission_id, RETURNED if what == "return" else TIMED_OUT, now)
         if (method, path) == ("POST", "/participants/"):
-            body = _object(body)
+            body = json_object(body)
             if not body.get("study_id"):
                 raise Refused(400, {"study_id": ["This field is required."]})
             with standin.session() as now:
                 return 201, standin.start_participant(body["study_id"], body.get("participant_id"), now)
         if (method, path) == ("POST", "/clock/"):
-            seconds = _object(body).get("advance_seconds", 0)
+            seconds = json_object(body).get("advance_seconds", 0)
             return 200, {"now": iso(standin.advance(seconds))}
         if (method, path) == ("POST", "/faults/"):
             return 201, {"added": standin.add_fault(body), "faults": [dict(f) for f in standin.faults]}
@@ -321,14 +264,14 @@ class Handler(StandInHandler):
                 removed, standin.faults = len(standin.faults), []
             return 200, {"removed": removed}
         if (method, path) == ("POST", "/balance/"):
-            balance = cents(_object(body).get("balance"), "balance")
+            balance = cents(json_object(body).get("balance"), "balance")
             with standin.session():
                 standin.state["balance"] = balance
                 return 200, standin.balance_view()
         if (method, path) == ("GET", "/state/"):
             return 200, standin.dump()
         if (method, path) == ("POST", "/reset/"):
-            balance = _object(body).get("balance")
+            balance = json_object(body).get("balance")
             try:
                 standin.reset(balance)
             except ValueError as exc:
