@@ -4,15 +4,15 @@ row lock.  The races run on PostgreSQL (``DATABASE_URL``); SQLite serialises eve
 
 from __future__ import annotations
 
-import threading
 from decimal import Decimal
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.test import Client
 
 from hits.models import Assignment, LedgerEntry
 from tests.api.conftest import api_world, client_for, submitted_assignment  # noqa: F401 - fixture used by name
+from tests.concurrently import at_once
 
 
 def _url(assignment):
@@ -50,28 +50,6 @@ def test_a_retried_bonus_with_the_same_key_pays_once(api_world):
     assert bad.status_code == 400 and "idempotency_key" in bad.json()
 
 
-def _at_once(calls):
-    """Run the calls in threads released together; return their results (or exceptions)."""
-    barrier = threading.Barrier(len(calls))
-    results = [None] * len(calls)
-
-    def run(index, call):
-        try:
-            barrier.wait(timeout=30)
-            results[index] = call()
-        except BaseException as exc:  # noqa: BLE001 - reported by the caller
-            results[index] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return results
-
-
 def _postgresql_only():
     if connection.vendor != "postgresql":
         pytest.skip("concurrent bonuses are serialised by row locks (SELECT ... FOR UPDATE) on PostgreSQL")
@@ -83,13 +61,13 @@ def test_six_concurrent_api_bonuses_pay_only_what_max_bonus_allows(api_world, se
     settings.MAX_BONUS = "4.00"
     assignment = submitted_assignment(api_world)
     clients = [client_for(api_world, "owner") for _ in range(6)]
-    results = _at_once([lambda c=c: c.post(_url(assignment), {"amount": "1.00", "reason": "Thanks"}, format="json") for c in clients])
+    results = at_once([lambda c=c: c.post(_url(assignment), {"amount": "1.00", "reason": "Thanks"}, format="json") for c in clients])
     codes = sorted(getattr(r, "status_code", repr(r)) for r in results)
     assert codes == [201] * 4 + [409] * 2, codes
     assert Assignment.objects.get(pk=assignment.pk).bonus == Decimal("4.00") and len(_bonuses(assignment)) == 4
     # Six concurrent calls with one idempotency key: one bonus.
     other = submitted_assignment(api_world, "crowd2")
-    results = _at_once(
+    results = at_once(
         [lambda c=c: c.post(_url(other), {"amount": "1.00", "reason": "Thanks"}, format="json", HTTP_IDEMPOTENCY_KEY="once") for c in clients]
     )
     assert sorted(getattr(r, "status_code", repr(r)) for r in results) == [201] * 6
@@ -108,7 +86,7 @@ def test_six_concurrent_review_form_bonuses_pay_one_unless_confirmed(api_world, 
         client.force_login(api_world["users"]["owner"])
         clients.append(client)
     body = {"action": "bonus", "amount": "1.00", "message": "Thanks"}
-    results = _at_once([lambda c=c: c.post(url, body) for c in clients])
+    results = at_once([lambda c=c: c.post(url, body) for c in clients])
     assert all(getattr(r, "status_code", None) == 302 for r in results), results
     assert Assignment.objects.get(pk=assignment.pk).bonus == Decimal("1.00") and len(_bonuses(assignment)) == 1
 
@@ -121,7 +99,7 @@ def test_one_key_sent_at_once_for_two_assignments_pays_once_and_refuses_the_othe
     first, second = submitted_assignment(api_world), submitted_assignment(api_world, "crowd2")
     clients = [client_for(api_world, "owner") for _ in range(6)]
     body = {"amount": "1.00", "reason": "Thanks"}
-    results = _at_once(
+    results = at_once(
         [
             lambda c=c, a=(first if i % 2 else second): c.post(_url(a), body, format="json", HTTP_IDEMPOTENCY_KEY="shared")
             for i, c in enumerate(clients)

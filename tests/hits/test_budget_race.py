@@ -7,17 +7,17 @@ really do run while a publish is between its calls, as they would against the re
 
 from __future__ import annotations
 
-import threading
 import time
 from decimal import Decimal
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.db.models import Q, Sum
 
 from hits import payments
 from hits.models import HIT, Assignment, Batch, LedgerEntry, TaskType, Worker
 from hits.services import PlacesRefused, add_places
+from tests.concurrently import at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,24 +34,7 @@ def on_postgresql():
 def race(*jobs):
     """Run every job in a thread of its own (its own connection), all released at once; returns what each job
     returned (or raised), in order."""
-    barrier = threading.Barrier(len(jobs))
-    results: list = [None] * len(jobs)
-
-    def run(i, job):
-        try:
-            barrier.wait(timeout=30)
-            results[i] = job()
-        except BaseException as exc:  # noqa: BLE001 - the test looks at what each job raised
-            results[i] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i, job)) for i, job in enumerate(jobs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    return results
+    return at_once(jobs, timeout=300)
 
 
 def bonus(assignment_id: int, amount: str, after: float = 0.0):
