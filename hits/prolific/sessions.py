@@ -151,9 +151,20 @@ def start_session(participant_id: str, study_id: str, session_id: str) -> Prolif
 TAKEN = (Assignment.State.ASSIGNED, *DONE)
 
 
-def _outstanding(session: ProlificSession) -> int:
-    """Reserved HITs the session has not taken yet."""
-    return max(0, session.reserved_hits - session_assignments(session).filter(state__in=TAKEN).count())
+def _outstanding_by_session(study: ProlificStudy) -> dict[int, int]:
+    """The reserved HITs each working session of the study has not taken yet, in two queries (a session is one participant's:
+    its assignments are that participant's of the study's batch, task type and kinds)."""
+    from django.db.models import Count
+
+    working = list(ProlificSession.objects.filter(study=study, state=ProlificSession.State.ACTIVE)
+                   .values_list("pk", "worker_id", "reserved_hits"))
+    taken = dict(
+        Assignment.objects.filter(
+            worker_id__in=[worker for _, worker, _ in working], hit__batch_id=study.batch_id,
+            hit__task_type_id=study.task_type_id, hit__kind__in=study_kinds(study), state__in=TAKEN,
+        ).values("worker_id").annotate(n=Count("pk")).values_list("worker_id", "n")
+    )
+    return {pk: max(0, reserved - taken.get(worker, 0)) for pk, worker, reserved in working}
 
 
 def reserve(session: ProlificSession) -> int:
@@ -202,8 +213,7 @@ def _unreserved_for(session: ProlificSession) -> int:
                                  state=HIT.State.OPEN, batch__state=Batch.State.ACTIVE, n_taken__lt=F("max_assignments"))
     row = regular.aggregate(places=Sum("max_assignments"), taken=Sum("n_taken"))
     pool = (row["places"] or 0) - (row["taken"] or 0)
-    working = ProlificSession.objects.filter(study=study, state=ProlificSession.State.ACTIVE).select_related("study")
-    claimed = {other.pk: _outstanding(other) for other in working}
+    claimed = _outstanding_by_session(study)
     allowed = eligibility(session.worker, study.task_type).within(study.batch_id, study_kinds(study))
     if not allowed:
         return 0
