@@ -184,9 +184,14 @@ def test_a_paused_campaign_sets_its_hits_aside_and_work_in_progress_still_counts
     from annotation.selectors.campaigns import campaign_progress
     from annotation.services.pipeline import cancel_campaign, pause_campaign, resume_campaign
 
+    from hits.models import BatchChoice
+    from hits.services import record_choice
+
     first = _scu_campaign(tmp_path, "first", 3)
     second = _scu_campaign(tmp_path, "second", 2)
     busy = W("busy")
+    # Campaigns share a worker at random unless they chose one ("Start here"): these two chose the first.
+    record_choice(busy, first.batch, BatchChoice.How.START)
     in_progress = accept_next(busy, T("presence"))
     assert in_progress.hit.batch_id == first.batch_id
     before = campaign_progress(first)["stages"]["presence"]
@@ -203,7 +208,9 @@ def test_a_paused_campaign_sets_its_hits_aside_and_work_in_progress_still_counts
     assert Campaign.objects.get(pk=first.pk).state == "paused"
     resume_campaign(first)
     assert set(HIT.objects.filter(batch_id=first.batch_id).values_list("state", flat=True)) == {"open"}
-    assert accept_next(W("after"), T("presence")).hit.batch_id == first.batch_id
+    after = W("after")
+    record_choice(after, first.batch, BatchChoice.How.START)
+    assert accept_next(after, T("presence")).hit.batch_id == first.batch_id
     pause_campaign(first)
     cancel_campaign(first)
     assert set(HIT.objects.filter(batch_id=first.batch_id).values_list("state", flat=True)) == {"cancelled"}
