@@ -34,7 +34,7 @@ from annotation.models import Campaign, ContentUnit, Predicate, SystemSummary
 from annotation.models.campaign import REWARD_BOUNDS
 from annotation.models.stages import GENERATION, PRESENCE, SCU_UNITS_PER_HIT, VERIFICATION
 from annotation.services.pipeline import LaunchError, market_follows, open_batch
-from annotation.services.task_types import task_type
+from annotation.services.task_types import task_type, task_type_as_is
 from hits.models import HIT, Assignment, Batch, HITExclusion
 from hits.services import set_batch_state
 
@@ -139,7 +139,7 @@ def worker_view_hit(campaign: Campaign, slug: str) -> HIT | None:
     if not items:
         return None
     # The campaign's id: the page's instructions carry its numbers (``hit_pages.task_rules``) before it has a batch.
-    return HIT(batch=campaign.batch, task_type=task_type(slug), payload={"inline": items[0], "campaign": campaign.pk},
+    return HIT(batch=campaign.batch, task_type=task_type_as_is(slug), payload={"inline": items[0], "campaign": campaign.pk},
                reward=_reward(campaign, slug))
 
 
@@ -273,7 +273,7 @@ def pilot_report(campaign: Campaign) -> list[PilotRow]:
         median = float(statistics.median(times)) if times else None
         row = counts.get(slug, {})
         rows.append(PilotRow(
-            slug, task_type(slug).name, row.get("n", 0), row.get("open", 0), len(times), median, _reward(campaign, slug),
+            slug, task_type_as_is(slug).name, row.get("n", 0), row.get("open", 0), len(times), median, _reward(campaign, slug),
             proposed_reward(campaign.hourly_pay_floor, median),
         ))
     return rows
