@@ -197,7 +197,9 @@ def stop_pilot(campaign: Campaign) -> list[str]:
 
 def follow_generation(assignment: Assignment) -> None:
     """A pilot writer's pairs become a pilot verification HIT and a pilot presence HIT (the writer excluded from
-    verifying them), while the pilot has fewer than its size of each; inside the submission's transaction."""
+    verifying them), while the pilot has fewer than its size of each; inside the submission's transaction.  The
+    count takes no lock (a lock here, taken while the submission holds its HIT, could deadlock with the launch):
+    writers submitting at the same moment may open one HIT more each, a few cents more, never fewer."""
     hit = assignment.hit
     campaign = Campaign.objects.filter(batch_id=hit.batch_id).first()
     questions = (assignment.answers or {}).get("questions") or []

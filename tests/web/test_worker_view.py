@@ -87,3 +87,18 @@ def test_the_pilot_page_links_a_preview_per_task_type(draft, client_rita):
     page = client_rita.get(f"/campaigns/{draft.slug}/pilot/").content.decode()
     for slug in ("generation", "verification", "presence"):
         assert f"/campaigns/{draft.slug}/worker-view/{slug}/" in page
+
+
+def test_an_scu_campaign_previews_presence_with_its_units_and_pilots_it(tmp_path, rita):
+    from annotation.services import pilot
+    from tests.conftest import launched_scu_campaign
+
+    campaign = launched_scu_campaign(tmp_path, "Units", [("e1", "The cat sat on the mat.", "A cat sat.", ["A cat sat", "It was on a mat"])],
+                                     launch=False)
+    Campaign.objects.filter(pk=campaign.pk).update(owner=rita)
+    client = Client()
+    client.force_login(rita)
+    page = client.get(f"/campaigns/{campaign.slug}/worker-view/presence/").content.decode()
+    assert "A cat sat." in page and "It was on a mat" in page and "Statements" in page
+    assert client.get(f"/campaigns/{campaign.slug}/worker-view/generation/").status_code == 404
+    assert pilot.start_pilot(campaign, 3) == {"presence": 1}
