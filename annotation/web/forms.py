@@ -243,6 +243,8 @@ class AssignmentReviewForm(forms.Form):
 
     action = forms.ChoiceField(choices=ACTIONS)
     message = forms.CharField(max_length=1000, required=False)
+    # What a rejection does with presence or verification data (``annotation.services.rejection``); empty: the default.
+    data = forms.ChoiceField(choices=[("exclude", "Exclude its data"), ("keep", "Keep its data")], required=False)
     amount = forms.DecimalField(max_digits=6, decimal_places=2, required=False, min_value=Decimal("0.01"))
 
     def clean(self):
