@@ -364,7 +364,7 @@ class VerificationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Verification
-        fields = ["id", "unit_id", "worker", "valid", "answers", "created_at"]
+        fields = ["id", "unit_id", "worker", "valid", "answers", "excluded", "created_at"]
 
 
 class JudgmentSerializer(serializers.ModelSerializer):
