@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0022_active_routing'),
+        ('annotation', '0023_campaign_pilot'),
     ]
 
     operations = [
