@@ -152,7 +152,7 @@ def message_log(batch: Batch, limit: int = LOG_LIMIT) -> list[WorkerMessage]:
     counts = {s: Count("recipients", filter=Q(recipients__status=s)) for s in Status.values}
     messages = list(
         WorkerMessage.objects.filter(batch=batch).annotate(**{f"n_{s}": c for s, c in counts.items()})
-        .prefetch_related("recipients__worker")[:limit]
+        .order_by("-created_at", "-pk").prefetch_related("recipients__worker")[:limit]
     )
     for message in messages:
         with_copies(message, message.recipients.all())
