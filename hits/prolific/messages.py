@@ -4,8 +4,10 @@
 reason for the message), as Prolific's API reference documents it.  A Prolific message has no subject: the
 subject is its first line.  A participant is written to about the batch's study they last took part in (Prolific
 ties every message to a study); one call per study, at most ``BULK_SIZE`` participants a call.  The call is
-all or nothing: a refusal (4xx) fails every participant of the call with Prolific's reason; no answer or a 5xx
-leaves them "unknown" (the message may have gone out; it is not re-sent blind: the researcher may send again).
+all or nothing: when Prolific refuses it (4xx: nothing sent), each participant is written to alone ("send a
+message": ``recipient_id``, ``body``, ``study_id``), so that only those Prolific refuses fail, with its reason.
+No answer or a 5xx leaves the call's participants "unknown" (the message may have gone out; it is not re-sent
+blind: the researcher may send again).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from hits.prolific.client import Prolific, ProlificError
 from hits.prolific.models import ProlificSession
 
 BULK_SIZE = 500  # participants per call: well under the bulk limit Prolific states (4,000 by default)
-BULK_PATH = "/messages/bulk/"
+BULK_PATH, ONE_PATH = "/messages/bulk/", "/messages/"
 
 
 def message_text(subject: str, body: str) -> str:
@@ -60,11 +62,28 @@ def send_message(batch: Batch, subject: str, body: str, workers: list, client: P
 
 
 def _send(client: Prolific, study_id: str, text: str, workers: list) -> dict:
+    """One bulk call; if Prolific refuses it (it sent nothing) and it named several participants, each is written
+    to alone (``POST /messages/``), so that one participant Prolific will not message fails alone."""
     payload = {"ids": [w.prolific_pid for w in workers], "body": text, "study_id": study_id}
     try:
         client.request("POST", BULK_PATH, json=payload, safe=False)
     except ProlificError as exc:
-        status = "unknown" if exc.ambiguous else "failed"
-        detail = ("no clear answer from Prolific: " if status == "unknown" else "Prolific refused: ") + str(exc)
-        return {w.pk: Delivery(status, detail[:500], str(exc.status or "")) for w in workers}
+        if exc.ambiguous or len(workers) == 1:
+            return {w.pk: _failure(exc) for w in workers}
+        done = {}
+        for worker in workers:
+            try:
+                client.request("POST", ONE_PATH, json={"recipient_id": worker.prolific_pid, "body": text,
+                                                       "study_id": study_id}, safe=False)
+            except ProlificError as alone:
+                done[worker.pk] = _failure(alone)
+            else:
+                done[worker.pk] = Delivery("sent", f"Prolific message (study {study_id})")
+        return done
     return {w.pk: Delivery("sent", f"Prolific message (study {study_id})") for w in workers}
+
+
+def _failure(exc: ProlificError) -> Delivery:
+    if exc.ambiguous:
+        return Delivery("unknown", f"no clear answer from Prolific: {exc}"[:500], str(exc.status or ""))
+    return Delivery("failed", f"Prolific refused: {exc}"[:500], str(exc.status or ""))
