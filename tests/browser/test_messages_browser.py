@@ -1,0 +1,71 @@
+"""Messages to workers in a browser (issue 40): the researcher ticks two workers on the workers page, sends, and
+reads the log; a worker reads the message on her work page and marks it read."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotation.services.campaign_import import import_campaign
+from annotation.services.pipeline import launch_campaign
+from annotation.services.roles import make_researcher
+from hits.models import HIT, Assignment
+from hits.services import worker_for_user
+from tests.browser.conftest import log_in
+from tests.web.conftest import REFERENCES, SUMMARIES
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+PASSWORD = "browser-test-password-7"
+
+
+def test_tick_two_workers_send_read_the_log_and_the_worker_reads_it(page, tmp_path, django_user_model):
+    rita = django_user_model.objects.create_user(username="rita", password=PASSWORD)
+    make_researcher(rita)
+    (tmp_path / "r.jsonl").write_bytes(REFERENCES)
+    (tmp_path / "s.jsonl").write_bytes(SUMMARIES)
+    campaign = import_campaign(name="Talk", owner=rita, references=tmp_path / "r.jsonl", summaries=tmp_path / "s.jsonl").campaign
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    hit = HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.REGULAR).first()
+    now = timezone.now()
+    for name in ("ann", "bob", "cid"):
+        worker = worker_for_user(django_user_model.objects.create_user(username=name, password=PASSWORD))
+        Assignment.objects.create(hit=hit, worker=worker, state=Assignment.State.SUBMITTED, accepted_at=now,
+                                  expires_at=now + timedelta(minutes=30), submitted_at=now, work_seconds=60, answers={})
+
+    refused = []
+    page.on("console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None)
+    log_in(page, "rita", PASSWORD)
+    page.goto(f"/campaigns/{campaign.slug}/workers/")
+    page.check("tr[data-worker=ann] input[name=workers]")
+    page.check("tr[data-worker=bob] input[name=workers]")
+    page.fill("#message-form input[name=subject]", "Thank you")
+    page.fill("#message-form textarea[name=body]", "Your summaries helped a lot.")
+    page.click("#message-form button.message-ticked")
+
+    page.wait_for_url(f"**/campaigns/{campaign.slug}/messages/**")
+    log = page.locator(".message-log").first
+    assert log.locator("h3").inner_text() == "Thank you"
+    assert log.locator(".sender").inner_text() == "rita"
+    assert sorted(log.locator("tbody tr").evaluate_all("rows => rows.map(r => r.dataset.worker)")) == ["ann", "bob"]
+    assert "sent to 2 worker(s)" in page.inner_text("ul.messages")
+    assert "2 sent" in log.inner_text()
+
+    page.context.clear_cookies()
+    log_in(page, "ann", PASSWORD)
+    page.goto("/work/")
+    notice = page.locator("#worker-messages li.notice")
+    assert notice.locator(".subject").inner_text() == "Thank you"
+    assert "Your summaries helped a lot." in notice.inner_text()
+    assert "unread" in (notice.get_attribute("class") or "")
+    notice.locator("button", has_text="Mark as read").click()
+    page.wait_for_load_state()
+    assert "unread" not in (page.locator("#worker-messages li.notice").get_attribute("class") or "")
+
+    page.context.clear_cookies()
+    log_in(page, "cid", PASSWORD)
+    page.goto("/work/")
+    assert page.locator("#worker-messages").count() == 0
+    assert not refused, refused
