@@ -3,18 +3,13 @@ reads the log; a worker reads the message on her work page and marks it read."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from annotation.services.campaign_import import import_campaign
-from annotation.services.pipeline import launch_campaign
 from annotation.services.roles import make_researcher
-from hits.models import HIT, Assignment
-from hits.services import worker_for_user
 from tests.browser.conftest import log_in
 from tests.web.conftest import REFERENCES, SUMMARIES
+from tests.web.test_messages import WORKER_PASSWORD, workers_who_worked
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "browser-test-password-7"
@@ -26,14 +21,7 @@ def test_tick_two_workers_send_read_the_log_and_the_worker_reads_it(page, tmp_pa
     (tmp_path / "r.jsonl").write_bytes(REFERENCES)
     (tmp_path / "s.jsonl").write_bytes(SUMMARIES)
     campaign = import_campaign(name="Talk", owner=rita, references=tmp_path / "r.jsonl", summaries=tmp_path / "s.jsonl").campaign
-    launch_campaign(campaign)
-    campaign.refresh_from_db()
-    hit = HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.REGULAR).first()
-    now = timezone.now()
-    for name in ("ann", "bob", "cid"):
-        worker = worker_for_user(django_user_model.objects.create_user(username=name, password=PASSWORD))
-        Assignment.objects.create(hit=hit, worker=worker, state=Assignment.State.SUBMITTED, accepted_at=now,
-                                  expires_at=now + timedelta(minutes=30), submitted_at=now, work_seconds=60, answers={})
+    workers_who_worked(campaign, "ann", "bob", "cid", django_user_model=django_user_model)
 
     refused = []
     page.on("console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None)
@@ -54,7 +42,7 @@ def test_tick_two_workers_send_read_the_log_and_the_worker_reads_it(page, tmp_pa
     assert "2 sent" in log.inner_text()
 
     page.context.clear_cookies()
-    log_in(page, "ann", PASSWORD)
+    log_in(page, "ann", WORKER_PASSWORD)
     page.goto("/work/")
     notice = page.locator("#worker-messages li.notice")
     assert notice.locator(".subject").inner_text() == "Thank you"
@@ -65,7 +53,7 @@ def test_tick_two_workers_send_read_the_log_and_the_worker_reads_it(page, tmp_pa
     assert "unread" not in (page.locator("#worker-messages li.notice").get_attribute("class") or "")
 
     page.context.clear_cookies()
-    log_in(page, "cid", PASSWORD)
+    log_in(page, "cid", WORKER_PASSWORD)
     page.goto("/work/")
     assert page.locator("#worker-messages").count() == 0
     assert not refused, refused

@@ -19,14 +19,18 @@ from hits.services import worker_for_user
 pytestmark = pytest.mark.django_db
 
 
-def _worked(campaign, *names, django_user_model=None, emails=None):
-    """Workers (with accounts, logged-in clients) who took a HIT of the campaign: {name: (client, worker)}."""
+WORKER_PASSWORD = "pw-for-tests-123"
+
+
+def workers_who_worked(campaign, *names, django_user_model=None, emails=None):
+    """Launch the campaign; workers (with accounts, password ``WORKER_PASSWORD``) who did a HIT of it:
+    {name: (logged-in client, worker)}."""
     launch_campaign(campaign)
     campaign.refresh_from_db()
     hit = HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.REGULAR).first()
     found = {}
     for name in names:
-        user = django_user_model.objects.create_user(username=name, password="pw-for-tests-123",
+        user = django_user_model.objects.create_user(username=name, password=WORKER_PASSWORD,
                                                      email=(emails or {}).get(name, ""))
         worker = worker_for_user(user)
         now = timezone.now()
@@ -44,7 +48,7 @@ def _send(client, campaign, **fields):
 
 
 def test_message_ticked_workers_shows_on_their_work_page_and_in_the_log(client_rita, draft, rita, django_user_model):
-    crowd = _worked(draft, "ann", "bob", "cid", django_user_model=django_user_model)
+    crowd = workers_who_worked(draft, "ann", "bob", "cid", django_user_model=django_user_model)
     workers_page = client_rita.get(reverse("campaign-workers", args=[draft.slug])).content.decode()
     assert 'name="workers" value="ann" form="message-form"' in workers_page and 'id="message-form"' in workers_page
 
@@ -65,7 +69,7 @@ def test_message_ticked_workers_shows_on_their_work_page_and_in_the_log(client_r
 
 
 def test_all_workers_unread_first_and_marked_read(client_rita, draft, django_user_model):
-    crowd = _worked(draft, "ann", "bob", django_user_model=django_user_model)
+    crowd = workers_who_worked(draft, "ann", "bob", django_user_model=django_user_model)
     _send(client_rita, draft, to="all", subject="First", body="one")
     _send(client_rita, draft, to="all", subject="Second", body="two")
     assert MessageRecipient.objects.filter(worker__external_id__in=["ann", "bob"]).count() == 4
@@ -93,7 +97,7 @@ def test_all_workers_unread_first_and_marked_read(client_rita, draft, django_use
 
 def test_email_sent_with_a_configured_backend_and_page_notice_without_an_address(client_rita, draft, django_user_model, settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    _worked(draft, "ann", "bob", django_user_model=django_user_model, emails={"ann": "ann@example.org"})
+    workers_who_worked(draft, "ann", "bob", django_user_model=django_user_model, emails={"ann": "ann@example.org"})
     _send(client_rita, draft, to="all", subject="Pay day", body="Bonuses are out.")
     assert [(m.subject, m.body, m.to) for m in mail.outbox] == [("Pay day", "Bonuses are out.", ["ann@example.org"])]
     ann = MessageRecipient.objects.get(worker__external_id="ann")
@@ -104,7 +108,7 @@ def test_email_sent_with_a_configured_backend_and_page_notice_without_an_address
 
 def test_no_email_with_django_default_backend(client_rita, draft, django_user_model, settings):
     settings.EMAIL_BACKEND, settings.EMAIL_HOST = "django.core.mail.backends.smtp.EmailBackend", "localhost"
-    _worked(draft, "ann", django_user_model=django_user_model, emails={"ann": "ann@example.org"})
+    workers_who_worked(draft, "ann", django_user_model=django_user_model, emails={"ann": "ann@example.org"})
     _send(client_rita, draft, to="all")
     ann = MessageRecipient.objects.get(worker__external_id="ann")
     assert ann.status == "sent" and not ann.emailed and "e-mail is not configured" in ann.detail
@@ -120,7 +124,7 @@ def test_no_email_with_django_default_backend(client_rita, draft, django_user_mo
     ({"to": "ticked", "workers": ["ann", "zed"]}, "not workers of this campaign: zed"),
 ])
 def test_refused_messages_record_nothing_and_keep_the_text(client_rita, draft, django_user_model, fields, error):
-    _worked(draft, "ann", django_user_model=django_user_model)
+    workers_who_worked(draft, "ann", django_user_model=django_user_model)
     Worker.objects.create(external_id="zed")  # exists, but never worked on this campaign
     response = _send(client_rita, draft, **fields)
     page = response.content.decode()
@@ -131,14 +135,14 @@ def test_refused_messages_record_nothing_and_keep_the_text(client_rita, draft, d
 
 
 def test_the_same_key_twice_sends_once(client_rita, draft, django_user_model):
-    _worked(draft, "ann", django_user_model=django_user_model)
+    workers_who_worked(draft, "ann", django_user_model=django_user_model)
     for _ in range(2):
         assert _send(client_rita, draft, to="all", key="form-1").status_code == 302
     assert WorkerMessage.objects.count() == 1 and MessageRecipient.objects.count() == 1
 
 
 def test_another_researcher_cannot_message_or_read_the_log(draft, django_user_model, other_researcher):
-    _worked(draft, "ann", django_user_model=django_user_model)
+    workers_who_worked(draft, "ann", django_user_model=django_user_model)
     client = Client()
     client.force_login(other_researcher)
     assert _send(client, draft, to="all").status_code == 404
@@ -147,7 +151,7 @@ def test_another_researcher_cannot_message_or_read_the_log(draft, django_user_mo
 
 
 def test_api_sends_lists_and_repeats_safely(client_rita, draft, django_user_model):
-    _worked(draft, "ann", "bob", django_user_model=django_user_model)
+    workers_who_worked(draft, "ann", "bob", django_user_model=django_user_model)
     url = f"/api/campaigns/{draft.slug}/messages/"
     sent = client_rita.post(url, {"subject": "API", "body": "From a script.", "workers": ["bob"], "key": "k-1"},
                             content_type="application/json")
@@ -168,7 +172,7 @@ def test_api_sends_lists_and_repeats_safely(client_rita, draft, django_user_mode
 
 
 def test_log_page_runs_in_a_bounded_number_of_queries(client_rita, draft, django_user_model, django_assert_max_num_queries):
-    _worked(draft, "ann", "bob", "cid", django_user_model=django_user_model)
+    workers_who_worked(draft, "ann", "bob", "cid", django_user_model=django_user_model)
     for i in range(5):
         _send(client_rita, draft, to="all", subject=f"Message {i}")
     with django_assert_max_num_queries(20):
