@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.services.campaign_import import import_campaign
-from annotation.services.roles import make_researcher
-from tests.browser.conftest import log_in
-from tests.web.conftest import REFERENCES, SUMMARIES
+from tests.browser.conftest import log_in, researcher_with_campaign
 from tests.web.test_messages import WORKER_PASSWORD, workers_who_worked
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -16,11 +13,7 @@ PASSWORD = "browser-test-password-7"
 
 
 def test_tick_two_workers_send_read_the_log_and_the_worker_reads_it(page, tmp_path, django_user_model):
-    rita = django_user_model.objects.create_user(username="rita", password=PASSWORD)
-    make_researcher(rita)
-    (tmp_path / "r.jsonl").write_bytes(REFERENCES)
-    (tmp_path / "s.jsonl").write_bytes(SUMMARIES)
-    campaign = import_campaign(name="Talk", owner=rita, references=tmp_path / "r.jsonl", summaries=tmp_path / "s.jsonl").campaign
+    _, campaign = researcher_with_campaign(django_user_model, tmp_path, "rita", PASSWORD, "Talk")
     workers_who_worked(campaign, "ann", "bob", "cid", django_user_model=django_user_model)
 
     refused = []
