@@ -23,7 +23,7 @@ from annotation.web.api.views.common import (
     scoped_schema,
 )
 from annotation.web.api.views.content import ExampleViewSet, PredicateViewSet, SummaryViewSet, SystemViewSet, UnitViewSet
-from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobView, TokenView
+from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobDownloadView, JobView, TokenView
 from annotation.web.api.views.work import (
     AssignmentViewSet,
     AutoscoreRunViewSet,
@@ -45,6 +45,7 @@ __all__ = [
     "Conflict",
     "ExampleViewSet",
     "GoldViewSet",
+    "JobDownloadView",
     "JobView",
     "JudgmentViewSet",
     "PredicateViewSet",
