@@ -166,6 +166,7 @@ def ensure_hybrid_scores(campaign: Campaign) -> bool:
     return True
 
 
+@transaction.atomic
 def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha: bool = True) -> None:
     """Per-system means of the summary scores, with bootstrap intervals resampling examples."""
     # The systems' rows are locked while rebuilt: a HIT's update waits, then adds its difference to these sums.
