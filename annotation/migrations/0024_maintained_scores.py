@@ -23,7 +23,7 @@ def fill_sums(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0022_active_routing'),
+        ('annotation', '0023_campaign_pilot'),
     ]
 
     operations = [
