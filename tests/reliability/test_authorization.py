@@ -39,6 +39,10 @@ MATRIX = {
     "campaign-qualifications": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-invitations": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     # Messages to workers (issue 40): the log and the form's target are the campaign's managers'; no such message.
+    # Preview as a worker and the pilot (issue 40): the campaign's managers only; an empty pilot action is refused.
+    "campaign-pilot": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-pilot-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),
+    "campaign-preview-as-worker": ("GET", {"slug": "matrix", "task": "generation"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-messages": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-message-resend": ("POST", {"slug": "matrix", "pk": 999999}, [LOGIN, 404, 404, 404, 404, 404]),
     "api-message-list": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
