@@ -10,6 +10,7 @@ from annotation.web.views import payouts as payout_views
 from annotation.web.views import qualifications as qualification_views
 from annotation.web.views import review as review_views
 from annotation.web.views import setup as campaign_views
+from annotation.web.views import units as unit_views
 from annotation.web.views import worker_status as worker_status_views
 
 urlpatterns = [
@@ -45,6 +46,8 @@ urlpatterns = [
     path(
         "<slug:slug>/review/assignments/<int:pk>/", review_views.review_assignment, name="campaign-review-assignment"
     ),
+    path("<slug:slug>/review/gold/", unit_views.campaign_gold_override, name="campaign-gold-override"),
+    path("<slug:slug>/units/", unit_views.campaign_units, name="campaign-units"),
     path("<slug:slug>/review/pairs/<int:pk>/correct/", review_views.correct_pair, name="campaign-correct-pair"),
     path("<slug:slug>/", views.campaign_detail, name="campaign-detail"),
     path("<slug:slug>/progress/", views.campaign_progress, name="campaign-progress"),

@@ -5,8 +5,8 @@ views look the campaign up among ``campaigns_visible_to(user)``, so another
 researcher's campaign is a 404.
 
 Split by concern: ``common`` (error bodies, the 409 error, campaign scoping), ``tokens`` (API tokens
-and background jobs), ``campaigns``, ``content`` (examples, systems, summaries, predicates, units)
-and ``work`` (verifications, judgments, gold, workers, autoscore runs, assignments).
+and background jobs), ``campaigns``, ``content`` (examples, systems, summaries, predicates, units),
+``unit_inspector`` (the unit inspector and gold overrides) and ``work`` (verifications, judgments, gold, workers, autoscore runs, assignments).
 """
 
 from annotation.web.api.views.campaigns import CampaignViewSet
@@ -23,6 +23,7 @@ from annotation.web.api.views.common import (
     scoped_schema,
 )
 from annotation.web.api.views.content import ExampleViewSet, PredicateViewSet, SummaryViewSet, SystemViewSet, UnitViewSet
+from annotation.web.api.views.unit_inspector import UnitInspectorViewSet
 from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobView, TokenView
 from annotation.web.api.views.work import (
     AssignmentViewSet,
@@ -51,6 +52,7 @@ __all__ = [
     "SummaryViewSet",
     "SystemViewSet",
     "TokenView",
+    "UnitInspectorViewSet",
     "UnitViewSet",
     "VerificationViewSet",
     "WorkerViewSet",
