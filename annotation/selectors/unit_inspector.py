@@ -184,22 +184,27 @@ ORIGINS = {"maj": GoldPresence.Origin.MAJORITY, "ovr": GoldPresence.Origin.OVERR
 AGREEMENT_Q = {
     "none": Q(maj__id__isnull=True) | Q(maj__n_judgments=0),
     "unanimous": Q(maj__n_judgments__gt=0) & (Q(maj__n_present=0) | Q(maj__n_present=F("maj__n_judgments"))),
-    "split": Q(maj__n_present__gt=0, maj__n_present__lt=F("maj__n_judgments")) & ~Q(twice_present=F("maj__n_judgments")),
+    "split": Q(maj__n_present__gt=0, maj__n_present__lt=F("maj__n_judgments"))
+    & (Q(twice_present__lt=F("maj__n_judgments")) | Q(twice_present__gt=F("maj__n_judgments"))),
     "tie": Q(maj__n_judgments__gt=0, twice_present=F("maj__n_judgments")),
 }
 
 
 def _decided_q(campaign: Campaign, run) -> dict:
-    """decided_by value -> its condition on the joined labels (the order of ``_row``)."""
-    people = Q(maj__id__isnull=False) & (Q(maj__present__isnull=False) if campaign.is_hybrid else Q())
-    judge = Q(auto__id__isnull=False) if campaign.is_hybrid and run is not None else Q(pk__in=[])
+    """decided_by value -> its condition on the joined labels (the order of ``_row``).  Written without negations:
+    Django turns a negated condition on a joined relation into a subquery, which cannot see ``summary_id``."""
+    hybrid = campaign.is_hybrid
+    people = Q(maj__id__isnull=False) & (Q(maj__present__isnull=False) if hybrid else Q())
+    no_people = (Q(maj__id__isnull=True) | Q(maj__present__isnull=True)) if hybrid else Q(maj__id__isnull=True)
+    judged = hybrid and run is not None
     free = Q(ovr__id__isnull=True)
+    no_judge = Q(auto__id__isnull=True) if judged else Q()
     return {
         "researcher": Q(ovr__id__isnull=False),
         "people": free & people,
-        "judge": free & ~people & judge,
-        "imported": free & ~people & ~judge & Q(imp__id__isnull=False),
-        "none": free & ~people & ~judge & Q(imp__id__isnull=True),
+        "judge": (free & no_people & Q(auto__id__isnull=False)) if judged else Q(pk__in=[]),
+        "imported": free & no_people & no_judge & Q(imp__id__isnull=False),
+        "none": free & no_people & no_judge & Q(imp__id__isnull=True),
     }
 
 
