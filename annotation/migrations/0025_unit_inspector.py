@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0022_active_routing'),
+        ('annotation', '0024_verification_excluded'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
