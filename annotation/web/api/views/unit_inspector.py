@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers as drf, status, viewsets
 from rest_framework.decorators import action
@@ -92,10 +93,19 @@ PARAMETERS = [
 ]
 
 
+class PageSchema(AutoSchema):
+    """The list answers one page object (count, pages, results), not an array of rows."""
+
+    def _is_list_view(self, serializer=None) -> bool:
+        return False
+
+
 @scoped_schema
 class UnitInspectorViewSet(CampaignScoped, viewsets.ViewSet):
     """Every presence unit (a unit in a system's summary) with its crowd votes, majority, the judge's label and
     probability, the gold label that counts and who decided it; the page ``/campaigns/SLUG/units/`` reads the same."""
+
+    schema = PageSchema()
 
     @extend_schema(parameters=PARAMETERS, responses={200: InspectorPageSerializer, 400: DETAIL})
     def list(self, request, *args, **kwargs):
