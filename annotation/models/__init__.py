@@ -27,7 +27,7 @@ from annotation.models.automation import (
 )
 from annotation.models.campaign import Campaign
 from annotation.models.jobs import Job, QAPairCorrection
-from annotation.models.scores import HybridScore, SummaryScore, SystemScore
+from annotation.models.scores import AgreementCache, HybridScore, SummaryScore, SystemScore
 from annotation.models.texts import Example, Predicate, ReferenceSentence, System, SystemSummary
 from annotation.models.units import ContentUnit, GoldOverride, GoldPresence, PresenceJudgment, QAPair, QAPairManager, Verification
 
@@ -56,6 +56,7 @@ __all__ = [
     "System",
     "SummaryScore",
     "SystemScore",
+    "AgreementCache",
     "SystemSummary",
     "Verification",
 ]

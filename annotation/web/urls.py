@@ -6,6 +6,7 @@ from annotation.web.views import duplicates as duplicate_views
 from annotation.web.views import jobs as job_views
 from annotation.web.views import invitations as invitation_views
 from annotation.web.views import judges as judge_views
+from annotation.web.views import messages as message_views
 from annotation.web.views import payouts as payout_views
 from annotation.web.views import pilot as pilot_views
 from annotation.web.views import qualifications as qualification_views
@@ -76,5 +77,7 @@ urlpatterns = [
     path(
         "<slug:slug>/workers/status/data/", worker_status_views.campaign_worker_status_data, name="campaign-worker-status-data"
     ),
+    path("<slug:slug>/messages/", message_views.campaign_messages, name="campaign-messages"),
+    path("<slug:slug>/messages/<int:pk>/resend/", message_views.campaign_message_resend, name="campaign-message-resend"),
     path("<slug:slug>/invitations/", invitation_views.campaign_invitations, name="campaign-invitations"),
 ]

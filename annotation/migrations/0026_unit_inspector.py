@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0024_verification_excluded'),
+        ('annotation', '0025_maintained_scores'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
