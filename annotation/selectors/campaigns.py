@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
-from django.db.models import Avg, Count, Q, QuerySet, Sum
+from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import Campaign, ContentUnit, Example, Predicate, PresenceJudgment, SummaryScore, System
@@ -30,10 +31,15 @@ def campaigns_visible_to(user) -> QuerySet[Campaign]:
 
 
 def campaign_overview(queryset: QuerySet[Campaign]) -> QuerySet[Campaign]:
-    """Campaigns with their counts of examples and systems, in one query."""
-    return queryset.annotate(
-        n_examples=Count("examples", distinct=True), n_systems=Count("systems", distinct=True)
-    ).select_related("owner")
+    """Campaigns with their counts of examples and systems, in one query.
+
+    Each count is its own subquery: joining both tables and counting distinct rows grouped by every campaign
+    column took a quarter of a second on a campaign of 1,000 examples and 10 systems (every campaign page)."""
+    def count(model):
+        rows = model.objects.filter(campaign=OuterRef("pk")).order_by().values("campaign").annotate(c=Count("pk")).values("c")
+        return Coalesce(Subquery(rows), Value(0))
+
+    return queryset.annotate(n_examples=count(Example), n_systems=count(System)).select_related("owner")
 
 
 def campaign_stages(campaign: Campaign) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from annotation.web.views import pilot as pilot_views
 from annotation.web.views import qualifications as qualification_views
 from annotation.web.views import review as review_views
 from annotation.web.views import setup as campaign_views
+from annotation.web.views import units as unit_views
 from annotation.web.views import worker_status as worker_status_views
 
 urlpatterns = [
@@ -47,6 +48,8 @@ urlpatterns = [
     path(
         "<slug:slug>/review/assignments/<int:pk>/", review_views.review_assignment, name="campaign-review-assignment"
     ),
+    path("<slug:slug>/review/gold/", unit_views.campaign_gold_override, name="campaign-gold-override"),
+    path("<slug:slug>/units/", unit_views.campaign_units, name="campaign-units"),
     path("<slug:slug>/review/pairs/<int:pk>/correct/", review_views.correct_pair, name="campaign-correct-pair"),
     path("<slug:slug>/pilot/", pilot_views.campaign_pilot, name="campaign-pilot"),
     path("<slug:slug>/pilot/action/", pilot_views.campaign_pilot_action, name="campaign-pilot-action"),

@@ -91,6 +91,8 @@ MATRIX = {
     "campaign-worker-status": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-worker-status-data": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-correct-pair": ("POST", {"slug": "matrix", "pk": "UNIT"}, [LOGIN, 404, 404, 404, 302, 302]),
+    "campaign-units": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-gold-override": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # no label chosen: back
     # REST API (issue 8). Anonymous callers get 401 (they can authenticate with a token), crowd workers 403,
     # a researcher of another campaign 404. Roles run in order on one launched campaign: the owner's
     # pause or cancel succeeds, so the staff user's then meets a 409. Every endpoint x role with real rows
@@ -150,6 +152,8 @@ MATRIX = {
     "api-assignment-bonus": ("POST", {"campaign_slug": "matrix", "pk": "ASSIGNMENT"}, [401, 403, 403, 404, 400, 400]),
     "api-unit-correct": ("POST", {"campaign_slug": "matrix", "pk": "UNIT"}, [401, 403, 403, 404, 400, 400]),
     "api-unit-corrections": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    "api-unit-inspector-list": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    "api-unit-inspector-override": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no note
 }
 
 

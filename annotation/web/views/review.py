@@ -18,7 +18,7 @@ from hits.wording import as_sentence
 from annotation.services import rejection
 from annotation.web.views.setup import managed_campaign, paginate, parse_id
 from annotation.web.forms import AssignmentReviewForm, QAPairCorrectionForm
-from annotation.models import ContentUnit, Example, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
+from annotation.models import ContentUnit, Example, GoldOverride, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
 from hits.models import HIT, Assignment
 
 PER_PAGE = 50
@@ -219,14 +219,19 @@ def campaign_review_example(request, slug, pk):
         judgments.setdefault((j.unit_id, j.summary_id), []).append(j)
     gold: dict[tuple[int, int], GoldPresence] = {}
     for g in GoldPresence.objects.filter(summary__in=summaries).order_by("origin"):
-        gold[(g.unit_id, g.summary_id)] = g  # "majority" sorts after "imported": the crowd's label wins
+        # "majority" sorts after "imported" (the crowd's label wins), "override" after both (the researcher's wins).
+        gold[(g.unit_id, g.summary_id)] = g
     judge = _judge_labels(campaign, summaries)
+    overrides: dict[tuple[int, int], list] = {}
+    for entry in GoldOverride.objects.filter(summary__in=summaries).select_related("by").order_by("-created_at", "-pk"):
+        overrides.setdefault((entry.unit_id, entry.summary_id), []).append(entry)
     presence = [
         {
             "summary": summary,
             "rows": [
                 {"unit": unit, "judgments": judgments.get((unit.pk, summary.pk), []), "gold": gold.get((unit.pk, summary.pk)),
-                 "left_to_judge": (unit.pk, summary.pk) in judge, "judge": judge.get((unit.pk, summary.pk))}
+                 "left_to_judge": (unit.pk, summary.pk) in judge, "judge": judge.get((unit.pk, summary.pk)),
+                 "overrides": overrides.get((unit.pk, summary.pk), [])}
                 for unit in kept
             ],
         }
