@@ -6,7 +6,8 @@ researcher's campaign is a 404.
 
 Split by concern: ``common`` (error bodies, the 409 error, campaign scoping), ``tokens`` (API tokens
 and background jobs), ``campaigns``, ``content`` (examples, systems, summaries, predicates, units)
-and ``work`` (verifications, judgments, gold, workers, autoscore runs, assignments).
+``work`` (verifications, judgments, gold, autoscore runs, assignments) and ``workers`` (the workers, one
+worker's view and HITs, and the decisions about them).
 """
 
 from annotation.web.api.views.campaigns import CampaignViewSet
@@ -30,8 +31,8 @@ from annotation.web.api.views.work import (
     GoldViewSet,
     JudgmentViewSet,
     VerificationViewSet,
-    WorkerViewSet,
 )
+from annotation.web.api.views.workers import WorkerViewSet
 
 __all__ = [
     "CAMPAIGN_SLUG",
