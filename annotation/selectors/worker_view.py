@@ -67,7 +67,7 @@ def worker_summary(campaign: Campaign, worker: Worker) -> dict:
         "row": row,
         "activity": activity,
         "pay": pay or (Payout(worker=worker, batch=batch) if batch is not None else None),
-        "block": block,
+        "campaign_block": block,
         "qualifications": qualifications,
         "tests": {q.task_type.slug: q for q in qualifications},
         "hours_worked": round(activity.seconds_worked / 3600, 2) if activity is not None else 0,

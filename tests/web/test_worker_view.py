@@ -134,6 +134,8 @@ def test_approve_and_bonus_from_the_page_come_back_to_it_and_are_logged(client_r
 
 def test_block_from_the_page_comes_back_and_is_logged(client_rita, rita, running, ann):
     url = _url(running, ann["worker"])
+    before = client_rita.get(url).content.decode()
+    assert 'id="blocked-here"' not in before and '<option value="block">' in before
     action = f"/campaigns/{running.slug}/workers/action/"
     response = client_rita.post(action, {"worker": "ann", "action": "block", "reason": "copy-paste answers", "next": url})
     assert response.status_code == 302 and response["Location"] == url
@@ -142,7 +144,7 @@ def test_block_from_the_page_comes_back_and_is_logged(client_rita, rita, running
     assert event.decided_by == rita and event.reason == "copy-paste answers"
     page = client_rita.get(url).content.decode()
     assert 'id="blocked-here"' in page and "copy-paste answers" in page
-    assert '<option value="unblock">' in page
+    assert '<option value="unblock">' in page and '<option value="block">' not in page
     # Without a "next" (the workers list), the list is where the researcher comes back to.
     response = client_rita.post(action, {"worker": "ann", "action": "unblock"})
     assert response["Location"] == f"/campaigns/{running.slug}/workers/"

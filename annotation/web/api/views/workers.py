@@ -146,8 +146,8 @@ class WorkerViewSet(CampaignScoped, viewsets.GenericViewSet):
         summary = worker_summary(self.campaign, worker)
         activity, pay, row = summary["activity"], summary["pay"], summary["row"]
         data = {
-            "worker": worker, "blocked_here": summary["block"] is not None,
-            "block_reason": summary["block"].reason if summary["block"] is not None else "",
+            "worker": worker, "blocked_here": summary["campaign_block"] is not None,
+            "block_reason": summary["campaign_block"].reason if summary["campaign_block"] is not None else "",
             "status": row["status"] if row else {}, "figures": row["figures"] if row else None,
             "judgments": summary["judgments"], "excluded": summary["excluded"],
             "hits": worker_assignments(self.campaign, worker).count(),
