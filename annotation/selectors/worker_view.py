@@ -94,12 +94,13 @@ def hit_rows(campaign: Campaign, assignments) -> list[dict]:
     presence = _presence_agreement([a.pk for a in assignments if a.hit.kind == HIT.Kind.REGULAR and _slug(a) == PRESENCE])
     verification = _verification_agreement([a.pk for a in assignments if a.hit.kind == HIT.Kind.REGULAR and _slug(a) == VERIFICATION])
     kept = _kept_pairs([a for a in assignments if a.hit.kind == HIT.Kind.REGULAR and _slug(a) == GENERATION])
+    texts = _unit_texts(assignments)
     rows = []
     for a in assignments:
         agreement = presence.get(a.pk) or verification.get(a.pk)
         rows.append({
             "assignment": a,
-            "answers": answer_lines(a),
+            "answers": answer_lines(a, texts),
             "check": answer_check(a),
             "agreement": agreement,
             "kept": kept.get(a.pk),
@@ -111,18 +112,54 @@ def _slug(assignment: Assignment) -> str:
     return assignment.hit.task_type.slug
 
 
-def answer_lines(assignment: Assignment) -> list[str]:
-    """The worker's answers in words, one line each (questions written, verdicts, presence labels)."""
-    answers = assignment.answers if isinstance(assignment.answers, dict) else {}
+def _given(assignment: Assignment) -> dict:
+    return assignment.answers if isinstance(assignment.answers, dict) else {}
+
+
+def _unit_texts(assignments: list[Assignment]) -> dict[int, str]:
+    """The text of every QA pair or content unit the page's verdicts and labels are about (one query); test and
+    gold items from a file carry their own texts (``_inline_texts``)."""
+    ids = set()
+    for a in assignments:
+        if "inline" in a.hit.payload:
+            continue
+        given = _given(a)
+        for item in (given.get("verdicts") or []) + (given.get("labels") or []):
+            if isinstance(item, dict) and isinstance(item.get("unit"), int):
+                ids.add(item["unit"])
+    return dict(ContentUnit.objects.filter(pk__in=ids).values_list("pk", "text")) if ids else {}
+
+
+def _inline_texts(hit: HIT) -> dict[str, str]:
+    """A test or gold item from a file: its questions' and pairs' texts by their ids."""
+    inline = hit.payload.get("inline") or {}
+    texts = {}
+    for entry in (inline.get("questions") or []) + (inline.get("pairs") or []):
+        if isinstance(entry, dict) and "id" in entry:
+            text = entry.get("text") or f"{entry.get('question', '')} {entry.get('answer', '')}".strip()
+            texts[str(entry["id"])] = text
+    return texts
+
+
+def answer_lines(assignment: Assignment, texts: dict[int, str] | None = None) -> list[str]:
+    """The worker's answers in words, one line each (questions written, verdicts, presence labels), each verdict
+    and label with the text of the QA pair or unit it is about when known (``texts``: unit id -> text)."""
+    answers = _given(assignment)
+    inline = _inline_texts(assignment.hit) if "inline" in assignment.hit.payload else None
+
+    def about(unit) -> str:
+        text = inline.get(str(unit)) if inline is not None else (texts or {}).get(unit)
+        return f"“{text}”" if text else f"unit {unit}"
+
     lines = []
     for q in answers.get("questions", []) or []:
         lines.append(f"{q.get('question', '')} → {' / '.join(map(str, q.get('answers', []) or []))}")
     for v in answers.get("verdicts", []) or []:
         verdict = "valid" if v.get("valid") else "invalid"
         given = " / ".join(map(str, v.get("answers", []) or []))
-        lines.append(f"unit {v.get('unit')}: {verdict}" + (f" ({given})" if given else ""))
+        lines.append(f"{about(v.get('unit'))}: {verdict}" + (f" ({given})" if given else ""))
     for label in answers.get("labels", []) or []:
-        lines.append(f"unit {label.get('unit')}: {'present' if label.get('present') else 'not present'}")
+        lines.append(f"{about(label.get('unit'))}: {'present' if label.get('present') else 'not present'}")
     return lines
 
 

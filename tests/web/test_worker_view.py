@@ -92,6 +92,7 @@ def test_agreement_with_the_majority_per_presence_hit(client_rita, running):
         GoldPresence.objects.create(unit=unit, summary=summary, present=majority, n_judgments=3, n_present=2 if majority else 1)
     page = client_rita.get(_url(running, worker)).content.decode()
     assert "1 of 2 agree with the majority" in page
+    assert "“Who 0? x”: present" in page  # each label with the text of the QA pair it is about
 
 
 def test_another_researcher_and_other_workers_get_404(running, ann, django_user_model, client_rita, tmp_path):
