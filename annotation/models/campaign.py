@@ -116,6 +116,11 @@ class Campaign(models.Model):
         max_digits=6, decimal_places=2, default=Decimal("12.00"), validators=[MinValueValidator(Decimal("0.00")), MaxValueValidator(Decimal("500.00"))],
         help_text="Effective hourly pay (earned / time worked) below which a worker is flagged on the worker status page.",
     )
+    # The pilot (issue 40, ``annotation.services.pilot``): HITs per task type it offers (0: no pilot yet), when it
+    # started and when it ended (stopped by the researcher, or by the launch).
+    pilot_size = models.PositiveSmallIntegerField(default=0, editable=False)
+    pilot_started_at = models.DateTimeField(null=True, blank=True, editable=False)
+    pilot_ended_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Generation rules.
     max_questions_per_predicate = models.PositiveSmallIntegerField(
         default=5, validators=[MinValueValidator(1), MaxValueValidator(PROTOCOL_MAX_QUESTIONS)]
@@ -271,6 +276,11 @@ class Campaign(models.Model):
     def is_hybrid(self) -> bool:
         """People judge only part of the presence HITs; the judge labels the rest."""
         return self.human_presence_share < 1.0
+
+    @property
+    def pilot_running(self) -> bool:
+        """A pilot is handing out HITs (started, not ended)."""
+        return self.pilot_started_at is not None and self.pilot_ended_at is None
 
     @property
     def n_presence_rounds(self) -> int:

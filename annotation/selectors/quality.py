@@ -126,7 +126,7 @@ def workers_figures(
         Assignment.objects.filter(
             worker_id__in=worker_ids, hit__batch_id=batch_id, hit__task_type__slug="generation", hit__kind=HIT.Kind.REGULAR,
             state__in=Assignment.DONE_STATES,
-        )
+        ).exclude(hit__payload__has_key="pilot")  # a pilot's pairs are not kept: its HITs count for no writer figure
         .values("worker_id")
         .annotate(n=Count("pk"))
         .values_list("worker_id", "n")

@@ -7,6 +7,7 @@ from annotation.web.views import jobs as job_views
 from annotation.web.views import invitations as invitation_views
 from annotation.web.views import judges as judge_views
 from annotation.web.views import payouts as payout_views
+from annotation.web.views import pilot as pilot_views
 from annotation.web.views import qualifications as qualification_views
 from annotation.web.views import review as review_views
 from annotation.web.views import setup as campaign_views
@@ -47,6 +48,9 @@ urlpatterns = [
         "<slug:slug>/review/assignments/<int:pk>/", review_views.review_assignment, name="campaign-review-assignment"
     ),
     path("<slug:slug>/review/pairs/<int:pk>/correct/", review_views.correct_pair, name="campaign-correct-pair"),
+    path("<slug:slug>/pilot/", pilot_views.campaign_pilot, name="campaign-pilot"),
+    path("<slug:slug>/pilot/action/", pilot_views.campaign_pilot_action, name="campaign-pilot-action"),
+    path("<slug:slug>/worker-view/<slug:task>/", pilot_views.campaign_worker_view, name="campaign-worker-view"),
     path("<slug:slug>/", views.campaign_detail, name="campaign-detail"),
     path("<slug:slug>/progress/", views.campaign_progress, name="campaign-progress"),
     path("<slug:slug>/control/", views.campaign_control, name="campaign-control"),

@@ -1,66 +1,64 @@
-"""The worker view in a browser (issue 40): opened from the workers list, it shows the worker's HITs, and work is
-approved and a bonus paid from it, the page coming back to itself each time."""
+"""Issue 40 in Chromium: a researcher previews a task type as a worker before launch.  The page shows the
+campaign's real text and instructions, its Submit is disabled, and a forced POST records nothing."""
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
-from django.utils import timezone
+from django.apps import apps
 
+from annotation.models import Campaign, Predicate
 from annotation.services.campaign_import import import_campaign
-from annotation.services.pipeline import launch_campaign
 from annotation.services.roles import make_researcher
-from hits.models import HIT, Assignment, LedgerEntry, Worker
 from tests.browser.conftest import log_in
-from tests.web.conftest import REFERENCES, SUMMARIES
+from tests.conftest import write_jsonl
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-PASSWORD = "browser-test-password-7"
+PASSWORD = "browser-test-password-40"
 
 
-def test_open_from_the_workers_list_then_approve_and_pay_a_bonus(page, tmp_path, django_user_model):
-    rita = django_user_model.objects.create_user(username="rita", password=PASSWORD)
-    make_researcher(rita)
-    (tmp_path / "r.jsonl").write_bytes(REFERENCES)
-    (tmp_path / "s.jsonl").write_bytes(SUMMARIES)
-    campaign = import_campaign(name="Seen", owner=rita, references=tmp_path / "r.jsonl", summaries=tmp_path / "s.jsonl").campaign
-    launch_campaign(campaign)
-    campaign.refresh_from_db()
-    ann = Worker.objects.create(external_id="ann")
-    now = timezone.now()
-    hits = list(HIT.objects.filter(batch_id=campaign.batch_id).order_by("pk")[:2])
-    first, second = (
-        Assignment.objects.create(hit=hit, worker=ann, state="submitted", accepted_at=now, expires_at=now, submitted_at=now,
-                                  work_seconds=30, answers={"questions": [{"question": f"Who did thing {i}?", "answers": ["The mayor"]}]})
-        for i, hit in enumerate(hits)
+def all_rows() -> dict[str, int]:
+    return {m._meta.label: m.objects.count() for app in ("hits", "annotation", "auth") for m in apps.get_app_config(app).get_models()}
+
+
+def test_preview_as_a_worker_shows_the_campaign_and_takes_no_answers(page, tmp_path, django_user_model):
+    user = django_user_model.objects.create_user(username="vera", password=PASSWORD)
+    make_researcher(user)
+    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
+    campaign = import_campaign(name="Preview study", owner=user, references=refs, summaries=sums).campaign
+    Campaign.objects.filter(pk=campaign.pk).update(max_questions_per_predicate=4, writer_valid_threshold=0.9)
+    assert Predicate.objects.filter(example__campaign=campaign).count() == 1
+    log_in(page, "vera", PASSWORD)
+    page.goto(f"/campaigns/{campaign.slug}/pilot/")
+    page.click("#worker-view-generation")
+    page.wait_for_load_state()
+    assert page.inner_text("#sentence") == "Police blamed the driver for the crash."
+    assert page.inner_text("#sentence .predicate") == "blamed"
+    instructions = page.inner_text("details.instructions")
+    assert "(up to 4)" in instructions and "more than 90% of your question" in instructions
+    assert page.locator("input[name^=q][name$=_a1]").count() == 4
+    assert page.is_disabled("#submit")
+    assert "Nothing can be submitted and nothing is recorded" in page.inner_text("#worker-view")
+
+    before = all_rows()
+    # The worker's own typing works (the page is theirs), but the answers go nowhere.
+    page.fill("input[name=q1]", "Who blamed someone?")
+    page.fill("input[name=q1_a1]", "Police")
+    # Forced past the disabled button: the POST is refused and nothing changes.
+    status = page.evaluate(
+        """async () => {
+            const form = document.getElementById('hit-form');
+            const body = new FormData(form);
+            body.set('action', 'submit');
+            const reply = await fetch(form.action, {method: 'POST', body, credentials: 'same-origin'});
+            return reply.status;
+        }"""
     )
-
-    log_in(page, "rita", PASSWORD)
-    page.goto(f"/campaigns/{campaign.slug}/workers/")
-    page.click("#workers tr[data-worker=ann] a.worker-link")
-    page.wait_for_url(f"**/campaigns/{campaign.slug}/workers/{ann.pk}/")
-    assert page.inner_text("h1").endswith("worker ann")
-    table = page.locator("#worker-hits")
-    assert table.locator("tbody tr").count() == 2
-    assert "Who did thing 0? → The mayor" in table.inner_text()
-
-    # Approve the first HIT from here: the page comes back with it approved.
-    row = table.locator(f"tr[data-assignment='{first.pk}']")
-    row.locator("select[name=action]").select_option("approve")
-    row.locator("input[name=message]").fill("Good questions")
-    row.locator("button[type=submit]").click()
-    page.wait_for_url(f"**/workers/{ann.pk}/")
-    assert "approved" in page.locator(f"#worker-hits tr[data-assignment='{first.pk}'] .state").inner_text().lower()
-
-    # A bonus on the same HIT: recorded, and the page shows it in the worker's money.
-    row = page.locator(f"#worker-hits tr[data-assignment='{first.pk}']")
-    row.locator("select[name=action]").select_option("bonus")
-    row.locator("input[name=message]").fill("Thorough")
-    row.locator("input[name=amount]").fill("0.50")
-    row.locator("button[type=submit]").click()
-    page.wait_for_url(f"**/workers/{ann.pk}/")
-    assert page.inner_text("[data-field=bonuses]") == "$0.50"
-    assert LedgerEntry.objects.filter(assignment=first, kind="bonus", amount=Decimal("0.50"), created_by=rita).exists()
-    assert Assignment.objects.get(pk=first.pk).state == "approved"
-    assert Assignment.objects.get(pk=second.pk).state == "submitted"
+    assert status == 405
+    page.evaluate("document.getElementById('submit').disabled = false")
+    with page.expect_response(lambda r: r.request.method == "POST") as posted:
+        page.click("#submit")
+    assert posted.value.status == 405
+    page.wait_for_load_state()
+    assert "nothing was submitted or recorded" in page.inner_text("#worker-view-refused")
+    assert all_rows() == before

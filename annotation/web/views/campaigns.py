@@ -35,6 +35,7 @@ def _visible_campaign(request, slug):
 def campaign_progress(request, slug):
     from annotation.services.duplicates import held_examples
 
+    from annotation.selectors.gold_pool import measured_gold_pool
     from annotation.selectors.spending import campaign_spending
 
     campaign = _visible_campaign(request, slug)
@@ -42,7 +43,8 @@ def campaign_progress(request, slug):
     return render(
         request, "annotation/campaign_progress.html",
         {"campaign": campaign, "progress": progress, "estimate": _estimate(campaign, progress),
-         "n_held": len(held_examples(campaign)), "spending": campaign_spending(campaign)},
+         "n_held": len(held_examples(campaign)), "spending": campaign_spending(campaign),
+         "gold_pool": measured_gold_pool(campaign)},
     )
 
 
