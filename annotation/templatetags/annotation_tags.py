@@ -36,3 +36,11 @@ def worker_link(campaign, worker, name=None):
         return escape(shown or "—")
     url = reverse("campaign-worker", args=[campaign.slug, worker_id])
     return mark_safe(f'<a href="{escape(url)}" class="worker-link">{escape(shown)}</a>')
+
+
+@register.simple_tag
+def new_message_key():
+    """A fresh key for a message form (``_message_form.html``): posting the same form twice sends one message."""
+    import uuid
+
+    return uuid.uuid4().hex

@@ -10,6 +10,7 @@ from django.http import Http404
 from django.shortcuts import render
 
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
+from annotation.services import rejection
 from annotation.selectors.worker_view import campaign_member, hit_rows, worker_assignments, worker_summary
 from annotation.web.forms import AssignmentReviewForm
 from annotation.web.views.review import prolific_review_context
@@ -33,6 +34,7 @@ def campaign_worker(request, slug, pk):
         {
             "campaign": campaign, **summary, "hits": hit_rows(campaign, listing["items"]), "page": listing["page"],
             "pages": listing["pages"], "n_hits": listing["count"], "review_form": AssignmentReviewForm(),
-            "task_slugs": (GENERATION, VERIFICATION, PRESENCE), **prolific_review_context(campaign),
+            "task_slugs": (GENERATION, VERIFICATION, PRESENCE), "excludable": rejection.EXCLUDABLE,
+            **prolific_review_context(campaign),
         },
     )

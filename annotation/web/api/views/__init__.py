@@ -6,8 +6,8 @@ researcher's campaign is a 404.
 
 Split by concern: ``common`` (error bodies, the 409 error, campaign scoping), ``tokens`` (API tokens
 and background jobs), ``campaigns``, ``content`` (examples, systems, summaries, predicates, units)
-``work`` (verifications, judgments, gold, autoscore runs, assignments) and ``workers`` (the workers, one
-worker's view and HITs, and the decisions about them).
+``messages`` (messages to workers), ``work`` (verifications, judgments, gold, autoscore runs, assignments)
+and ``workers`` (the workers, one worker's view and HITs, and the decisions about them).
 """
 
 from annotation.web.api.views.campaigns import CampaignViewSet
@@ -24,6 +24,7 @@ from annotation.web.api.views.common import (
     scoped_schema,
 )
 from annotation.web.api.views.content import ExampleViewSet, PredicateViewSet, SummaryViewSet, SystemViewSet, UnitViewSet
+from annotation.web.api.views.messages import MessageViewSet
 from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobView, TokenView
 from annotation.web.api.views.work import (
     AssignmentViewSet,
@@ -48,6 +49,7 @@ __all__ = [
     "GoldViewSet",
     "JobView",
     "JudgmentViewSet",
+    "MessageViewSet",
     "PredicateViewSet",
     "SummaryViewSet",
     "SystemViewSet",
