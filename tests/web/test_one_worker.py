@@ -70,6 +70,8 @@ def test_the_page_shows_the_workers_hits_answers_checks_and_money(client_rita, r
     assert f'data-field="bonuses">$0.25' in page
     assert "careful work" in page  # the bonus, with its reason
     assert 'data-field="awaiting">2 (' in page  # the generation HIT and the gold check
+    # A message to ann alone, through the messages page's form.
+    assert 'action="/campaigns/%s/messages/"' % running.slug in page and '<input type="hidden" name="workers" value="ann">' in page
 
 
 def test_agreement_with_the_majority_per_presence_hit(client_rita, running):

@@ -35,6 +35,7 @@ def campaign_worker(request, slug, pk):
             "campaign": campaign, **summary, "hits": hit_rows(campaign, listing["items"]), "page": listing["page"],
             "pages": listing["pages"], "n_hits": listing["count"], "review_form": AssignmentReviewForm(),
             "task_slugs": (GENERATION, VERIFICATION, PRESENCE), "excludable": rejection.EXCLUDABLE,
+            "message_workers": [worker.external_id],
             **prolific_review_context(campaign),
         },
     )
