@@ -115,15 +115,21 @@ def campaign_worker(campaign: Campaign, external_id) -> Worker | None:
     )
 
 
-def campaign_workers(campaign: Campaign) -> list[dict]:
-    """One row per worker who did HITs of the campaign: status per task type, HITs, time and figures."""
+def campaign_workers(campaign: Campaign, worker_ids=None) -> list[dict]:
+    """One row per worker who did HITs of the campaign: status per task type, HITs, time and figures.
+
+    ``worker_ids``: only these workers, each with a row even before any work is done (the worker view)."""
     if not campaign.batch_id:
         return []
     done = Assignment.objects.filter(hit__batch_id=campaign.batch_id, state__in=Assignment.DONE_STATES)
+    if worker_ids is not None:
+        done = done.filter(worker_id__in=worker_ids)
     stats = {
         row["worker"]: row
         for row in done.values("worker").annotate(n=Count("pk"), seconds=Avg("work_seconds"))
     }
+    if worker_ids is not None:
+        stats = {w: stats.get(w, {"n": 0, "seconds": None}) for w in worker_ids}
     workers = Worker.objects.filter(pk__in=stats).order_by("external_id")
     task_types = {t.slug: t for t in TaskType.objects.filter(slug__in=TASK_SLUGS)}
     # This campaign's decisions only: another campaign's test, revocation or block is not shown (nor counted) here.

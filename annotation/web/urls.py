@@ -14,6 +14,7 @@ from annotation.web.views import review as review_views
 from annotation.web.views import setup as campaign_views
 from annotation.web.views import units as unit_views
 from annotation.web.views import worker_status as worker_status_views
+from annotation.web.views import workers as worker_views
 
 urlpatterns = [
     # Researcher pages of issue 8 (creating, setting up and growing campaigns; long jobs). Fixed paths
@@ -73,6 +74,7 @@ urlpatterns = [
         name="campaign-qualification-item-edit",
     ),
     path("<slug:slug>/workers/action/", views.campaign_worker_action, name="campaign-worker-action"),
+    path("<slug:slug>/workers/<int:pk>/", worker_views.campaign_worker, name="campaign-worker"),
     path("<slug:slug>/workers/status/", worker_status_views.campaign_worker_status, name="campaign-worker-status"),
     path(
         "<slug:slug>/workers/status/data/", worker_status_views.campaign_worker_status_data, name="campaign-worker-status-data"

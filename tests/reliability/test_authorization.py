@@ -30,6 +30,8 @@ MATRIX = {
     "campaign-mturk-retry": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # local campaign: refused, back to progress
     "campaign-workers": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-worker-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),
+    # The worker view of "mw", who took a HIT of the campaign (the worker themself sees nothing of it).
+    "campaign-worker": ("GET", {"slug": "matrix", "pk": "WORKER"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-leaderboard": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-leaderboard-summaries": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-duplicates": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
@@ -134,6 +136,11 @@ MATRIX = {
         f"api-{kind}-detail": ("GET", {"campaign_slug": "matrix", "pk": 999999}, [401, 403, 403, 404, 404, 404])
         for kind in ("verification", "judgment", "gold")
     },
+    "api-worker-detail": ("GET", {"campaign_slug": "matrix", "pk": "WORKER"}, [401, 403, 403, 404, 200, 200]),
+    "api-worker-hits": ("GET", {"campaign_slug": "matrix", "pk": "WORKER"}, [401, 403, 403, 404, 200, 200]),
+    # Blocking twice (owner, then staff) is no error: the second changes nothing.
+    "api-worker-block": ("POST", {"campaign_slug": "matrix", "pk": "WORKER"}, [401, 403, 403, 404, 200, 200]),
+    "api-worker-unblock": ("POST", {"campaign_slug": "matrix", "pk": "WORKER"}, [401, 403, 403, 404, 200, 200]),
     "api-worker-exclude": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no worker given
     "api-worker-include": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),
     "api-autoscore-list": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no judge given
@@ -170,6 +177,7 @@ def _researcher_object(value):
         "SUMMARY": lambda: SystemSummary.objects.get(system__campaign__slug="matrix").pk,
         "PREDICATE": lambda: Predicate.objects.filter(example__campaign__slug="matrix").first().pk,
         "GOLD_ITEM": lambda: HIT.objects.get(batch__campaign__slug="matrix", kind="gold").pk,
+        "WORKER": lambda: Worker.objects.get(external_id="mw").pk,
     }
     return lookups[value]() if value in lookups else value
 ROLES = ["anonymous", "worker", "other_worker", "other_researcher", "owner", "staff"]

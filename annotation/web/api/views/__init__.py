@@ -6,8 +6,9 @@ researcher's campaign is a 404.
 
 Split by concern: ``common`` (error bodies, the 409 error, campaign scoping), ``tokens`` (API tokens
 and background jobs), ``campaigns``, ``content`` (examples, systems, summaries, predicates, units),
-``unit_inspector`` (the unit inspector and gold overrides), ``messages`` (messages to workers) and ``work``
-(verifications, judgments, gold, workers, autoscore runs, assignments).
+``unit_inspector`` (the unit inspector and gold overrides), ``messages`` (messages to workers), ``work``
+(verifications, judgments, gold, autoscore runs, assignments) and ``workers`` (the workers, one worker's view
+and HITs, and the decisions about them).
 """
 
 from annotation.web.api.views.campaigns import CampaignViewSet
@@ -33,8 +34,8 @@ from annotation.web.api.views.work import (
     GoldViewSet,
     JudgmentViewSet,
     VerificationViewSet,
-    WorkerViewSet,
 )
+from annotation.web.api.views.workers import WorkerViewSet
 
 __all__ = [
     "CAMPAIGN_SLUG",
