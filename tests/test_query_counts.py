@@ -20,6 +20,7 @@ from annotation.models import AutoscoreRun, Campaign, ContentUnit, Example, Job,
 from annotation.selectors.agreement import agreement_dashboard
 from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
+from annotation.services.raw_import import import_qapyramid_raw
 from annotation.services.roles import make_researcher
 from hits.models import Assignment, TaskType, Worker
 from hits.services import accept_next, submit_assignment
@@ -111,7 +112,7 @@ def _scu_campaign(folder, owner, n: int) -> Campaign:
     for system in ("s1", "s2"):
         (folder / "summaries" / f"{system}.summary").write_text("".join(f"A cat sat {i} .\n" for i in range(n)))
     (folder / "SCUs.txt").write_text("".join("\t".join(f"unit {k} of {i}" for k in range(10)) + "\n" for i in range(n)))
-    campaign = import_campaign(name=f"Pyramid {n}", folder=folder, owner=owner).campaign
+    campaign = import_campaign(name=f"Pyramid {n}", folder=folder, owner=owner, predicates="none").campaign
     launch_campaign(campaign)
     presence = TaskType.objects.get(slug="presence")
     workers = [Worker.objects.get_or_create(external_id=f"judge-{n}-{i}")[0] for i in range(n + 3)]
@@ -131,20 +132,29 @@ def _scu_campaign(folder, owner, n: int) -> Campaign:
 
 
 def _released_campaign(folder, owner, n: int) -> Campaign:
-    """A finished campaign imported in the released QAPyramid shape: texts, QA pairs, gold labels, 3 systems."""
+    """A finished campaign imported from the released raw judgments' shape: ``n`` examples x 3 systems x 8 QA
+    pairs (two of them alike), each judged by 3 of n + 3 workers; gold labels and scores (48 judged units at
+    n = 2: the agreement page has its batches at both sizes)."""
     folder.mkdir(parents=True)
-    lines = []
-    for i in range(n):
-        lines.append(json.dumps({
-            "example_id": f"x{i}",
-            "reference": f"Police blamed the storm for crash {i}. The mayor said roads will reopen on Monday.",
-            "QAs": ["Who blamed something? Police", "What did someone blame? the storm", "Who said something? The mayor",
-                    "What will reopen? roads"],
-            "QA_labels": {"a": [1, 1, 0, i % 2], "b": [1, 0, 0, 1]},
-            "system_outputs": {"a": "Police blamed the storm.", "b": "Roads reopen.", "c": "The mayor spoke."},
-        }))
-    (folder / "data.jsonl").write_text("\n".join(lines) + "\n")
-    return import_campaign(name=f"Released {n}", qapyramid=folder / "data.jsonl", owner=owner).campaign
+    workers = [f"rater-{n}-{i}" for i in range(n + 3)]
+    pairs = ["Who blamed something? Police", "Who has blamed something? Police", "What did someone blame? the storm",
+             "Why did someone blame something? the crash", "Who said something? The mayor", "What did someone say? roads",
+             "When did someone say something? Monday", "Where did someone say something? at city hall"]
+    raw = {
+        system: {
+            f"x{i}": {
+                f"x{i}_{p}": {
+                    pair: [[workers[(i + k + j) % len(workers)], int((i + k + j + s) % 3 > 0)] for j in range(3)]
+                    for k, pair in enumerate(pairs[4 * p : 4 * p + 4])
+                }
+                for p in range(2)
+            }
+            for i in range(n)
+        }
+        for s, system in enumerate(("a", "b", "c"))
+    }
+    (folder / "raw.json").write_text(json.dumps(raw))
+    return import_qapyramid_raw(folder / "raw.json", name=f"Released {n}", owner=owner).campaign
 
 
 def _world(tmp_path, owner, kind: str, n: int, monkeypatch) -> dict:
@@ -171,9 +181,9 @@ def test_every_researcher_route_takes_as_many_queries_on_a_campaign_ten_times_la
     small, large = (_world(tmp_path, owner, kind, n, monkeypatch) for n in (SMALL, LARGE))
     assert Example.objects.filter(campaign=large["campaign"]).count() == 10 * small["campaign"].examples.count()
     judgments = [PresenceJudgment.objects.filter(summary__system__campaign=w["campaign"]).count() for w in (small, large)]
-    assert judgments[1] >= 10 * judgments[0] or kind == "released"
-    if kind == "scu":  # the agreement page shows its batches of units at both sizes
-        assert all(agreement_dashboard(w["campaign"], n_boot=0)["batches"] for w in (small, large))
+    assert judgments[1] >= 10 * judgments[0]
+    # The agreement page shows its batches of units at both sizes.
+    assert all(agreement_dashboard(w["campaign"], n_boot=0)["batches"] for w in (small, large))
     client = Client()
     client.force_login(owner)
     routes = researcher_routes()
