@@ -22,7 +22,7 @@ from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
 from annotation.services.raw_import import import_qapyramid_raw
 from annotation.services.roles import make_researcher
-from hits.models import Assignment, TaskType, Worker
+from hits.models import Assignment, TaskType, Worker, WorkerMessage
 from hits.services import accept_next, submit_assignment
 
 pytestmark = pytest.mark.django_db
@@ -38,9 +38,12 @@ def _first(queryset):
     return queryset.order_by("pk").values_list("pk", flat=True).first()
 
 
-# Route name -> the id its ``pk`` takes in a world (see ``_world``); None: the world has no such object,
-# the route is requested with an id that does not exist (its "not found" must be bounded too).
+# Route name -> the value its ``pk`` takes in a world (see ``_world``), or a dict of its parameters other than
+# the campaign's slug; None: the world has no such object, the route is requested with an id that does not
+# exist (its "not found" must be bounded too).
 RESOLVERS = {
+    "campaign-preview-as-worker": lambda w: {"task": "presence"},
+    "campaign-message-resend": lambda w: _first(WorkerMessage.objects.filter(batch_id=w["campaign"].batch_id)),
     "job-detail": lambda w: w["job"].pk,
     "job-status": lambda w: w["job"].pk,
     "job-download": lambda w: w["job"].pk,
@@ -93,6 +96,10 @@ def url_for(route: str, name: str, parameters: tuple[str, ...], world: dict) -> 
             continue
         elif name in RESOLVERS:
             found = RESOLVERS[name](world)
+            if isinstance(found, dict):
+                if parameter not in found:
+                    pytest.fail(f"the resolver of {route} gives no {parameter!r} (RESOLVERS in {__name__})")
+                found = found[parameter]
             kwargs[parameter] = found if found is not None else 999_999_999
         else:
             pytest.fail(f"add a resolver for {route} (name {name!r}, parameter {parameter!r}) to RESOLVERS in {__name__}")
