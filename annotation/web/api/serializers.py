@@ -186,6 +186,9 @@ class JobSerializer(serializers.Serializer):
     finished = serializers.BooleanField()
     result_url = serializers.CharField(allow_blank=True)
     url = serializers.CharField()
+    download_url = serializers.CharField(
+        allow_blank=True, help_text="A finished export's zip over the API (``GET``, token authentication); empty until then."
+    )
     campaign = serializers.CharField(required=False, allow_null=True, help_text="The campaign's slug, once there is one.")
 
 

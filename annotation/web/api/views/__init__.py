@@ -24,7 +24,7 @@ from annotation.web.api.views.common import (
 )
 from annotation.web.api.views.content import ExampleViewSet, PredicateViewSet, SummaryViewSet, SystemViewSet, UnitViewSet
 from annotation.web.api.views.messages import MessageViewSet
-from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobView, TokenView
+from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobDownloadView, JobView, TokenView
 from annotation.web.api.views.work import (
     AssignmentViewSet,
     AutoscoreRunViewSet,
@@ -46,6 +46,7 @@ __all__ = [
     "Conflict",
     "ExampleViewSet",
     "GoldViewSet",
+    "JobDownloadView",
     "JobView",
     "JudgmentViewSet",
     "MessageViewSet",
