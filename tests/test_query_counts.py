@@ -48,6 +48,7 @@ RESOLVERS = {
     "job-status": lambda w: w["job"].pk,
     "job-download": lambda w: w["job"].pk,
     "api-job": lambda w: w["job"].pk,
+    "api-job-download": lambda w: w["job"].pk,
     "campaign-review-example": lambda w: _first(w["campaign"].examples.all()),
     "campaign-review-assignment": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id)),
     "campaign-correct-pair": lambda w: _first(ContentUnit.objects.filter(example__campaign=w["campaign"])),
