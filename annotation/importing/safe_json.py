@@ -98,6 +98,38 @@ def _first_refused(value, path: str = ""):
     return None
 
 
+def unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be stored in a text column (PostgreSQL refuses NUL in text and JSON, and UTF-8 has
+    no lone surrogate), or None."""
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which the database cannot store"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (e.g. \\ud800), which is not a character"
+    return None
+
+
+def first_unstorable(value, path: str = ""):
+    """(path, reason) of the first text of ``value`` (keys included) that ``unstorable`` refuses, or None."""
+    stack = [(path, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            reason = unstorable(item)
+            if reason:
+                return where, reason
+        elif isinstance(item, dict):
+            for key in item:
+                reason = unstorable(key) if isinstance(key, str) else None
+                if reason:
+                    return (f"{where}.{key!r}" if where else repr(key)), f"a key {reason}"
+            stack.extend(reversed([(f"{where}.{key}" if where else str(key), v) for key, v in item.items()]))
+        elif isinstance(item, list):
+            stack.extend(reversed([(f"{where}[{i}]", v) for i, v in enumerate(item)]))
+    return None
+
+
 # Tokens of text already known to be JSON: a string (skipped), or a number or literal outside strings.
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|NaN|-?Infinity)')
 
@@ -128,6 +160,13 @@ def load_json(text: str | bytes, *, first_line: int = 1):
         raise JSONProblem(f"bad JSON: {exc.msg}", exc.lineno + first_line - 1, exc.colno) from None
     except RecursionError:  # the decoder recurses once per level: thousands of brackets exhaust the stack
         raise JSONProblem("bad JSON: nested too deeply", first_line) from None
+    if "\\u" in text or "\x00" in text:
+        try:
+            found = first_unstorable(data)
+        except RecursionError:
+            found = None
+        if found:
+            raise JSONProblem(found[1], field=found[0] or None)
     if refused:
         try:
             field, first = _first_refused(data) or ("", refused[0])
