@@ -143,10 +143,12 @@ def _position(text: str, refused: _Refused) -> tuple[int, int] | tuple[None, Non
     return None, None
 
 
-def load_json(text: str | bytes, *, first_line: int = 1):
+def load_json(text: str | bytes, *, first_line: int = 1, storable: bool = True):
     """``json.loads(text)`` for text from outside; every refusal is a ``JSONProblem``.
 
     ``first_line`` is the line number of the text's first line (a JSONL reader passes the line it parses).
+    With ``storable`` a text the database cannot store (``unstorable``: NUL, lone surrogate) is refused too,
+    naming its field; a caller that names the item in its own words (qualification definitions) checks later.
     """
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -160,7 +162,7 @@ def load_json(text: str | bytes, *, first_line: int = 1):
         raise JSONProblem(f"bad JSON: {exc.msg}", exc.lineno + first_line - 1, exc.colno) from None
     except RecursionError:  # the decoder recurses once per level: thousands of brackets exhaust the stack
         raise JSONProblem("bad JSON: nested too deeply", first_line) from None
-    if "\\u" in text or "\x00" in text:
+    if storable and ("\\u" in text or "\x00" in text):
         try:
             found = first_unstorable(data)
         except RecursionError:

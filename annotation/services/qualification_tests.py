@@ -23,6 +23,7 @@ are graded by these rules:
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 
 from django.db import transaction
@@ -245,6 +246,17 @@ def _text(obj, key, where) -> str:
     return value
 
 
+_PLACES = {"questions": "question", "pairs": "pair", "arguments": "argument"}
+
+
+def _field_words(path: str) -> str:
+    """A path inside an item (``questions[1].answers[0]``) as the messages name places: ", question 2: 'answers'"."""
+    place = re.match(r"(questions|pairs|arguments)\[(\d+)\]\.?", path)
+    words = f", {_PLACES[place[1]]} {int(place[2]) + 1}" if place else ""
+    field = re.sub(r"\[\d+\]", "", path[place.end():] if place else path)
+    return words + (f": '{field}'" if field else ":")
+
+
 def _check_shape(definition: dict) -> None:
     """Sections are lists of objects, and so are an item's questions and pairs (the checks of each
     item below may then read them as such), and every text can be stored."""
@@ -252,8 +264,7 @@ def _check_shape(definition: dict) -> None:
         for i, item in enumerate(items if isinstance(items, list) else [items], start=1):
             found = first_unstorable(item)
             if found:
-                field, reason = found
-                raise QualificationDefinitionError(f"{section} item {i}: {f'field {field} ' if field else ''}{reason}")
+                raise QualificationDefinitionError(f"{section} item {i}{_field_words(found[0])} {found[1]}")
 
     def objects(value, where: str) -> list:
         if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
