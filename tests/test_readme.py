@@ -141,7 +141,7 @@ def test_every_manage_py_command_of_the_readme_runs_on_the_embedded_default(tmp_
         (["import_qapyramid_raw", missing, "--campaign", "QAPyramid raw"], "refused"),
         (["replay_presence", "--raw", missing, "--rule", "adaptive", "--format", "json"], "refused"),
         # MTurk, on the stand-in.
-        (["import_campaign", "--name", "On MTurk", "--owner", "rita", *files, "--predicates", "none", "--slug", "on-mturk", "--market", "mturk"], "ok"),
+        (["import_campaign", "--name", "On MTurk", "--owner", "rita", *files, "--slug", "on-mturk", "--market", "mturk"], "ok"),
         (["mturk_balance", "--campaign", "on-mturk", "--sandbox"], "ok"),
         (["mturk_publish", "--campaign", "on-mturk", "--sandbox", "--dry-run"], "ok"),
         (["mturk_publish", "--campaign", "on-mturk", "--sandbox", "--budget-cap", "50"], "ok"),
@@ -149,7 +149,7 @@ def test_every_manage_py_command_of_the_readme_runs_on_the_embedded_default(tmp_
         (["mturk_reconcile", "--campaign", "on-mturk"], "any"),
         (["mturk_expire", "--campaign", "on-mturk", "--keep"], "ok"),
         # Prolific, on the stand-in (the README's recipe).
-        (["import_campaign", "--name", "Demo on Prolific", "--slug", "demo-prolific", *files, "--predicates", "none", "--market", "prolific"], "ok"),
+        (["import_campaign", "--name", "Demo on Prolific", "--slug", "demo-prolific", *files, "--market", "prolific"], "ok"),
         (["import_qualifications", "--campaign", "demo-prolific", str(demo / "qualifications.json")], "ok"),
         (["prolific_publish", "--campaign", "demo-prolific", "--dry-run"], "ok"),
         (["prolific_sync", "--campaign", "demo-prolific"], "any"),

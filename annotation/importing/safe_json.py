@@ -112,6 +112,11 @@ def unstorable(text: str) -> str | None:
 
 def first_unstorable(value, path: str = ""):
     """(path, reason) of the first text of ``value`` (keys included) that ``unstorable`` refuses, or None."""
+    try:  # one pass in C for the usual case, where nothing is refused (json.dumps writes a NUL as \\u0000)
+        if "\\u0000" not in json.dumps(value, ensure_ascii=False).encode("utf-8").decode("utf-8"):
+            return None
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        pass  # a lone surrogate, or a value JSON cannot write: the walk below says where
     stack = [(path, value)]
     while stack:
         where, item = stack.pop()
