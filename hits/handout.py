@@ -188,7 +188,9 @@ def _next_hit_sql(
             where.append("h.kind <> %s")
         elif gold == "only":
             where.append("h.kind = %s")
-        if same_batch:
+        if same_batch == FIRST_CAMPAIGN:
+            where.append(f"h.batch_id = ({_first_campaign_sql(2 if via_mturk else 1)})")
+        elif same_batch:
             where.append("h.batch_id = %s")
         if avoid:
             where.append("h.id <> %s")
@@ -420,7 +422,9 @@ def _next_hit(
             params.append(hit_id)
         if gold is not None:
             params.append(HIT.Kind.GOLD)
-        if in_batch is not None:
+        if in_batch == FIRST_CAMPAIGN:
+            params += _first_campaign_params(worker, task_type, via_mturk, backend)
+        elif in_batch is not None:
             params.append(in_batch)
         if avoid is not None and hit_id is None:
             params.append(avoid)
@@ -432,7 +436,8 @@ def _next_hit(
         def run(wait):
             # Planned on every call, never prepared: its best plan depends on the worker and the queue.
             statement = _next_hit_sql(
-                eligible_shape, eligible_sql, via_mturk, hit_id is not None, gold, in_batch is not None,
+                eligible_shape, eligible_sql, via_mturk, hit_id is not None, gold,
+                FIRST_CAMPAIGN if in_batch == FIRST_CAMPAIGN else in_batch is not None,
                 avoid is not None and hit_id is None, wait,
             )
             return sql.fetchone(statement, params, prepare=False)
@@ -478,10 +483,17 @@ def _next_hit(
     if hit_id is not None:
         return first()
     waiting = may_wait and connection.features.has_select_for_update_skip_locked
-    campaigns = [batch_id] if batch_id is not None else campaign_order(worker, task_type, via_mturk, backend)
+    campaigns = [batch_id] if batch_id is not None else None
     # Skip locked HITs in every campaign first; look again waiting only when every HIT left was locked
     # (PostgreSQL re-checks a HIT's places once its lock is released), never while holding another lock.
     for wait in (False, True) if waiting else (False,):
+        if campaigns is None:
+            # Most hand-outs end in the worker's first campaign: the hand-out's own query picks it (one round
+            # trip); only when it has nothing for them are the campaigns listed and tried in turn.
+            hit = in_campaign(FIRST_CAMPAIGN, wait)
+            if hit is not None:
+                return hit
+            campaigns = campaign_order(worker, task_type, via_mturk, backend)
         for campaign in campaigns:
             hit = in_campaign(campaign, wait)
             if hit is not None:
@@ -494,13 +506,40 @@ def _campaign_order_sql(n_markets: int) -> str:
     return sql.statement(
         ("campaign-order", n_markets),
         lambda: (
-            f"SELECT b.id, (SELECT MAX(c.created_at) FROM {choice} c WHERE c.worker_id = %s AND c.batch_id = b.id AND c.how IN (%s, %s)), "
+            f"SELECT b.id AS id, (SELECT MAX(c.created_at) FROM {choice} c WHERE c.worker_id = %s AND c.batch_id = b.id AND c.how IN (%s, %s)) AS chosen, "
             f"(SELECT MAX(a.accepted_at) FROM {assignment} a JOIN {sql.table(HIT)} m ON m.id = a.hit_id "
-            "WHERE a.worker_id = %s AND m.batch_id = b.id AND m.task_type_id = %s) "
+            "WHERE a.worker_id = %s AND m.batch_id = b.id AND m.task_type_id = %s) AS served "
             f"FROM {sql.table(Batch)} b WHERE b.state = %s AND b.backend IN ({', '.join(['%s'] * n_markets)}) "
             f"AND EXISTS (SELECT 1 FROM {sql.table(HIT)} h WHERE h.batch_id = b.id AND h.task_type_id = %s AND h.state = %s)"
         ),
     )
+
+
+#: ``_next_hit``'s ``in_batch`` for "the first campaign of ``campaign_order``", chosen inside the hand-out's query.
+FIRST_CAMPAIGN = "first"
+
+
+def _first_campaign_sql(n_markets: int) -> str:
+    """The id of the worker's first campaign in ``campaign_order``'s order, as a scalar subquery."""
+    return sql.statement(
+        ("first-campaign", n_markets),
+        lambda: (
+            f"SELECT o.id FROM ({_campaign_order_sql(n_markets)}) o "
+            "ORDER BY CASE WHEN o.chosen IS NULL THEN 1 ELSE 0 END, o.chosen DESC, "
+            "CASE WHEN o.served IS NULL THEN 0 ELSE 1 END, o.served, "
+            f"((o.id %% {_SHUFFLE_PRIME}) * %s + %s) %% {_SHUFFLE_PRIME} LIMIT 1"
+        ),
+    )
+
+
+def _campaign_order_params(worker, task_type, markets) -> list:
+    return [worker.pk, BatchChoice.How.INVITATION, BatchChoice.How.START, worker.pk, task_type.pk, Batch.State.ACTIVE, *markets,
+            task_type.pk, HIT.State.OPEN]
+
+
+def _first_campaign_params(worker, task_type, via_mturk: bool, backend: str) -> list:
+    return [*_campaign_order_params(worker, task_type, _markets(via_mturk, backend)),
+            rng.randrange(1, _SHUFFLE_PRIME), rng.randrange(_SHUFFLE_PRIME)]
 
 
 def campaign_order(worker, task_type, via_mturk: bool = False, backend: str = Batch.Backend.LOCAL) -> list[int]:
@@ -514,11 +553,7 @@ def campaign_order(worker, task_type, via_mturk: bool = False, backend: str = Ba
     before another campaign's work.
     """
     markets = _markets(via_mturk, backend)
-    rows = sql.fetchall(
-        _campaign_order_sql(len(markets)),
-        [worker.pk, BatchChoice.How.INVITATION, BatchChoice.How.START, worker.pk, task_type.pk, Batch.State.ACTIVE, *markets,
-         task_type.pk, HIT.State.OPEN],
-    )
+    rows = sql.fetchall(_campaign_order_sql(len(markets)), _campaign_order_params(worker, task_type, markets))
     ties = {batch_id: rng.random() for batch_id, _, _ in rows}
     chosen = sorted((r for r in rows if r[1] is not None), key=lambda r: (r[1], ties[r[0]]), reverse=True)
     others = sorted((r for r in rows if r[1] is None), key=lambda r: (r[2] is not None, r[2] if r[2] is not None else 0, ties[r[0]]))

@@ -50,9 +50,9 @@ def eager_celery():
     app.conf.task_always_eager = was
 
 
-def launched_scu_campaign(folder: Path, name: str, rows, system: str = "s1", **fields):
+def launched_scu_campaign(folder: Path, name: str, rows, system: str = "s1", launch: bool = True, **fields):
     """Import and launch an SCU campaign of one system; ``rows``: (id, reference, summary, units) per
-    example; ``fields``: campaign settings changed before the launch."""
+    example; ``fields``: campaign settings changed before the launch; ``launch=False``: left a draft."""
     from annotation.models import Campaign
     from annotation.services.campaign_import import import_campaign
     from annotation.services.pipeline import launch_campaign
@@ -65,7 +65,8 @@ def launched_scu_campaign(folder: Path, name: str, rows, system: str = "s1", **f
     campaign = import_campaign(name=name, folder=folder).campaign
     if fields:
         Campaign.objects.filter(pk=campaign.pk).update(**fields)
-    launch_campaign(campaign)
+    if launch:
+        launch_campaign(campaign)
     campaign.refresh_from_db()
     return campaign
 

@@ -37,7 +37,7 @@ def test_the_readme_names_every_researcher_page():
     # Pages a researcher opens (actions posted from them are not pages of their own).
     actions = ("control/", "action/", "add/", "remove/", "redetect/", "status/", "recompute/", "export/", "correct/", "assignments/<int:pk>/", "bulk/", "retry/")
     listed = [p for p in pages if not p.endswith(actions) or p == "<slug:slug>/systems/add/"]
-    missing = [p for p in listed if "/campaigns/" + p.replace("<slug:slug>", "SLUG").replace("<int:pk>", "ID") not in README]
+    missing = [p for p in listed if "/campaigns/" + p.replace("<slug:slug>", "SLUG").replace("<int:pk>", "ID").replace("<slug:task>", "TASK") not in README]
     assert not missing, missing
 
 

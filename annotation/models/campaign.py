@@ -75,8 +75,9 @@ class Campaign(models.Model):
         EXCLUDE = "exclude", "Tied units are left out"
 
     class PresenceJudges(models.TextChoices):
-        FIXED = "fixed", "3 always (the paper)"
-        ADAPTIVE = "adaptive", "2, and a third where they disagree"
+        # The labels name no number: the figures with the campaign's judges are ``presence_judges_statement``.
+        FIXED = "fixed", "All of them on every HIT (the paper)"
+        ADAPTIVE = "adaptive", "Adaptive: the fewest that decide the majority, one more where they disagree"
 
     class RoutingRule(models.TextChoices):
         ACTIVE = "active", "Random draws with known probabilities, favouring the judge's unsure HITs (unbiased, 95% intervals)"
@@ -116,6 +117,11 @@ class Campaign(models.Model):
         max_digits=6, decimal_places=2, default=Decimal("12.00"), validators=[MinValueValidator(Decimal("0.00")), MaxValueValidator(Decimal("500.00"))],
         help_text="Effective hourly pay (earned / time worked) below which a worker is flagged on the worker status page.",
     )
+    # The pilot (issue 40, ``annotation.services.pilot``): HITs per task type it offers (0: no pilot yet), when it
+    # started and when it ended (stopped by the researcher, or by the launch).
+    pilot_size = models.PositiveSmallIntegerField(default=0, editable=False)
+    pilot_started_at = models.DateTimeField(null=True, blank=True, editable=False)
+    pilot_ended_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Generation rules.
     max_questions_per_predicate = models.PositiveSmallIntegerField(
         default=5, validators=[MinValueValidator(1), MaxValueValidator(PROTOCOL_MAX_QUESTIONS)]
@@ -261,6 +267,17 @@ class Campaign(models.Model):
         return n // 2 + 1 if self.adaptive_presence else n
 
     @property
+    def presence_judges_statement(self) -> str:
+        """The judges of a presence HIT in words, the one statement every page gives (settings, cost preview,
+        progress, agreement): "3 judges on every presence HIT" or "2 judges on every presence HIT, one more at a
+        time where they disagree (at most 3)"."""
+        first, n = self.initial_presence_assignments, self.assignments_presence
+        judges = f"{first} judge{'s' if first != 1 else ''} on every presence HIT"
+        if first >= n:
+            return judges
+        return f"{judges}, one more at a time where they disagree (at most {n})"
+
+    @property
     def expected_presence_assignments(self) -> float:
         """Judgments expected per presence HIT: ``assignments_presence`` under the fixed rule; under the adaptive
         rule the first judges plus the rest at ``third_judge_rate`` (exact in expectation for 3 judges: 2 + rate)."""
@@ -271,6 +288,11 @@ class Campaign(models.Model):
     def is_hybrid(self) -> bool:
         """People judge only part of the presence HITs; the judge labels the rest."""
         return self.human_presence_share < 1.0
+
+    @property
+    def pilot_running(self) -> bool:
+        """A pilot is handing out HITs (started, not ended)."""
+        return self.pilot_started_at is not None and self.pilot_ended_at is None
 
     @property
     def n_presence_rounds(self) -> int:

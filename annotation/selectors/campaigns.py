@@ -47,7 +47,8 @@ def campaign_progress(campaign: Campaign) -> dict:
     if campaign.batch_id:
         open_ = Q(state__in=HIT.UNFINISHED_STATES)  # a paused campaign's HITs still wait for work
         rows = (
-            HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.REGULAR)
+            # A pilot's HITs are not the campaign's work (``annotation.services.pilot``: its page counts them).
+            HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.REGULAR).exclude(payload__has_key="pilot")
             .values("task_type__slug", "task_type__name")
             .annotate(
                 total=Count("pk"),

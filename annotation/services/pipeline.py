@@ -101,26 +101,16 @@ def launch_campaign(campaign: Campaign) -> int:
         raise LaunchError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}, not a draft")
     if not campaign.systems.exists():
         raise LaunchError("the campaign has no system summaries to judge")
-    check_mturk_times(campaign)
-    if campaign.backend == Campaign.Backend.PROLIFIC:
-        from annotation.services.prolific import check_campaign_hourly
-        from hits.prolific.pricing import HourlyRateTooLow
-
-        try:
-            check_campaign_hourly(campaign)
-        except HourlyRateTooLow as exc:
-            raise LaunchError(f"Prolific refuses pay under its minimum: {exc}") from None
-    batch = ensure_batch(campaign)
-    Batch.objects.filter(pk=batch.pk).update(
-        gold_share=campaign.gold_share, state=Batch.State.ACTIVE, backend=campaign.backend
-    )
-    batch.backend = campaign.backend
-    copy_mturk_times(campaign, batch)
-    # On MTurk, the HITs are published after the commit (later ones after each submission: hits.services).
-    publish_soon(batch)
+    open_batch(campaign)
+    # The launch ends a pilot: its HITs still unfinished are withdrawn (``annotation.services.pilot``).
+    if campaign.pilot_started_at is not None:
+        HIT.objects.filter(batch_id=campaign.batch_id, payload__has_key="pilot", state__in=HIT.UNFINISHED_STATES).update(
+            state=HIT.State.CANCELLED
+        )
+        campaign.pilot_ended_at = campaign.pilot_ended_at or timezone.now()
     campaign.state = Campaign.State.RUNNING
     campaign.launched_at = timezone.now()
-    campaign.save(update_fields=["state", "launched_at"])
+    campaign.save(update_fields=["state", "launched_at", "pilot_ended_at"])
     if campaign.unit_type == Campaign.UnitType.SCU:
         created = _create_scu_presence_hits(campaign)
     else:
@@ -143,6 +133,29 @@ def launch_campaign(campaign: Campaign) -> int:
         if campaign.is_hybrid:
             hybrid.request_routing(campaign)  # one pass for every example settled at launch, not one each
     return created
+
+
+def open_batch(campaign: Campaign) -> Batch:
+    """Check that the campaign may be offered on its market as it is, and open its batch there: the launch, and
+    a pilot before it (``annotation.services.pilot``).  Raises ``LaunchError``."""
+    check_mturk_times(campaign)
+    if campaign.backend == Campaign.Backend.PROLIFIC:
+        from annotation.services.prolific import check_campaign_hourly
+        from hits.prolific.pricing import HourlyRateTooLow
+
+        try:
+            check_campaign_hourly(campaign)
+        except HourlyRateTooLow as exc:
+            raise LaunchError(f"Prolific refuses pay under its minimum: {exc}") from None
+    batch = ensure_batch(campaign)
+    Batch.objects.filter(pk=batch.pk).update(gold_share=campaign.gold_share, backend=campaign.backend)
+    batch.backend = campaign.backend
+    # Active, and the HITs set aside when a pilot ended open again.
+    set_batch_state(batch, Batch.State.ACTIVE)
+    copy_mturk_times(campaign, batch)
+    # On MTurk, the HITs are published after the commit (later ones after each submission: hits.services).
+    publish_soon(batch)
+    return batch
 
 
 def qualification_group(campaign: Campaign) -> str:
@@ -297,12 +310,15 @@ def record_verification(assignment) -> None:
 
 
 def resolve_verification(hit: HIT) -> None:
-    """Keep the pairs every verifier marked valid; redo or settle the predicate."""
+    """Keep the pairs every verifier marked valid (verdicts that count: excluded ones do not); redo or settle the
+    predicate."""
     campaign = campaign_of_hit(hit)
     unit_ids = hit.payload["units"]
+    counting = Q(verifications__excluded=False)
     counts = (
         ContentUnit.objects.filter(pk__in=unit_ids)
-        .annotate(n=Count("verifications"), n_valid=Count("verifications", filter=Q(verifications__valid=True)))
+        .annotate(n=Count("verifications", filter=counting),
+                  n_valid=Count("verifications", filter=counting & Q(verifications__valid=True)))
         .values_list("pk", "n", "n_valid")
     )
     kept = [pk for pk, n, n_valid in counts if n > 0 and n_valid == n]

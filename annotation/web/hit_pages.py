@@ -37,7 +37,7 @@ from django.utils.safestring import mark_safe
 
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.selectors.hit_items import kept_pairs, presence_item, sentence_item, shown_units
-from annotation.services import pipeline, qualification_tests
+from annotation.services import pilot, pipeline, qualification_tests
 from annotation.text.questions import (
     MAX_FEEDBACK_CHARS,
     check_answer,
@@ -73,7 +73,11 @@ def task_rules(hit) -> dict:
     """The campaign's numbers the generation and verification pages tell workers (defaults outside a campaign)."""
     from annotation.models import Campaign
 
-    campaign = Campaign.objects.filter(batch_id=hit.batch_id).first() if hit.batch_id else None
+    # A worker view made before launch names its campaign (``annotation.services.pilot.worker_view_hit``).
+    if hit.payload.get("campaign"):
+        campaign = Campaign.objects.filter(pk=hit.payload["campaign"]).first()
+    else:
+        campaign = Campaign.objects.filter(batch_id=hit.batch_id).first() if hit.batch_id else None
     source = campaign or Campaign()
     return {
         "max_questions": source.max_questions_per_predicate,
@@ -106,8 +110,9 @@ def content_word_warning(words: list[str]) -> str:
 
 
 def _is_tracked(hit) -> bool:
-    """Regular HITs feed the pipeline; gold and qualification HITs only measure the worker."""
-    return hit.kind == HIT.Kind.REGULAR
+    """Regular HITs feed the pipeline; gold and qualification HITs only measure the worker, and a pilot's HITs
+    only measure times (``annotation.services.pilot``)."""
+    return hit.kind == HIT.Kind.REGULAR and not hit.payload.get("pilot")
 
 
 _IRREGULAR_THIRD_PERSON = {"be": "is", "have": "has", "do": "does", "go": "goes"}
@@ -223,6 +228,8 @@ class GenerationHandler:
     def on_submitted(self, assignment):
         if _is_tracked(assignment.hit):
             pipeline.record_generation(assignment)
+        elif assignment.hit.payload.get("pilot"):
+            pilot.follow_generation(assignment)
 
     def grade_qualification(self, assignments):
         return qualification_tests.grade_generation_test(assignments)

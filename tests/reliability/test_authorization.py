@@ -38,6 +38,12 @@ MATRIX = {
     "campaign-judges": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-qualifications": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-invitations": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    # Messages to workers (issue 40): the log and the form's target are the campaign's managers'; no such message.
+    "campaign-messages": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-message-resend": ("POST", {"slug": "matrix", "pk": 999999}, [LOGIN, 404, 404, 404, 404, 404]),
+    "api-message-list": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    # A worker marks a message of their own read; another's (or none) changes nothing: back to the work page.
+    "worker-message-read": ("POST", {"pk": 999999}, [LOGIN, 302, 302, 302, 302, 302]),
     "worker-home": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
     "worker-history": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
     "worker-quality": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),

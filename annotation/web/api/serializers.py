@@ -364,7 +364,7 @@ class VerificationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Verification
-        fields = ["id", "unit_id", "worker", "valid", "answers", "created_at"]
+        fields = ["id", "unit_id", "worker", "valid", "answers", "excluded", "created_at"]
 
 
 class JudgmentSerializer(serializers.ModelSerializer):
@@ -540,6 +540,11 @@ class ApproveSerializer(serializers.Serializer):
 
 class RejectSerializer(serializers.Serializer):
     message = serializers.CharField(max_length=1000, help_text="Why the work is refused (shown to the worker; required).")
+    data = serializers.ChoiceField(
+        choices=["exclude", "keep"], required=False, allow_null=True, default=None,
+        help_text="Presence and verification work: its data excluded (the default: it stops counting, gold and scores are "
+                  "recomputed, a place reopens where the HIT needs one) or kept (counts as before). QA pairs are always kept.",
+    )
 
 
 class BonusSerializer(serializers.Serializer):

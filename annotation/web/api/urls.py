@@ -20,6 +20,7 @@ router.register(f"{SCOPED}/gold", views.GoldViewSet, basename="api-gold")
 router.register(f"{SCOPED}/workers", views.WorkerViewSet, basename="api-worker")
 router.register(f"{SCOPED}/autoscore", views.AutoscoreRunViewSet, basename="api-autoscore")
 router.register(f"{SCOPED}/assignments", views.AssignmentViewSet, basename="api-assignment")
+router.register(f"{SCOPED}/messages", views.MessageViewSet, basename="api-message")
 
 urlpatterns = [
     path("token/", views.TokenView.as_view(), name="api-token"),

@@ -35,6 +35,7 @@ def _visible_campaign(request, slug):
 def campaign_progress(request, slug):
     from annotation.services.duplicates import held_examples
 
+    from annotation.selectors.gold_pool import measured_gold_pool
     from annotation.selectors.spending import campaign_spending
 
     campaign = _visible_campaign(request, slug)
@@ -42,7 +43,8 @@ def campaign_progress(request, slug):
     return render(
         request, "annotation/campaign_progress.html",
         {"campaign": campaign, "progress": progress, "estimate": _estimate(campaign, progress),
-         "n_held": len(held_examples(campaign)), "spending": campaign_spending(campaign)},
+         "n_held": len(held_examples(campaign)), "spending": campaign_spending(campaign),
+         "gold_pool": measured_gold_pool(campaign)},
     )
 
 
@@ -58,7 +60,7 @@ def _estimate(campaign, progress) -> dict | None:
     if campaign.unit_type != "qa":
         # An "scu" campaign has presence only (no generation to redo): the estimate with its gold checks.
         preview = campaign_cost_preview(campaign, redo_share=0.0)
-        gold = next((s for s in preview.stages if s.task_type == "gold"), None)
+        gold = preview.gold
         return {"assumed": preview.total, "gold": gold, "redo": False, **_screening(preview)} if preview.total else None
     if not progress["n_predicates"]:
         return None
@@ -67,7 +69,7 @@ def _estimate(campaign, progress) -> dict | None:
     preview = campaign_cost_preview(campaign, redo_share=ASSUMED_REDO_SHARE)
     assumed = preview.total
     # Gold checks are in the estimate: the page says how many, and at how many judges each.
-    gold = next((s for s in preview.stages if s.task_type == "gold"), None)
+    gold = preview.gold
     if not settled and not redo:
         return {"assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": None, "updated": None,
                 "gold": gold, "redo": True, **_screening(preview)}

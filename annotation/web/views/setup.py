@@ -197,11 +197,13 @@ def campaign_settings(request, slug):
         for field in form.fields.values():
             field.disabled = True
     # The cost of the values typed when they are valid, else of the saved ones.
-    cost = campaign_cost_preview(form.instance if form.is_bound and form.is_valid() else campaign)
+    costed = form.instance if form.is_bound and form.is_valid() else campaign
+    cost = campaign_cost_preview(costed)
     return render(
         request,
         "annotation/campaign_settings.html",
-        {"campaign": campaign, "form": form, "editable": editable, "cost": cost, "scu_units_per_hit": SCU_UNITS_PER_HIT},
+        {"campaign": campaign, "form": form, "editable": editable, "cost": cost, "scu_units_per_hit": SCU_UNITS_PER_HIT,
+         "gold_pool": _gold_pool(costed, cost)},
         status=status,
     )
 
@@ -422,3 +424,15 @@ def campaign_predicates_redetect(request, slug):
     else:
         messages.success(request, f"Predicates found again: the campaign has {n} predicates (your own edits were kept).")
     return redirect("campaign-predicates", slug=slug)
+
+
+def _gold_pool(campaign, cost):
+    """The gold pool the settings plan (before launch) or the one the campaign has (after)."""
+    from annotation.selectors.gold_pool import measured_gold_pool, planned_gold_pool
+
+    if campaign.batch_id is not None:
+        measured = measured_gold_pool(campaign)
+        if measured is not None:
+            return measured
+    stages = {s.task_type: s.hits for s in cost.stages}
+    return planned_gold_pool(campaign, cost.gold.hits if cost.gold else 0, stages.get("presence", 0))
