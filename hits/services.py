@@ -87,6 +87,14 @@ def record_choice(worker: Worker, batch: Batch, how: str) -> None:
 
 
 
+def note_instructions_seen(worker: Worker, task_type: TaskType) -> None:
+    """After the worker's first submission of a task type: its instructions start collapsed on their pages."""
+    key = getattr(task_handler(task_type.slug), "instructions_key", task_type.slug)
+    if key not in (worker.seen_instructions or []):
+        worker.seen_instructions = [*(worker.seen_instructions or []), key]
+        worker.save(update_fields=["seen_instructions"])
+
+
 def worker_assignment(worker: Worker, assignment_id: int, lock: bool = False) -> Assignment:
     """The worker's assignment with its HIT, task type and batch; ``lock`` locks the assignment, then its HIT.
 
@@ -427,6 +435,7 @@ __all__ = [
     "mark_opened",
     "market_worker",
     "preview_next",
+    "note_instructions_seen",
     "record_choice",
     "release_assignment",
     "seed_hand_out",

@@ -43,6 +43,7 @@ from hits.services import (
     current_assignment,
     expire_due,
     mark_opened,
+    note_instructions_seen,
     preview_next,
     record_choice,
     return_assignment,
@@ -361,10 +362,7 @@ def _submit(request, worker, pk, session=None):
     if outcome.duplicate:
         messages.info(request, "This HIT was already submitted; it was recorded once.")
     else:
-        key = getattr(task_handler(task_type.slug), "instructions_key", task_type.slug)
-        if key not in (worker.seen_instructions or []):
-            worker.seen_instructions = [*(worker.seen_instructions or []), key]
-            worker.save(update_fields=["seen_instructions"])
+        note_instructions_seen(worker, task_type)
         if session is not None:
             # (A test's result comes once the session is confirmed: its items are graded then.)
             return session_pages().go_on(request, session, submitted=True)

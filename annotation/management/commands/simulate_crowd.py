@@ -1,5 +1,9 @@
 """``manage.py simulate_crowd``: simulated workers do a campaign's HITs through the real pages over HTTP.
 
+``--mode fast`` (local backend) calls the services behind the pages instead, in-process and without rendering
+HTML (``annotation.management.simulation.service_driver``): a campaign at the paper's size in minutes, not hours.
+A local rehearsal ends with its money reconciled (``--approve``: after the simulated researcher approved it all).
+
 ``--backend mturk`` rehearses an MTurk campaign on the local MTurk stand-in (``manage.py mturk_standin``,
 with ``MTURK_ENDPOINT_URL`` pointing at it): simulated MTurk workers find and accept the HITs there, work
 on the framed pages and submit through the stand-in's externalSubmit; the platform's sync runs between
@@ -24,7 +28,7 @@ from annotation.management.campaigns import after_launch, campaign_from_slug, la
 from annotation.management.rehearsal_checks import RehearsalFailed, check_credentials, why_stuck
 from annotation.models import Campaign
 from annotation.services.pipeline import LaunchError, launch_campaign
-from annotation.management.simulation import simulate_crowd, simulate_mturk_crowd, simulate_prolific_crowd, standin_state
+from annotation.management.simulation import MODES, simulate_crowd, simulate_mturk_crowd, simulate_prolific_crowd, standin_state
 
 
 class Command(BaseCommand):
@@ -47,6 +51,15 @@ class Command(BaseCommand):
             help="Presence answers depend on the seed, the unit, the system and the judgments it has so far, not on who "
             "answers: two campaigns on the same data (e.g. one under each presence rule) get the same answers.",
         )
+        parser.add_argument(
+            "--mode", choices=MODES, default="html",
+            help="With the local backend: html (default) drives the worker pages over HTTP; fast calls the services "
+            "behind them in-process (same hand-out, validation, quality control and money, no page rendered): for "
+            "rehearsals at full size.",
+        )
+        parser.add_argument("--approve", action="store_true",
+                            help="With the local backend: afterwards the simulated researcher approves all submitted "
+                                 "work (as the bulk review does) before the money is reconciled.")
         parser.add_argument("--forged", type=int, default=None,
                             help="With --backend mturk or prolific: forged submissions to try (made-up ids; default 0 on "
                                  "MTurk, 1 on Prolific).")
@@ -67,6 +80,8 @@ class Command(BaseCommand):
             self._check_prolific(campaign, settings)
         if options["forged"] is not None and options["forged"] < 0:
             raise CommandError("--forged cannot be negative")
+        if options["backend"] != "local" and (options["mode"] != "html" or options["approve"]):
+            raise CommandError("--mode and --approve are for the local backend; the markets' rehearsals drive the pages")
         if options["reject"] < 0:
             raise CommandError("--reject cannot be negative")
         if not 0.0 <= options["accuracy"] <= 1.0:
@@ -95,7 +110,8 @@ class Command(BaseCommand):
 
     @staticmethod
     def _again(options) -> str:
-        return f"simulate_crowd --campaign {options['campaign']} --backend {options['backend']} --workers {options['workers']}"
+        mode = f" --mode {options['mode']}" if options["mode"] != "html" else ""
+        return f"simulate_crowd --campaign {options['campaign']} --backend {options['backend']} --workers {options['workers']}{mode}"
 
     def _rehearse(self, campaign, options, settings) -> None:
         if campaign.state != Campaign.State.RUNNING:
@@ -131,9 +147,13 @@ class Command(BaseCommand):
                 base_url=options["url"],
                 max_seconds=options["max_seconds"],
                 same_answers=options["same_answers"],
+                mode=options["mode"],
+                approve=options["approve"],
             )
         for line in report.lines():
             self.stdout.write(line)
+        if report.money is not None and report.money.problems:
+            raise CommandError("the rehearsal's money does not reconcile: " + "; ".join(report.money.problems))
         reasons = why_stuck(campaign) if report.stuck and options["backend"] != "local" else []
         if reasons:
             raise CommandError("the rehearsal is stuck: " + "; ".join(reasons))

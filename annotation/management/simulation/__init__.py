@@ -1,4 +1,5 @@
-"""A simulated crowd that works through a campaign over HTTP, like real workers.
+"""A simulated crowd that works through a campaign over HTTP, like real workers (or, ``mode="fast"``, through
+the services behind the pages: ``service_driver``).
 
 Each simulated worker logs in through the login form, asks for the next HIT
 of each task type, reads the HIT (the simulator may look at the database to
@@ -28,7 +29,9 @@ rule) get the same k-th judgment of every unit, whatever the hand-out order.
 
 from annotation.management.simulation.answers import Answerer, template_questions
 from annotation.management.simulation.browser import HttpWorker, http_request, serve_in_background
-from annotation.management.simulation.crowd import ensure_simulated_workers, run_rounds, simulate_crowd
+from annotation.management.simulation.crowd import MODES, ensure_simulated_workers, run_rounds, simulate_crowd
+from annotation.management.simulation.money import MoneyFigures, review_and_reconcile
+from annotation.management.simulation.service_driver import ServiceWorker
 from annotation.management.simulation.mturk import simulate_mturk_crowd
 from annotation.management.simulation.prolific import refuse_https_redirect, simulate_prolific_crowd, standin_state
 from annotation.management.simulation.report import (
@@ -42,6 +45,10 @@ from annotation.management.simulation.report import (
 )
 
 __all__ = [
+    "MODES",
+    "MoneyFigures",
+    "ServiceWorker",
+    "review_and_reconcile",
     "REJECTION_CATEGORY",
     "REJECTION_MESSAGE",
     "TASK_ORDER",

@@ -14,6 +14,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from django.core.handlers.wsgi import WSGIHandler
 
+from hits.models import Assignment
+
 _CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
@@ -64,6 +66,23 @@ class HttpWorker:
         if status != 302:
             raise RuntimeError(f"{self.username} could not log in (status {status})")
 
+    # --- the worker pages' buttons (the simulated crowd's page driver) -------------------------------------------
+
+    def start_task(self, slug: str):
+        """Press "start" for a task type: the assignment the page redirects to (with its HIT), or None."""
+        status, location, _ = self.request(f"/work/{slug}/start/", {})
+        match = re.search(r"/work/assignments/(\d+)/", location or "")
+        if status != 302 or not match:
+            return None
+        return Assignment.objects.select_related("hit").get(pk=int(match.group(1)))
+
+    def submit_answers(self, assignment, data: dict) -> bool:
+        """Post the HIT page's form: True when the page took it (a redirect), False when validation refused it."""
+        status, _, _ = self.request(f"/work/assignments/{assignment.pk}/", {**data, "action": "submit"})
+        return status == 302
+
+    def give_back(self, assignment) -> None:
+        self.request(f"/work/assignments/{assignment.pk}/", {"action": "return"})
 
 
 class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):

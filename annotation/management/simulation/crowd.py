@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import random
-import re
 import time
 
 from django.contrib.auth import get_user_model
 
 from annotation.management.simulation.answers import Answerer
 from annotation.management.simulation.browser import HttpWorker, serve_in_background
+from annotation.management.simulation.money import review_and_reconcile
 from annotation.management.simulation.report import TASK_ORDER, SimulationReport
+from annotation.management.simulation.service_driver import ServiceWorker
 from annotation.models import Campaign
 from hits.models import Assignment, BatchChoice, Worker
 from hits.services import record_choice, seed_hand_out
@@ -56,11 +57,20 @@ def simulate_crowd(
     progress=None,
     accuracies: dict[str, float] | None = None,
     same_answers: bool = False,
+    mode: str = "html",
+    approve: bool = False,
 ) -> SimulationReport:
-    """Work through ``campaign`` with simulated workers over HTTP until it is done or stuck (``same_answers``:
-    see the module docstring)."""
+    """Work through ``campaign`` with simulated workers until it is done or stuck (``same_answers``: see the
+    package's docstring).
+
+    ``mode``: "html" drives the real pages over HTTP (``browser.HttpWorker``); "fast" calls the services behind
+    them in-process (``service_driver.ServiceWorker``): the same hand-out, validation, quality control and
+    money, without rendering a page.  ``approve``: afterwards the simulated researcher approves all submitted
+    work (as the bulk review does).  Either way the report ends with the money, reconciled."""
     if n_workers < 1 or careless > n_workers:
         raise ValueError("need at least one worker, and no more careless workers than workers")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     rng = random.Random(seed)
     answerer = Answerer(rng, accuracy, accuracies, same_answers_seed=seed if same_answers else None)
     password = f"sim-{rng.getrandbits(64):x}"
@@ -72,13 +82,13 @@ def simulate_crowd(
     for username, _ in names:
         # The simulated crowd was invited to this campaign: its tests are offered to them.
         record_choice(Worker.objects.get(user__username=username), campaign.batch, BatchChoice.How.INVITATION)
-    report = SimulationReport()
+    report = SimulationReport(mode=mode)
     people = []
 
-    def one_round(url: str) -> bool:
+    def one_round(url: str | None) -> bool:
         if not people:
             for username, is_careless in names:
-                person = HttpWorker(url, username, password)
+                person = HttpWorker(url, username, password) if mode == "html" else ServiceWorker(username)
                 person.log_in()
                 people.append((person, is_careless))
         did_work = False
@@ -90,22 +100,32 @@ def simulate_crowd(
                     did_work = True
         return did_work
 
-    return run_rounds(
+    report = run_rounds(
         campaign, rng, report, base_url, one_round, max_seconds=max_seconds, max_rounds_idle=max_rounds_idle,
-        progress=progress, when_idle=lambda deadline: _follow_ups_may_change(campaign, deadline),
+        progress=progress, when_idle=lambda deadline: _follow_ups_may_change(campaign, deadline), serve=mode == "html",
     )
+    review_and_reconcile(campaign, report, approve=approve)
+    return report
 
 
-def run_rounds(campaign, rng, report, base_url, one_round, *, max_seconds, max_rounds_idle, progress=None, when_idle=None):
-    """Serve the platform in-process (unless ``base_url``) and call ``one_round(base_url)`` until the campaign
-    ends, ``max_seconds`` pass, or ``max_rounds_idle`` rounds in a row did nothing and ``when_idle(deadline)``
-    does not expect a change; fills and returns ``report``."""
+#: How ``simulate_crowd`` drives the platform: its pages over HTTP, or the services behind them.
+MODES = ("html", "fast")
+
+
+def run_rounds(
+    campaign, rng, report, base_url, one_round, *, max_seconds, max_rounds_idle, progress=None, when_idle=None, serve=True
+):
+    """Serve the platform in-process (unless ``base_url``, or not ``serve``: the fast mode needs no server) and
+    call ``one_round(base_url)`` until the campaign ends, ``max_seconds`` pass, or ``max_rounds_idle`` rounds in a
+    row did nothing and ``when_idle(deadline)`` does not expect a change; fills and returns ``report``."""
     server = None
-    if base_url is None:
-        # The platform's hand-out draws gold HITs into a worker's stream at random; served in-process, the
+    in_process = base_url is None
+    if in_process:
+        # The platform's hand-out draws gold HITs into a worker's stream at random; run in-process, the
         # whole run (not only the simulated answers) then follows the seed.
         seed_hand_out(rng.getrandbits(64))
-        server, base_url = serve_in_background()
+        if serve:
+            server, base_url = serve_in_background()
     started = time.perf_counter()
     try:
         idle_rounds = 0
@@ -130,6 +150,7 @@ def run_rounds(campaign, rng, report, base_url, one_round, *, max_seconds, max_r
         if server is not None:
             server.shutdown()
             server.server_close()
+        if in_process:
             seed_hand_out(None)
     campaign.refresh_from_db()
     report.campaign_state = campaign.state
@@ -165,22 +186,20 @@ def _follow_ups_may_change(campaign: Campaign, deadline: float) -> bool:
     return False
 
 
-def _work_once(person: HttpWorker, slug: str, careless: bool, answerer: Answerer, report: SimulationReport) -> bool:
-    status, location, _ = person.request(f"/work/{slug}/start/", {})
-    match = re.search(r"/work/assignments/(\d+)/", location or "")
-    if status != 302 or not match:
+def _work_once(person, slug: str, careless: bool, answerer: Answerer, report: SimulationReport) -> bool:
+    """One HIT of a task type: start, answer, submit (or give it back when validation refuses the answers).
+    ``person``: a ``HttpWorker`` (pages) or a ``ServiceWorker`` (services): the same buttons."""
+    assignment = person.start_task(slug)
+    if assignment is None:
         return False
-    assignment = Assignment.objects.select_related("hit").get(pk=int(match.group(1)))
     figures = report.stages[slug]
     figures.accepted += 1
     data = getattr(answerer, slug)(assignment.hit, person.username, careless)
-    data["action"] = "submit"
-    status, _, _ = person.request(f"/work/assignments/{assignment.pk}/", data)
-    if status == 302:
+    if person.submit_answers(assignment, data):
         figures.submitted += 1
         return True
     figures.refused += 1
-    person.request(f"/work/assignments/{assignment.pk}/", {"action": "return"})
+    person.give_back(assignment)
     return False
 
 

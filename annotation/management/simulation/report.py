@@ -8,6 +8,11 @@ from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 
 TASK_ORDER = (GENERATION, VERIFICATION, PRESENCE)
 
+MODE_WORDS = {
+    "html": "the worker pages over HTTP",
+    "fast": "the pages' services in-process, no HTML",
+}
+
 
 @dataclass
 class StageFigures:
@@ -36,9 +41,15 @@ class SimulationReport:
     prolific: "ProlificFigures | None" = None
     # Examples the simulated researcher released from the duplicate review (keeping every pair).
     released_for_review: int = 0
+    # How the local crowd drove the platform (``crowd.MODES``): "html" (pages over HTTP) or "fast" (services).
+    mode: str = ""
+    money: "MoneyFigures | None" = None  # the local rehearsal's ledger, reconciled (``money.py``)
+    currency: str = "USD"
 
     def lines(self) -> list[str]:
         out = []
+        if self.mode:
+            out.append(f"mode: {self.mode} ({MODE_WORDS.get(self.mode, self.mode)})")
         for slug, figures in self.stages.items():
             out.append(
                 f"{slug}: {figures.submitted} assignments submitted, {figures.refused} refused by validation"
@@ -53,6 +64,8 @@ class SimulationReport:
             out.extend(self.prolific.lines())
         if self.released_for_review:
             out.append(f"duplicate review: {self.released_for_review} examples released with all their pairs kept")
+        if self.money is not None:
+            out.extend(self.money.lines(self.currency))
         out.append(
             f"campaign {self.campaign_state}{' (stuck: no worker can take the remaining HITs)' if self.stuck else ''}"
             f" after {self.seconds:.1f} s"
