@@ -1,0 +1,149 @@
+"""A rehearsal at scale: ``simulate_crowd --mode fast --approve`` on a QA campaign of N references x 10 systems.
+
+The campaign is built from the released REALSumm data (``/work/shared/data/realsumm`` or ``$REALSUMM_DIR``:
+100 references with their texts, 25 systems): its references repeated under new ids up to
+``BENCH_REHEARSAL_EXAMPLES`` (default 50; the paper's size is 500), each summarised by the first
+``BENCH_REHEARSAL_SYSTEMS`` systems (10), with the demo's qualification tests, the platform's default presence
+rule, and ``BENCH_REHEARSAL_WORKERS`` simulated workers (40).  It prints
+
+    rehearsal examples=N systems=S assignments=A seconds=W cpu_client_s=C cpu_db_s=D cpu_ms_per_assignment=M
+    projected_500x10_minutes=P reconciled=yes|no
+
+``cpu_client_s``: this process (the simulated crowd and the platform's code); ``cpu_db_s``: its PostgreSQL
+backend (read from /proc, 0 when PostgreSQL runs elsewhere).  ``projected_500x10_minutes``: the wall time this
+run's seconds per assignment gives the paper's 127,000 assignments.  Needs PostgreSQL on 127.0.0.1:5432 (trust
+auth, user postgres); creates and drops the database ``qapyr_bench_rehearsal``.  Skips when the data is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DB = os.environ.get("BENCH_REHEARSAL_DB", "qapyr_bench_rehearsal")
+DATA = Path(os.environ.get("REALSUMM_DIR", "/work/shared/data/realsumm"))
+N_EXAMPLES = int(os.environ.get("BENCH_REHEARSAL_EXAMPLES", "50"))
+N_SYSTEMS = int(os.environ.get("BENCH_REHEARSAL_SYSTEMS", "10"))
+N_WORKERS = int(os.environ.get("BENCH_REHEARSAL_WORKERS", "40"))
+PAPER_ASSIGNMENTS = 127_000
+
+
+def write_dataset(folder: Path, n_examples: int, n_systems: int) -> tuple[Path, Path]:
+    """references.jsonl and summaries.jsonl: REALSumm's references repeated (ids ``<id>-r<k>``) to ``n_examples``."""
+    ids = (DATA / "ids.txt").read_text().split("\n")
+    refs = [line.replace("<t>", "").replace("</t>", "").strip() for line in (DATA / "references.txt").read_text().split("\n")]
+    systems = sorted(p for p in (DATA / "summaries").glob("*.summary"))[:n_systems]
+    outputs = {p.stem: p.read_text().split("\n") for p in systems}
+    usable = [i for i, ex in enumerate(ids) if ex.strip() and refs[i] and all(i < len(o) and o[i].strip() for o in outputs.values())]
+    references, summaries = folder / "references.jsonl", folder / "summaries.jsonl"
+    with references.open("w") as r, summaries.open("w") as s:
+        for n in range(n_examples):
+            i = usable[n % len(usable)]
+            example = f"{ids[i].strip()}-r{n // len(usable)}"
+            r.write(json.dumps({"id": example, "reference": " ".join(refs[i].split())}) + "\n")
+            for system, lines in outputs.items():
+                s.write(json.dumps({"id": example, "system": system, "summary": " ".join(lines[i].replace("<t>", "").replace("</t>", "").split())}) + "\n")
+    return references, summaries
+
+
+def backend_cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> int:
+    if not (DATA / "references.txt").exists():
+        print(f"rehearsal skipped: the REALSumm data is absent ({DATA})")
+        return 0
+    try:
+        socket.create_connection(("127.0.0.1", 5432), timeout=1).close()
+    except OSError:
+        print("rehearsal skipped: needs PostgreSQL on 127.0.0.1:5432")
+        return 0
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB}")
+    os.environ.update(
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{DB}", DJANGO_SETTINGS_MODULE="config.settings",
+        DEBUG="1", CELERY_TASK_ALWAYS_EAGER="1", DATA_DIR=tempfile.mkdtemp(prefix="qapyr-rehearsal-"),
+    )
+    for key in ("CELERY_BROKER_URL", "REDIS_URL"):
+        os.environ.pop(key, None)
+    sys.path[:0] = [str(REPO)]
+    import django
+
+    django.setup()
+    import logging
+
+    logging.getLogger("celery").setLevel(logging.WARNING)
+    from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    try:
+        return run(connection)
+    finally:
+        connection.close()
+        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+
+
+def run(connection) -> int:
+    from django.contrib.auth import get_user_model
+
+    from annotation.management.simulation import simulate_crowd
+    from annotation.models import Campaign
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.pipeline import launch_campaign
+    from annotation.services.qualification_tests import define_qualifications
+    from hits.models import Assignment
+
+    owner = get_user_model().objects.create_user("bench-researcher")
+    folder = Path(tempfile.mkdtemp(prefix="qapyr-rehearsal-data-"))
+    references, summaries = write_dataset(folder, N_EXAMPLES, N_SYSTEMS)
+    started = time.perf_counter()
+    report = import_campaign(name="Rehearsal at scale", slug="rehearsal", owner=owner, references=references, summaries=summaries)
+    campaign = report.campaign
+    define_qualifications(campaign, json.loads((REPO / "annotation/demo/qualifications.json").read_text()))
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # what autovacuum does on a live database: the planner's statistics
+    print(f"# imported and launched in {time.perf_counter() - started:.1f} s: {report.summary_line()}", flush=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    db_before, cpu_before, started = backend_cpu_seconds(backend), time.process_time(), time.perf_counter()
+
+    def progress(r):
+        done = sum(f.submitted for f in r.stages.values())
+        print(f"# {time.perf_counter() - started:.0f} s: {done} submitted", file=sys.stderr, flush=True)
+
+    result = simulate_crowd(campaign, N_WORKERS, seed=1, mode="fast", approve=True, max_seconds=6 * 3600, progress=progress)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_before
+    db = backend_cpu_seconds(backend) - db_before
+    for line in result.lines():
+        print("#", line)
+    n = Assignment.objects.filter(hit__batch=campaign.batch, state__in=Assignment.DONE_STATES).count()
+    ok = result.money is not None and not result.money.problems and campaign.state == Campaign.State.FINISHED
+    print(
+        f"rehearsal examples={N_EXAMPLES} systems={N_SYSTEMS} assignments={n} seconds={seconds:.1f} cpu_client_s={cpu:.1f} "
+        f"cpu_db_s={db:.1f} cpu_ms_per_assignment={1000 * (cpu + db) / max(n, 1):.1f} "
+        f"projected_500x10_minutes={seconds / max(n, 1) * PAPER_ASSIGNMENTS / 60:.1f} reconciled={'yes' if ok else 'no'}"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""``simulate_crowd --mode fast``: the worker pages' services without HTTP or HTML, and the rehearsal's money."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.db.models import Count
+
+from annotation.models import Campaign, ContentUnit, GoldPresence, PresenceJudgment, Verification
+from hits.models import Assignment, LedgerEntry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _run(capsys, mode: str, seed: int, approve: bool = True) -> str:
+    call_command("load_demo", password="demo-pass-123")
+    options = {"campaign": "demo-news", "workers": 8, "seed": seed, "mode": mode}
+    if approve:
+        options["approve"] = True
+    call_command("simulate_crowd", **options)
+    return capsys.readouterr().out
+
+
+def _final_state() -> dict:
+    """What a campaign's run leaves, named by texts and usernames (never database ids)."""
+    campaign = Campaign.objects.get(slug="demo-news")
+    batch = campaign.batch
+    units = ContentUnit.objects.filter(example__campaign=campaign)
+    return {
+        "campaign": campaign.state,
+        "assignments": sorted(
+            Assignment.objects.filter(hit__batch=batch).values_list("hit__task_type__slug", "hit__kind", "state")
+            .annotate(n=Count("pk")).values_list("hit__task_type__slug", "hit__kind", "state", "n")
+        ),
+        "units": sorted(units.values_list("example__external_id", "question", "state", "author__external_id")),
+        "verifications": sorted(
+            Verification.objects.filter(unit__example__campaign=campaign).values_list(
+                "unit__example__external_id", "unit__question", "worker__external_id", "valid"
+            )
+        ),
+        "judgments": sorted(
+            PresenceJudgment.objects.filter(summary__system__campaign=campaign).values_list(
+                "unit__example__external_id", "unit__question", "summary__system__name", "worker__external_id", "present"
+            )
+        ),
+        "gold": sorted(
+            GoldPresence.objects.filter(summary__system__campaign=campaign).values_list(
+                "unit__example__external_id", "unit__question", "summary__system__name", "present", "origin"
+            )
+        ),
+        "ledger": sorted(
+            LedgerEntry.objects.filter(batch=batch).values_list("worker__external_id", "kind", "amount", "state")
+        ),
+    }
+
+
+def test_fast_mode_finishes_the_demo_campaign_says_so_and_reconciles_its_money(capsys, eager_celery):
+    out = _run(capsys, "fast", seed=3)
+    assert "mode: fast (the pages' services in-process, no HTML)" in out
+    assert "campaign finished" in out
+    assert "the ledger reconciles with the work" in out and "does NOT reconcile" not in out
+    campaign = Campaign.objects.get(slug="demo-news")
+    # The same protocol as the pages: kept units, two or three judgments per unit and system, majority labels.
+    assert ContentUnit.objects.filter(example__campaign=campaign, state="kept").count() >= 20
+    per_pair = PresenceJudgment.objects.filter(summary__system__campaign=campaign).values("unit", "summary").annotate(n=Count("pk"))
+    assert per_pair and {row["n"] for row in per_pair} <= {2, 3}
+    # The simulated review approved every submission through the payments code: one reward each, at its HIT's reward.
+    work = Assignment.objects.filter(hit__batch=campaign.batch, state__in=Assignment.DONE_STATES)
+    assert not work.filter(state=Assignment.State.SUBMITTED).exists()
+    approved = list(work.filter(state=Assignment.State.APPROVED).select_related("hit"))
+    rewards = LedgerEntry.objects.filter(batch=campaign.batch, kind="reward")
+    assert rewards.count() == len(approved) > 300
+    assert {e.assignment_id: e.amount for e in rewards} == {a.pk: a.hit.reward for a in approved}
+    total = sum(a.hit.reward for a in approved)
+    assert f"ledger rewards ${total}" in out
+
+
+def test_a_ledger_that_disagrees_with_the_work_fails_the_rehearsal(capsys, eager_celery, monkeypatch):
+    """The reconciliation is a check, not a report: work approved without its reward is named and the command fails."""
+    from django.core.management.base import CommandError
+
+    from annotation.management.simulation import money
+    from hits import payments
+
+    approve = payments.approve_assignment
+    state = {"n": 0}
+
+    def approve_one_without_booking(assignment, *args, **kwargs):
+        state["n"] += 1
+        if state["n"] == 1:  # approved behind the payments code's back: no reward in the ledger
+            Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.APPROVED)
+            return assignment
+        return approve(assignment, *args, **kwargs)
+
+    monkeypatch.setattr(money.payments, "approve_assignment", approve_one_without_booking)
+    with pytest.raises(CommandError, match="money does not reconcile: .* approved but .* rewarded in the ledger"):
+        _run(capsys, "fast", seed=3)
+
+
+def test_fast_and_html_modes_reach_the_same_final_state_with_the_same_seed(capsys, eager_celery):
+    html_out = _run(capsys, "html", seed=4)
+    html = _final_state()
+    call_command("flush", interactive=False, verbosity=0)
+    fast_out = _run(capsys, "fast", seed=4)
+    fast = _final_state()
+    assert "mode: html (the worker pages over HTTP)" in html_out and "mode: fast" in fast_out
+    stage_lines = lambda out: [line for line in out.splitlines() if line.startswith(("generation:", "verification:", "presence:", "money:"))]  # noqa: E731
+    assert stage_lines(fast_out) == stage_lines(html_out)
+    for key in html:
+        assert fast[key] == html[key], key
