@@ -16,8 +16,9 @@ from annotation.models import Campaign
 from hits.models import Assignment, BatchChoice, Worker
 from hits.services import record_choice, seed_hand_out
 
-def ensure_simulated_workers(n: int, careless: int, password: str, batch_id: int | None = None) -> list[tuple[str, bool]]:
-    """Accounts sim-1.. and sim-careless-1.. with a known password; returns (username, careless).
+def ensure_simulated_workers(n: int, careless: int, password: str | None, batch_id: int | None = None) -> list[tuple[str, bool]]:
+    """Accounts sim-1.. and sim-careless-1.. with a known password; returns (username, careless).  ``password``
+    None (the fast mode, which logs no one in): no password at all, and none of the hashing's cost.
 
     With ``batch_id`` (the simulated campaign's batch) the workers are kept to it: the hand-out gives them that
     batch's HITs, tests and gold checks only (``Worker.only_batch``), and a HIT of another batch one of them still
@@ -30,7 +31,10 @@ def ensure_simulated_workers(n: int, careless: int, password: str, batch_id: int
     names += [(f"sim-{i}", False) for i in range(1, n - careless + 1)]
     for username, _ in names:
         user, _ = User.objects.get_or_create(username=username)
-        user.set_password(password)
+        if password is None:
+            user.set_unusable_password()
+        else:
+            user.set_password(password)
         user.save()
         worker, _ = Worker.objects.get_or_create(user=user, defaults={"external_id": username})
         if worker.auto_accept_next or worker.only_batch_id != batch_id:
@@ -78,7 +82,7 @@ def simulate_crowd(
         campaign.refresh_from_db(fields=["batch"])  # launched since the caller loaded it
     if campaign.batch_id is None:
         raise ValueError(f"campaign '{campaign.slug}' has no HITs yet: launch it first")
-    names = ensure_simulated_workers(n_workers, careless, password, campaign.batch_id)
+    names = ensure_simulated_workers(n_workers, careless, password if mode == "html" else None, campaign.batch_id)
     for username, _ in names:
         # The simulated crowd was invited to this campaign: its tests are offered to them.
         record_choice(Worker.objects.get(user__username=username), campaign.batch, BatchChoice.How.INVITATION)
