@@ -34,8 +34,8 @@ RESEARCHER_NAMES = {"home"}
 SLUG_PARAMETERS = {"slug", "campaign_slug"}
 
 
-def _first(queryset):
-    return queryset.order_by("pk").values_list("pk", flat=True).first()
+def _first(queryset, field="pk"):
+    return queryset.order_by("pk").values_list(field, flat=True).first()
 
 
 # Route name -> the value its ``pk`` takes in a world (see ``_world``), or a dict of its parameters other than
@@ -43,6 +43,11 @@ def _first(queryset):
 # exist (its "not found" must be bounded too).
 RESOLVERS = {
     "campaign-preview-as-worker": lambda w: {"task": "presence"},
+    "campaign-worker": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id), "worker_id"),
+    "api-worker-detail": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id), "worker_id"),
+    "api-worker-hits": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id), "worker_id"),
+    "api-worker-block": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id), "worker_id"),
+    "api-worker-unblock": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id), "worker_id"),
     "campaign-message-resend": lambda w: _first(WorkerMessage.objects.filter(batch_id=w["campaign"].batch_id)),
     "job-detail": lambda w: w["job"].pk,
     "job-status": lambda w: w["job"].pk,

@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.models import GoldPresence, PresenceJudgment
+from hits.models import Worker
 from annotation.selectors import agreement
 from annotation.services.gold import refresh_gold
 from annotation.services.raw_import import import_qapyramid_raw
@@ -85,8 +86,9 @@ def _old_worker_accuracy(campaign):
         label = majority.get((unit, summary))
         if label is not None:
             agree.setdefault(name, []).append(int(present == label))
+    ids = dict(Worker.objects.filter(external_id__in=agree).values_list("external_id", "pk"))
     return sorted(
-        ({"worker": w, "accuracy": sum(v) / len(v), "n": len(v)} for w, v in agree.items()), key=lambda r: r["accuracy"]
+        ({"worker": w, "worker_id": ids[w], "accuracy": sum(v) / len(v), "n": len(v)} for w, v in agree.items()), key=lambda r: r["accuracy"]
     )
 
 
