@@ -10,7 +10,8 @@ rule, and ``BENCH_REHEARSAL_WORKERS`` simulated workers (40).  It prints
     projected_500x10_minutes=P reconciled=yes|no
 
 ``cpu_client_s``: this process (the simulated crowd and the platform's code); ``cpu_db_s``: its PostgreSQL
-backend (read from /proc, 0 when PostgreSQL runs elsewhere).  ``projected_500x10_minutes``: the wall time this
+backend (read from /proc, 0 when PostgreSQL runs elsewhere); ``cpu_celery_s``: with ``BENCH_REHEARSAL_BROKER``
+(a Redis URL), the Celery worker the script starts for the follow-ups (without its PostgreSQL backend).  ``projected_500x10_minutes``: the wall time this
 run's seconds per assignment gives the paper's 127,000 assignments.  Needs PostgreSQL on 127.0.0.1:5432 (trust
 auth, user postgres); creates and drops the database ``qapyr_bench_rehearsal``.  Skips when the data is absent.
 """
@@ -31,6 +32,9 @@ DATA = Path(os.environ.get("REALSUMM_DIR", "/work/shared/data/realsumm"))
 N_EXAMPLES = int(os.environ.get("BENCH_REHEARSAL_EXAMPLES", "50"))
 N_SYSTEMS = int(os.environ.get("BENCH_REHEARSAL_SYSTEMS", "10"))
 N_WORKERS = int(os.environ.get("BENCH_REHEARSAL_WORKERS", "40"))
+# A Redis URL: the follow-ups go through that broker to a Celery worker this script starts (the production stack:
+# gathered per window, in another process); unset: eager Celery, in the rehearsal's process.
+BROKER = os.environ.get("BENCH_REHEARSAL_BROKER", "")
 PAPER_ASSIGNMENTS = 127_000
 
 
@@ -81,6 +85,8 @@ def main() -> int:
     )
     for key in ("CELERY_BROKER_URL", "REDIS_URL"):
         os.environ.pop(key, None)
+    if BROKER:
+        os.environ["CELERY_BROKER_URL"] = BROKER
     sys.path[:0] = [str(REPO)]
     import django
 
@@ -92,15 +98,26 @@ def main() -> int:
     from django.db import connection
 
     call_command("migrate", verbosity=0)
+    worker = None
+    if BROKER:
+        import subprocess
+
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "--loglevel", "WARNING"],
+            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
     try:
-        return run(connection)
+        return run(connection, worker)
     finally:
         connection.close()
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=30)
         with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
 
 
-def run(connection) -> int:
+def run(connection, worker=None) -> int:
     from django.contrib.auth import get_user_model
 
     from annotation.management.simulation import simulate_crowd
@@ -126,6 +143,7 @@ def run(connection) -> int:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
     db_before, cpu_before, started = backend_cpu_seconds(backend), time.process_time(), time.perf_counter()
+    celery_before = backend_cpu_seconds(worker.pid) if worker else 0.0
 
     def progress(r):
         done = sum(f.submitted for f in r.stages.values())
@@ -134,13 +152,14 @@ def run(connection) -> int:
     result = simulate_crowd(campaign, N_WORKERS, seed=1, mode="fast", approve=True, max_seconds=6 * 3600, progress=progress)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_before
     db = backend_cpu_seconds(backend) - db_before
+    celery = backend_cpu_seconds(worker.pid) - celery_before if worker else 0.0  # its own PostgreSQL backend not counted
     for line in result.lines():
         print("#", line)
     n = Assignment.objects.filter(hit__batch=campaign.batch, state__in=Assignment.DONE_STATES).count()
     ok = result.money is not None and not result.money.problems and campaign.state == Campaign.State.FINISHED
     print(
         f"rehearsal examples={N_EXAMPLES} systems={N_SYSTEMS} assignments={n} seconds={seconds:.1f} cpu_client_s={cpu:.1f} "
-        f"cpu_db_s={db:.1f} cpu_ms_per_assignment={1000 * (cpu + db) / max(n, 1):.1f} "
+        f"cpu_db_s={db:.1f} cpu_celery_s={celery:.1f} cpu_ms_per_assignment={1000 * (cpu + db + celery) / max(n, 1):.1f} "
         f"projected_500x10_minutes={seconds / max(n, 1) * PAPER_ASSIGNMENTS / 60:.1f} reconciled={'yes' if ok else 'no'}"
     )
     return 0 if ok else 1
