@@ -7,7 +7,7 @@ The campaign is built from the released REALSumm data (``/work/shared/data/reals
 rule, and ``BENCH_REHEARSAL_WORKERS`` simulated workers (40).  It prints
 
     rehearsal examples=N systems=S assignments=A seconds=W cpu_client_s=C cpu_db_s=D cpu_ms_per_assignment=M
-    projected_500x10_minutes=P reconciled=yes|no
+    projected_500x10_minutes=P reconciled=yes|no campaign=STATE
 
 ``cpu_client_s``: this process (the simulated crowd and the platform's code); ``cpu_db_s``: its PostgreSQL
 backend (read from /proc, 0 when PostgreSQL runs elsewhere); ``cpu_celery_s``: with ``BENCH_REHEARSAL_BROKER``
@@ -121,7 +121,6 @@ def run(connection, worker=None) -> int:
     from django.contrib.auth import get_user_model
 
     from annotation.management.simulation import simulate_crowd
-    from annotation.models import Campaign
     from annotation.services.campaign_import import import_campaign
     from annotation.services.pipeline import launch_campaign
     from annotation.services.qualification_tests import define_qualifications
@@ -156,13 +155,15 @@ def run(connection, worker=None) -> int:
     for line in result.lines():
         print("#", line)
     n = Assignment.objects.filter(hit__batch=campaign.batch, state__in=Assignment.DONE_STATES).count()
-    ok = result.money is not None and not result.money.problems and campaign.state == Campaign.State.FINISHED
+    reconciled = result.money is not None and not result.money.problems
+    campaign.refresh_from_db()
     print(
         f"rehearsal examples={N_EXAMPLES} systems={N_SYSTEMS} assignments={n} seconds={seconds:.1f} cpu_client_s={cpu:.1f} "
         f"cpu_db_s={db:.1f} cpu_celery_s={celery:.1f} cpu_ms_per_assignment={1000 * (cpu + db + celery) / max(n, 1):.1f} "
-        f"projected_500x10_minutes={seconds / max(n, 1) * PAPER_ASSIGNMENTS / 60:.1f} reconciled={'yes' if ok else 'no'}"
+        f"projected_500x10_minutes={seconds / max(n, 1) * PAPER_ASSIGNMENTS / 60:.1f} "
+        f"reconciled={'yes' if reconciled else 'no'} campaign={campaign.state}"
     )
-    return 0 if ok else 1
+    return 0 if reconciled else 1
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import random
 import time
 
 from django.contrib.auth import get_user_model
+from django.db.models import Count, Q, Sum
 
 from annotation.management.simulation.answers import Answerer
 from annotation.management.simulation.browser import HttpWorker, serve_in_background
@@ -13,7 +14,7 @@ from annotation.management.simulation.money import review_and_reconcile
 from annotation.management.simulation.report import TASK_ORDER, SimulationReport
 from annotation.management.simulation.service_driver import ServiceWorker
 from annotation.models import Campaign
-from hits.models import Assignment, BatchChoice, Worker
+from hits.models import HIT, Assignment, BatchChoice, Worker
 from hits.services import record_choice, seed_hand_out
 
 def ensure_simulated_workers(n: int, careless: int, password: str | None, batch_id: int | None = None) -> list[tuple[str, bool]]:
@@ -174,20 +175,30 @@ def _release_held_examples(campaign: Campaign, report) -> bool:
 
 
 def _follow_ups_may_change(campaign: Campaign, deadline: float) -> bool:
-    """With a Redis broker, a completed HIT's follow-ups (gold labels, the campaign's end) run in a Celery
-    worker a few seconds after the submission: before calling an idle run stuck, wait for them (up to a
-    few coalescing windows).  True when the campaign's state changed meanwhile (the loop then looks again)."""
+    """With a Redis broker, a completed HIT's follow-ups (gold labels, a third judge's places, the campaign's end)
+    run in a Celery worker a few seconds after the submission: before calling an idle run stuck, wait for them (up
+    to a few coalescing windows).  True when the campaign's state or its HITs' places changed meanwhile (the loop
+    then looks again): an idle round may only mean that the work it waits for is not open yet."""
     from annotation.services import coalesce
 
     if not coalesce.enabled() or campaign.state != Campaign.State.RUNNING:
         return False
+    before = _open_work(campaign)
     until = min(deadline, time.perf_counter() + 3 * coalesce.window_seconds() + 5)
     while time.perf_counter() < until:
         time.sleep(0.5)
         campaign.refresh_from_db()
-        if campaign.state != Campaign.State.RUNNING:
+        if campaign.state != Campaign.State.RUNNING or _open_work(campaign) != before:
             return True
     return False
+
+
+def _open_work(campaign: Campaign) -> tuple:
+    """The batch's HITs, their places and how many are open: what a follow-up changes when it opens work."""
+    figures = HIT.objects.filter(batch_id=campaign.batch_id).aggregate(
+        n=Count("pk"), places=Sum("max_assignments"), open=Count("pk", filter=Q(state=HIT.State.OPEN))
+    )
+    return figures["n"], figures["places"], figures["open"]
 
 
 def _work_once(person, slug: str, careless: bool, answerer: Answerer, report: SimulationReport) -> bool:
