@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from annotation.models import SystemSummary
 from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
 from annotation.services.roles import make_researcher
+from annotation.web.hit_pages import presence_field
+from hits.models import TaskType, Worker
+from hits.services import accept_next, submit_assignment
 from tests.browser.conftest import log_in
 from tests.browser.test_hit_pages import _verify_by_service
 from tests.conftest import write_jsonl
@@ -38,6 +42,16 @@ def study(tmp_path, django_user_model):
     campaign = import_campaign(name="Docs study", owner=rita, references=refs, summaries=sums).campaign
     launch_campaign(campaign)
     return campaign
+
+
+def _judge_everything_by_service(name):
+    worker = Worker.objects.get_or_create(external_id=name)[0]
+    presence = TaskType.objects.get(slug="presence")
+    while (assignment := accept_next(worker, presence)) is not None:
+        system = SystemSummary.objects.get(pk=assignment.hit.payload["summary"]).system.name
+        units = len(assignment.hit.payload["units"])
+        submit_assignment(worker, assignment.pk, {presence_field(k): "1" if system == "extractive" else "0"
+                                                  for k in range(1, units + 1)})
 
 
 def _shot(page, folder: Path, name: str) -> Path:
@@ -72,6 +86,9 @@ def test_the_guides_screenshots(page, chromium, live_server, study, tmp_path):
     page.click("tr[data-task=presence] button:has-text('Start working')")
     page.wait_for_selector("text=Present")
     _shot(page, folder, "worker-presence-hit")
+    # Three judges by the services: the extractive summary has both QA pairs, the abstractive one neither.
+    for name in ("j1", "j2", "j3"):
+        _judge_everything_by_service(name)
 
     researcher = chromium.new_context(base_url=live_server.url, viewport={"width": 1100, "height": 720})
     page = researcher.new_page()
@@ -79,7 +96,7 @@ def test_the_guides_screenshots(page, chromium, live_server, study, tmp_path):
     log_in(page, "rita", PASSWORD)
     for name, url, expected in (
         ("progress", f"/campaigns/{study.slug}/progress/", "Docs study"),
-        ("leaderboard", f"/campaigns/{study.slug}/leaderboard/", "extractive"),
+        ("leaderboard", f"/campaigns/{study.slug}/leaderboard/", "1.000"),
         ("review", f"/campaigns/{study.slug}/review/", "Police blamed the driver"),
     ):
         page.goto(url)
