@@ -7,6 +7,7 @@ from the OpenAPI schema the platform serves at ``/api/schema/``, campaign settin
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from django.core.management import get_commands, load_command_class
@@ -115,7 +116,40 @@ def api_page() -> str:
                 continue
             what = operation.get("summary") or operation.get("description") or ""
             lines.append(f"| {method.upper()} | `{path}` | `{operation.get('operationId', '')}` | {_cell(what)[:300]} |")
+    in_schema = {_shape(path) for path in schema["paths"]}
+    others = sorted(route for route in url_routes("api/") if _shape(route) not in in_schema)
+    lines += ["", "## Routes outside the schema", "",
+              "The schema and its two viewers, and any route the schema does not describe:", ""]
+    lines += [f"- `{route}`" for route in others]
     return "\n".join(lines) + "\n"
+
+
+def _shape(path: str) -> str:
+    """A route with its parameters' names left out: ``/api/jobs/{pk}/`` and ``/api/jobs/{id}/`` are one route."""
+    return re.sub(r"\{[^}]*\}", "{}", path)
+
+
+def url_routes(prefix: str) -> list[str]:
+    """Every route of the URL resolver starting with ``prefix``, as OpenAPI writes paths (``/api/jobs/{pk}/``);
+    the format-suffix variants (``.json``) left out."""
+    from django.urls import get_resolver
+
+    def walk(patterns, start=""):
+        for pattern in patterns:
+            route = start + str(pattern.pattern)
+            if hasattr(pattern, "url_patterns"):
+                yield from walk(pattern.url_patterns, route)
+            else:
+                yield route
+
+    found = set()
+    for route in walk(get_resolver().url_patterns):
+        if not route.startswith(prefix) or "format" in route:
+            continue
+        route = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", route.replace("^", "").replace("$", ""))
+        route = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
+        found.add("/" + route)
+    return sorted(found)
 
 
 def campaign_settings_page() -> str:
@@ -134,7 +168,7 @@ def campaign_settings_page() -> str:
         if not getattr(field, "concrete", False) or field.auto_created or not field.editable:
             continue
         default = field.default if field.has_default() else ""
-        default = "" if callable(default) else f"`{default}`"
+        default = "" if callable(default) else f"`{default}`" if default != "" else "(empty)"
         choices = ", ".join(f"`{value}`" for value, _ in field.choices) if field.choices else ""
         what = field.help_text or str(field.verbose_name).capitalize()
         lines.append(f"| `{field.name}` | {field.get_internal_type()} | {_cell(default)} | {choices} | {_cell(what)} |")
