@@ -2,7 +2,8 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.http import JsonResponse
+from django.http import HttpResponsePermanentRedirect, JsonResponse
+from django.templatetags.static import static
 from django.urls import include, path
 
 from annotation.web.views import campaigns as annotation_views
@@ -13,6 +14,11 @@ from hits import views as hits_views
 def healthz(request):
     """Liveness probe for load balancers and docker-compose."""
     return JsonResponse({"status": "ok"})
+
+
+def favicon(request):
+    """Browsers and tools that ask for /favicon.ico without reading the pages' <link rel="icon">."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
 
 
 urlpatterns = [
@@ -34,4 +40,5 @@ urlpatterns = [
     path("admin/login/", login_limited(admin.site.login), name="admin-login"),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon),
 ]

@@ -10,7 +10,8 @@ Per worker:
   the reward of work still awaiting review (it is usually approved; rejected work earns nothing);
 - ``seconds_worked``: the time spent on done work, qualification tests included (unpaid, but
   worked); returned and timed-out work has no recorded time and is left out;
-- ``hourly``: earned / hours worked (None before any time is recorded).
+- ``hourly``: earned / hours worked, None until ``MIN_MEASURED_SECONDS`` of work are recorded (a few
+  seconds' work gave rates like $15,588/h that said nothing about the pay).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from hits.models import Assignment, Batch, LedgerEntry, Worker
 from hits.markets.money import CENT
 from hits.payouts import ZERO, cents
 
+#: The measured work time below which no hourly pay is stated (and no worker flagged below the floor).
+MIN_MEASURED_SECONDS = 300
+
 
 @dataclass
 class WorkerActivity:
@@ -40,8 +44,8 @@ class WorkerActivity:
 
     @property
     def hourly(self) -> Decimal | None:
-        """Effective hourly pay in USD: earned / hours worked."""
-        if not self.seconds_worked:
+        """Effective hourly pay in USD: earned / hours worked; None with less than ``MIN_MEASURED_SECONDS``."""
+        if self.seconds_worked < MIN_MEASURED_SECONDS:
             return None
         return (self.earned * 3600 / Decimal(self.seconds_worked)).quantize(CENT)
 

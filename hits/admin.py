@@ -11,10 +11,12 @@ from .models import (
     BatchBlock,
     Invitation,
     LedgerEntry,
+    MessageRecipient,
     Qualification,
     QualificationEvent,
     TaskType,
     Worker,
+    WorkerMessage,
 )
 
 
@@ -109,6 +111,27 @@ class QualificationEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "worker", "task_type", "batch", "action", "decided_by", "automatic", "reason")
     list_filter = ("action", "automatic", "task_type")
     search_fields = ("worker__external_id", "reason")
+
+
+class MessageRecipientInline(admin.TabularInline):
+    model = MessageRecipient
+    fields = ("worker", "status", "code", "detail", "emailed", "read_at")
+    readonly_fields = fields
+    can_delete = False
+    extra = 0
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(WorkerMessage)
+class WorkerMessageAdmin(ReadOnlyAdmin):
+    """The log of messages to workers (sent from a campaign's workers page or the API; never from here)."""
+
+    list_display = ("created_at", "batch", "sender_name", "market", "subject", "sent_at")
+    list_filter = ("market",)
+    search_fields = ("subject", "sender_name", "recipients__worker__external_id")
+    inlines = [MessageRecipientInline]
 
 
 @admin.register(BatchBlock)

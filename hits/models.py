@@ -557,6 +557,56 @@ class BudgetReservation(models.Model):
         return f"${self.amount} {self.state} for {self.what}"
 
 
+class WorkerMessage(models.Model):
+    """A message a researcher sent to workers of a campaign (its batch), through the batch's market
+    (``hits.messaging``).  Recorded before anything is sent: each recipient's delivery is a ``MessageRecipient``."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="worker_messages")
+    sender = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    sender_name = models.CharField(max_length=150)  # kept when the account is deleted
+    market = models.CharField(max_length=10)  # "local", "mturk", "prolific": who carried it
+    subject = models.CharField(max_length=200)
+    body = models.TextField()
+    # The sender's own key (form or API): the same key again is the same message, never a second one.
+    key = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)  # when the last send attempt ended
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.subject} ({self.market}, {self.created_at:%Y-%m-%d %H:%M})"
+
+
+class MessageRecipient(models.Model):
+    """One worker's copy of a ``WorkerMessage``: its delivery by the market, and on the platform's pages, whether
+    the worker has read it."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Not sent yet"
+        SENDING = "sending", "Being sent"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Not delivered"
+        UNKNOWN = "unknown", "Unknown (no answer from the market)"
+
+    message = models.ForeignKey(WorkerMessage, on_delete=models.CASCADE, related_name="recipients")
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="messages")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    code = models.CharField(max_length=64, blank=True)  # the market's failure code (e.g. MTurk's HardFailure)
+    detail = models.CharField(max_length=500, blank=True)  # why it failed, or how it went (e-mail or not)
+    emailed = models.BooleanField(default=False)
+    read_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["message", "worker"], name="message_recipient_once")]
+        indexes = [models.Index(fields=["worker", "read_at"], name="message_recipient_unread")]
+
+    def __str__(self) -> str:
+        return f"{self.worker} {self.status}"
+
+
 # The markets' own records (MTurk's published HITs, Prolific's studies and sessions, ...) live in their packages;
 # the seam loads them (and holds ``Reconciliation``), so Django finds them with the app's models.
 from hits.markets import models as market_models  # noqa: E402,F401

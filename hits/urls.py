@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.worker_home, name="worker-home"),
     path("history/", views.history, name="worker-history"),
     path("settings/", views.worker_settings, name="worker-settings"),
+    path("messages/<int:pk>/read/", views.message_read, name="worker-message-read"),
     path("assignments/<int:pk>/", views.assignment_page, name="assignment"),
     path("assignments/<int:pk>/status/", views.assignment_status, name="assignment-status"),
     path("<slug:slug>/start/", views.start_working, name="start-working"),

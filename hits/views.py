@@ -26,7 +26,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from config.ratelimit import rate_limited
-from hits import payouts
+from hits import messaging, payouts
 from hits.handlers import AnswerErrors, eligibility, task_handler
 from hits.wording import as_sentence
 from hits.worktime import shown_minutes
@@ -111,7 +111,17 @@ def worker_home(request):
                 "current": current_assignment(worker, task_type),
             }
         )
-    return render(request, "hits/home.html", {"worker": worker, "rows": rows, "session": _session_progress(request)})
+    return render(request, "hits/home.html", {"worker": worker, "rows": rows, "session": _session_progress(request),
+                                              "notices": messaging.notices(worker)})
+
+
+@login_required
+@_not_for_participants
+@require_POST
+def message_read(request, pk):
+    """The worker marks one of their messages read: it moves below the unread ones on ``/work/``."""
+    messaging.mark_read(_worker(request), pk)
+    return redirect("worker-home")
 
 
 def _why_not(worker) -> str:

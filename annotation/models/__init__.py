@@ -27,7 +27,7 @@ from annotation.models.automation import (
 )
 from annotation.models.campaign import Campaign
 from annotation.models.jobs import Job, QAPairCorrection
-from annotation.models.scores import HybridScore, SummaryScore, SystemScore
+from annotation.models.scores import AgreementCache, HybridScore, SummaryScore, SystemScore
 from annotation.models.texts import Example, Predicate, ReferenceSentence, System, SystemSummary
 from annotation.models.units import ContentUnit, GoldPresence, PresenceJudgment, QAPair, QAPairManager, Verification
 
@@ -55,6 +55,7 @@ __all__ = [
     "System",
     "SummaryScore",
     "SystemScore",
+    "AgreementCache",
     "SystemSummary",
     "Verification",
 ]

@@ -75,8 +75,9 @@ class Campaign(models.Model):
         EXCLUDE = "exclude", "Tied units are left out"
 
     class PresenceJudges(models.TextChoices):
-        FIXED = "fixed", "3 always (the paper)"
-        ADAPTIVE = "adaptive", "2, and a third where they disagree"
+        # The labels name no number: the figures with the campaign's judges are ``presence_judges_statement``.
+        FIXED = "fixed", "All of them on every HIT (the paper)"
+        ADAPTIVE = "adaptive", "Adaptive: the fewest that decide the majority, one more where they disagree"
 
     class RoutingRule(models.TextChoices):
         ACTIVE = "active", "Random draws with known probabilities, favouring the judge's unsure HITs (unbiased, 95% intervals)"
@@ -264,6 +265,17 @@ class Campaign(models.Model):
         rule the smallest number that can decide a majority of ``assignments_presence`` (2 of 3, 3 of 4 or 5)."""
         n = self.assignments_presence
         return n // 2 + 1 if self.adaptive_presence else n
+
+    @property
+    def presence_judges_statement(self) -> str:
+        """The judges of a presence HIT in words, the one statement every page gives (settings, cost preview,
+        progress, agreement): "3 judges on every presence HIT" or "2 judges on every presence HIT, one more at a
+        time where they disagree (at most 3)"."""
+        first, n = self.initial_presence_assignments, self.assignments_presence
+        judges = f"{first} judge{'s' if first != 1 else ''} on every presence HIT"
+        if first >= n:
+            return judges
+        return f"{judges}, one more at a time where they disagree (at most {n})"
 
     @property
     def expected_presence_assignments(self) -> float:

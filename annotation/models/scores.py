@@ -23,7 +23,12 @@ class SummaryScore(models.Model):
 
 
 class SystemScore(models.Model):
-    """A system's gold scores: means over its summaries, with 95% bootstrap intervals over examples."""
+    """A system's gold scores: means over its summaries, with 95% bootstrap intervals over examples.
+
+    The sums and counts behind the means are kept too (``*_sum``, ``n_*``): a presence HIT changes them by the
+    difference its summaries' scores made (``annotation.services.scores``), never by re-reading the campaign.
+    Empty sums (rows stored before they were kept) mean "rebuild from the summary scores".
+    """
 
     system = models.OneToOneField(System, on_delete=models.CASCADE, related_name="score")
     n_summaries = models.PositiveIntegerField(default=0)
@@ -33,6 +38,12 @@ class SystemScore(models.Model):
     nqapyramid = models.FloatField(null=True)
     predicate_level = models.FloatField(null=True)
     alpha = models.FloatField(null=True, help_text="Krippendorff's alpha of this system's presence judgments.")
+    qapyramid_sum = models.FloatField(null=True)
+    nqapyramid_sum = models.FloatField(null=True)
+    n_nqapyramid = models.PositiveIntegerField(default=0)
+    predicate_level_sum = models.FloatField(null=True)
+    n_predicate_level = models.PositiveIntegerField(default=0)
+    n_units = models.PositiveIntegerField(default=0, help_text="Gold-labelled (unit, summary) pairs its scores rest on.")
     updated_at = models.DateTimeField(auto_now=True)
 
 
@@ -47,3 +58,18 @@ class HybridScore(models.Model):
 
     def __str__(self) -> str:
         return f"hybrid scores of {self.campaign_id}"
+
+
+class AgreementCache(models.Model):
+    """A campaign's crowd agreement (``annotation.selectors.scores.agreement``) as last computed with ``n_boot``
+    bootstrap draws, and the stamp of the judgments it was computed from: pages read it until the judgments
+    change (a new, excluded, re-included or removed judgment changes the stamp)."""
+
+    campaign = models.ForeignKey("annotation.Campaign", on_delete=models.CASCADE, related_name="agreement_caches")
+    n_boot = models.PositiveIntegerField()
+    stamp = models.JSONField(default=list)
+    data = models.JSONField(default=dict)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["campaign", "n_boot"], name="agreement_cache_once_per_draws")]

@@ -115,7 +115,11 @@ class GoldPresence(models.Model):
 
 
 class Verification(models.Model):
-    """One verifier's verdict on one written QA pair."""
+    """One verifier's verdict on one written QA pair.
+
+    ``excluded`` verdicts (of work rejected with its data excluded) do not count when the HIT's pairs are
+    decided, nor in the verifier checks and agreement; exclusion is reversible.
+    """
 
     unit = models.ForeignKey(ContentUnit, on_delete=models.CASCADE, related_name="verifications")
     worker = models.ForeignKey("hits.Worker", on_delete=models.PROTECT, related_name="verifications")
@@ -124,6 +128,7 @@ class Verification(models.Model):
     )
     valid = models.BooleanField()
     answers = models.JSONField(default=list, blank=True)
+    excluded = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

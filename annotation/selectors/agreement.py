@@ -45,7 +45,7 @@ def _alpha_with_interval(pairs: np.ndarray, labels: np.ndarray, examples: np.nda
 def verification_agreement(campaign: Campaign) -> dict:
     """How often the two verifiers of a question agree (valid/invalid), with nominal alpha."""
     rows = np.array(
-        list(Verification.objects.filter(unit__example__campaign=campaign).values_list("unit_id", "valid")), dtype=np.int64
+        list(Verification.objects.filter(unit__example__campaign=campaign, excluded=False).values_list("unit_id", "valid")), dtype=np.int64
     ).reshape(-1, 2)
     if rows.size == 0:
         return {"percent": None, "alpha": None, "n_questions": 0, "positive_share": None}

@@ -13,7 +13,7 @@ from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.selectors.agreement import verification_agreement
 from annotation.selectors.hybrid import hybrid_scores, routing_progress
 from annotation.selectors.quality import workers_figures
-from annotation.selectors.scores import agreement, gold_units_per_system, rank_systems
+from annotation.selectors.scores import agreement, rank_systems
 from hits.models import HIT, Assignment, BatchBlock, Qualification, TaskType, Worker
 from hits.mturk.status import batch_status
 from hits.qualifications import status_label
@@ -219,9 +219,9 @@ def leaderboard(campaign: Campaign) -> dict:
         )
     human_only = None
     if hybrid is not None:
-        units = gold_units_per_system(campaign)
         human_only = [
-            {"system": s, "score": getattr(s, "score", None), "n_units": units.get(s.name, 0)}
+            # The labelled pairs each system's human-only scores rest on, kept with its sums.
+            {"system": s, "score": getattr(s, "score", None), "n_units": s.score.n_units if hasattr(s, "score") else 0}
             for s in sorted(systems, key=lambda s: s.name)
         ]
     return {

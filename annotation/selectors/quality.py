@@ -134,11 +134,11 @@ def workers_figures(
 
     # Verification: each verdict against the other verifier's verdict on the same QA pair.
     mine = list(
-        Verification.objects.filter(worker_id__in=worker_ids, unit__example__campaign=campaign).values_list("worker_id", "unit_id", "valid")
+        Verification.objects.filter(worker_id__in=worker_ids, unit__example__campaign=campaign, excluded=False).values_list("worker_id", "unit_id", "valid")
     )
     verdicts: dict[int, list[tuple[int, bool]]] = {}
     for worker_id, unit_id, is_valid in (
-        Verification.objects.filter(unit_id__in={u for _, u, _ in mine}).order_by("pk").values_list("worker_id", "unit_id", "valid")
+        Verification.objects.filter(unit_id__in={u for _, u, _ in mine}, excluded=False).order_by("pk").values_list("worker_id", "unit_id", "valid")
     ):
         verdicts.setdefault(unit_id, []).append((worker_id, is_valid))
     verification = {w: [0, 0, 0] for w in worker_ids}  # judged, compared, agreed

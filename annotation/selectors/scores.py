@@ -6,7 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from annotation import scoring
-from annotation.models import Campaign, GoldPresence, PresenceJudgment, SummaryScore, System, SystemSummary
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max, Q, Sum
+
+from annotation.models import AgreementCache, Campaign, GoldPresence, PresenceJudgment, SummaryScore, System, SystemSummary
 
 N_BOOT = 1000
 
@@ -76,7 +79,38 @@ def judgment_arrays(campaign: Campaign, system_id=None, *, balanced: bool | None
     return data, pair_index
 
 
+def judgments_stamp(campaign: Campaign) -> list:
+    """What the agreement figures depend on, in one aggregate query (no judgment leaves the database): the
+    judgments' count, largest id and id sum, the same over the excluded ones, the presence rule and the systems'
+    names.  A new, removed, excluded or re-included judgment changes it."""
+    figures = PresenceJudgment.objects.filter(summary__system__campaign=campaign).aggregate(
+        n=Count("pk"), top=Max("pk"), ids=Sum("pk"),
+        n_excluded=Count("pk", filter=Q(excluded=True)), excluded_ids=Sum("pk", filter=Q(excluded=True)),
+    )
+    names = sorted(System.objects.filter(campaign=campaign).values_list("pk", "name"))
+    # (PostgreSQL sums integers as decimals: every figure as an int, for JSON.)
+    return [[int(figures[k] or 0) for k in ("n", "top", "ids", "n_excluded", "excluded_ids")], campaign.presence_judges,
+            [list(pair) for pair in names]]
+
+
 def agreement(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
+    """``compute_agreement`` as last computed with ``n_boot`` draws while the judgments are unchanged
+    (``judgments_stamp``): a page view reads the stored figures instead of every judgment; the bootstrap is
+    seeded, so the stored intervals are exactly the ones a new computation would give."""
+    stamp = judgments_stamp(campaign)
+    cached = AgreementCache.objects.filter(campaign=campaign, n_boot=n_boot).values_list("stamp", "data").first()
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    data = compute_agreement(campaign, n_boot=n_boot)
+    try:
+        with transaction.atomic():  # a concurrent view may store the same figures first: either row is right
+            AgreementCache.objects.update_or_create(campaign=campaign, n_boot=n_boot, defaults={"stamp": stamp, "data": data})
+    except IntegrityError:
+        pass
+    return data
+
+
+def compute_agreement(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
     """Krippendorff's alpha (nominal) pooled with a 95% bootstrap interval (resampling examples), per system, and percent agreement."""
     data, pairs = judgment_arrays(campaign)
     if data.size == 0:
@@ -145,16 +179,10 @@ def rank_systems(systems: dict) -> dict:
     return {name: {**figures, "rank": i + 1} for i, (name, figures) in enumerate(order)}
 
 
-def gold_units_per_system(campaign: Campaign, rows=None) -> dict[str, int]:
-    """How many (unit, summary) gold labels each system's gold scores rest on (ties left out by the tie rule do not
-    count); ``rows``: the campaign's ``gold_rows`` when the caller has them."""
-    rows = gold_rows(campaign) if rows is None else rows
-    summaries = dict(SystemSummary.objects.filter(system__campaign=campaign).values_list("pk", "system__name"))
-    counts: dict[str, int] = {}
-    for _, summary, _, present in rows:
-        if present >= 0:
-            counts[summaries[summary]] = counts.get(summaries[summary], 0) + 1
-    return counts
+def gold_pairs(campaign: Campaign) -> int:
+    """How many (unit, summary) pairs have a gold label (imported, the crowd's, or left out by the tie rule), counted
+    in the database."""
+    return GoldPresence.objects.filter(summary__system__campaign=campaign).values("unit_id", "summary_id").distinct().count()
 
 
 def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool = False) -> dict:
@@ -170,8 +198,6 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool 
     With ``per_summary``, a ``summaries`` list of ``summary_scores`` is added.
     """
     alpha = agreement(campaign, n_boot=n_boot)
-    rows = gold_rows(campaign)
-    units = gold_units_per_system(campaign, rows)
     gold = {}
     for system in System.objects.filter(campaign=campaign).select_related("score").order_by("name"):
         score = getattr(system, "score", None)
@@ -179,11 +205,12 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool 
             "qapyramid": score.qapyramid if score else None,
             "nqapyramid": score.nqapyramid if score else None,
             "n_summaries": score.n_summaries if score else 0,
-            "n_units": units.get(system.name, 0),
+            # The labelled (unit, summary) pairs its scores rest on, kept with the sums (ties the tie rule left out do not count).
+            "n_units": score.n_units if score else 0,
             "ci95": [score.qapyramid_low, score.qapyramid_high] if score else [None, None],
             "predicate_level": score.predicate_level if score else None,
         }
-    n_units = len(rows)
+    n_units = gold_pairs(campaign)
     extra = {}
     if campaign.is_hybrid:
         from annotation.selectors.hybrid import hybrid_scores

@@ -4,7 +4,10 @@ campaign's hourly pay floor: the worker status page, its polled JSON view and th
 from __future__ import annotations
 
 from annotation.models import Campaign
-from hits.activity import worker_activity
+from hits.activity import MIN_MEASURED_SECONDS, worker_activity
+
+#: Why a worker's hourly pay is not shown yet (the page and its polled figures).
+HOURLY_PENDING = f"not stated before {MIN_MEASURED_SECONDS // 60} min of measured work"
 
 
 def worker_status(campaign: Campaign) -> dict:
@@ -25,6 +28,7 @@ def worker_status(campaign: Campaign) -> dict:
                 "hours_worked": round(row.seconds_worked / 3600, 2),
                 "earned": str(row.earned),
                 "hourly": None if hourly is None else str(hourly),
+                "hourly_note": HOURLY_PENDING if hourly is None and row.done else "",
                 "below_floor": bool(floor and hourly is not None and hourly < floor),
             }
         )

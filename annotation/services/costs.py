@@ -70,7 +70,8 @@ from decimal import Decimal
 from django.conf import settings
 from django.db.models import Count
 
-from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, SystemSummary
+from annotation.models import Campaign, ContentUnit, Predicate, SystemSummary
+from annotation.services.gold import share_gold_checks
 from annotation.scoring.routing import hit_budget
 # The commission lives with the MTurk backend (hits.mturk), which charges it to the ledger and the budget cap too.
 from hits.models import HIT
@@ -108,6 +109,8 @@ class CostPreview:
     #: The presence rule ("fixed" or "adaptive") and, under "adaptive", the expected share of HITs with a third judge.
     presence_judges: str = "fixed"
     third_judge_rate: float = 0.0
+    #: ``Campaign.presence_judges_statement`` of the values previewed.
+    judges_statement: str = ""
     #: On Prolific: test takers expected per main-study place, and per tested task type its main-study places
     #: and expected test takers (``screening_stages``).
     test_takers_per_main_place: float = 0.0
@@ -115,6 +118,11 @@ class CostPreview:
     #: On Prolific: per main study, the HITs its sessions are paid for that the platform cannot hand out
     #: (``unused_session_stages``).
     unused_sessions: list[dict] = field(default_factory=list)
+
+    @property
+    def gold(self) -> StageCost | None:
+        """The gold checks' line (how many, each paid to how many judges), or None: what every page states."""
+        return next((s for s in self.stages if s.task_type == "gold"), None)
 
     @property
     def rewards(self) -> Decimal:
@@ -145,6 +153,7 @@ class CostPreview:
             "gold_per_judge": str(self.gold_per_judge),
             "presence_judges": self.presence_judges,
             "third_judge_rate": self.third_judge_rate,
+            "judges_statement": self.judges_statement,
             "test_takers_per_main_place": self.test_takers_per_main_place,
             "screening": self.screening,
             "unused_sessions": self.unused_sessions,
@@ -233,11 +242,7 @@ def campaign_cost_preview(
     human = presence_hits if share >= 1 else hit_budget(presence_hits, share)
     # Gold checks: an "scu" campaign's share of its (human) presence HITs, keyed by imported labels, plus the
     # imported gold items of any campaign; each is paid to every judge who meets it.
-    share_gold = 0
-    if campaign.unit_type == Campaign.UnitType.SCU and campaign.gold_share > 0 and GoldPresence.objects.filter(
-        summary__system__campaign=campaign, origin=GoldPresence.Origin.IMPORTED
-    ).exists():
-        share_gold = round(human * campaign.gold_share)
+    share_gold = share_gold_checks(campaign, human)
     gold_items = share_gold + _imported_gold_items(campaign)
     posted, third_rate, extra = _presence_rule(campaign)
     regular = human - share_gold
@@ -263,7 +268,8 @@ def campaign_cost_preview(
     saving = full.total - people
     preview = CostPreview(backend=backend, stages=stages, human_presence_share=share, presence_hits_full=presence_hits,
                           saving=saving, presence_hits_human=human, gold_per_judge=gold_per_judge,
-                          presence_judges=campaign.presence_judges, third_judge_rate=third_rate)
+                          presence_judges=campaign.presence_judges, third_judge_rate=third_rate,
+                          judges_statement=campaign.presence_judges_statement)
     if backend == Campaign.Backend.PROLIFIC:
         takers = pricing.TEST_TAKERS_PER_MAIN_PLACE if test_takers is None else test_takers
         screening, preview.screening = screening_stages(campaign, stages, takers, with_fee)

@@ -6,10 +6,11 @@
   adaptive majority of three, tie rule, imported), and per-system summary
   scores;
 - ``judgments.csv``: every presence judgment (worker ids pseudonymised on
-  request, excluded judgments marked); text cells that a spreadsheet would
+  request; ``excluded`` 1 for judgments that do not count, ``rejected`` 1 for those of rejected work, which
+  count unless excluded too); text cells that a spreadsheet would
   read as a formula are prefixed with a quote (``annotation.services.spreadsheets``);
 - ``verifications.csv``: every verifier's verdict on every QA pair (valid or
-  not, the answers they selected);
+  not, the answers they selected; ``excluded`` and ``rejected`` as for judgments);
 - ``systems.csv``: the system-level score table (QAPyramid with its 95%
   interval, nQAPyramid, predicate-level score, alpha, summaries);
 - ``campaign.json``: the campaign's settings and the export's counts (under budgeted presence, the hybrid
@@ -45,6 +46,9 @@ from annotation.models import (
 )
 from annotation.services.gold import rule_of_label
 from annotation.services.spreadsheets import csv_writer
+from hits.models import Assignment
+
+REJECTED = Assignment.State.REJECTED
 
 #: The columns of ``hybrid_systems.csv``: each interval named by its target.
 HYBRID_SYSTEM_COLUMNS = [
@@ -123,28 +127,31 @@ def export_campaign(
     n_judgments = 0
     with (out / "judgments.csv").open("w", encoding="utf-8", newline="") as f:
         writer = csv_writer(f)
-        writer.writerow(["example", "system", "unit", "question", "answers", "worker", "present", "excluded", "assignment"])
+        writer.writerow(["example", "system", "unit", "question", "answers", "worker", "present", "excluded", "assignment", "rejected"])
         rows = PresenceJudgment.objects.filter(summary__system__campaign=campaign).values_list(
             "summary__example__external_id", "summary__system__name", "unit_id", "unit__question", "unit__answers",
-            "worker__external_id", "present", "excluded", "assignment_id",
+            "worker__external_id", "present", "excluded", "assignment_id", "assignment__state",
         ).order_by("summary__example__position", "summary__system__name", "unit_id", "pk")
-        for example_id, system, unit_id, question, answers, worker, present, excluded, assignment in rows.iterator(chunk_size=5000):
+        for example_id, system, unit_id, question, answers, worker, present, excluded, assignment, state in rows.iterator(chunk_size=5000):
             writer.writerow([
                 example_id, system, unit_id, question, " / ".join(answers or []),
                 pseudonym(worker, salt) if pseudonymise else worker, int(present), int(excluded), assignment or "",
+                int(state == REJECTED),
             ])
             n_judgments += 1
     worker_name = (lambda w: pseudonym(w, salt)) if pseudonymise else (lambda w: w)
     n_verifications = 0
     with (out / "verifications.csv").open("w", encoding="utf-8", newline="") as f:
         writer = csv_writer(f)
-        writer.writerow(["example", "unit", "question", "worker", "valid", "answers", "assignment"])
+        writer.writerow(["example", "unit", "question", "worker", "valid", "answers", "assignment", "excluded", "rejected"])
         rows = Verification.objects.filter(unit__example__campaign=campaign).values_list(
             "unit__example__external_id", "unit_id", "unit__question", "worker__external_id", "valid", "answers", "assignment_id",
+            "excluded", "assignment__state",
         ).order_by("unit__example__position", "unit_id", "pk")
-        for example_id, unit_id, question, worker, valid, answers, assignment in rows.iterator(chunk_size=5000):
+        for example_id, unit_id, question, worker, valid, answers, assignment, excluded, state in rows.iterator(chunk_size=5000):
             writer.writerow([
                 example_id, unit_id, question, worker_name(worker), int(valid), " / ".join(answers or []), assignment or "",
+                int(excluded), int(state == REJECTED),
             ])
             n_verifications += 1
     with (out / "systems.csv").open("w", encoding="utf-8", newline="") as f:

@@ -117,6 +117,30 @@ def refresh_gold(campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
     return len(rows)
 
 
+def share_gold_checks(campaign: Campaign, human_hits: int) -> int:
+    """How many of an "scu" campaign's presence HITs are gold checks (``turn_share_into_gold``), the one figure
+    every page states: those already drawn, plus the ``gold_share`` of the ``human_hits`` presence HITs people
+    are expected to judge that are not posted yet.  0 without imported labels to key them (or a share of 0).
+    Once every presence HIT is posted this is exactly the gold checks there are, whatever the estimate was."""
+    if campaign.unit_type != Campaign.UnitType.SCU or campaign.gold_share <= 0 or not GoldPresence.objects.filter(
+        summary__system__campaign=campaign, origin=GoldPresence.Origin.IMPORTED
+    ).exists():
+        return 0
+    posted = {HIT.Kind.REGULAR: 0, HIT.Kind.GOLD: 0}
+    if campaign.batch_id is not None:
+        # Presence HITs as drawn: not the qualification tests' gold items ("inline"), nor HITs holding places
+        # moved or added from another ("replaces", "adds_to").
+        rows = (
+            HIT.objects.filter(batch_id=campaign.batch_id, task_type__slug="presence", kind__in=list(posted))
+            .exclude(payload__has_key="inline").exclude(payload__has_key="replaces").exclude(payload__has_key="adds_to")
+            .exclude(kind=HIT.Kind.GOLD, state=HIT.State.CANCELLED)
+            .values("kind").annotate(n=Count("pk")).values_list("kind", "n")
+        )
+        posted.update(dict(rows))
+    waiting = max(human_hits - posted[HIT.Kind.REGULAR] - posted[HIT.Kind.GOLD], 0)
+    return posted[HIT.Kind.GOLD] + round(waiting * campaign.gold_share)
+
+
 def turn_share_into_gold(campaign: Campaign, rows: list[HIT], seed: int | None = None) -> int:
     """Make ``gold_share`` of an "scu" campaign's presence HITs gold checks, keyed by imported labels.
 

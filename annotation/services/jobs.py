@@ -146,10 +146,12 @@ def _run_export(job: Job, progress) -> dict:
     stem = f"{campaign.slug}-export-{job.pk}"
     folder = export_dir() / stem
     pseudonymise = bool(job.params.get("pseudonymise"))
-    # A fresh salt per export: pseudonyms cannot be linked across exports, nor reversed by guessing ids.
-    result = export_campaign(
-        campaign, folder, pseudonymise=pseudonymise, salt=secrets.token_hex(16) if pseudonymise else "", progress=progress
-    )
+    # A fresh salt per export: pseudonyms cannot be linked across exports, nor reversed by guessing ids.  An API
+    # export asks for stable ones (``stable_pseudonyms``): salted with the secret key, never stored in the job.
+    salt = ""
+    if pseudonymise:
+        salt = settings.SECRET_KEY + campaign.slug if job.params.get("stable_pseudonyms") else secrets.token_hex(16)
+    result = export_campaign(campaign, folder, pseudonymise=pseudonymise, salt=salt, progress=progress)
     archive = export_dir() / f"{stem}.zip"
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for path in sorted(folder.iterdir()):
@@ -165,6 +167,17 @@ def _run_export(job: Job, progress) -> dict:
 
 
 RUNNERS = {Job.Kind.IMPORT: _run_import, Job.Kind.RECOMPUTE: _run_recompute, Job.Kind.EXPORT: _run_export}
+
+
+def export_file(job: Job) -> Path | None:
+    """The zip a finished export job wrote, or None (not done, not an export, or the file is gone).  Only files
+    under ``EXPORTS_DIR``: a tampered row must not serve other files."""
+    if job.state != Job.State.DONE or not job.result_path:
+        return None
+    path = Path(job.result_path).resolve()
+    if not path.is_file() or export_dir().resolve() not in path.parents:
+        return None
+    return path
 
 
 def job_status(job: Job) -> dict:

@@ -310,12 +310,15 @@ def record_verification(assignment) -> None:
 
 
 def resolve_verification(hit: HIT) -> None:
-    """Keep the pairs every verifier marked valid; redo or settle the predicate."""
+    """Keep the pairs every verifier marked valid (verdicts that count: excluded ones do not); redo or settle the
+    predicate."""
     campaign = campaign_of_hit(hit)
     unit_ids = hit.payload["units"]
+    counting = Q(verifications__excluded=False)
     counts = (
         ContentUnit.objects.filter(pk__in=unit_ids)
-        .annotate(n=Count("verifications"), n_valid=Count("verifications", filter=Q(verifications__valid=True)))
+        .annotate(n=Count("verifications", filter=counting),
+                  n_valid=Count("verifications", filter=counting & Q(verifications__valid=True)))
         .values_list("pk", "n", "n_valid")
     )
     kept = [pk for pk, n, n_valid in counts if n > 0 and n_valid == n]

@@ -49,7 +49,7 @@ def undecided_units(campaign: Campaign, payload: dict) -> list[int]:
     return [u for u in units if not is_decided(*counts.get(u, (0, 0)), planned)]
 
 
-def _has_open_places(hit: HIT) -> bool:
+def has_open_places(hit: HIT) -> bool:
     """The HIT, or a HIT holding places moved or added from it, still waits for work."""
     if hit.state in HIT.UNFINISHED_STATES:
         return True
@@ -82,7 +82,7 @@ def add_judges_where_undecided(campaign: Campaign, hits) -> int:
         with transaction.atomic():
             Batch.objects.select_for_update().get(pk=campaign.batch_id)
             root = HIT.objects.select_for_update(of=("self",)).filter(pk=root_id, kind=HIT.Kind.REGULAR).first()
-            if root is None or root.state != HIT.State.COMPLETED or _has_open_places(root):
+            if root is None or root.state != HIT.State.COMPLETED or has_open_places(root):
                 continue
             if not undecided_units(campaign, root.payload):
                 continue

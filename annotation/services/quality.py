@@ -126,6 +126,17 @@ def apply_cross_checks_many(campaign: Campaign, workers) -> dict[int, list[str]]
 # --- exclusion and replacement ---------------------------------------------------------------
 
 
+def reopen_places(campaign: Campaign, hit: HIT, extra: int, *, replacement: bool = True) -> HIT:
+    """Open ``extra`` places of ``hit`` for work that no longer counts (``hits.services.add_places``: on MTurk
+    within the budget cap, ``PlacesRefused`` beyond it); a finished campaign runs again until they are done."""
+    target = add_places(hit, extra, replacement=replacement)
+    if campaign.state == Campaign.State.FINISHED:
+        Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.RUNNING)
+        Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.ACTIVE)
+        campaign.state = Campaign.State.RUNNING
+    return target
+
+
 @transaction.atomic
 def exclude_worker(campaign: Campaign, worker: Worker, *, by=None, replace: bool = True) -> dict:
     """Leave a worker's presence judgments out of gold aggregation, optionally re-opening their places.
@@ -143,11 +154,8 @@ def exclude_worker(campaign: Campaign, worker: Worker, *, by=None, replace: bool
         for hit in HIT.objects.filter(pk__in=per_hit).order_by("pk"):
             # On MTurk the places are published too (more assignments, or a new HIT), within the budget cap;
             # a refusal undoes the whole exclusion (this transaction).
-            add_places(hit, per_hit[hit.pk])
+            reopen_places(campaign, hit, per_hit[hit.pk])
             reopened += 1
-        if campaign.state == Campaign.State.FINISHED:
-            Campaign.objects.filter(pk=campaign.pk).update(state=Campaign.State.RUNNING)
-            Batch.objects.filter(pk=campaign.batch_id).update(state=Batch.State.ACTIVE)
     refresh_gold(campaign, pairs)
     schedule_score_update(campaign, [s for _, s in pairs])
     QualificationEvent.objects.create(

@@ -24,21 +24,40 @@ from annotation.services.gold import refresh_gold
 
 
 def _texts(campaign: Campaign, summary_ids):
-    rows = SystemSummary.objects.filter(pk__in=summary_ids).values_list("pk", "text", "example__reference")
-    return {pk: (text, reference) for pk, text, reference in rows}
+    rows = SystemSummary.objects.filter(pk__in=summary_ids).values_list("pk", "text", "example__reference", "system_id")
+    return {pk: (text, reference, system) for pk, text, reference, system in rows}
+
+
+#: The per-summary figures a system's stored sums add up (SummaryScore field -> SystemScore sum and count fields).
+SUMMED = {
+    "qapyramid": ("qapyramid_sum", "n_summaries"),
+    "nqapyramid": ("nqapyramid_sum", "n_nqapyramid"),
+    "predicate_level": ("predicate_level_sum", "n_predicate_level"),
+}
 
 
 @transaction.atomic
 def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
     """Recompute the scores of these summaries (all of the campaign's by default), then the system scores.
 
-    Per-system alpha needs every judgment of the campaign: it is refreshed by
-    a full recomputation only, not after each presence HIT.
+    All of them: every system score is rebuilt from the summary scores, with intervals and alpha.  Some (after
+    presence HITs): their systems' stored sums change by the difference these summaries' scores made, under a
+    lock on those systems' rows, in the same transaction: the work grows with the HIT, not with the campaign.
+    Per-system alpha and the intervals need every judgment or summary score of the campaign: they are
+    refreshed by a full recomputation, or by the leaderboard when they are stale (``refresh_stale_intervals``).
     """
     full = summary_ids is None
     if summary_ids is None:
         summary_ids = list(SystemSummary.objects.filter(system__campaign=campaign).values_list("pk", flat=True))
     summary_ids = list(summary_ids)
+    texts = _texts(campaign, summary_ids)
+    locked, before = {}, {}
+    if not full:
+        # Lock the systems' rows first (in one order: no deadlock), then read what the summaries counted before.
+        systems = sorted({system for _, _, system in texts.values()})
+        locked = {row.system_id: row for row in SystemScore.objects.select_for_update().filter(system_id__in=systems).order_by("pk")}
+        before = {row["summary_id"]: row for row in SummaryScore.objects.filter(summary_id__in=summary_ids).values(
+            "summary_id", "n_units", *SUMMED)}
     rows = gold_rows(campaign, summary_ids)
     position = {pk: i for i, pk in enumerate(summary_ids)}
     scores = {
@@ -49,7 +68,7 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
     # The penalties depend on the texts only: every summary gets them, labelled or not (a researcher
     # compares lengths before the presence stage is over).
     reference_lengths: dict[str, int] = {}
-    for pk, (text, reference) in _texts(campaign, summary_ids).items():
+    for pk, (text, reference, _) in texts.items():
         if text.strip() and reference.strip():
             tokens = scoring.word_tokens(text)
             rp = scoring.repetition_rate(tokens)
@@ -80,14 +99,43 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
         batch_size=2000,
     )
     # Bootstrap intervals and per-system alpha read every row of the campaign: the full recomputation
-    # refreshes them; after a single HIT only the means move (the leaderboard refreshes stale intervals).
-    recompute_system_scores(campaign, with_alpha=full, n_boot=N_BOOT if full else 0)
+    # refreshes them; after a single HIT only the sums and means move (the leaderboard refreshes stale intervals).
+    if full or not _add_differences(locked, texts, before, scores):
+        recompute_system_scores(campaign, with_alpha=full, n_boot=N_BOOT if full else 0)
     if campaign.is_hybrid:
         from annotation.services.hybrid_scores import refresh_hybrid_scores
 
         # Human labels changed: the stored hybrid scores follow (the judge's part waits for the next routing pass).
         refresh_hybrid_scores(campaign)
     return len(summary_ids)
+
+
+def _add_differences(locked: dict, texts: dict, before: dict, after: dict) -> bool:
+    """Move the locked system rows' sums and counts by what the summaries' scores changed (``before`` -> ``after``);
+    False (nothing written) when a system has no stored sums yet: the caller rebuilds them."""
+    systems = {system for _, _, system in texts.values()}
+    if any(system not in locked or locked[system].qapyramid_sum is None for system in systems):
+        return False
+    changes = {system: dict.fromkeys(["n_units", *(f for pair in SUMMED.values() for f in pair)], 0) for system in systems}
+    for pk, (_, _, system) in texts.items():
+        old, new, change = before.get(pk, {}), after[pk], changes[system]
+        change["n_units"] += new["n_units"] - old.get("n_units", 0)
+        for field, (total, count) in SUMMED.items():
+            for value, sign in ((old.get(field), -1), (new[field], 1)):
+                if value is not None:
+                    change[total] += sign * value
+                    change[count] += sign
+    for system, change in changes.items():
+        row = locked[system]
+        values = {"n_units": row.n_units + change["n_units"]}
+        for field, (total, count) in SUMMED.items():
+            n = getattr(row, count) + change[count]
+            # No summary left: the sum is exactly 0 (no rounding carried over).
+            summed = (getattr(row, total) or 0.0) + change[total] if n else 0.0
+            values.update({total: summed, count: n, field: summed / n if n else None})
+        # ``update`` leaves ``updated_at`` alone: the intervals stay marked stale for the leaderboard.
+        SystemScore.objects.filter(pk=row.pk).update(**values)
+    return True
 
 
 def ensure_summary_scores(campaign: Campaign) -> bool:
@@ -118,11 +166,14 @@ def ensure_hybrid_scores(campaign: Campaign) -> bool:
     return True
 
 
+@transaction.atomic
 def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha: bool = True) -> None:
     """Per-system means of the summary scores, with bootstrap intervals resampling examples."""
+    # The systems' rows are locked while rebuilt: a HIT's update waits, then adds its difference to these sums.
+    list(SystemScore.objects.select_for_update().filter(system__campaign=campaign).order_by("pk").values_list("pk"))
     rows = list(
         SummaryScore.objects.filter(summary__system__campaign=campaign).values_list(
-            "summary__system_id", "summary__example_id", "qapyramid", "nqapyramid", "predicate_level"
+            "summary__system_id", "summary__example_id", "qapyramid", "nqapyramid", "predicate_level", "n_units"
         )
     )
     systems = list(System.objects.filter(campaign=campaign).values_list("pk", flat=True))
@@ -131,13 +182,15 @@ def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha
     results = []
     if rows:
         system_pos = {pk: i for i, pk in enumerate(systems)}
-        array = np.array([[system_pos[r[0]], r[1], _nan(r[2]), _nan(r[3]), _nan(r[4])] for r in rows], dtype=float)
+        array = np.array([[system_pos[r[0]], r[1], _nan(r[2]), _nan(r[3]), _nan(r[4]), r[5]] for r in rows], dtype=float)
         sys_index = array[:, 0].astype(int)
         q_mean = scoring.system_scores(sys_index, array[:, 2], len(systems))
         n_mean = scoring.system_scores(sys_index, array[:, 3], len(systems))
         p_mean = scoring.system_scores(sys_index, array[:, 4], len(systems))
         ci = scoring.bootstrap_score_ci(array[:, 2], array[:, 1].astype(int), sys_index, n_boot=n_boot) if n_boot else None
         counts = np.bincount(sys_index[~np.isnan(array[:, 2])], minlength=len(systems))
+        sums = {field: _sums(sys_index, array[:, column], len(systems)) for field, column in zip(SUMMED, (2, 3, 4))}
+        units = np.bincount(sys_index, weights=array[:, 5], minlength=len(systems)).astype(int)
         for pk, i in system_pos.items():
             results.append(
                 SystemScore(
@@ -149,13 +202,20 @@ def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha
                     nqapyramid=none_if_nan(float(n_mean[i])) if i < len(n_mean) else None,
                     predicate_level=none_if_nan(float(p_mean[i])) if i < len(p_mean) else None,
                     alpha=alpha.get(names[pk]) if alpha is not None else None,
+                    n_units=int(units[i]),
+                    qapyramid_sum=sums["qapyramid"][0][i],
+                    nqapyramid_sum=sums["nqapyramid"][0][i],
+                    n_nqapyramid=sums["nqapyramid"][1][i],
+                    predicate_level_sum=sums["predicate_level"][0][i],
+                    n_predicate_level=sums["predicate_level"][1][i],
                 )
             )
     SystemScore.objects.bulk_create(
         results,
         update_conflicts=True,
         unique_fields=["system"],
-        update_fields=["n_summaries", "qapyramid", "nqapyramid", "predicate_level"]
+        update_fields=["n_summaries", "qapyramid", "nqapyramid", "predicate_level", "n_units",
+                       *(name for pair in SUMMED.values() for name in pair if name != "n_summaries")]
         + (["qapyramid_low", "qapyramid_high"] if n_boot else [])
         + (["alpha"] if with_alpha else []),
     )
@@ -166,6 +226,14 @@ def _cached_length(cache: dict, text: str) -> int:
     if text not in cache:
         cache[text] = scoring.token_length(text)
     return cache[text]
+
+
+def _sums(system_index, values, n_systems: int) -> tuple[list[float], list[int]]:
+    """Per system: the sum of its summaries' values and how many there are (NaN left out), as the means use."""
+    keep = ~np.isnan(values)
+    total = np.bincount(system_index[keep], weights=values[keep], minlength=n_systems)
+    count = np.bincount(system_index[keep], minlength=n_systems)
+    return [float(x) for x in total], [int(x) for x in count]
 
 
 def _nan(x):

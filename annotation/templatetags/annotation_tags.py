@@ -22,3 +22,11 @@ def highlight_predicates(sentence, predicates=None, css_class="predicate"):
         cursor = end
     pieces.append(escape(text[cursor:]))
     return mark_safe("".join(pieces))
+
+
+@register.simple_tag
+def new_message_key():
+    """A fresh key for a message form (``_message_form.html``): posting the same form twice sends one message."""
+    import uuid
+
+    return uuid.uuid4().hex

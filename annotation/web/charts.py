@@ -31,12 +31,13 @@ def interval_chart(
     chart_id: str = "",
     label: str = "",
     reference: float | None = None,
+    y_label: str = "",
 ) -> SafeString:
     """Points with vertical whiskers: ``points`` are dicts with ``label``, ``value``, ``lo``, ``hi`` (None = missing).
 
-    ``reference`` draws a dashed horizontal line (e.g. the pooled value).
+    ``reference`` draws a dashed horizontal line (e.g. the pooled value); ``y_label`` names the y axis.
     """
-    left, right, top, bottom = 56, 16, 14, 96
+    left, right, top, bottom = 60, 16, 14, 96
     plot_w, plot_h = width - left - right, height - top - bottom
     span = (y_max - y_min) or 1.0
 
@@ -96,15 +97,18 @@ def interval_chart(
         f'<line x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}" stroke="{MUTED}"/>'
         f'<line x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}" stroke="{MUTED}"/>'
     )
+    parts.append(_y_label(y_label, top, plot_h))
     parts.append("</svg>")
     return mark_safe("".join(parts))
 
 
 def histogram_chart(
-    counts: list[int], edges: list[float], *, width: int = 880, height: int = 280, chart_id: str = "", label: str = ""
+    counts: list[int], edges: list[float], *, width: int = 880, height: int = 280, chart_id: str = "", label: str = "",
+    x_label: str = "", y_label: str = "",
 ) -> SafeString:
-    """Bars of ``counts`` over the bins ``[edges[i], edges[i+1])`` (the last bin closed); whole-number ticks."""
-    left, right, top, bottom = 48, 16, 14, 40
+    """Bars of ``counts`` over the bins ``[edges[i], edges[i+1])`` (the last bin closed); whole-number ticks; the
+    axes named by ``x_label`` and ``y_label``."""
+    left, right, top, bottom = 56, 16, 14, 60 if x_label else 40
     plot_w, plot_h = width - left - right, height - top - bottom
     highest = max(counts) if counts else 0
     step = count_step(highest)
@@ -132,6 +136,10 @@ def histogram_chart(
         if i % 2 == 0 or len(edges) <= 6:
             x = left + i * bar_w
             parts.append(f'<text x="{_num(x)}" y="{height - bottom + 20}" font-size="{FONT}" text-anchor="middle" fill="{INK}">{edge:.1f}</text>')
+    if x_label:
+        parts.append(f'<text x="{_num(left + plot_w / 2)}" y="{height - bottom + 42}" font-size="{FONT}" text-anchor="middle"'
+                     f' fill="{MUTED}" class="x-label">{escape(x_label)}</text>')
+    parts.append(_y_label(y_label, top, plot_h))
     parts.append(f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="{MUTED}"/></svg>')
     return mark_safe("".join(parts))
 
@@ -146,6 +154,15 @@ def count_step(highest: int) -> int:
         if factor * power >= raw:
             return int(factor * power)
     return int(10 * power)
+
+
+def _y_label(text: str, top: float, plot_h: float) -> str:
+    """The y axis's name, written upwards along the chart's left edge (left of the tick labels)."""
+    if not text:
+        return ""
+    x, y = 16, top + plot_h / 2
+    return (f'<text x="{x}" y="{_num(y)}" font-size="{FONT}" text-anchor="middle" fill="{MUTED}" class="y-label"'
+            f' transform="rotate(-90 {x} {_num(y)})">{escape(text)}</text>')
 
 
 def _id(chart_id: str) -> str:
@@ -164,13 +181,13 @@ def _ticks(lo: float, hi: float) -> list[float]:
 
 def line_chart(
     series: list[dict], *, x_label: str = "", y_min: float = 0.0, y_max: float = 1.0, width: int = 520, height: int = 260,
-    chart_id: str = "", label: str = "",
+    chart_id: str = "", label: str = "", y_label: str = "",
 ) -> SafeString:
     """Lines over x in [0, 1]: ``series`` are dicts with ``name``, ``points`` [(x, y), ...], ``color`` and
-    optional ``dashed``; a legend names them.  Points with y None are skipped."""
+    optional ``dashed``; a legend names them; ``x_label`` and ``y_label`` name the axes.  Points with y None are skipped."""
     # One legend row per series under the axis label (side by side, a long name ran into the next one).
     legend_row = 20
-    left, right, top, bottom = 52, 12, 12, 42 + legend_row * max(1, len(series))
+    left, right, top, bottom = 58, 12, 12, 42 + legend_row * max(1, len(series))
     plot_w, plot_h = width - left - right, height - top - bottom
     span = (y_max - y_min) or 1.0
 
@@ -191,7 +208,8 @@ def line_chart(
         )
     for i in range(0, 11, 2):
         parts.append(f'<text x="{_num(px(i / 10))}" y="{top + plot_h + 18}" font-size="{FONT}" text-anchor="middle" fill="{INK}">{i / 10:.1f}</text>')
-    parts.append(f'<text x="{_num(left + plot_w / 2)}" y="{top + plot_h + 38}" font-size="{FONT}" text-anchor="middle" fill="{MUTED}">{escape(x_label)}</text>')
+    parts.append(f'<text x="{_num(left + plot_w / 2)}" y="{top + plot_h + 38}" font-size="{FONT}" text-anchor="middle" fill="{MUTED}" class="x-label">{escape(x_label)}</text>')
+    parts.append(_y_label(y_label, top, plot_h))
     for k, s in enumerate(series):
         points = [(x, y) for x, y in s["points"] if y is not None]
         path = " ".join(f"{_num(px(x))},{_num(py(y))}" for x, y in points)

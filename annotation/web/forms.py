@@ -168,7 +168,7 @@ class CampaignSettingsForm(forms.ModelForm):
         return {
             "backend": self.market_note(values),
             "presence_judges": (
-                f"Fixed: {n} judgments per presence HIT. Adaptive: {first} first, one more at a time only where they "
+                f"With these values: {values.presence_judges_statement}. Fixed: {n} judgments per presence HIT. Adaptive: {first} first, one more at a time only where they "
                 f"disagree: about {adaptive.expected_presence_assignments:.2f} judgments per HIT at the expected "
                 f"disagreement rate ({values.third_judge_rate:.1%}), vs {n}; the same gold labels. Under the adaptive "
                 "rule, agreement (alpha) is computed over the first two judgments of every unit."
@@ -243,6 +243,8 @@ class AssignmentReviewForm(forms.Form):
 
     action = forms.ChoiceField(choices=ACTIONS)
     message = forms.CharField(max_length=1000, required=False)
+    # What a rejection does with presence or verification data (``annotation.services.rejection``); empty: the default.
+    data = forms.ChoiceField(choices=[("exclude", "Exclude its data"), ("keep", "Keep its data")], required=False)
     amount = forms.DecimalField(max_digits=6, decimal_places=2, required=False, min_value=Decimal("0.01"))
 
     def clean(self):

@@ -6,6 +6,7 @@ from annotation.web.views import duplicates as duplicate_views
 from annotation.web.views import jobs as job_views
 from annotation.web.views import invitations as invitation_views
 from annotation.web.views import judges as judge_views
+from annotation.web.views import messages as message_views
 from annotation.web.views import payouts as payout_views
 from annotation.web.views import pilot as pilot_views
 from annotation.web.views import qualifications as qualification_views
@@ -49,7 +50,7 @@ urlpatterns = [
     path("<slug:slug>/review/pairs/<int:pk>/correct/", review_views.correct_pair, name="campaign-correct-pair"),
     path("<slug:slug>/pilot/", pilot_views.campaign_pilot, name="campaign-pilot"),
     path("<slug:slug>/pilot/action/", pilot_views.campaign_pilot_action, name="campaign-pilot-action"),
-    path("<slug:slug>/worker-view/<slug:task>/", pilot_views.campaign_worker_view, name="campaign-worker-view"),
+    path("<slug:slug>/preview-as-worker/<slug:task>/", pilot_views.campaign_preview_as_worker, name="campaign-preview-as-worker"),
     path("<slug:slug>/", views.campaign_detail, name="campaign-detail"),
     path("<slug:slug>/progress/", views.campaign_progress, name="campaign-progress"),
     path("<slug:slug>/control/", views.campaign_control, name="campaign-control"),
@@ -73,5 +74,7 @@ urlpatterns = [
     path(
         "<slug:slug>/workers/status/data/", worker_status_views.campaign_worker_status_data, name="campaign-worker-status-data"
     ),
+    path("<slug:slug>/messages/", message_views.campaign_messages, name="campaign-messages"),
+    path("<slug:slug>/messages/<int:pk>/resend/", message_views.campaign_message_resend, name="campaign-message-resend"),
     path("<slug:slug>/invitations/", invitation_views.campaign_invitations, name="campaign-invitations"),
 ]

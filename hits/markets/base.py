@@ -8,6 +8,7 @@ Where a market has nothing to do (the platform's own pages publish nothing), the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from decimal import Decimal
 
 from hits.markets.money import ZERO
@@ -15,6 +16,17 @@ from hits.markets.money import ZERO
 
 class NotOnAMarket(Exception):
     """What was asked needs a crowd market (e.g. reconcile), and the batch runs on the platform's own pages."""
+
+
+@dataclass
+class Delivery:
+    """What became of a message to one worker: ``status`` "sent", "failed" (the market refused it for that worker)
+    or "unknown" (no clear answer: it may have arrived); ``code`` the market's own failure code, ``detail`` why."""
+
+    status: str
+    detail: str = ""
+    code: str = ""
+    emailed: bool = False
 
 
 class Market(ABC):
@@ -104,6 +116,17 @@ class Market(ABC):
 
     def block(self, worker, blocked: bool, reason: str) -> None:
         """A worker was blocked (or unblocked) everywhere."""
+
+    # --- messages to workers -------------------------------------------------------------------------------
+
+    message_subject_limit = 200  # characters the market takes in a subject
+    message_body_limit = 4096  # ... and in a message
+
+    def send_message(self, batch, subject: str, body: str, workers: list) -> dict:
+        """Send a message to ``workers`` (``Worker`` rows of ``batch``) through the market: ``{worker pk: Delivery}``
+        for every one of them.  Called once the message is recorded (``hits.messaging``); never raises for one
+        worker's refusal, which is that worker's ``Delivery``."""
+        return {w.pk: Delivery("failed", f"{self.label} cannot carry messages", "unsupported") for w in workers}
 
     # --- reconcile and preview --------------------------------------------------------------------------------
 

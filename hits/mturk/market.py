@@ -126,6 +126,11 @@ class MTurkMarket(Market):
 
         on_worker_blocked(worker, blocked, reason)
 
+    def send_message(self, batch, subject: str, body: str, workers: list) -> dict:
+        from hits.mturk.messages import send_message
+
+        return send_message(batch, subject, body, workers)
+
     def reconcile(self, batch, save: bool = True):
         from hits.mturk.reconcile import reconcile_batch
 

@@ -46,7 +46,6 @@ gone and left alone from then on.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 from decimal import Decimal
@@ -60,6 +59,7 @@ from hits.models import HIT, Assignment, Batch, LedgerEntry, Worker
 from hits.mturk import fees
 from hits.mturk import tokens
 from hits.mturk.client import MTurk, MTurkError, does_not_exist, for_batch
+from hits.mturk.messages import MTURK_WORKER_ID, NOTIFY_BATCH, Notified, notify_workers  # noqa: F401 - callers' names
 from hits.mturk.models import MTurkAssignment, MTurkHIT, MTurkUnknownSubmission
 from hits.mturk.text import mturk_safe_text
 from hits.reports import SyncErrors
@@ -67,8 +67,6 @@ from hits.services import confirm_submission, discard_other_places, discard_subm
 
 log = logging.getLogger(__name__)
 
-# The worker ids MTurk issues (its API's pattern for WorkerId).
-MTURK_WORKER_ID = re.compile(r"A[A-Z0-9]+")
 
 # UpdateExpirationForHIT with a time in the past expires a HIT at once.  MTurk refuses the same (HIT,
 # ExpireAt) twice, so the n-th such call for a HIT uses this time plus n seconds (``past_expiry``).
@@ -696,65 +694,3 @@ def _expiry_set(mturk: MTurk, published: MTurkHIT, now, expired: bool) -> bool:
     if isinstance(expiration, (int, float)):
         expiration = datetime.fromtimestamp(expiration, tz=dt_timezone.utc)
     return expiration <= now + CLOCK_SKEW if expired else expiration > now
-
-
-@dataclass
-class Notified:
-    """Who NotifyWorkers reached: ``sent`` workers asked for, ``failures`` the workers not notified: MTurk's
-    per-worker refusals, and every worker of a call of 100 that failed twice (``code`` the error's type)."""
-
-    sent: int = 0
-    failures: list = field(default_factory=list)  # {"worker", "code", "message"}
-    failed_calls: int = 0
-
-    @property
-    def reached(self) -> int:
-        return self.sent - len(self.failures)
-
-
-NOTIFY_BATCH = 100  # MTurk's most WorkerIds per NotifyWorkers call
-
-
-def notify_workers(batch: Batch, subject: str, message: str, mturk: MTurk | None = None) -> Notified:
-    """Send a message to every MTurk worker of the batch (NotifyWorkers, 100 workers a call).
-
-    Subject and message are cleaned of the characters MTurk refuses (``mturk_safe_text``) before sending.
-    MTurk answers a call with the workers it could not notify (``NotifyWorkersFailureStatuses``: a soft
-    failure may work later, a hard one will not, e.g. a worker with no reviewed work of ours); they are
-    returned, not lost.  A call that fails (after the client's own retries) is tried once more on its own; if it
-    fails again its 100 workers are returned as failures with the error, and the other calls are still made."""
-    subject, message = mturk_safe_text(subject).strip(), mturk_safe_text(message).strip()
-    if not subject or not message:
-        raise ValueError("a notification needs a subject and a message")
-    mturk = mturk or for_batch(batch)
-    worker_ids = sorted({
-        # Only ids MTurk could have issued (``^A[A-Z0-9]+$``): one made-up id (a forged page's) would make MTurk
-        # refuse the whole call of 100.
-        worker_id for worker_id in MTurkAssignment.objects.filter(mturk_hit__hit__batch=batch)
-        .exclude(assignment__state=Assignment.State.DISCARDED).values_list("mturk_worker_id", flat=True)
-        if MTURK_WORKER_ID.fullmatch(worker_id or "")
-    })
-    result = Notified(sent=len(worker_ids))
-    for start in range(0, len(worker_ids), NOTIFY_BATCH):
-        group = worker_ids[start : start + NOTIFY_BATCH]
-        answer = _notify_group(mturk, subject[:200], message[:4096], group, result)
-        for failure in answer.get("NotifyWorkersFailureStatuses", []):
-            result.failures.append({
-                "worker": failure.get("WorkerId", ""), "code": failure.get("NotifyWorkersFailureCode", ""),
-                "message": failure.get("NotifyWorkersFailureMessage", ""),
-            })
-    return result
-
-
-def _notify_group(mturk: MTurk, subject: str, message: str, group: list[str], result: Notified) -> dict:
-    """One NotifyWorkers call of up to 100 workers, tried twice; on a second failure its workers are failures."""
-    error = None
-    for _ in range(2):
-        try:
-            return mturk.call("NotifyWorkers", Subject=subject, MessageText=message, WorkerIds=group)
-        except MTurkError as exc:
-            error = exc
-            log.warning("NotifyWorkers for %d workers from %s failed: %s", len(group), group[0], exc)
-    result.failed_calls += 1
-    result.failures.extend({"worker": worker, "code": error.code, "message": error.message[:300]} for worker in group)
-    return {}

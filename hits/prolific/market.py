@@ -91,6 +91,11 @@ class ProlificMarket(Market):
 
         on_batch_block_changed(worker, batch, blocked, reason)
 
+    def send_message(self, batch, subject: str, body: str, workers: list) -> dict:
+        from hits.prolific.messages import send_message
+
+        return send_message(batch, subject, body, workers)
+
     def reconcile(self, batch, save: bool = True):
         from hits.prolific.reconcile import reconcile_batch
 

@@ -14,6 +14,16 @@
     }
   }
 
+  // Rejecting asks what becomes of the data (kept or excluded): the choice shows with "Reject" chosen.
+  function showDataChoice(select) {
+    var choice = select.form && select.form.querySelector("[data-reject-only]");
+    if (choice) { choice.hidden = select.value !== "reject"; }
+  }
+  Array.prototype.forEach.call(document.querySelectorAll(".review-form select[name=action]"), showDataChoice);
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches(".review-form select[name=action]")) { showDataChoice(event.target); }
+  });
+
   document.addEventListener("submit", function (event) {
     var form = event.target;
     if (form.classList.contains("review-form")) {

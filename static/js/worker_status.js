@@ -5,8 +5,11 @@
   var INTERVAL = 3000;
   var FIELDS = ["active", "done", "returned", "timed_out", "median_seconds", "hours_worked", "earned", "hourly"];
 
-  function shown(field, value) {
-    if (value === null || value === undefined) { return "\u2014"; }
+  function shown(field, value, w) {
+    if (value === null || value === undefined) {
+      return field === "hourly" && w.hourly_note ? "\u2014 (" + w.hourly_note + ")" : "\u2014";
+    }
+    if (field === "median_seconds" && value < 1) { return "< 1"; }
     return field === "earned" || field === "hourly" ? "$" + value : String(value);
   }
 
@@ -36,7 +39,7 @@
       var tr = rowFor(tbody, w.worker);
       FIELDS.forEach(function (field) {
         var cell = tr.querySelector("[data-field=" + field + "]");
-        cell.textContent = shown(field, w[field]);
+        cell.textContent = shown(field, w[field], w);
         if (field === "hourly" && w.below_floor) {
           var flag = document.createElement("strong");
           flag.className = "warning";

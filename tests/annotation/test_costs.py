@@ -146,11 +146,12 @@ def test_settings_page_and_api_show_the_third_judge_line_and_the_rule(small_file
     web = Client()
     web.force_login(owner)
     page = web.get(f"/campaigns/{c.slug}/settings/").content.decode()
-    assert 'data-stage="third judge"' in page and 'id="cost-rule"' in page and "expected on 50% of them" in page
+    assert 'data-stage="third judge"' in page and 'id="cost-rule"' in page and "expected on 50% of the HITs" in page
     api = APIClient()
     api.force_authenticate(owner)
     data = api.get(f"/api/campaigns/{c.slug}/cost/").json()
     assert data["presence_judges"] == "adaptive" and data["third_judge_rate"] == 0.5
+    assert data["judges_statement"] == "2 judges on every presence HIT, one more at a time where they disagree (at most 3)"
     third = next(s for s in data["stages"] if s["task_type"] == "third judge")
     # 10% redo of 3 predicates rounds to none; 6 presence HITs, 3 of them with a third judge at $0.20 + $0.04.
     assert third["hits"] == 3 and third["total"] == "0.72"

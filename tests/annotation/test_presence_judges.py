@@ -234,9 +234,10 @@ def test_the_settings_page_and_the_api_offer_the_rule_with_its_cost_and_refuse_b
     client.force_login(rita)
     url = f"/campaigns/{campaign.slug}/settings/"
     page = client.get(url).content.decode()
-    assert 'name="presence_judges"' in page and "2, and a third where they disagree" in page
+    assert 'name="presence_judges"' in page and "Adaptive: the fewest that decide the majority, one more where they disagree" in page
+    assert "With these values: 2 judges on every presence HIT, one more at a time where they disagree (at most 3)." in page
     assert "about 2.28 judgments per HIT at the expected disagreement rate (27.8%), vs 3" in page
-    assert "paper: 3 always (the paper) (our default: 2, and a third where they disagree)" in page
+    assert "paper: All of them on every HIT (the paper) (our default: Adaptive: " in page
     refused = client.post(url, {"action": "save", **_posted(page), "third_judge_rate": "1.5"})
     assert refused.status_code == 400 and "less than or equal to 1" in refused.content.decode()
     saved = client.post(url, {"action": "save", **_posted(page), "presence_judges": "fixed", "third_judge_rate": "0.4"})

@@ -246,11 +246,35 @@ def test_session_login_works_too_and_needs_csrf_for_writes(api_world, django_use
     assert Campaign.objects.get(slug="parks").state == "draft"
 
 
-def test_export_is_a_zip_of_the_study(api_world):
-    response = client_for(api_world, "owner").get("/api/campaigns/parks/export/")
-    assert response["Content-Disposition"] == 'attachment; filename="parks.zip"'
-    names = sorted(zipfile.ZipFile(io.BytesIO(response.content)).namelist())
-    assert names == ["parks/campaign.json", "parks/examples.jsonl", "parks/judgments.csv", "parks/systems.csv", "parks/verifications.csv"]
+def test_export_is_a_job_to_poll_then_a_zip_of_the_study(api_world, settings, tmp_path, django_capture_on_commit_callbacks):
+    from annotation.models import Job
+
+    settings.EXPORTS_DIR = tmp_path / "exports"
+    client = client_for(api_world, "owner")
+    # Issue 41: the request only queues the export (no file is built in it) and answers with the job to poll.
+    response = client.post("/api/campaigns/parks/export/")
+    assert response.status_code == 202
+    job = response.json()["job"]
+    assert response["Location"] == job["url"] == f"/api/jobs/{job['id']}/"
+    assert job["state"] == "queued" and job["download_url"] == "" and not list((tmp_path / "exports").glob("*"))
+    early = client.get(f"/api/jobs/{job['id']}/download/")
+    assert early.status_code == 409 and "poll" in early.json()["detail"]
+    assert client.get("/api/campaigns/parks/export/").status_code == 405  # never a file built in a GET
+    # The embedded default runs the job in-process once the request's transaction commits.
+    with django_capture_on_commit_callbacks(execute=True):
+        job = client.post("/api/campaigns/parks/export/?pseudonymise=1").json()["job"]
+    polled = client.get(job["url"]).json()
+    assert polled["state"] == "done" and polled["finished"] and polled["download_url"] == f"/api/jobs/{job['id']}/download/"
+    download = client.get(polled["download_url"])
+    assert download.status_code == 200 and download["Content-Type"] == "application/zip"
+    assert download["Content-Disposition"].startswith("attachment")
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content)))
+    names = sorted(n.split("/", 1)[1] for n in archive.namelist())
+    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "systems.csv", "verifications.csv"]
+    assert Job.objects.get(pk=job["id"]).params == {"pseudonymise": True, "stable_pseudonyms": True}
+    # Another researcher's script sees neither the job nor its file.
+    stranger = client_for(api_world, "other_researcher")
+    assert stranger.get(job["url"]).status_code == 404 and stranger.get(polled["download_url"]).status_code == 404
 
 
 def test_schema_and_offline_docs(client):

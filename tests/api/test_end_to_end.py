@@ -18,7 +18,7 @@ from tests.conftest import DEMO_DIR
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_demo_study_through_the_api(django_user_model, eager_celery):
+def test_demo_study_through_the_api(django_user_model, eager_celery, settings, tmp_path):
     # The crowd works on a server in this process, its follow-ups run in-process (no Celery worker here).
     user = django_user_model.objects.create_user("script", password="script-pass-123")
     make_researcher(user)
@@ -77,12 +77,17 @@ def test_demo_study_through_the_api(django_user_model, eager_celery):
     assert workers["count"] >= 3
     assert all("presence" in row["figures"] for row in workers["results"])
 
-    export = api.get(f"/api/campaigns/{slug}/export/")
+    settings.EXPORTS_DIR = tmp_path / "exports"
+    queued = api.post(f"/api/campaigns/{slug}/export/")
+    assert queued.status_code == 202
+    job = api.get(queued["Location"]).json()  # the job ran in-process (eager Celery) once the request committed
+    assert job["state"] == "done"
+    export = api.get(job["download_url"])
     assert export.status_code == 200 and export["Content-Type"] == "application/zip"
-    archive = zipfile.ZipFile(io.BytesIO(export.content))
-    names = sorted(n.split("/", 1)[1] for n in archive.namelist())
-    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "systems.csv", "verifications.csv"]
-    examples = [json.loads(line) for line in archive.read(f"{slug}/examples.jsonl").decode().splitlines()]
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(export.streaming_content)))
+    names = {n.split("/", 1)[1]: n for n in archive.namelist()}
+    assert sorted(names) == ["campaign.json", "examples.jsonl", "judgments.csv", "systems.csv", "verifications.csv"]
+    examples = [json.loads(line) for line in archive.read(names["examples.jsonl"]).decode().splitlines()]
     assert len(examples) == 6
-    judgments_csv = archive.read(f"{slug}/judgments.csv").decode().strip().splitlines()
+    judgments_csv = archive.read(names["judgments.csv"]).decode().strip().splitlines()
     assert len(judgments_csv) - 1 == judgments["count"]

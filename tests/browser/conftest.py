@@ -61,3 +61,16 @@ def log_in(page, username, password):
     page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_load_state()
+
+
+def researcher_with_campaign(django_user_model, folder, username: str, password: str, name: str):
+    """A researcher account and a campaign of hers imported from the web tests' small files (not launched)."""
+    from annotation.services.campaign_import import import_campaign
+    from annotation.services.roles import make_researcher
+    from tests.web.conftest import REFERENCES, SUMMARIES
+
+    user = django_user_model.objects.create_user(username=username, password=password)
+    make_researcher(user)
+    (folder / "r.jsonl").write_bytes(REFERENCES)
+    (folder / "s.jsonl").write_bytes(SUMMARIES)
+    return user, import_campaign(name=name, owner=user, references=folder / "r.jsonl", summaries=folder / "s.jsonl").campaign

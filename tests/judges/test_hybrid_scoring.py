@@ -337,6 +337,7 @@ def test_judges_page_says_when_there_are_too_few_labels_and_shows_the_calibratio
     assert 'id="judge-calibration" data-scoring="probability"' in page and 'id="calibration-too-few"' not in page
     assert f'data-field="ece-before">{fit.ece_before:.3f}<' in page and f'data-field="ece-after">{fit.ece_after:.3f}<' in page
     assert 'id="reliability-plot"' in page and page.count('class="series"') >= 3
+    assert 'class="y-label"' in page and '>share present<' in page
 
 
 class _TimidJudge:

@@ -38,6 +38,12 @@ MATRIX = {
     "campaign-judges": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-qualifications": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-invitations": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    # Messages to workers (issue 40): the log and the form's target are the campaign's managers'; no such message.
+    "campaign-messages": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-message-resend": ("POST", {"slug": "matrix", "pk": 999999}, [LOGIN, 404, 404, 404, 404, 404]),
+    "api-message-list": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    # A worker marks a message of their own read; another's (or none) changes nothing: back to the work page.
+    "worker-message-read": ("POST", {"pk": 999999}, [LOGIN, 302, 302, 302, 302, 302]),
     "worker-home": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
     "worker-history": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
     "worker-quality": ("GET", {}, [LOGIN, 200, 200, 200, 200, 200]),
@@ -87,6 +93,7 @@ MATRIX = {
     # and request bodies: tests/api/test_permissions.py.
     "api-token": ("GET", {}, [405, 405, 405, 405, 405, 405]),  # POST only (username/password)
     "api-job": ("GET", {"pk": "JOB"}, [401, 403, 403, 404, 200, 200]),  # the campaign's job: its researchers
+    "api-job-download": ("GET", {"pk": "JOB"}, [401, 403, 403, 404, 200, 200]),  # the finished export's zip
     # The admin's login (under the login limits): staff already signed in go on to the admin.
     "admin-login": ("GET", {}, [200, 200, 200, 200, 200, 302]),
     "api-schema": ("GET", {}, [200, 200, 200, 200, 200, 200]),  # the API's description is public
@@ -95,8 +102,9 @@ MATRIX = {
     "api-campaign-list": ("GET", {}, [401, 403, 403, 200, 200, 200]),
     **{
         f"api-campaign-{view}": ("GET", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200])
-        for view in ("detail", "progress", "cost", "scores", "leaderboard", "export")
+        for view in ("detail", "progress", "cost", "scores", "leaderboard")
     },
+    "api-campaign-export": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 202, 202]),  # a job to poll
     "api-campaign-launch": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 409, 409]),  # already running
     "api-campaign-pause": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 409]),
     "api-campaign-resume": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 409, 409]),  # not paused

@@ -40,3 +40,17 @@ def test_low_alpha_beside_high_agreement_is_explained():
     line = skew_note({"alpha": -0.011, "percent": 0.958, "positive_share": 0.97}, "Verification", "valid")
     assert "-0.011" in line and "95.8%" in line and "97.0%" in line and "valid" in line and "chance" in line
     assert skew_note({"alpha": 0.7, "percent": 0.95, "positive_share": 0.6}, "Presence", "present") == ""
+
+
+def test_every_chart_names_its_axes():
+    """Issue 40: the reliability plot had no y-axis label."""
+    from annotation.web.charts import line_chart
+
+    line = str(line_chart([{"name": "judge", "points": [(0.1, 0.2)], "color": "#000"}], x_label="predicted probability",
+                          y_label="share present"))
+    hist = str(histogram_chart([1, 2], [0.0, 0.5, 1.0], x_label="accuracy", y_label="judges"))
+    alpha = str(interval_chart([{"label": "s", "value": 0.5, "lo": 0.4, "hi": 0.6}], y_label="Krippendorff's alpha"))
+    assert re.search(r'class="y-label" transform="rotate\(-90 [\d.]+ [\d.]+\)">share present<', line)
+    assert 'class="x-label">predicted probability<' in line
+    assert 'class="y-label"' in hist and 'class="x-label">accuracy<' in hist
+    assert "Krippendorff&#x27;s alpha</text>" in alpha

@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 
 from annotation.models import ContentUnit, Example, System, Verification
 from annotation.services.export import export_campaign
-from annotation.services.spreadsheets import spreadsheet_safe
+from annotation.services.spreadsheets import csv_writer, spreadsheet_safe
 from hits.models import Worker
 from tests.web.conftest import settle_with_kept_pairs
 from tests.web.test_agreement_review import _judge
@@ -28,6 +28,34 @@ HOSTILE = ["@A1", "+1+1", "-2+3", "=1+1", "\tx", "\rx", "x;=2+2", "a,=b", "\uff1
 @pytest.mark.parametrize("text", HOSTILE)
 def test_formula_text_is_quoted(text):
     assert spreadsheet_safe(text) == "'" + text
+
+
+#: Issue 40: every separator followed by a formula character is treated as ``;=`` always was (quoted);
+#: a formula character that does not directly follow a separator is plain text.
+SEPARATOR_CASES = [
+    ("x;=2+2", True), ("x;@A1", True), ("x;+1+1", True), ("x;-2+3", True),
+    ("a,=b", True), ("a,@b", True), ("a,+b", True), ("a,-b", True),
+    ("x\t=1+1", True), ("x\t@A1", True), ("x\t+1", True), ("x\t-1", True),
+    ("x\r=1+1", True), ("x\r@A1", True), ("x\r+1", True), ("x\r-1", True),
+    ("x;\uff1d1", True), ("x,\uff20A1", True), ("x\t\uff0b1", True), ("x\r\uff0d1", True),
+    ("x; =1", False), ("a, -b", False), ("x;y=1", False), ("e-mail", False), ("a = b", False), ("x;", False),
+    ("x\ty", False), ("name@example.org", False), ("3+4", False), ("a\n=b", False),
+]
+
+
+@pytest.mark.parametrize("text,quoted", SEPARATOR_CASES)
+def test_separator_then_formula_is_quoted_like_semicolon_equals(text, quoted):
+    assert spreadsheet_safe(text) == ("'" + text if quoted else text)
+
+
+@pytest.mark.parametrize("text,quoted", SEPARATOR_CASES + [(t, True) for t in HOSTILE])
+def test_the_writer_quotes_the_same_cells_on_every_row(text, quoted):
+    buffer = io.StringIO()
+    writer = csv_writer(buffer)
+    writer.writerow([text, 1])
+    writer.writerows([[text, -0.5], [text, Decimal("-1.25")]])
+    expected = "'" + text if quoted else text
+    assert list(csv.reader(io.StringIO(buffer.getvalue()))) == [[expected, "1"], [expected, "-0.5"], [expected, "-1.25"]]
 
 
 def test_numbers_and_plain_text_are_kept():

@@ -186,6 +186,9 @@ class JobSerializer(serializers.Serializer):
     finished = serializers.BooleanField()
     result_url = serializers.CharField(allow_blank=True)
     url = serializers.CharField()
+    download_url = serializers.CharField(
+        allow_blank=True, help_text="A finished export's zip over the API (``GET``, token authentication); empty until then."
+    )
     campaign = serializers.CharField(required=False, allow_null=True, help_text="The campaign's slug, once there is one.")
 
 
@@ -364,7 +367,7 @@ class VerificationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Verification
-        fields = ["id", "unit_id", "worker", "valid", "answers", "created_at"]
+        fields = ["id", "unit_id", "worker", "valid", "answers", "excluded", "created_at"]
 
 
 class JudgmentSerializer(serializers.ModelSerializer):
@@ -540,6 +543,11 @@ class ApproveSerializer(serializers.Serializer):
 
 class RejectSerializer(serializers.Serializer):
     message = serializers.CharField(max_length=1000, help_text="Why the work is refused (shown to the worker; required).")
+    data = serializers.ChoiceField(
+        choices=["exclude", "keep"], required=False, allow_null=True, default=None,
+        help_text="Presence and verification work: its data excluded (the default: it stops counting, gold and scores are "
+                  "recomputed, a place reopens where the HIT needs one) or kept (counts as before). QA pairs are always kept.",
+    )
 
 
 class BonusSerializer(serializers.Serializer):

@@ -20,10 +20,12 @@ router.register(f"{SCOPED}/gold", views.GoldViewSet, basename="api-gold")
 router.register(f"{SCOPED}/workers", views.WorkerViewSet, basename="api-worker")
 router.register(f"{SCOPED}/autoscore", views.AutoscoreRunViewSet, basename="api-autoscore")
 router.register(f"{SCOPED}/assignments", views.AssignmentViewSet, basename="api-assignment")
+router.register(f"{SCOPED}/messages", views.MessageViewSet, basename="api-message")
 
 urlpatterns = [
     path("token/", views.TokenView.as_view(), name="api-token"),
     path("jobs/<int:pk>/", views.JobView.as_view(), name="api-job"),
+    path("jobs/<int:pk>/download/", views.JobDownloadView.as_view(), name="api-job-download"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's setup as a script file: no inline script for the CSP to refuse.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

@@ -38,19 +38,20 @@ def campaign_agreement(request, slug):
     ]
     charts = {
         "batches": interval_chart(
-            batch_points, y_min=_y_floor(batch_points), chart_id="alpha-over-time", reference=pooled,
+            batch_points, y_min=_y_floor(batch_points), chart_id="alpha-over-time", reference=pooled, y_label="Krippendorff's alpha",
             label="Krippendorff's alpha per batch of units, in the order they were completed, with 95% intervals",
         )
         if batch_points
         else None,
         "systems": interval_chart(
-            system_points, y_min=_y_floor(system_points), chart_id="alpha-per-system", reference=pooled,
+            system_points, y_min=_y_floor(system_points), chart_id="alpha-per-system", reference=pooled, y_label="Krippendorff's alpha",
             label="Krippendorff's alpha per system with 95% intervals",
         )
         if any(p["value"] is not None for p in system_points)
         else None,
         "accuracy": histogram_chart(
-            *board["histogram"], chart_id="worker-accuracy", label="Number of judges per accuracy against the majority"
+            *board["histogram"], chart_id="worker-accuracy", label="Number of judges per accuracy against the majority",
+            x_label="accuracy against the majority", y_label="judges",
         )
         if board["worker_accuracy"]
         else None,

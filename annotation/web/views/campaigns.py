@@ -60,7 +60,7 @@ def _estimate(campaign, progress) -> dict | None:
     if campaign.unit_type != "qa":
         # An "scu" campaign has presence only (no generation to redo): the estimate with its gold checks.
         preview = campaign_cost_preview(campaign, redo_share=0.0)
-        gold = next((s for s in preview.stages if s.task_type == "gold"), None)
+        gold = preview.gold
         return {"assumed": preview.total, "gold": gold, "redo": False, **_screening(preview)} if preview.total else None
     if not progress["n_predicates"]:
         return None
@@ -69,7 +69,7 @@ def _estimate(campaign, progress) -> dict | None:
     preview = campaign_cost_preview(campaign, redo_share=ASSUMED_REDO_SHARE)
     assumed = preview.total
     # Gold checks are in the estimate: the page says how many, and at how many judges each.
-    gold = next((s for s in preview.stages if s.task_type == "gold"), None)
+    gold = preview.gold
     if not settled and not redo:
         return {"assumed_share": ASSUMED_REDO_SHARE, "assumed": assumed, "observed_share": None, "updated": None,
                 "gold": gold, "redo": True, **_screening(preview)}

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -13,7 +10,7 @@ from django.views.decorators.http import require_POST
 from annotation.services import roles
 from annotation.web.views.setup import managed_campaign
 from annotation.models import Job
-from annotation.services.jobs import job_status, start_job
+from annotation.services.jobs import export_file, job_status, start_job
 
 
 def _visible_job(request, pk: int) -> Job:
@@ -44,9 +41,8 @@ def job_download(request, pk):
     job = _visible_job(request, pk)
     if job.state != Job.State.DONE or not job.result_path:
         raise Http404("This job has no file to download.")
-    path = Path(job.result_path).resolve()
-    # Only files the export wrote, under EXPORTS_DIR: a tampered row must not serve other files.
-    if not path.is_file() or Path(settings.EXPORTS_DIR).resolve() not in path.parents:
+    path = export_file(job)
+    if path is None:
         raise Http404("The export file is gone; export again.")
     return FileResponse(path.open("rb"), as_attachment=True, filename=path.name)
 

@@ -105,7 +105,7 @@ def _calibration(campaign) -> dict | None:
             [{"name": "perfect calibration", "points": [(0.0, 0.0), (1.0, 1.0)], "color": "#9aa3b5", "dashed": True},
              {"name": f"judge as it is (ECE {figures['ece_before']:.3f})", "points": points(figures["bins_before"]), "color": "#c0392b"},
              {"name": f"calibrated, out of fold (ECE {figures['ece_after']:.3f})", "points": points(figures["bins_after"]), "color": "#2456c9"}],
-            x_label="predicted probability of presence (bin mean)", chart_id="reliability-plot",
+            x_label="predicted probability of presence (bin mean)", y_label="share present", chart_id="reliability-plot",
             label="Reliability of the routing judge's probabilities: share present against predicted probability, per bin",
         )
     return result
@@ -139,7 +139,7 @@ def _hybrid_curves() -> list[dict]:
                 "svg": line_chart(
                     [{"name": f"least sure first ({data.get('measure')})", "points": routed, "color": "#2456c9"},
                      {"name": "random HITs", "points": chance, "color": "#c0392b", "dashed": True}],
-                    x_label="human presence share", y_min=max(0.0, round(low - 0.05, 1)), y_max=1.0,
+                    x_label="human presence share", y_label="Pearson r" if key == "summary_pearson" else "accuracy", y_min=max(0.0, round(low - 0.05, 1)), y_max=1.0,
                     chart_id=f"curve-{data['name']}-{key}", label=f"{title} against the human presence share, {data['name']}",
                 ),
             })

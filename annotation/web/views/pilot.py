@@ -17,7 +17,7 @@ from hits.wording import as_sentence
 
 
 @login_required
-def campaign_worker_view(request, slug, task):
+def campaign_preview_as_worker(request, slug, task):
     """The HIT page a worker gets for this task type, with the campaign's data and instructions.  Nothing can be
     submitted: the button is disabled, and a POST (forced past it) is answered 405 with nothing recorded."""
     campaign = managed_campaign(request, slug)
@@ -35,7 +35,7 @@ def campaign_worker_view(request, slug, task):
     else:
         context["missing"] = _missing(campaign, task)
     status = 405 if request.method == "POST" else 200
-    response = render(request, "hits/assignment.html" if hit is not None else "annotation/campaign_worker_view_missing.html",
+    response = render(request, "hits/assignment.html" if hit is not None else "annotation/campaign_preview_as_worker_missing.html",
                       context, status=status)
     if status == 405:
         response["Allow"] = "GET"

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from hits.wording import as_sentence
+from annotation.services import rejection
 from annotation.web.views.setup import managed_campaign, paginate, parse_id
 from annotation.web.forms import AssignmentReviewForm, QAPairCorrectionForm
 from annotation.models import ContentUnit, Example, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
@@ -104,6 +105,10 @@ def review_bulk(request, slug):
         messages.error(request, "Say why the work is rejected: every worker concerned sees this message.")
         return _back_to_bulk(slug, worker, task)
     category = (request.POST.get("rejection_category") or "").strip()
+    data = request.POST.get("data") or rejection.EXCLUDE
+    if data not in (rejection.KEEP, rejection.EXCLUDE):
+        messages.error(request, "Choose whether the rejected work's data is kept or excluded.")
+        return _back_to_bulk(slug, worker, task)
     if action == "reject" and campaign.batch is not None and campaign.batch.on_prolific:
         problem = _prolific_rejection_problem(message, category)
         if problem:
@@ -113,14 +118,16 @@ def review_bulk(request, slug):
     if request.POST.get("confirmed") == "1":
         ids = [i for i in map(parse_id, request.POST.getlist("ids")) if i]
         chosen = chosen.filter(pk__in=ids)
-        done, refused = 0, []
+        done, refused, excluded, reopened = 0, [], 0, 0
         for assignment in chosen:
             try:
                 # One MTurk settlement for the whole decision below, not one per assignment.
                 if action == "approve":
                     payments.approve_assignment(assignment, message=message, by=request.user, settle=False)
                 else:
-                    payments.reject_assignment(assignment, message, by=request.user, settle=False)
+                    outcome = rejection.reject_work(assignment, message, by=request.user, data=data, settle=False)
+                    excluded += outcome.excluded
+                    reopened += outcome.reopened
                     if assignment.hit.batch.on_prolific:
                         from hits.prolific.review import note_rejection_category
 
@@ -137,7 +144,8 @@ def review_bulk(request, slug):
 
             send_after_commit(payments.PROLIFIC_SETTLE_TASK, campaign.batch_id)
         verb = "approved" if action == "approve" else "rejected"
-        messages.success(request, f"{done} assignment{'s' if done != 1 else ''} {verb}.")
+        messages.success(request, f"{done} assignment{'s' if done != 1 else ''} {verb}." + (
+            _bulk_data_statement(data, excluded, reopened) if action == "reject" and done else ""))
         if len(ids) > done:
             messages.info(request, f"{len(ids) - done} were no longer waiting for a decision and were left as they are.")
         for line in refused[:10]:
@@ -159,11 +167,19 @@ def review_bulk(request, slug):
         "annotation/campaign_review_bulk.html",
         {
             "campaign": campaign, "action": action, "message": message, "worker": worker, "task": task,
-            "rejection_category": category,
+            "rejection_category": category, "data": data,
             "assignments": chosen, "money": _money_of(chosen), "by_worker": sorted(by_worker.items()),
             "on_mturk": chosen[0].hit.batch.on_mturk,
         },
     )
+
+
+def _bulk_data_statement(data: str, excluded: int, reopened: int) -> str:
+    """What a bulk rejection did with the data (presence and verification work; QA pairs are always kept)."""
+    if data == rejection.KEEP:
+        return " Their data is kept: it counts in the gold labels, scores and agreement as before."
+    return (f" {excluded} presence judgment{'s' if excluded != 1 else ''} or verdicts excluded: gold labels and scores are "
+            f"recomputed without them; {reopened} place{'s' if reopened != 1 else ''} reopened for other workers.")
 
 
 def _example_assignments(campaign, example, predicate_ids, summary_ids):
@@ -186,7 +202,7 @@ def campaign_review_example(request, slug, pk):
     campaign = managed_campaign(request, slug)
     example = get_object_or_404(Example, pk=pk, campaign=campaign)
     units = ContentUnit.objects.filter(example=example).select_related("author").prefetch_related(
-        Prefetch("verifications", queryset=Verification.objects.select_related("worker").order_by("pk")),
+        Prefetch("verifications", queryset=Verification.objects.select_related("worker", "assignment").order_by("pk")),
         "corrections",
     )
     sentences = example.sentences.prefetch_related(
@@ -199,7 +215,7 @@ def campaign_review_example(request, slug, pk):
     else:
         kept = list(units.filter(state=ContentUnit.State.KEPT).select_related("predicate").order_by("predicate__start", "index"))
     judgments: dict[tuple[int, int], list] = {}
-    for j in PresenceJudgment.objects.filter(summary__in=summaries).select_related("worker").order_by("pk"):
+    for j in PresenceJudgment.objects.filter(summary__in=summaries).select_related("worker", "assignment").order_by("pk"):
         judgments.setdefault((j.unit_id, j.summary_id), []).append(j)
     gold: dict[tuple[int, int], GoldPresence] = {}
     for g in GoldPresence.objects.filter(summary__in=summaries).order_by("origin"):
@@ -228,6 +244,7 @@ def campaign_review_example(request, slug, pk):
             "scu_units": scu_units,
             "assignments": _example_assignments(campaign, example, predicate_ids, [s.pk for s in summaries]),
             "review_form": AssignmentReviewForm(),
+            "excludable": rejection.EXCLUDABLE,
             **_prolific_review_context(campaign),
             "previous": Example.objects.filter(campaign=campaign, position__lt=example.position).order_by("-position").first(),
             "next": Example.objects.filter(campaign=campaign, position__gt=example.position).order_by("position").first(),
@@ -260,7 +277,7 @@ def _judge_labels(campaign, summaries) -> dict:
 
 def _assignment_of_campaign(campaign, pk) -> Assignment:
     return get_object_or_404(
-        Assignment.objects.select_related("hit__batch", "worker"), pk=pk, hit__batch_id=campaign.batch_id or -1
+        Assignment.objects.select_related("hit__batch", "hit__task_type", "worker"), pk=pk, hit__batch_id=campaign.batch_id or -1
     )
 
 
@@ -314,7 +331,7 @@ def review_assignment(request, slug, pk):
             if action == "approve":
                 payments.approve_assignment(assignment, message=message, by=request.user)
             elif action == "reject":
-                payments.reject_assignment(assignment, message, by=request.user)
+                outcome = rejection.reject_work(assignment, message, by=request.user, data=form.cleaned_data["data"] or None)
                 if assignment.hit.batch.on_prolific:
                     from hits.prolific.review import note_rejection_category
 
@@ -342,7 +359,9 @@ def review_assignment(request, slug, pk):
     if action == "approve":
         messages.success(request, f"Assignment {assignment.pk} of {assignment.worker} approved.")
     elif action == "reject":
-        messages.success(request, f"Assignment {assignment.pk} of {assignment.worker} rejected; the worker sees your message.")
+        messages.success(
+            request, f"Assignment {assignment.pk} of {assignment.worker} rejected; the worker sees your message. {outcome.statement}"
+        )
     if amount is not None and action != "reject":
         messages.success(request, f"Bonus of ${amount} for {assignment.worker} recorded.")
     return _back(back, slug)

@@ -435,4 +435,4 @@ def _gold_pool(campaign, cost):
         if measured is not None:
             return measured
     stages = {s.task_type: s.hits for s in cost.stages}
-    return planned_gold_pool(campaign, stages.get("gold", 0), stages.get("presence", 0))
+    return planned_gold_pool(campaign, cost.gold.hits if cost.gold else 0, stages.get("presence", 0))

@@ -9,6 +9,7 @@ from django.http import JsonResponse
 from django.shortcuts import render
 
 from annotation.selectors.worker_status import worker_status
+from hits.activity import MIN_MEASURED_SECONDS
 from annotation.web.views.setup import managed_campaign
 
 
@@ -18,7 +19,8 @@ def campaign_worker_status(request, slug):
     return render(
         request,
         "annotation/campaign_worker_status.html",
-        {"campaign": campaign, "status": worker_status(campaign), "floor": campaign.hourly_pay_floor},
+        {"campaign": campaign, "status": worker_status(campaign), "floor": campaign.hourly_pay_floor,
+         "min_minutes": MIN_MEASURED_SECONDS // 60},
     )
 
 

@@ -38,6 +38,8 @@ Prolific's published reference (docs.prolific.com/api-reference):
   as ``currency_code`` on the workspace, the study and the balance); Prolific's fee, ``fee_rate`` (33.33% by
   default, Prolific's published platform fee) of every reward and bonus, plus VAT at ``vat_rate`` of the fee
   (by default 20% in a GBP workspace, none in a USD one), each rounded half up to the minor unit.
+- messages: ``messages/`` (one participant) and ``messages/bulk/`` (``ids``), each about a study the recipients
+  took part in, answered 204 and kept for tests (``GET /__control/messages/``): ``messages``.
 - listings are paginated (``page_size`` items, 5 by default, or ``?page_size=``; ``_links.next.href``;
   ``meta.count``).
 - errors are shaped like Prolific's: ``{"error": {"status", "title", "detail", "additional_information"}}``.
@@ -58,14 +60,14 @@ Faults hit the API only: ``lost_reply`` does the request and drops the connectio
 ``error`` answers ``status`` (503) without doing it, ``throttle`` answers 429 with ``Retry-After``.
 
 What it does not model: Prolific's own rate limits (only injected), reserved places, screen-out and
-partial-approval codes, messages, study collections, custom screeners other than the two group filters,
+partial-approval codes, conversations and replies to messages, study collections, custom screeners other than the two group filters,
 multiple workspaces, currencies other than USD and GBP, and the exact wording and numeric ``error_code`` of
 Prolific's errors.  Pay per hour and the least maximum time, as Prolific computes them: ``rates``.
 
 The package, one module per concern (none over 500 lines): ``state`` (``ProlificStandIn``: settings, state,
 clock, dispatch, paging, ``state/``), ``studies``, ``submissions``, ``money`` (currency, fee, VAT, balance,
 cost calculator, bonuses), ``rates``, ``workspace`` (researcher, workspace, project, participant groups),
-``faults``, ``routes`` (the wire: route table, request handler, participant pages, control API),
+``messages``, ``faults``, ``routes`` (the wire: route table, request handler, participant pages, control API),
 ``common`` (statuses, ids, ``Refused``) and ``control`` (``running_standin`` for tests).  What both
 stand-ins share (clock, server, dropped connection) is ``hits.markets.standin``.  Standard library only:
 it imports nothing from Django or the platform.

@@ -96,6 +96,8 @@ OPERATIONS: list[tuple[str, str, int, Callable[["Any", Call], Any]]] = [
     ("GET", "/submissions/{}/", 200, lambda s, r: submission_detail(s._submission(r.id))),
     ("POST", "/submissions/{}/transition/", 200, lambda s, r: submission_detail(s.transition_submission(r.id, r.object, r.now))),
     ("POST", "/bulk-bonus-payments/{}/pay/", 202, lambda s, r: _pay(s, r.id, r.now)),
+    ("POST", "/messages/", 204, lambda s, r: s.send_message(r.body, r.now)),
+    ("POST", "/messages/bulk/", 204, lambda s, r: s.bulk_message(r.body, r.now)),
     ("GET", "/participant-groups/", 200, lambda s, r: s.page([s.group_view(g) for g in s.state["groups"].values()],
                                                              r.path, r.query)),
     ("POST", "/participant-groups/", 201, lambda s, r: s.create_group(r.object, r.now)),
@@ -268,6 +270,8 @@ class Handler(StandInHandler):
             with standin.session():
                 standin.state["balance"] = balance
                 return 200, standin.balance_view()
+        if (method, path) == ("GET", "/messages/"):
+            return 200, {"messages": standin.messages()}
         if (method, path) == ("GET", "/state/"):
             return 200, standin.dump()
         if (method, path) == ("POST", "/reset/"):

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from hits.markets.standin import Clock, ServedStandIn
 from hits.prolific.standin.common import ACTIVE, TIMED_OUT, Refused, cents, iso, new_id
 from hits.prolific.standin.faults import Faults
+from hits.prolific.standin.messages import Messages
 from hits.prolific.standin.money import DEFAULT_VAT, StandInMoney, currency_code, rate
 from hits.prolific.standin.routes import ROUTES, Call, Handler
 from hits.prolific.standin.studies import Studies
@@ -26,7 +27,7 @@ DEFAULT_PAGE_SIZE = 5
 DEFAULT_SETTLE_SECONDS = 60.0
 
 
-class ProlificStandIn(Studies, Submissions, StandInMoney, Workspace, Faults, ServedStandIn):
+class ProlificStandIn(Studies, Submissions, StandInMoney, Workspace, Messages, Faults, ServedStandIn):
     """Prolific's API and participant site, in memory, over HTTP (``start()`` in a thread, ``stop()``)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, token: str = DEFAULT_TOKEN,
@@ -67,6 +68,7 @@ class ProlificStandIn(Studies, Submissions, StandInMoney, Workspace, Faults, Ser
         self.state = {
             "user_id": new_id(), "workspace_id": new_id(), "project_id": new_id(),
             "balance": balance, "studies": {}, "submissions": {}, "groups": {}, "bonuses": {}, "ledger": [],
+            "messages": [],
         }
 
     def reset(self, balance=None) -> None:
@@ -149,6 +151,7 @@ class ProlificStandIn(Studies, Submissions, StandInMoney, Workspace, Faults, Ser
                             for b in self.state["bonuses"].values()],
                 "paid": paid, "totals": dict(totals, spent=sum(totals.values())),
                 "ledger": list(self.state["ledger"]), "faults": [dict(f) for f in self.faults],
+                "messages": [dict(m) for m in self.state.get("messages", [])],
             }
 
     # -- listings

@@ -6,7 +6,7 @@ researcher's campaign is a 404.
 
 Split by concern: ``common`` (error bodies, the 409 error, campaign scoping), ``tokens`` (API tokens
 and background jobs), ``campaigns``, ``content`` (examples, systems, summaries, predicates, units)
-and ``work`` (verifications, judgments, gold, workers, autoscore runs, assignments).
+``messages`` (messages to workers) and ``work`` (verifications, judgments, gold, workers, autoscore runs, assignments).
 """
 
 from annotation.web.api.views.campaigns import CampaignViewSet
@@ -23,7 +23,8 @@ from annotation.web.api.views.common import (
     scoped_schema,
 )
 from annotation.web.api.views.content import ExampleViewSet, PredicateViewSet, SummaryViewSet, SystemViewSet, UnitViewSet
-from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobView, TokenView
+from annotation.web.api.views.messages import MessageViewSet
+from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobDownloadView, JobView, TokenView
 from annotation.web.api.views.work import (
     AssignmentViewSet,
     AutoscoreRunViewSet,
@@ -45,8 +46,10 @@ __all__ = [
     "Conflict",
     "ExampleViewSet",
     "GoldViewSet",
+    "JobDownloadView",
     "JobView",
     "JudgmentViewSet",
+    "MessageViewSet",
     "PredicateViewSet",
     "SummaryViewSet",
     "SystemViewSet",

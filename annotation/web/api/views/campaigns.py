@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import tempfile
-import zipfile
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers as drf_serializers, status, viewsets
@@ -30,7 +27,7 @@ from annotation.services import pipeline, scores
 from annotation.services.campaign_import import PREDICATES_AUTO, PREDICATES_NONE, import_campaign
 from hits.models import Worker
 
-from annotation.web.api.views.common import Conflict, DETAIL, IMPORT_ERROR, int_param, save_upload, problem_dict
+from annotation.web.api.views.common import Conflict, DETAIL, IMPORT_ERROR, api_job, int_param, save_upload, problem_dict
 
 
 class CampaignViewSet(
@@ -121,7 +118,7 @@ class CampaignViewSet(
         (``GET /api/jobs/ID/``), so no request waits for predicate detection over thousands of references."""
         from annotation.models import Job
         from annotation.services import uploads
-        from annotation.services.jobs import job_status, start_job
+        from annotation.services.jobs import start_job
 
         uploads.clean_stale_uploads()
         token = uploads.new_upload()
@@ -142,7 +139,7 @@ class CampaignViewSet(
         job = start_job(Job.Kind.IMPORT, params=params, user=request.user)
         body = {
             "detail": "The files are large: they are imported by a background job; poll the job for its state and problems.",
-            "job": {**job_status(job), "url": f"/api/jobs/{job.pk}/"},
+            "job": api_job(job),
         }
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/jobs/{job.pk}/"})
 
@@ -395,23 +392,26 @@ class CampaignViewSet(
         return Response(result)
 
     @extend_schema(
+        request=None,
         parameters=[OpenApiParameter("pseudonymise", bool, description="Replace worker ids by salted hashes.")],
-        responses={(200, "application/zip"): OpenApiTypes.BINARY},
+        responses={
+            202: inline_serializer(
+                "CampaignExportQueued", fields={"detail": drf_serializers.CharField(), "job": serializers.JobSerializer()}
+            )
+        },
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["post"])
     def export(self, request, slug=None):
-        """The study as a zip: examples.jsonl, judgments.csv, verifications.csv, systems.csv and campaign.json (as ``manage.py export_campaign``)."""
-        from annotation.services.export import export_campaign
+        """Start exporting the study (examples.jsonl, judgments.csv, verifications.csv, systems.csv and campaign.json,
+        as ``manage.py export_campaign``) in a background job: poll ``GET /api/jobs/ID/`` until it is finished, then
+        fetch the zip from its ``download_url``.  No request builds the file."""
+        from annotation.models import Job
+        from annotation.services.jobs import start_job
 
         campaign = self.get_object()
         pseudonymise = request.query_params.get("pseudonymise", "").lower() in {"1", "true", "yes"}
-        buffer = io.BytesIO()
-        with tempfile.TemporaryDirectory(prefix="api-export-") as tmp:
-            # The salt is derived from the secret key so pseudonyms are stable across exports but unlinkable outside.
-            export_campaign(campaign, tmp, pseudonymise=pseudonymise, salt=settings.SECRET_KEY + campaign.slug)
-            with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-                for path in sorted(Path(tmp).iterdir()):
-                    archive.write(path, arcname=f"{campaign.slug}/{path.name}")
-        response = HttpResponse(buffer.getvalue(), content_type="application/zip")
-        response["Content-Disposition"] = f'attachment; filename="{campaign.slug}.zip"'
-        return response
+        # Pseudonyms stable across API exports (salted with the secret key, unlinkable outside).
+        params = {"pseudonymise": pseudonymise, "stable_pseudonyms": True}
+        job = start_job(Job.Kind.EXPORT, campaign=campaign, params=params, user=request.user)
+        body = {"detail": "The export runs as a background job: poll the job, then download its file.", "job": api_job(job)}
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/jobs/{job.pk}/"})

@@ -17,6 +17,20 @@ from annotation.models import Campaign
 from annotation.selectors.campaigns import campaigns_visible_to
 
 
+def api_job(job) -> dict:
+    """A job as the API shows it: its status, the URL to poll, its campaign, and a finished export's download URL."""
+    from annotation.models import Job
+    from annotation.services.jobs import job_status
+
+    done_export = job.kind == Job.Kind.EXPORT and job.state == Job.State.DONE and bool(job.result_path)
+    return {
+        **job_status(job),
+        "url": f"/api/jobs/{job.pk}/",
+        "download_url": f"/api/jobs/{job.pk}/download/" if done_export else "",
+        "campaign": job.campaign.slug if job.campaign_id else None,
+    }
+
+
 class Conflict(APIException):
     """The request is valid but the campaign's state does not allow it (e.g. launching a running campaign)."""
 

@@ -1,7 +1,9 @@
-"""Tokens and background jobs: ``/api/token/`` and ``/api/jobs/ID/``."""
+"""Tokens and background jobs: ``/api/token/``, ``/api/jobs/ID/`` and ``/api/jobs/ID/download/``."""
 
 from __future__ import annotations
 
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers as drf_serializers
 from rest_framework.authtoken.models import Token
@@ -16,7 +18,7 @@ from annotation.web.api import filters, serializers
 from annotation.web.api.permissions import IsResearcher
 from config.ratelimit import login_failed, login_refused, login_succeeded
 
-from annotation.web.api.views.common import DETAIL
+from annotation.web.api.views.common import DETAIL, Conflict, api_job
 
 
 # --- tokens ----------------------------------------------------------------------------------
@@ -76,14 +78,36 @@ class JobView(APIView):
 
     @extend_schema(responses={200: serializers.JobSerializer, 404: DETAIL})
     def get(self, request, pk: int):
+        return Response(api_job(visible_job(request, pk)))
+
+
+def visible_job(request, pk: int):
+    """The job ``pk`` if the caller may see it (``roles.can_view_job``); 404 otherwise."""
+    from annotation.models import Job
+
+    job = Job.objects.select_related("campaign").filter(pk=pk).first() if pk <= filters.MAX_ID else None
+    if job is None or not roles.can_view_job(request.user, job):
+        raise NotFound("No such job.")
+    return job
+
+
+class JobDownloadView(APIView):
+    """``GET /api/jobs/ID/download/``: the zip a finished export job wrote."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY, 404: DETAIL, 409: DETAIL})
+    def get(self, request, pk: int):
         from annotation.models import Job
-        from annotation.services.jobs import job_status
+        from annotation.services.jobs import export_file
 
-        job = Job.objects.select_related("campaign").filter(pk=pk).first() if pk <= filters.MAX_ID else None
-        if job is None or not roles.can_view_job(request.user, job):
-            from rest_framework.exceptions import NotFound
-
-            raise NotFound("No such job.")
-        return Response(
-            {**job_status(job), "url": f"/api/jobs/{job.pk}/", "campaign": job.campaign.slug if job.campaign_id else None}
-        )
+        job = visible_job(request, pk)
+        if job.kind != Job.Kind.EXPORT:
+            raise NotFound("This job has no file to download.")
+        if not job.finished:
+            raise Conflict(f"The export is {job.state}: poll /api/jobs/{job.pk}/ until it is done.")
+        path = export_file(job)
+        if path is None:
+            raise NotFound("The export failed or its file is gone; export again." if job.state != Job.State.DONE
+                           else "The export file is gone; export again.")
+        return FileResponse(path.open("rb"), as_attachment=True, filename=path.name, content_type="application/zip")

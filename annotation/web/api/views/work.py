@@ -14,7 +14,7 @@ from hits.wording import as_sentence
 from annotation.web.api import filters, serializers
 from annotation.models import AutoscoreRun, GoldPresence, PresenceJudgment, Verification
 from annotation.selectors.campaigns import campaign_worker, campaign_workers
-from annotation.services import quality
+from annotation.services import quality, rejection
 from hits.models import Assignment, Worker
 
 from annotation.web.api.views.common import Conflict, DETAIL, CampaignScoped, scoped_schema
@@ -236,12 +236,13 @@ class AssignmentViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=serializers.RejectSerializer, responses={200: serializers.AssignmentSerializer, 400: DETAIL, 409: DETAIL})
     @action(detail=True, methods=["post"])
     def reject(self, request, campaign_slug=None, pk=None):
-        """Reject submitted work with a message telling the worker why (no reward)."""
+        """Reject submitted work with a message telling the worker why (no reward), its data excluded or kept."""
 
         def review(assignment, data, payments):
             if assignment.state == Assignment.State.REJECTED:
                 raise payments.PaymentError("this assignment is already rejected")
-            return payments.reject_assignment(assignment, data["message"], by=request.user)
+            rejection.reject_work(assignment, data["message"], by=request.user, data=data.get("data"))
+            return assignment
 
         return self._assignment_response(self._review(request, serializers.RejectSerializer, review))
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 def all_rows() -> dict[str, int]:
-    """Rows of every model of the project's apps: a worker view must change none."""
+    """Rows of every model of the project's apps: a preview as a worker must change none."""
     return {m._meta.label: m.objects.count() for app in ("hits", "annotation") for m in apps.get_app_config(app).get_models()}
 
 
@@ -24,7 +24,7 @@ def test_before_launch_the_generation_page_shows_the_campaigns_sentence_and_rule
     Campaign.objects.filter(pk=draft.pk).update(max_questions_per_predicate=3, writer_valid_threshold=0.8)
     predicate = Predicate.objects.filter(example__campaign=draft).select_related("sentence").order_by("example__position", "pk").first()
     before = all_rows()
-    response = client_rita.get(f"/campaigns/{draft.slug}/worker-view/generation/")
+    response = client_rita.get(f"/campaigns/{draft.slug}/preview-as-worker/generation/")
     page = response.content.decode()
     assert response.status_code == 200
     # The sentence as the worker's page shows it (one span per token), the predicate marked.
@@ -39,7 +39,7 @@ def test_before_launch_the_generation_page_shows_the_campaigns_sentence_and_rule
 
 def test_a_forced_post_records_nothing(draft, client_rita):
     before = all_rows()
-    response = client_rita.post(f"/campaigns/{draft.slug}/worker-view/generation/",
+    response = client_rita.post(f"/campaigns/{draft.slug}/preview-as-worker/generation/",
                                 {"action": "submit", "q1": "Who opened something?", "q1_a1": "The mayor"})
     assert response.status_code == 405 and response["Allow"] == "GET"
     assert "nothing was submitted or recorded" in response.content.decode()
@@ -47,7 +47,7 @@ def test_a_forced_post_records_nothing(draft, client_rita):
 
 
 def test_verification_before_any_pair_says_what_will_show(draft, client_rita):
-    response = client_rita.get(f"/campaigns/{draft.slug}/worker-view/verification/")
+    response = client_rita.get(f"/campaigns/{draft.slug}/preview-as-worker/verification/")
     assert response.status_code == 200 and "no QA pairs yet" in response.content.decode()
 
 
@@ -55,9 +55,9 @@ def test_verification_and_presence_use_the_campaigns_pairs_when_it_has_some(draf
     predicate = Predicate.objects.filter(example__campaign=draft).select_related("sentence").first()
     ContentUnit.objects.create(example=predicate.example, predicate=predicate, kind="qa", index=0,
                                question="Who did something odd?", answers=["x"], text="Who did something odd? x", state="kept")
-    verification = client_rita.get(f"/campaigns/{draft.slug}/worker-view/verification/").content.decode()
+    verification = client_rita.get(f"/campaigns/{draft.slug}/preview-as-worker/verification/").content.decode()
     assert "Who did something odd?" in verification and predicate.sentence.text in verification
-    presence = client_rita.get(f"/campaigns/{draft.slug}/worker-view/presence/").content.decode()
+    presence = client_rita.get(f"/campaigns/{draft.slug}/preview-as-worker/presence/").content.decode()
     summary = predicate.example.summaries.order_by("pk").first()
     assert "Who did something odd?" in presence and summary.text in presence
 
@@ -67,7 +67,7 @@ def test_after_launch_the_page_is_a_real_hit_of_the_campaign(draft, client_rita)
     first = HIT.objects.filter(batch__campaign=draft, task_type__slug="generation").order_by("pk").first()
     predicate = Predicate.objects.select_related("sentence").get(pk=first.payload["predicate"])
     before = all_rows()
-    response = client_rita.get(f"/campaigns/{draft.slug}/worker-view/generation/")
+    response = client_rita.get(f"/campaigns/{draft.slug}/preview-as-worker/generation/")
     page = response.content.decode()
     assert response.context["hit"].pk == first.pk and response.context["task"]["sentence"] == predicate.sentence.text
     assert "made of the campaign&#x27;s data" not in page and "made of the campaign's data" not in page
@@ -75,18 +75,18 @@ def test_after_launch_the_page_is_a_real_hit_of_the_campaign(draft, client_rita)
 
 
 def test_unknown_task_types_and_other_researchers_get_nothing(draft, client_rita, django_user_model):
-    assert client_rita.get(f"/campaigns/{draft.slug}/worker-view/nonsense/").status_code == 404
+    assert client_rita.get(f"/campaigns/{draft.slug}/preview-as-worker/nonsense/").status_code == 404
     other = django_user_model.objects.create_user(username="otto", password="a-long-test-password")
     make_researcher(other)
     client = Client()
     client.force_login(other)
-    assert client.get(f"/campaigns/{draft.slug}/worker-view/generation/").status_code in (403, 404)
+    assert client.get(f"/campaigns/{draft.slug}/preview-as-worker/generation/").status_code in (403, 404)
 
 
 def test_the_pilot_page_links_a_preview_per_task_type(draft, client_rita):
     page = client_rita.get(f"/campaigns/{draft.slug}/pilot/").content.decode()
     for slug in ("generation", "verification", "presence"):
-        assert f"/campaigns/{draft.slug}/worker-view/{slug}/" in page
+        assert f"/campaigns/{draft.slug}/preview-as-worker/{slug}/" in page
 
 
 def test_an_scu_campaign_previews_presence_with_its_units_and_pilots_it(tmp_path, rita):
@@ -98,7 +98,7 @@ def test_an_scu_campaign_previews_presence_with_its_units_and_pilots_it(tmp_path
     Campaign.objects.filter(pk=campaign.pk).update(owner=rita)
     client = Client()
     client.force_login(rita)
-    page = client.get(f"/campaigns/{campaign.slug}/worker-view/presence/").content.decode()
+    page = client.get(f"/campaigns/{campaign.slug}/preview-as-worker/presence/").content.decode()
     assert "A cat sat." in page and "It was on a mat" in page and "Statements" in page
-    assert client.get(f"/campaigns/{campaign.slug}/worker-view/generation/").status_code == 404
+    assert client.get(f"/campaigns/{campaign.slug}/preview-as-worker/generation/").status_code == 404
     assert pilot.start_pilot(campaign, 3) == {"presence": 1}
