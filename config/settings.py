@@ -73,14 +73,14 @@ EXPORTS_DIR = read("EXPORTS_DIR", default=DATA_DIR / "exports")
 
 # E-mail (messages to local workers, issue 40): sent only when EMAIL_BACKEND or EMAIL_HOST is set beyond Django's
 # default (SMTP on localhost); otherwise a message is a notice on the worker's page alone.
-EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
-EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
-EMAIL_PORT = env_int("EMAIL_PORT", 25)
-EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
-EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
-EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
-EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 20)
-DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "webmaster@localhost")
+EMAIL_BACKEND = read("EMAIL_BACKEND")
+EMAIL_HOST = read("EMAIL_HOST")
+EMAIL_PORT = read("EMAIL_PORT")
+EMAIL_HOST_USER = read("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = read("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = read("EMAIL_USE_TLS")
+EMAIL_TIMEOUT = read("EMAIL_TIMEOUT")
+DEFAULT_FROM_EMAIL = read("DEFAULT_FROM_EMAIL")
 
 # Public base URL of absolute links (invitation links; MTurk's ExternalQuestion, which must be HTTPS). Unset: links
 # use the address a request came in on, and commands the one `make demo` serves on (config/baseurl.py).

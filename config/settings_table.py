@@ -99,6 +99,9 @@ def _s(name, kind, default, group, description, shown=""):
 G_CORE, G_DB, G_CELERY, G_WORK, G_JUDGES, G_LIMITS = (
     "Core", "Database and cache", "Celery", "Hand-out and worker pages", "Automatic judges", "Limits")
 G_MTURK, G_PROLIFIC, G_SECURITY = "MTurk", "Prolific", "Production hardening (DEBUG off)"
+G_EMAIL = "E-mail (messages to local workers)"
+_MAIL = ("E-mail of messages to local workers is sent only when `EMAIL_BACKEND` or `EMAIL_HOST` is set beyond "
+         "Django's default (SMTP on localhost); otherwise a message is a notice on the worker's page alone.")
 
 SETTINGS: tuple[Setting, ...] = (
     _s("DEBUG", "bool", False, G_CORE,
@@ -170,6 +173,14 @@ SETTINGS: tuple[Setting, ...] = (
     _s("LLM_RETRIES", "int", 3, G_JUDGES, "Retries of a failed LLM request."),
     _s("LLM_TIMEOUT", "int", 30, G_JUDGES,
        "Seconds per LLM request."),
+    _s("EMAIL_BACKEND", "str", "django.core.mail.backends.smtp.EmailBackend", G_EMAIL, "Django's e-mail backend. " + _MAIL),
+    _s("EMAIL_HOST", "str", "localhost", G_EMAIL, "SMTP server. " + _MAIL),
+    _s("EMAIL_PORT", "int", 25, G_EMAIL, "SMTP port."),
+    _s("EMAIL_HOST_USER", "str", "", G_EMAIL, "SMTP user name."),
+    _s("EMAIL_HOST_PASSWORD", "str", "", G_EMAIL, "SMTP password."),
+    _s("EMAIL_USE_TLS", "bool", False, G_EMAIL, "SMTP over TLS (STARTTLS)."),
+    _s("EMAIL_TIMEOUT", "int", 20, G_EMAIL, "Seconds before an SMTP connection times out."),
+    _s("DEFAULT_FROM_EMAIL", "str", "webmaster@localhost", G_EMAIL, "Sender address of the e-mails."),
     _s("LOGIN_RATE_LIMIT", "str", "10/60", G_LIMITS,
        "Login attempts per account and client address (\"count/seconds\", sliding window; see Limits)."),
     _s("LOGIN_ADDRESS_RATE_LIMIT", "str", "20/60", G_LIMITS,
