@@ -50,10 +50,14 @@ class WorkerActivity:
         return (self.earned * 3600 / Decimal(self.seconds_worked)).quantize(CENT)
 
 
-def worker_activity(batch: Batch, now=None) -> list[WorkerActivity]:
-    """One row per worker who took any assignment of ``batch``, ordered by worker (a few queries)."""
+def worker_activity(batch: Batch, now=None, worker: Worker | None = None) -> list[WorkerActivity]:
+    """One row per worker who took any assignment of ``batch``, ordered by worker (a few queries); only
+    ``worker``'s row (or none) when given."""
     now = now or timezone.now()
     assignments = Assignment.objects.filter(hit__batch=batch)
+    ledger_entries = LedgerEntry.objects.filter(batch=batch)
+    if worker is not None:
+        assignments, ledger_entries = assignments.filter(worker=worker), ledger_entries.filter(worker=worker)
     held = Q(state=Assignment.State.ASSIGNED)
     counts = assignments.values("worker_id").annotate(
         active=Count("pk", filter=held & Q(expires_at__gt=now)),
@@ -65,7 +69,7 @@ def worker_activity(batch: Batch, now=None) -> list[WorkerActivity]:
     )
     ledger = {
         row["worker_id"]: row["earned"]
-        for row in LedgerEntry.objects.filter(batch=batch)
+        for row in ledger_entries
         .exclude(kind=LedgerEntry.Kind.FEE)
         .exclude(state=LedgerEntry.State.REFUSED)
         .values("worker_id")

@@ -119,13 +119,13 @@ def payment_records(batch: Batch) -> list[dict]:
     rows = (
         LedgerEntry.objects.filter(batch=batch, state=LedgerEntry.State.PAID, settled_at__isnull=False)
         .exclude(kind=LedgerEntry.Kind.FEE)
-        .values("settled_at", "settled_by__username", "worker__external_id", "settlement_note")
+        .values("settled_at", "settled_by__username", "worker_id", "worker__external_id", "settlement_note")
         .annotate(amount=Sum("amount"), entries=Count("pk"))
         .order_by("-settled_at", "worker__external_id")
     )
     return [
         {
-            "when": row["settled_at"], "by": row["settled_by__username"], "worker": row["worker__external_id"],
+            "when": row["settled_at"], "by": row["settled_by__username"], "worker": row["worker__external_id"], "worker_id": row["worker_id"],
             "note": row["settlement_note"], "amount": cents(row["amount"]), "entries": row["entries"],
         }
         for row in rows
@@ -150,7 +150,7 @@ def paid_by_mturk(batch: Batch) -> list[dict]:
     for entry in entries:
         fee = getattr(entry, "fee", None)
         rows.append({
-            "worker": entry.worker.external_id, "assignment": entry.assignment_id, "hit": entry.assignment.hit_id,
+            "worker": entry.worker.external_id, "worker_id": entry.worker_id, "assignment": entry.assignment_id, "hit": entry.assignment.hit_id,
             "reward": cents(entry.amount), "fee": cents(fee.amount if fee is not None else 0), "reason": entry.reason,
             "answers": entry.assignment.answers is not None, "when": entry.settled_at,
         })
@@ -165,7 +165,7 @@ def refused_bonuses(batch: Batch) -> list[dict]:
         .select_related("worker", "assignment").order_by("pk")
     )
     return [
-        {"worker": e.worker.external_id, "assignment": e.assignment_id, "hit": e.assignment.hit_id,
+        {"worker": e.worker.external_id, "worker_id": e.worker_id, "assignment": e.assignment_id, "hit": e.assignment.hit_id,
          "amount": cents(e.amount), "reason": e.reason, "why": e.error, "when": e.settled_at}
         for e in entries
     ]

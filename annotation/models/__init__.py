@@ -29,7 +29,7 @@ from annotation.models.campaign import Campaign
 from annotation.models.jobs import Job, QAPairCorrection
 from annotation.models.scores import AgreementCache, HybridScore, SummaryScore, SystemScore
 from annotation.models.texts import Example, Predicate, ReferenceSentence, System, SystemSummary
-from annotation.models.units import ContentUnit, GoldPresence, PresenceJudgment, QAPair, QAPairManager, Verification
+from annotation.models.units import ContentUnit, GoldOverride, GoldPresence, PresenceJudgment, QAPair, QAPairManager, Verification
 
 __all__ = [
     "HybridScore",
@@ -41,6 +41,7 @@ __all__ = [
     "ContentUnit",
     "Example",
     "GeneratedUnit",
+    "GoldOverride",
     "GoldPresence",
     "Job",
     "JudgeCacheEntry",

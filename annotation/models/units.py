@@ -3,6 +3,7 @@ their verifications, presence judgments and gold presence labels."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
@@ -87,6 +88,8 @@ class GoldPresence(models.Model):
     class Origin(models.TextChoices):
         IMPORTED = "imported", "Imported gold label"
         MAJORITY = "majority", "Majority of crowd judgments"
+        # "override" sorts after "imported" and "majority": wherever labels are chosen by origin order, it wins.
+        OVERRIDE = "override", "Set by a researcher (overrides the others)"
 
     class DecidedBy(models.TextChoices):
         MAJORITY = "majority", "Majority (decided)"
@@ -107,6 +110,8 @@ class GoldPresence(models.Model):
 
     class Meta:
         verbose_name_plural = "gold presence labels"
+        # The unit inspector joins the labels of every (unit, summary) row by origin, and filters on the counts.
+        indexes = [models.Index(fields=["unit", "summary", "origin", "present", "n_judgments", "n_present"], name="gold_inspector")]
         constraints = [
             # An imported label and the crowd's majority can stand side by side.
             models.UniqueConstraint(fields=["unit", "summary", "origin"], name="gold_unique_unit_summary"),
@@ -161,3 +166,22 @@ class PresenceJudgment(models.Model):
                 name="judgment_once_per_assignment_and_unit",
             ),
         ]
+
+
+class GoldOverride(models.Model):
+    """The log of researchers' gold overrides (the unit inspector): who set which label of a unit in a summary,
+    when, the label that counted before, the new one (empty: the override was withdrawn) and why.  The label
+    itself is a ``GoldPresence`` of origin "override"; this table keeps every change."""
+
+    unit = models.ForeignKey(ContentUnit, on_delete=models.CASCADE, related_name="gold_overrides")
+    summary = models.ForeignKey(SystemSummary, on_delete=models.CASCADE, related_name="gold_overrides")
+    old_present = models.BooleanField(null=True, help_text="The label that counted before (empty: none).")
+    old_origin = models.CharField(max_length=10, blank=True, help_text="Where that label came from.")
+    new_present = models.BooleanField(null=True, help_text="Empty when the override was withdrawn.")
+    note = models.TextField(max_length=2000)
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="gold_overrides")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["summary", "unit"], name="gold_override_summary_unit")]

@@ -115,7 +115,7 @@ def worker_accuracy(campaign: Campaign, data: np.ndarray) -> list[dict]:
         agree.setdefault(worker, []).append(int(bool(present) == label))
     names = dict(Worker.objects.filter(pk__in=agree).values_list("pk", "external_id"))
     return sorted(
-        ({"worker": names.get(w, str(w)), "accuracy": sum(v) / len(v), "n": len(v)} for w, v in agree.items()),
+        ({"worker": names.get(w, str(w)), "worker_id": w, "accuracy": sum(v) / len(v), "n": len(v)} for w, v in agree.items()),
         key=lambda r: r["accuracy"],
     )
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
-from django.db.models import Avg, Count, Q, QuerySet, Sum
+from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import Campaign, ContentUnit, Example, Predicate, PresenceJudgment, SummaryScore, System
@@ -30,10 +31,15 @@ def campaigns_visible_to(user) -> QuerySet[Campaign]:
 
 
 def campaign_overview(queryset: QuerySet[Campaign]) -> QuerySet[Campaign]:
-    """Campaigns with their counts of examples and systems, in one query."""
-    return queryset.annotate(
-        n_examples=Count("examples", distinct=True), n_systems=Count("systems", distinct=True)
-    ).select_related("owner")
+    """Campaigns with their counts of examples and systems, in one query.
+
+    Each count is its own subquery: joining both tables and counting distinct rows grouped by every campaign
+    column took a quarter of a second on a campaign of 1,000 examples and 10 systems (every campaign page)."""
+    def count(model):
+        rows = model.objects.filter(campaign=OuterRef("pk")).order_by().values("campaign").annotate(c=Count("pk")).values("c")
+        return Coalesce(Subquery(rows), Value(0))
+
+    return queryset.annotate(n_examples=count(Example), n_systems=count(System)).select_related("owner")
 
 
 def campaign_stages(campaign: Campaign) -> tuple[str, ...]:
@@ -109,15 +115,21 @@ def campaign_worker(campaign: Campaign, external_id) -> Worker | None:
     )
 
 
-def campaign_workers(campaign: Campaign) -> list[dict]:
-    """One row per worker who did HITs of the campaign: status per task type, HITs, time and figures."""
+def campaign_workers(campaign: Campaign, worker_ids=None) -> list[dict]:
+    """One row per worker who did HITs of the campaign: status per task type, HITs, time and figures.
+
+    ``worker_ids``: only these workers, each with a row even before any work is done (the worker view)."""
     if not campaign.batch_id:
         return []
     done = Assignment.objects.filter(hit__batch_id=campaign.batch_id, state__in=Assignment.DONE_STATES)
+    if worker_ids is not None:
+        done = done.filter(worker_id__in=worker_ids)
     stats = {
         row["worker"]: row
         for row in done.values("worker").annotate(n=Count("pk"), seconds=Avg("work_seconds"))
     }
+    if worker_ids is not None:
+        stats = {w: stats.get(w, {"n": 0, "seconds": None}) for w in worker_ids}
     workers = Worker.objects.filter(pk__in=stats).order_by("external_id")
     task_types = {t.slug: t for t in TaskType.objects.filter(slug__in=TASK_SLUGS)}
     # This campaign's decisions only: another campaign's test, revocation or block is not shown (nor counted) here.

@@ -52,7 +52,8 @@ def latest_labelling(campaign: Campaign):
 
 def human_labels(campaign: Campaign, unit_ids=None) -> dict[tuple[int, int], bool]:
     """(unit, summary) -> label of the units people judged: the crowd's majority, and the known (imported) labels
-    of the routed HITs that became gold checks (people answer those too, but are measured against the key)."""
+    of the routed HITs that became gold checks (people answer those too, but are measured against the key); a
+    researcher's gold override replaces either."""
     majority = GoldPresence.objects.filter(
         summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY, present__isnull=False
     )
@@ -67,6 +68,13 @@ def human_labels(campaign: Campaign, unit_ids=None) -> dict[tuple[int, int], boo
             if str(unit) in known:
                 labels[(unit, summary_id)] = bool(known[str(unit)])
     labels.update(((u, s), p) for u, s, p in majority.values_list("unit_id", "summary_id", "present"))
+    # A researcher's override (the unit inspector) is a human label too, and the one that counts.
+    overrides = GoldPresence.objects.filter(
+        summary__system__campaign=campaign, origin=GoldPresence.Origin.OVERRIDE, present__isnull=False
+    )
+    if unit_ids is not None:
+        overrides = overrides.filter(unit_id__in=unit_ids)
+    labels.update(((u, s), p) for u, s, p in overrides.values_list("unit_id", "summary_id", "present"))
     return labels
 
 

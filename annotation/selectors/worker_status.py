@@ -20,6 +20,7 @@ def worker_status(campaign: Campaign) -> dict:
         rows.append(
             {
                 "worker": row.worker.external_id,
+                "worker_id": row.worker.pk,
                 "active": row.active,
                 "returned": row.returned,
                 "timed_out": row.timed_out,

@@ -85,8 +85,11 @@ def export_campaign(
     ).values_list("unit_id", "summary_id", "present", "origin", "n_judgments", "n_present", "decided_by"):
         gold_by_summary.setdefault(summary_id, {}).setdefault(unit_id, {})[origin] = present
         rules = rule_by_summary.setdefault(summary_id, {})
-        if origin == GoldPresence.Origin.MAJORITY:
-            rules[unit_id] = rule_of_label(campaign, n, n_present, how)
+        if origin == GoldPresence.Origin.OVERRIDE:
+            rules[unit_id] = "researcher's override"
+        elif origin == GoldPresence.Origin.MAJORITY:
+            if rules.get(unit_id) != "researcher's override":
+                rules[unit_id] = rule_of_label(campaign, n, n_present, how)
         else:
             rules.setdefault(unit_id, "imported")
     summaries_by_example: dict[int, list] = {}
@@ -110,7 +113,7 @@ def export_campaign(
                 score = scores.get(summary.pk)
                 systems[summary.system.name] = {
                     "summary": summary.text,
-                    "gold": {str(u): labels.get("majority", labels.get("imported")) for u, labels in gold.items()},
+                    "gold": {str(u): labels.get("override", labels.get("majority", labels.get("imported"))) for u, labels in gold.items()},
                     # Which rule produced each label (issue 29): "fixed 3: majority of 3", "adaptive: first 2
                     # agree", "adaptive: majority of 3", "tie rule (absent): 1-1", "imported", ...
                     "gold_rule": {str(u): rule for u, rule in rule_by_summary.get(summary.pk, {}).items()},

@@ -1,4 +1,4 @@
-"""Template helpers for showing references with their predicates highlighted."""
+"""Template helpers of the researcher pages: references with their predicates highlighted, links to a worker."""
 
 from __future__ import annotations
 
@@ -22,6 +22,20 @@ def highlight_predicates(sentence, predicates=None, css_class="predicate"):
         cursor = end
     pieces.append(escape(text[cursor:]))
     return mark_safe("".join(pieces))
+
+
+@register.simple_tag
+def worker_link(campaign, worker, name=None):
+    """A worker's name linked to their worker view in the campaign (``worker``: a ``Worker`` or its id, with
+    ``name``); the name alone when there is no worker (an imported label, a name without a row)."""
+    from django.urls import reverse
+
+    worker_id = getattr(worker, "pk", worker)
+    shown = name if name is not None else getattr(worker, "external_id", "")
+    if not isinstance(worker_id, int) or campaign is None:
+        return escape(shown or "—")
+    url = reverse("campaign-worker", args=[campaign.slug, worker_id])
+    return mark_safe(f'<a href="{escape(url)}" class="worker-link">{escape(shown)}</a>')
 
 
 @register.simple_tag

@@ -12,7 +12,9 @@ from annotation.web.views import pilot as pilot_views
 from annotation.web.views import qualifications as qualification_views
 from annotation.web.views import review as review_views
 from annotation.web.views import setup as campaign_views
+from annotation.web.views import units as unit_views
 from annotation.web.views import worker_status as worker_status_views
+from annotation.web.views import workers as worker_views
 
 urlpatterns = [
     # Researcher pages of issue 8 (creating, setting up and growing campaigns; long jobs). Fixed paths
@@ -47,6 +49,8 @@ urlpatterns = [
     path(
         "<slug:slug>/review/assignments/<int:pk>/", review_views.review_assignment, name="campaign-review-assignment"
     ),
+    path("<slug:slug>/review/gold/", unit_views.campaign_gold_override, name="campaign-gold-override"),
+    path("<slug:slug>/units/", unit_views.campaign_units, name="campaign-units"),
     path("<slug:slug>/review/pairs/<int:pk>/correct/", review_views.correct_pair, name="campaign-correct-pair"),
     path("<slug:slug>/pilot/", pilot_views.campaign_pilot, name="campaign-pilot"),
     path("<slug:slug>/pilot/action/", pilot_views.campaign_pilot_action, name="campaign-pilot-action"),
@@ -70,6 +74,7 @@ urlpatterns = [
         name="campaign-qualification-item-edit",
     ),
     path("<slug:slug>/workers/action/", views.campaign_worker_action, name="campaign-worker-action"),
+    path("<slug:slug>/workers/<int:pk>/", worker_views.campaign_worker, name="campaign-worker"),
     path("<slug:slug>/workers/status/", worker_status_views.campaign_worker_status, name="campaign-worker-status"),
     path(
         "<slug:slug>/workers/status/data/", worker_status_views.campaign_worker_status_data, name="campaign-worker-status-data"

@@ -41,7 +41,7 @@ def batch_status(batch: Batch) -> dict:
             {"hit": h.mturk_hit_id, "failures": h.failures, "error": h.last_error} for h in failing[:SHOWN]
         ],
         "money_calls_failing": [
-            {"kind": e.kind, "amount": str(e.amount), "worker": e.worker.external_id, "error": e.error}
+            {"kind": e.kind, "amount": str(e.amount), "worker": e.worker.external_id, "worker_id": e.worker_id, "error": e.error}
             for e in unpaid.select_related("worker").order_by("pk")[:SHOWN]
         ],
         "unknown_submissions": [

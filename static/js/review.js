@@ -36,7 +36,7 @@
       // Without JavaScript the researcher ticks "a second bonus"; with it, ticked or not, the page asks once.
       if (select && (select.value === "bonus" || select.value === "approve" && amount) && already > 0 && !(confirmed.type === "checkbox" && confirmed.checked)) {
         amount = amount || "?";
-        var worker = form.closest("tr").children[2].textContent.trim();
+        var worker = form.getAttribute("data-worker") || form.closest("tr").children[2].textContent.trim();
         if (!window.confirm("This assignment already has a $" + already.toFixed(2) + " bonus. Pay " + worker + " a second bonus of $" + amount + "?")) {
           event.preventDefault();
           return;

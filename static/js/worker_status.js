@@ -13,7 +13,7 @@
     return field === "earned" || field === "hourly" ? "$" + value : String(value);
   }
 
-  function rowFor(tbody, worker) {
+  function rowFor(tbody, worker, workerId) {
     var rows = tbody.querySelectorAll("tr[data-worker]");
     for (var i = 0; i < rows.length; i++) {
       if (rows[i].getAttribute("data-worker") === worker) { return rows[i]; }
@@ -21,7 +21,17 @@
     var tr = document.createElement("tr");
     tr.setAttribute("data-worker", worker);
     var name = document.createElement("td");
-    name.textContent = worker;
+    // The worker's name opens their worker view, as in the rows drawn by the server.
+    var base = tbody.closest("table").getAttribute("data-worker-url");
+    if (base && workerId) {
+      var link = document.createElement("a");
+      link.href = base + encodeURIComponent(workerId) + "/";
+      link.className = "worker-link";
+      link.textContent = worker;
+      name.appendChild(link);
+    } else {
+      name.textContent = worker;
+    }
     tr.appendChild(name);
     FIELDS.forEach(function (field) {
       var td = document.createElement("td");
@@ -36,7 +46,7 @@
   function update(root, data) {
     var tbody = root.querySelector("tbody");
     data.workers.forEach(function (w) {
-      var tr = rowFor(tbody, w.worker);
+      var tr = rowFor(tbody, w.worker, w.worker_id);
       FIELDS.forEach(function (field) {
         var cell = tr.querySelector("[data-field=" + field + "]");
         cell.textContent = shown(field, w[field], w);

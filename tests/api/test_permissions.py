@@ -50,6 +50,7 @@ def _ids(world):
         "judgment": PresenceJudgment.objects.get(unit=data["unit"]).pk,
         "gold": GoldPresence.objects.get(unit=data["unit"]).pk,
         "run": data["run"].pk,
+        "worker": Worker.objects.get(external_id="crowd1").pk,
     }
 
 
@@ -122,6 +123,10 @@ ENDPOINTS = {
     "gold-list": ("get", "/api/campaigns/{slug}/gold/", None, None, 200),
     "gold-detail": ("get", "/api/campaigns/{slug}/gold/{gold}/", None, None, 200),
     "worker-list": ("get", "/api/campaigns/{slug}/workers/", None, None, 200),
+    "worker-detail": ("get", "/api/campaigns/{slug}/workers/{worker}/", None, _submitted, 200),
+    "worker-hits": ("get", "/api/campaigns/{slug}/workers/{worker}/hits/", None, _submitted, 200),
+    "worker-block": ("post", "/api/campaigns/{slug}/workers/{worker}/block/", {"reason": "spam"}, _submitted, 200),
+    "worker-unblock": ("post", "/api/campaigns/{slug}/workers/{worker}/unblock/", None, _submitted, 200),
     # crowd1 has worked in the campaign (a worker of another campaign is a 404: tests/api/test_worker_scope.py).
     "worker-exclude": ("post", "/api/campaigns/{slug}/workers/exclude/", {"worker": "crowd1"}, _submitted, 200),
     "worker-include": ("post", "/api/campaigns/{slug}/workers/include/", {"worker": "crowd1"}, _submitted, 200),
@@ -230,7 +235,7 @@ def test_every_api_route_is_in_this_matrix():
     for _method, template, *_ in ENDPOINTS.values():
         path = template.split("?")[0].format(
             slug="parks", example=1, system=1, summary=1, predicate=1, unit=1, verification=1, judgment=1, gold=1, run=1,
-            assignment=1,
+            assignment=1, worker=1,
         )
         tested_names.add(resolve(path).url_name)
     missing = routes - tested_names - {"api-campaign-list"}  # the list/create route has its own tests above

@@ -30,6 +30,8 @@ MATRIX = {
     "campaign-mturk-retry": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # local campaign: refused, back to progress
     "campaign-workers": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-worker-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),
+    # The worker view of "mw", who took a HIT of the campaign (the worker themself sees nothing of it).
+    "campaign-worker": ("GET", {"slug": "matrix", "pk": "WORKER"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-leaderboard": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-leaderboard-summaries": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-duplicates": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
@@ -39,6 +41,10 @@ MATRIX = {
     "campaign-qualifications": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-invitations": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     # Messages to workers (issue 40): the log and the form's target are the campaign's managers'; no such message.
+    # Preview as a worker and the pilot (issue 40): the campaign's managers only; an empty pilot action is refused.
+    "campaign-pilot": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-pilot-action": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),
+    "campaign-preview-as-worker": ("GET", {"slug": "matrix", "task": "generation"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-messages": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-message-resend": ("POST", {"slug": "matrix", "pk": 999999}, [LOGIN, 404, 404, 404, 404, 404]),
     "api-message-list": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
@@ -87,6 +93,8 @@ MATRIX = {
     "campaign-worker-status": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-worker-status-data": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-correct-pair": ("POST", {"slug": "matrix", "pk": "UNIT"}, [LOGIN, 404, 404, 404, 302, 302]),
+    "campaign-units": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "campaign-gold-override": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # no label chosen: back
     # REST API (issue 8). Anonymous callers get 401 (they can authenticate with a token), crowd workers 403,
     # a researcher of another campaign 404. Roles run in order on one launched campaign: the owner's
     # pause or cancel succeeds, so the staff user's then meets a 409. Every endpoint x role with real rows
@@ -128,6 +136,11 @@ MATRIX = {
         f"api-{kind}-detail": ("GET", {"campaign_slug": "matrix", "pk": 999999}, [401, 403, 403, 404, 404, 404])
         for kind in ("verification", "judgment", "gold")
     },
+    "api-worker-detail": ("GET", {"campaign_slug": "matrix", "pk": "WORKER"}, [401, 403, 403, 404, 200, 200]),
+    "api-worker-hits": ("GET", {"campaign_slug": "matrix", "pk": "WORKER"}, [401, 403, 403, 404, 200, 200]),
+    # Blocking twice (owner, then staff) is no error: the second changes nothing.
+    "api-worker-block": ("POST", {"campaign_slug": "matrix", "pk": "WORKER"}, [401, 403, 403, 404, 200, 200]),
+    "api-worker-unblock": ("POST", {"campaign_slug": "matrix", "pk": "WORKER"}, [401, 403, 403, 404, 200, 200]),
     "api-worker-exclude": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no worker given
     "api-worker-include": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),
     "api-autoscore-list": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no judge given
@@ -146,6 +159,8 @@ MATRIX = {
     "api-assignment-bonus": ("POST", {"campaign_slug": "matrix", "pk": "ASSIGNMENT"}, [401, 403, 403, 404, 400, 400]),
     "api-unit-correct": ("POST", {"campaign_slug": "matrix", "pk": "UNIT"}, [401, 403, 403, 404, 400, 400]),
     "api-unit-corrections": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    "api-unit-inspector-list": ("GET", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    "api-unit-inspector-override": ("POST", {"campaign_slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no note
 }
 
 
@@ -162,6 +177,7 @@ def _researcher_object(value):
         "SUMMARY": lambda: SystemSummary.objects.get(system__campaign__slug="matrix").pk,
         "PREDICATE": lambda: Predicate.objects.filter(example__campaign__slug="matrix").first().pk,
         "GOLD_ITEM": lambda: HIT.objects.get(batch__campaign__slug="matrix", kind="gold").pk,
+        "WORKER": lambda: Worker.objects.get(external_id="mw").pk,
     }
     return lookups[value]() if value in lookups else value
 ROLES = ["anonymous", "worker", "other_worker", "other_researcher", "owner", "staff"]

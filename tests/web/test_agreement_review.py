@@ -113,7 +113,9 @@ def test_review_page_side_by_side_and_assignment_decisions(client_rita, draft):
     url = reverse("campaign-review-example", args=[draft.slug, summary.example_id])
     html = client_rita.get(url).content.decode()
     assert f'data-assignment="{assignment.pk}"' in html
-    assert "judge-1: not present" in html and "judge-0: present" in html and "<strong>present</strong>" in html
+    # Each judge's name links to their worker view.
+    assert re.search(r'class="worker-link">judge-1</a>: not present', html) and re.search(r'class="worker-link">judge-0</a>: present', html)
+    assert "<strong>present</strong>" in html
     action = reverse("campaign-review-assignment", args=[draft.slug, assignment.pk])
     # A rejection needs a message; nothing changes without one.
     response = client_rita.post(action, {"action": "reject", "message": "", "next": url}, follow=True)

@@ -67,8 +67,8 @@ def test_mark_one_worker_then_all_with_an_audit_trail(client_rita, draft, rita, 
     assert {e.state for e in entries} == {"paid"}
     assert all(e.settled_by == rita and e.settled_at is not None and e.settlement_note == "PayPal 7Q2" for e in entries)
     assert LedgerEntry.objects.get(worker=bob).state == "owed"
-    # The record: when, who, which worker, how much, and the note.
-    record = re.search(r'<tr data-worker="ann"><td>[\d-]+ [\d:]+</td><td>rita</td><td>ann</td>\s*<td class="num">\$([\d.]+)</td>', html)
+    # The record: when, who, which worker (a link to their worker view), how much, and the note.
+    record = re.search(r'<tr data-worker="ann"><td>[\d-]+ [\d:]+</td><td>rita</td><td><a href="/campaigns/[^"]+/workers/\d+/" class="worker-link">ann</a></td>\s*<td class="num">\$([\d.]+)</td>', html)
     assert record and Decimal(record.group(1)) == reward + Decimal("1.00") and "PayPal 7Q2" in html
     # Ann's own earnings page says the same: nothing owed any more, all of it paid.
     ann_client = Client()
@@ -78,7 +78,7 @@ def test_mark_one_worker_then_all_with_an_audit_trail(client_rita, draft, rita, 
     # A second click on Ann's button (the same page) marks nothing and counts nothing twice.
     again = _mark(client_rita, draft, only="ann", upto=_upto(page)).content.decode()
     assert "Nothing to mark" in again
-    assert again.count('<td>rita</td><td>ann</td>') == 1
+    assert again.count(f'<td>rita</td><td><a href="/campaigns/{draft.slug}/workers/{ann.pk}/" class="worker-link">ann</a></td>') == 1
     # "Mark all" pays what is left: Bob's reward; the paid total counts each entry once.
     done = _mark(client_rita, draft, all="1", upto=_upto(page)).content.decode()
     assert f"Marked paid: ${reward} to 1 worker (1 ledger entry)." in done

@@ -399,6 +399,7 @@ class CheckSerializer(serializers.Serializer):
 class WorkerRowSerializer(serializers.Serializer):
     """One worker of a campaign: status per task type, HITs done, time per HIT and quality figures."""
 
+    id = serializers.IntegerField(source="worker.pk", help_text="The worker's id: ``workers/ID/`` is their worker view.")
     worker = serializers.CharField(source="worker.external_id")
     blocked = serializers.BooleanField(source="worker.blocked")
     status = serializers.DictField(child=serializers.CharField())

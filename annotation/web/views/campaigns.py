@@ -273,7 +273,11 @@ def campaign_worker_action(request, slug):
     elif action == "include":
         result = quality.include_worker(campaign, worker, by=request.user)
         messages.success(request, f"{result['judgments']} judgments of {worker} count again.")
-    return redirect("campaign-workers", slug=slug)
+    from annotation.web.views.review import safe_back
+
+    # From the worker view: back to it (only this campaign's review and worker pages are followed).
+    back = request.POST.get("next") or ""
+    return redirect(back) if safe_back(back, slug) else redirect("campaign-workers", slug=slug)
 
 
 @login_required

@@ -18,7 +18,7 @@ from hits.wording import as_sentence
 from annotation.services import rejection
 from annotation.web.views.setup import managed_campaign, paginate, parse_id
 from annotation.web.forms import AssignmentReviewForm, QAPairCorrectionForm
-from annotation.models import ContentUnit, Example, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
+from annotation.models import ContentUnit, Example, GoldOverride, GoldPresence, Predicate, PresenceJudgment, SystemSummary, Verification
 from hits.models import HIT, Assignment
 
 PER_PAGE = 50
@@ -53,7 +53,7 @@ def campaign_review(request, slug):
             "n_waiting": waiting.count(),
             # A refused bulk decision comes back here with its choices (``_back_to_bulk``).
             "bulk_worker": request.GET.get("worker", ""), "bulk_task": request.GET.get("task", ""),
-            **_prolific_review_context(campaign),
+            **prolific_review_context(campaign),
         },
     )
 
@@ -159,16 +159,18 @@ def review_bulk(request, slug):
     if not chosen:
         messages.info(request, "No submitted work matches: nothing to decide.")
         return _back_to_bulk(slug, worker, task)
-    by_worker: dict[str, int] = {}
+    by_worker: dict[tuple[str, int], int] = {}
     for a in chosen:
-        by_worker[a.worker.external_id] = by_worker.get(a.worker.external_id, 0) + 1
+        key = (a.worker.external_id, a.worker_id)
+        by_worker[key] = by_worker.get(key, 0) + 1
     return render(
         request,
         "annotation/campaign_review_bulk.html",
         {
             "campaign": campaign, "action": action, "message": message, "worker": worker, "task": task,
             "rejection_category": category, "data": data,
-            "assignments": chosen, "money": _money_of(chosen), "by_worker": sorted(by_worker.items()),
+            "assignments": chosen, "money": _money_of(chosen),
+            "by_worker": [(name, n, worker_id) for (name, worker_id), n in sorted(by_worker.items())],
             "on_mturk": chosen[0].hit.batch.on_mturk,
         },
     )
@@ -219,14 +221,19 @@ def campaign_review_example(request, slug, pk):
         judgments.setdefault((j.unit_id, j.summary_id), []).append(j)
     gold: dict[tuple[int, int], GoldPresence] = {}
     for g in GoldPresence.objects.filter(summary__in=summaries).order_by("origin"):
-        gold[(g.unit_id, g.summary_id)] = g  # "majority" sorts after "imported": the crowd's label wins
+        # "majority" sorts after "imported" (the crowd's label wins), "override" after both (the researcher's wins).
+        gold[(g.unit_id, g.summary_id)] = g
     judge = _judge_labels(campaign, summaries)
+    overrides: dict[tuple[int, int], list] = {}
+    for entry in GoldOverride.objects.filter(summary__in=summaries).select_related("by").order_by("-created_at", "-pk"):
+        overrides.setdefault((entry.unit_id, entry.summary_id), []).append(entry)
     presence = [
         {
             "summary": summary,
             "rows": [
                 {"unit": unit, "judgments": judgments.get((unit.pk, summary.pk), []), "gold": gold.get((unit.pk, summary.pk)),
-                 "left_to_judge": (unit.pk, summary.pk) in judge, "judge": judge.get((unit.pk, summary.pk))}
+                 "left_to_judge": (unit.pk, summary.pk) in judge, "judge": judge.get((unit.pk, summary.pk)),
+                 "overrides": overrides.get((unit.pk, summary.pk), [])}
                 for unit in kept
             ],
         }
@@ -245,7 +252,7 @@ def campaign_review_example(request, slug, pk):
             "assignments": _example_assignments(campaign, example, predicate_ids, [s.pk for s in summaries]),
             "review_form": AssignmentReviewForm(),
             "excludable": rejection.EXCLUDABLE,
-            **_prolific_review_context(campaign),
+            **prolific_review_context(campaign),
             "previous": Example.objects.filter(campaign=campaign, position__lt=example.position).order_by("-position").first(),
             "next": Example.objects.filter(campaign=campaign, position__gt=example.position).order_by("position").first(),
         },
@@ -281,7 +288,7 @@ def _assignment_of_campaign(campaign, pk) -> Assignment:
     )
 
 
-def _prolific_review_context(campaign) -> dict:
+def prolific_review_context(campaign) -> dict:
     """On a Prolific campaign: Prolific's rejection categories and its rules for rejecting (review page)."""
     if campaign.batch is None or not campaign.batch.on_prolific:
         return {}
@@ -368,10 +375,21 @@ def review_assignment(request, slug, pk):
 
 
 def _back(target: str, slug: str):
-    # Only our own review pages: a "next" from the form must not send the researcher elsewhere.
-    if target.startswith(f"/campaigns/{slug}/review/"):
+    # Only our own review and worker pages: a "next" from the form must not send the researcher elsewhere.
+    if safe_back(target, slug):
         return redirect(target)
     return redirect("campaign-review", slug=slug)
+
+
+def safe_back(target: str, slug: str) -> bool:
+    """Whether a posted "next" is one of this campaign's review pages or worker pages (nothing else: no other
+    site, no other campaign)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(target or "")
+    if parts.scheme or parts.netloc or "\\" in target or ".." in target or not target.isprintable():
+        return False
+    return parts.path.startswith((f"/campaigns/{slug}/review/", f"/campaigns/{slug}/workers/"))
 
 
 @login_required

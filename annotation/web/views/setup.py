@@ -239,9 +239,9 @@ UNDO_KEY = "predicate_undo"
 
 
 def paginate(request, queryset, per_page: int) -> dict:
-    """``items``, ``page`` and ``pages`` for a list page (Django's Paginator: bad or too-high page numbers clamp)."""
+    """``items``, ``page``, ``pages`` and ``count`` (of items in all) for a list page (Django's Paginator: bad or too-high page numbers clamp)."""
     page = Paginator(queryset, per_page).get_page(request.GET.get("page"))
-    return {"items": page.object_list, "page": page.number, "pages": page.paginator.num_pages}
+    return {"items": page.object_list, "page": page.number, "pages": page.paginator.num_pages, "count": page.paginator.count}
 
 
 def parse_id(raw) -> int:

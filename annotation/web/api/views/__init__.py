@@ -5,8 +5,10 @@ views look the campaign up among ``campaigns_visible_to(user)``, so another
 researcher's campaign is a 404.
 
 Split by concern: ``common`` (error bodies, the 409 error, campaign scoping), ``tokens`` (API tokens
-and background jobs), ``campaigns``, ``content`` (examples, systems, summaries, predicates, units)
-``messages`` (messages to workers) and ``work`` (verifications, judgments, gold, workers, autoscore runs, assignments).
+and background jobs), ``campaigns``, ``content`` (examples, systems, summaries, predicates, units),
+``unit_inspector`` (the unit inspector and gold overrides), ``messages`` (messages to workers), ``work``
+(verifications, judgments, gold, autoscore runs, assignments) and ``workers`` (the workers, one worker's view
+and HITs, and the decisions about them).
 """
 
 from annotation.web.api.views.campaigns import CampaignViewSet
@@ -25,14 +27,15 @@ from annotation.web.api.views.common import (
 from annotation.web.api.views.content import ExampleViewSet, PredicateViewSet, SummaryViewSet, SystemViewSet, UnitViewSet
 from annotation.web.api.views.messages import MessageViewSet
 from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobDownloadView, JobView, TokenView
+from annotation.web.api.views.unit_inspector import UnitInspectorViewSet
 from annotation.web.api.views.work import (
     AssignmentViewSet,
     AutoscoreRunViewSet,
     GoldViewSet,
     JudgmentViewSet,
     VerificationViewSet,
-    WorkerViewSet,
 )
+from annotation.web.api.views.workers import WorkerViewSet
 
 __all__ = [
     "CAMPAIGN_SLUG",
@@ -54,6 +57,7 @@ __all__ = [
     "SummaryViewSet",
     "SystemViewSet",
     "TokenView",
+    "UnitInspectorViewSet",
     "UnitViewSet",
     "VerificationViewSet",
     "WorkerViewSet",

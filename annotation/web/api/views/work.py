@@ -1,4 +1,4 @@
-"""A campaign's work: verifications, judgments, gold, workers, autoscore runs and assignments."""
+"""A campaign's work: verifications, judgments, gold, autoscore runs and assignments (workers: ``workers``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ from rest_framework.response import Response
 from hits.wording import as_sentence
 from annotation.web.api import filters, serializers
 from annotation.models import AutoscoreRun, GoldPresence, PresenceJudgment, Verification
-from annotation.selectors.campaigns import campaign_worker, campaign_workers
-from annotation.services import quality, rejection
-from hits.models import Assignment, Worker
+from annotation.services import rejection
+from hits.models import Assignment
 
 from annotation.web.api.views.common import Conflict, DETAIL, CampaignScoped, scoped_schema
 
@@ -65,54 +64,6 @@ class GoldViewSet(CampaignScoped, viewsets.ReadOnlyModelViewSet):
             .select_related("summary__system", "summary__example")
             .order_by("pk")
         )
-
-
-@scoped_schema
-class WorkerViewSet(CampaignScoped, viewsets.GenericViewSet):
-    """Workers who did HITs of the campaign, with their status and quality figures; exclude or include them."""
-
-    serializer_class = serializers.WorkerRowSerializer
-    filter_backends: list = []
-    queryset = Worker.objects.none()
-
-    @extend_schema(responses={200: serializers.WorkerRowSerializer(many=True)})
-    def list(self, request, *args, **kwargs):
-        rows = campaign_workers(self.campaign)
-        page = self.paginate_queryset(rows)
-        return self.get_paginated_response(serializers.WorkerRowSerializer(page, many=True).data)
-
-    def _worker(self, form) -> Worker:
-        # As the workers page: only a worker of this campaign, and the same 404 for a name unknown anywhere,
-        # so the endpoint neither touches other campaigns' workers nor tells who is registered.
-        worker = campaign_worker(self.campaign, form.validated_data["worker"])
-        if worker is None:
-            raise NotFound("No such worker in this campaign.")
-        return worker
-
-    @extend_schema(request=serializers.WorkerActionSerializer, responses={200: OpenApiTypes.OBJECT, 400: DETAIL})
-    @action(detail=False, methods=["post"])
-    def exclude(self, request, campaign_slug=None):
-        """Leave a worker's presence judgments out of the gold labels (optionally re-opening their places)."""
-        self.require_manager()
-        form = serializers.WorkerActionSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        worker = self._worker(form)
-        from hits.services import PlacesRefused
-
-        try:
-            return Response(quality.exclude_worker(self.campaign, worker, by=request.user, replace=form.validated_data["replace"]))
-        except PlacesRefused as exc:
-            raise ValidationError({"detail": f"nothing was excluded: {exc}"}) from None
-
-    @extend_schema(request=serializers.WorkerActionSerializer, responses={200: OpenApiTypes.OBJECT, 400: DETAIL})
-    @action(detail=False, methods=["post"])
-    def include(self, request, campaign_slug=None):
-        """Undo an exclusion: the worker's judgments count again."""
-        self.require_manager()
-        form = serializers.WorkerActionSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        worker = self._worker(form)
-        return Response(quality.include_worker(self.campaign, worker, by=request.user))
 
 
 @scoped_schema
