@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import textwrap
 from pathlib import Path
 
 from django.core.management import get_commands, load_command_class
@@ -38,6 +39,17 @@ def _option_row(action: argparse.Action) -> str:
 COMMON = {"help", "version", "verbosity", "settings", "pythonpath", "traceback", "no_color", "force_color", "skip_checks"}
 
 
+_COMMON_USAGE = re.compile(
+    r" \[(-h|--version|-v \{0,1,2,3\}|--settings SETTINGS|--pythonpath PYTHONPATH|--traceback|--no-color|"
+    r"--force-color|--skip-checks)\]")
+
+
+def _usage(parser: argparse.ArgumentParser) -> str:
+    """The command's usage line without the options every command has (named once at the top of the page)."""
+    usage = _COMMON_USAGE.sub("", " ".join(parser.format_usage().split()))
+    return textwrap.fill(usage, width=100, subsequent_indent="    ", break_on_hyphens=False, break_long_words=False)
+
+
 def commands_page() -> str:
     names = get_commands()
     own = sorted(name for name, app in names.items() if app.split(".")[0] in OWN_APPS)
@@ -57,7 +69,7 @@ def commands_page() -> str:
         command = load_command_class(names[name], name)
         parser = command.create_parser("manage.py", name)
         lines += ["", f"### {name}", "", _cell(command.help) or "(no description)", "", "```text",
-                  parser.format_usage().strip(), "```", ""]
+                  _usage(parser), "```", ""]
         rows = [_option_row(a) for a in parser._actions if a.dest not in COMMON]
         if rows:
             lines += ["| Argument | What it does | Default |", "|---|---|---|", *rows]
