@@ -10,9 +10,11 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,10 +52,10 @@ def runnable_blocks():
     return [(page, block) for page, text in PAGES.items() for block in RUNNABLE.findall(text)]
 
 
-def test_there_are_runnable_blocks_and_each_is_a_shell_block():
+def test_there_are_runnable_blocks_and_each_marker_is_followed_by_one():
     blocks = runnable_blocks()
     assert blocks, "no <!-- runnable --> block in docs/"
-    assert sum(ALL.count("<!-- runnable -->") for _ in [0]) == len(blocks), "a runnable marker not followed by a block"
+    assert ALL.count("<!-- runnable -->") == len(blocks), "a runnable marker not followed by a code block"
 
 
 @pytest.mark.parametrize("page,block", runnable_blocks(), ids=lambda value: value if value.endswith(".md") else "")
@@ -78,7 +80,7 @@ def test_runnable_blocks_run_as_written_without_debug(tmp_path, page, block):
             assert submitted and int(submitted.group(1)) > 0, stdout
         if "export_campaign" in line:
             out = line.split("--out", 1)[1].split()[0].replace("var/", f"{tmp_path}/var/")
-            assert any(p.is_file() for p in __import__("pathlib").Path(out).rglob("*")), out
+            assert any(p.is_file() for p in Path(out).rglob("*")), out
 
 
 def test_the_docs_name_every_researcher_page():
@@ -159,7 +161,7 @@ def test_the_table_defaults_are_the_settings_defaults(tmp_path):
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
                             env=embedded_default(tmp_path) | {"DJANGO_SETTINGS_MODULE": "config.settings"})
     assert result.returncode == 0, result.stderr[-1500:]
-    values = __import__("json").loads(result.stdout)
+    values = json.loads(result.stdout)
     by_name = {s.name: s for s in SETTINGS}
     for name in names:
         expected = by_name[name].default
