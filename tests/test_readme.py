@@ -36,3 +36,12 @@ def test_every_link_of_the_readme_resolves():
         assert target.exists(), link
         if anchor and target.suffix == ".md":
             assert anchor in _slugs(target.read_text()), link
+
+
+def test_every_manage_py_command_of_the_readme_exists_and_is_in_the_docs():
+    from django.core.management import get_commands
+
+    named = set(re.findall(r"manage\.py ([a-z_]+)", README))
+    assert named and named <= set(get_commands()), named - set(get_commands())
+    docs = "\n".join(path.read_text() for path in (REPO / "docs").rglob("*.md"))
+    assert all(f"manage.py {command}" in docs for command in named)
