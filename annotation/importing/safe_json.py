@@ -98,6 +98,43 @@ def _first_refused(value, path: str = ""):
     return None
 
 
+def unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be stored in a text column (PostgreSQL refuses NUL in text and JSON, and UTF-8 has
+    no lone surrogate), or None."""
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which the database cannot store"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (e.g. \\ud800), which is not a character"
+    return None
+
+
+def first_unstorable(value, path: str = ""):
+    """(path, reason) of the first text of ``value`` (keys included) that ``unstorable`` refuses, or None."""
+    try:  # one pass in C for the usual case, where nothing is refused (json.dumps writes a NUL as \\u0000)
+        if "\\u0000" not in json.dumps(value, ensure_ascii=False).encode("utf-8").decode("utf-8"):
+            return None
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        pass  # a lone surrogate, or a value JSON cannot write: the walk below says where
+    stack = [(path, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            reason = unstorable(item)
+            if reason:
+                return where, reason
+        elif isinstance(item, dict):
+            for key in item:
+                reason = unstorable(key) if isinstance(key, str) else None
+                if reason:
+                    return (f"{where}.{key!r}" if where else repr(key)), f"a key {reason}"
+            stack.extend(reversed([(f"{where}.{key}" if where else str(key), v) for key, v in item.items()]))
+        elif isinstance(item, list):
+            stack.extend(reversed([(f"{where}[{i}]", v) for i, v in enumerate(item)]))
+    return None
+
+
 # Tokens of text already known to be JSON: a string (skipped), or a number or literal outside strings.
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|NaN|-?Infinity)')
 
@@ -111,10 +148,12 @@ def _position(text: str, refused: _Refused) -> tuple[int, int] | tuple[None, Non
     return None, None
 
 
-def load_json(text: str | bytes, *, first_line: int = 1):
+def load_json(text: str | bytes, *, first_line: int = 1, storable: bool = True):
     """``json.loads(text)`` for text from outside; every refusal is a ``JSONProblem``.
 
     ``first_line`` is the line number of the text's first line (a JSONL reader passes the line it parses).
+    With ``storable`` a text the database cannot store (``unstorable``: NUL, lone surrogate) is refused too,
+    naming its field; a caller that names the item in its own words (qualification definitions) checks later.
     """
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -128,6 +167,13 @@ def load_json(text: str | bytes, *, first_line: int = 1):
         raise JSONProblem(f"bad JSON: {exc.msg}", exc.lineno + first_line - 1, exc.colno) from None
     except RecursionError:  # the decoder recurses once per level: thousands of brackets exhaust the stack
         raise JSONProblem("bad JSON: nested too deeply", first_line) from None
+    if storable and ("\\u" in text or "\x00" in text):
+        try:
+            found = first_unstorable(data)
+        except RecursionError:
+            found = None
+        if found:
+            raise JSONProblem(found[1], field=found[0] or None)
     if refused:
         try:
             field, first = _first_refused(data) or ("", refused[0])

@@ -18,13 +18,16 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
+from functools import reduce
+from operator import or_
 
 import numpy as np
+from django.db.models import Count, F, FilteredRelation, Max, Min, Q
 
 from annotation import scoring
 from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, PresenceJudgment, System, SystemSummary, Verification
 from annotation.selectors.scores import balanced_alpha, first_per_pair
-from hits.models import Worker
 
 MAX_BATCHES = 10
 MIN_UNITS_PER_BATCH = 20
@@ -58,22 +61,23 @@ def verification_agreement(campaign: Campaign) -> dict:
 
 
 def presence_judgments(campaign: Campaign):
-    """Judgments that count as arrays: columns unit, summary, present, example, system, worker; plus time order."""
-    rows = list(
+    """Judgments that count, in time order, as an array (columns unit, summary, present, example, system, worker,
+    judgment id) read in one query, and the (unit, summary) pair index of every row."""
+    rows = (
         PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=False)
         .order_by("created_at", "pk")
-        .values_list("unit_id", "summary_id", "present", "summary__example_id", "summary__system_id", "worker_id", "created_at")
+        .values_list("unit_id", "summary_id", "present", "summary__example_id", "summary__system_id", "worker_id", "pk")
     )
-    data = np.array([r[:6] for r in rows], dtype=np.int64).reshape(-1, 6)
-    times = [r[6] for r in rows]
+    data = np.array(list(rows), dtype=np.int64).reshape(-1, 7)
     if data.size == 0:
-        return data, np.zeros(0, np.int64), times
+        return data, np.zeros(0, np.int64)
     _, pair_index = np.unique(data[:, :2], axis=0, return_inverse=True)
-    return data, pair_index.ravel(), times
+    return data, pair_index.ravel()
 
 
-def per_batch(data: np.ndarray, pairs: np.ndarray, times: list, n_boot: int) -> list[dict]:
-    """Alpha per batch of (unit, summary) pairs, in the order their last judgment arrived."""
+def per_batch(data: np.ndarray, pairs: np.ndarray, n_boot: int) -> list[dict]:
+    """Alpha per batch of (unit, summary) pairs, in the order their last judgment arrived; each batch's time is
+    its last judgment's, read for all batches in one query."""
     n_pairs = int(pairs.max()) + 1 if pairs.size else 0
     if n_pairs < 2 * MIN_UNITS_PER_BATCH:
         return []
@@ -86,38 +90,48 @@ def per_batch(data: np.ndarray, pairs: np.ndarray, times: list, n_boot: int) -> 
     for b, chunk in enumerate(np.array_split(order, n_batches)):
         batch_of_pair[chunk] = b
     batch_of_judgment = batch_of_pair[pairs]
+    chunks = [np.flatnonzero(batch_of_pair == b) for b in range(n_batches)]
+    last_ids = [int(data[int(last[chunk].max()), 6]) for chunk in chunks]
+    finished = dict(PresenceJudgment.objects.filter(pk__in=last_ids).values_list("pk", "created_at"))
     out = []
-    for b in range(n_batches):
+    for b, chunk_pairs in enumerate(chunks):
         rows = batch_of_judgment == b
-        chunk_pairs = np.flatnonzero(batch_of_pair == b)
-        finished = times[int(last[chunk_pairs].max())]
         result = _alpha_with_interval(pairs[rows], data[rows, 2], data[rows, 3], n_boot)
-        result.update(batch=b + 1, n_units=int(len(chunk_pairs)), until=finished)
+        result.update(batch=b + 1, n_units=int(len(chunk_pairs)), until=finished[last_ids[b]])
         out.append(result)
     return out
 
 
-def worker_accuracy(campaign: Campaign, data: np.ndarray) -> list[dict]:
-    """Per judge: the share of their labels equal to the crowd's majority label of the same (unit, summary)."""
-    if data.size == 0:
-        return []
-    majority = {
-        (u, s): p
-        for u, s, p in GoldPresence.objects.filter(
-            summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY, present__isnull=False
-        ).values_list("unit_id", "summary_id", "present")
-    }
-    agree: dict[int, list[int]] = {}
-    for unit, summary, present, _, _, worker in data.tolist():
-        label = majority.get((unit, summary))
-        if label is None:
-            continue
-        agree.setdefault(worker, []).append(int(bool(present) == label))
-    names = dict(Worker.objects.filter(pk__in=agree).values_list("pk", "external_id"))
-    return sorted(
-        ({"worker": names.get(w, str(w)), "worker_id": w, "accuracy": sum(v) / len(v), "n": len(v)} for w, v in agree.items()),
-        key=lambda r: r["accuracy"],
+def worker_accuracy(campaign: Campaign) -> list[dict]:
+    """Per judge: the share of their labels (that count) equal to the crowd's majority label of the same
+    (unit, summary), where there is one; counted by the database in one grouped query.  Lowest first; judges
+    of equal accuracy in the order of their first judgment (a second query only when two of them share its
+    time)."""
+    counted = PresenceJudgment.objects.annotate(
+        majority=FilteredRelation(
+            "unit__gold", condition=Q(unit__gold__origin=GoldPresence.Origin.MAJORITY, unit__gold__summary_id=F("summary_id"))
+        )
+    ).filter(majority__present__isnull=False, summary__system__campaign=campaign, excluded=False)
+    rows = list(
+        counted.values("worker_id").annotate(
+            name=Max("worker__external_id"),
+            n=Count("pk"),
+            agree=Count("pk", filter=Q(present=F("majority__present"))),
+            first_at=Min("created_at"),
+        )
     )
+    starts = Counter((r["agree"] / r["n"], r["first_at"]) for r in rows)
+    tied = [r for r in rows if starts[(r["agree"] / r["n"], r["first_at"])] > 1]
+    first_pk = {}
+    if tied:
+        first_pk = dict(
+            counted.filter(reduce(or_, (Q(worker_id=r["worker_id"], created_at=r["first_at"]) for r in tied)))
+            .values("worker_id")
+            .annotate(first=Min("pk"))
+            .values_list("worker_id", "first")
+        )
+    ranked = sorted(rows, key=lambda r: (r["agree"] / r["n"], r["first_at"], first_pk.get(r["worker_id"], 0)))
+    return [{"worker": r["name"], "worker_id": r["worker_id"], "accuracy": r["agree"] / r["n"], "n": r["n"]} for r in ranked]
 
 
 def accuracy_histogram(rows: list[dict], n_bins: int = 10) -> tuple[list[int], list[float]]:
@@ -138,9 +152,7 @@ def most_disagreement(data: np.ndarray, pairs: np.ndarray, limit: int = 15) -> l
     minority = np.minimum(n_present, n - n_present) / np.maximum(n, 1)
     candidates = np.flatnonzero((n >= 2) & (minority > 0))
     ranked = candidates[np.lexsort((-n[candidates], -minority[candidates]))][:limit]
-    first_row = {}
-    for row, pair in enumerate(pairs.tolist()):
-        first_row.setdefault(pair, row)
+    _, first_row = np.unique(pairs, return_index=True)  # the first row of every pair (pairs index 0..n-1)
     keys = [(int(data[first_row[p], 0]), int(data[first_row[p], 1])) for p in ranked]
     units = ContentUnit.objects.in_bulk([u for u, _ in keys])
     summaries = SystemSummary.objects.select_related("system", "example").in_bulk([s for _, s in keys])
@@ -157,14 +169,13 @@ def most_disagreement(data: np.ndarray, pairs: np.ndarray, limit: int = 15) -> l
 
 def agreement_dashboard(campaign: Campaign, n_boot: int = 500) -> dict:
     """Everything the agreement page shows (see the module docstring)."""
-    all_data, all_pairs, all_times = presence_judgments(campaign)
+    all_data, all_pairs = presence_judgments(campaign)
     # Under the adaptive rule alpha (and pairwise agreement) are over the first two judgments of every unit, a
     # balanced design; worker accuracy and the most disputed units still read every judgment.
     first_two = balanced_alpha(campaign)
-    data, pairs, times = all_data, all_pairs, all_times
+    data, pairs = all_data, all_pairs
     if first_two and all_data.size:
-        keep = first_per_pair(all_pairs)
-        data, times = all_data[keep], [t for t, k in zip(all_times, keep.tolist()) if k]
+        data = all_data[first_per_pair(all_pairs)]
         _, pairs = np.unique(data[:, :2], axis=0, return_inverse=True)
         pairs = pairs.ravel()
     pooled = (
@@ -184,14 +195,14 @@ def agreement_dashboard(campaign: Campaign, n_boot: int = 500) -> dict:
         result = _alpha_with_interval(pairs[rows], data[rows, 2], data[rows, 3], n_boot)
         result["name"] = name
         systems.append(result)
-    accuracy = worker_accuracy(campaign, all_data)
+    accuracy = worker_accuracy(campaign)
     pooled["first_two"] = first_two
     pooled["n_all_judgments"] = int(len(all_data))
     return {
         "presence": pooled,
         "verification": verification_agreement(campaign),
         "systems": systems,
-        "batches": per_batch(data, pairs, times, n_boot),
+        "batches": per_batch(data, pairs, n_boot),
         "worker_accuracy": accuracy,
         "histogram": accuracy_histogram(accuracy),
         "disagreement": most_disagreement(all_data, all_pairs),

@@ -40,6 +40,7 @@ from annotation.importing.readers import (
     read_references,
     read_summaries,
 )
+from annotation.importing.safe_json import unstorable
 from annotation.models import (
     Campaign,
     ContentUnit,
@@ -258,6 +259,9 @@ def check_import_settings(values: dict, problems: ProblemList, source: str | Non
                          f"is not a setting an import can set (one of: {', '.join(IMPORT_SETTINGS)})")
             continue
         if value is None:
+            continue
+        if isinstance(value, str) and unstorable(value):
+            problems.add(where, None, field_name, unstorable(value))
             continue
         if field_name == "backend" and isinstance(value, str) and value not in Campaign.Backend.values:
             if value not in MARKETS:

@@ -11,26 +11,41 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from annotation.models import Campaign, ContentUnit, Example, Predicate
 from annotation.services import pipeline
+from annotation.text.duplicates import PairText, near_duplicates
 from hits.mturk.publishing import publish_soon
 
 
 def held_examples(campaign: Campaign) -> list[tuple[Example, list]]:
-    """Examples waiting for the review: every predicate settled, no presence HIT yet, near-duplicates found."""
-    if not campaign.review_duplicates or campaign.state == Campaign.State.DRAFT:
+    """Examples waiting for the review: every predicate settled, no presence HIT yet, near-duplicates found.
+
+    Only a draft, running or paused campaign can hold examples (a finished or cancelled one never starts
+    presence HITs again, an imported finished campaign has none), and only kept QA pairs whose predicate has
+    another kept pair can be near-duplicates: they are read in one query, with the examples that hold some.
+    """
+    if not campaign.review_duplicates or campaign.state not in (Campaign.State.RUNNING, Campaign.State.PAUSED):
         return []
-    unsettled = set(
-        Predicate.objects.filter(sentence__example__campaign=campaign, settled=False).values_list("sentence__example_id", flat=True)
+    kept_qa = ContentUnit.objects.filter(state=ContentUnit.State.KEPT, kind=ContentUnit.Kind.QA)
+    unsettled = Predicate.objects.filter(sentence__example_id=OuterRef("example_id"), settled=False)
+    sibling = kept_qa.filter(predicate_id=OuterRef("predicate_id")).exclude(pk=OuterRef("pk"))
+    rows = (
+        kept_qa.filter(example__campaign=campaign, example__presence_started=False, example__duplicates_reviewed=False)
+        .filter(~Exists(unsettled), Exists(sibling))
+        .order_by("example__position", "example_id", "index")
+        .values_list("example_id", "pk", "predicate_id", "question", "answers")
     )
-    waiting = Example.objects.filter(campaign=campaign, presence_started=False, duplicates_reviewed=False).exclude(pk__in=unsettled)
-    held = []
-    for example in waiting.filter(units__state=ContentUnit.State.KEPT).distinct().order_by("position"):
-        found = pipeline.example_near_duplicates(example)
-        if found:
-            held.append((example, found))
-    return held
+    by_example: dict[int, list[PairText]] = {}
+    for example_id, pk, predicate_id, question, answers in rows:
+        by_example.setdefault(example_id, []).append(PairText(pk, predicate_id, question, tuple(answers or ())))
+    found = {example_id: near_duplicates(pairs) for example_id, pairs in by_example.items()}
+    found = {example_id: pairs for example_id, pairs in found.items() if pairs}
+    if not found:
+        return []
+    examples = Example.objects.in_bulk(list(found))
+    return [(examples[example_id], pairs) for example_id, pairs in found.items()]
 
 
 @transaction.atomic

@@ -67,7 +67,7 @@ def _presence_part(predicate: Predicate | None, summary: SystemSummary) -> dict:
     """A presence item's summary and reference, the predicate's span marked in the reference when there is one."""
     example = summary.example
     part = {"candidate": summary.text, "reference": example.reference, "predicate": None}
-    if predicate is not None:
+    if predicate is not None and predicate.sentence_id is not None:  # imported pairs may have no sentence
         offset = predicate.sentence.start
         if example.reference[offset + predicate.start : offset + predicate.end] == predicate.text:
             part["predicate"] = {"start": offset + predicate.start, "end": offset + predicate.end}

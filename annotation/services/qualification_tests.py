@@ -23,16 +23,19 @@ are graded by these rules:
 
 from __future__ import annotations
 
-import json
+import gc
 import re
+from contextlib import contextmanager
 
 from django.db import transaction
 
+from annotation.importing.safe_json import first_unstorable
 from annotation.models import Campaign
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.services.pipeline import ensure_batch, qualification_group, task_type
 from annotation.text.questions import WH_WORDS, best_overlap, content_word_violations, words
-from annotation.text.spans import is_substring, normalise
+from annotation.text.search import TextIndex
+from annotation.text.spans import normalise
 from hits.models import HIT, Assignment, Batch, TaskType
 from hits.qualifications import TestGrade
 
@@ -187,7 +190,12 @@ class QualificationDefinitionError(ValueError):
     pass
 
 
-def _span(sentence: str, predicate, where: str) -> tuple[int, int]:
+def _shown(text: str, limit: int = 80) -> str:
+    """``text`` for a message: a long one cut (a file may hold a sentence of a megabyte)."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _span(sentence: str, predicate, where: str, index: TextIndex | None = None) -> tuple[int, int]:
     if isinstance(predicate, dict):
         start, end = predicate.get("start"), predicate.get("end")
         if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(sentence)):
@@ -195,19 +203,42 @@ def _span(sentence: str, predicate, where: str) -> tuple[int, int]:
         return start, end
     if not isinstance(predicate, str) or not predicate:
         raise QualificationDefinitionError(f"{where}: 'predicate' must be the verb as written in the sentence, or {{start, end}}")
-    match = re.search(r"\b" + re.escape(predicate) + r"\b", sentence)
-    if match is None:
-        raise QualificationDefinitionError(f"{where}: predicate '{predicate}' is not in the sentence")
-    return match.start(), match.end()
+    span = (index or TextIndex(sentence)).find_word(predicate)
+    if span is None:
+        raise QualificationDefinitionError(f"{where}: predicate '{_shown(predicate)}' is not in the sentence")
+    return span
 
 
-def _require_substrings(answers, sentence: str, where: str) -> list[str]:
-    if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
-        raise QualificationDefinitionError(f"{where}: answers must be a non-empty list of strings")
-    for answer in answers:
-        if not is_substring(answer, sentence):
-            raise QualificationDefinitionError(f"{where}: answer '{answer}' is not a substring of the sentence")
-    return [normalise(a) for a in answers]
+class _Answers:
+    """An item's answers that must be words of its sentence (ignoring spacing, as ``is_substring``), checked
+    together when the item is read: one pass over the sentence per distinct answer length, not one per answer."""
+
+    def __init__(self, sentence: str):
+        self.sentence = sentence
+        self.pending: list[tuple[list[str], list[str], str]] = []
+
+    def take(self, answers, where: str) -> list[str]:
+        if type(answers) is not list or not answers or any(type(a) is not str for a in answers):
+            raise QualificationDefinitionError(f"{where}: answers must be a non-empty list of strings")
+        normalised = [" ".join(a.split()) for a in answers]  # normalise(), inline: a file may hold 250,000
+        self.pending.append((answers, normalised, where))
+        return normalised
+
+    @contextmanager
+    def in_order(self):
+        """Errors in the file's order: an answer taken before another problem of the item is reported first."""
+        try:
+            yield
+        except QualificationDefinitionError:
+            self.check()
+            raise
+
+    def check(self) -> None:
+        missing = TextIndex(normalise(self.sentence)).absent(norm for _, taken, _ in self.pending for norm in taken)
+        for answers, taken, where in self.pending:
+            for answer, norm in zip(answers, taken):
+                if not norm or norm in missing:
+                    raise QualificationDefinitionError(f"{where}: answer '{_shown(answer)}' is not a substring of the sentence")
 
 
 def _text(obj, key, where) -> str:
@@ -217,13 +248,25 @@ def _text(obj, key, where) -> str:
     return value
 
 
+_PLACES = {"questions": "question", "pairs": "pair", "arguments": "argument"}
+
+
+def _field_words(path: str) -> str:
+    """A path inside an item (``questions[1].answers[0]``) as the messages name places: ", question 2: 'answers'"."""
+    place = re.match(r"(questions|pairs|arguments)\[(\d+)\]\.?", path)
+    words = f", {_PLACES[place[1]]} {int(place[2]) + 1}" if place else ""
+    field = re.sub(r"\[\d+\]", "", path[place.end():] if place else path)
+    return words + (f": '{field}'" if field else ":")
+
+
 def _check_shape(definition: dict) -> None:
     """Sections are lists of objects, and so are an item's questions and pairs (the checks of each
     item below may then read them as such), and every text can be stored."""
-    try:
-        json.dumps(definition, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise QualificationDefinitionError("a text holds a lone surrogate (e.g. \\ud800), which is not a character") from None
+    for section, items in definition.items():
+        for i, item in enumerate(items if isinstance(items, list) else [items], start=1):
+            found = first_unstorable(item)
+            if found:
+                raise QualificationDefinitionError(f"{section} item {i}{_field_words(found[0])} {found[1]}")
 
     def objects(value, where: str) -> list:
         if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
@@ -250,11 +293,19 @@ def build_qualification_hits(campaign: Campaign, definition: dict) -> list[HIT]:
     if unknown:
         raise QualificationDefinitionError(f"unknown section(s): {', '.join(sorted(unknown))}")
     _check_shape(definition)
-    return [
-        build_item_hit(campaign, section, item, f"{section} item {i}")
-        for section in SECTIONS
-        for i, item in enumerate(definition.get(section, []), start=1)
-    ]
+    # A file of 250,000 answers makes as many small lists: the cyclic garbage collector, run every few hundred
+    # of them over everything alive, would take most of the time.  Nothing made here is a cycle.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return [
+            build_item_hit(campaign, section, item, f"{section} item {i}")
+            for section in SECTIONS
+            for i, item in enumerate(definition.get(section, []), start=1)
+        ]
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def build_item_hit(campaign: Campaign, section: str, item: dict, where: str) -> HIT:
@@ -267,23 +318,28 @@ def build_item_hit(campaign: Campaign, section: str, item: dict, where: str) -> 
         arguments = item.get("arguments")
         if not isinstance(arguments, list) or not arguments:
             raise QualificationDefinitionError(f"{where}: 'arguments' must list the key answers of each argument")
-        key = [_require_substrings(a, sentence, f"{where}, argument {j}") for j, a in enumerate(arguments, start=1)]
+        answers = _Answers(sentence)
+        with answers.in_order():
+            key = [answers.take(a, f"{where}, argument {j}") for j, a in enumerate(arguments, start=1)]
+        answers.check()
         return HIT(task_type=task_type(GENERATION), kind=HIT.Kind.QUALIFICATION, payload={"inline": {"sentence": sentence, "start": start, "end": end}}, answer_key={"arguments": key}, **common)
     if section == "verification":
         sentence = _text(item, "sentence", where)
         start, end = _span(sentence, item.get("predicate"), where)
-        questions, verdicts = [], {}
-        for j, q in enumerate(item.get("questions") or [], start=1):
-            qwhere = f"{where}, question {j}"
-            question = _text(q, "question", qwhere)
-            if not isinstance(q.get("valid"), bool):
-                raise QualificationDefinitionError(f"{qwhere}: 'valid' must be true or false")
-            shown = _require_substrings(q.get("answers") or [], sentence, qwhere)
-            key_answers = _require_substrings(q.get("key_answers") or shown, sentence, qwhere) if q["valid"] else []
-            questions.append({"id": f"k{j}", "question": question, "answers": shown})
-            verdicts[f"k{j}"] = {"valid": q["valid"], "answers": key_answers}
+        questions, verdicts, answers = [], {}, _Answers(sentence)
+        with answers.in_order():
+            for j, q in enumerate(item.get("questions") or [], start=1):
+                qwhere = f"{where}, question {j}"
+                question = _text(q, "question", qwhere)
+                if not isinstance(q.get("valid"), bool):
+                    raise QualificationDefinitionError(f"{qwhere}: 'valid' must be true or false")
+                shown = answers.take(q.get("answers") or [], qwhere)
+                key_answers = answers.take(q.get("key_answers") or shown, qwhere) if q["valid"] else []
+                questions.append({"id": f"k{j}", "question": question, "answers": shown})
+                verdicts[f"k{j}"] = {"valid": q["valid"], "answers": key_answers}
         if not questions:
             raise QualificationDefinitionError(f"{where}: 'questions' must not be empty")
+        answers.check()
         return HIT(task_type=task_type(VERIFICATION), kind=HIT.Kind.QUALIFICATION, payload={"inline": {"sentence": sentence, "start": start, "end": end, "questions": questions}, "pass_above": campaign.verifier_agreement_threshold}, answer_key={"verdicts": verdicts}, **common)
     if section not in ("presence", "presence_gold"):
         raise QualificationDefinitionError(f"unknown section: {section}")

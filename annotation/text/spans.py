@@ -5,12 +5,11 @@ from __future__ import annotations
 import re
 
 _TOKEN = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]", re.UNICODE)
-_SPACES = re.compile(r"\s+")
 
 
 def normalise(text: str) -> str:
-    """Runs of whitespace as one space, trimmed."""
-    return _SPACES.sub(" ", text).strip()
+    """Runs of whitespace as one space, trimmed (``str.split`` splits on what ``\\s`` matches, faster)."""
+    return " ".join(text.split())
 
 
 def is_substring(answer: str, sentence: str) -> bool:

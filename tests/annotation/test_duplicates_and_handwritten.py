@@ -186,3 +186,58 @@ def test_a_refusal_quoting_the_sentence_keeps_its_capitals(campaign, researcher)
     html = bad.content.decode()
     assert bad.status_code == 400 and f"is not in the sentence “{sentence.text}”" in html
     assert ".." not in html.split('class="errors', 1)[-1].split("</", 1)[0]
+
+
+def test_a_finished_imported_campaign_has_no_example_waiting_for_the_duplicate_review(tmp_path, researcher):
+    """The released shape imports a finished campaign: its pairs may look alike, but no presence HIT will ever
+    wait for them, so neither the progress page nor the review page offers a review."""
+    line = {
+        "example_id": "x1",
+        "reference": "Police blamed the driver for the crash.",
+        "QAs": ["Who blamed someone? Police", "Who has blamed someone? Police", "Who did someone blame? the driver"],
+        "QA_labels": {"a": [1, 1, 0]},
+        "system_outputs": {"a": "Police blamed the driver."},
+    }
+    data = write_jsonl(tmp_path / "released.jsonl", [line])
+    campaign = import_campaign(name="Released", qapyramid=data, owner=researcher).campaign
+    assert campaign.state == "finished" and campaign.review_duplicates
+    kept = ContentUnit.objects.filter(example__campaign=campaign, state="kept")
+    assert near_duplicates(PairText(u.pk, u.predicate_id, u.question, tuple(u.answers)) for u in kept)  # they look alike
+    assert duplicates.held_examples(campaign) == []
+    client = Client()
+    client.force_login(researcher)
+    progress = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    assert "duplicate review" not in progress and 'id="held-link"' not in progress
+    assert 'data-example="x1"' not in client.get(f"/campaigns/{campaign.slug}/duplicates/").content.decode()
+
+
+def test_the_review_pages_read_every_held_example_in_the_same_number_of_queries(tmp_path, researcher):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    refs = write_jsonl(tmp_path / "r.jsonl", [
+        {"id": f"e{i}", "reference": "Police blamed the driver for the crash."} for i in range(1, 4)
+    ])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": f"e{i}", "system": "s", "summary": "A crash."} for i in range(1, 4)])
+    campaign = import_campaign(name="Three", references=refs, summaries=sums, owner=researcher).campaign
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    client = Client()
+    client.force_login(researcher)
+
+    def counts():
+        out = []
+        for page in ("duplicates", "progress"):
+            with CaptureQueriesContext(connection) as queries:
+                assert client.get(f"/campaigns/{campaign.slug}/{page}/").status_code == 200
+            out.append(len(queries.captured_queries))
+        return out
+
+    _write_duplicates(campaign)
+    assert len(duplicates.held_examples(campaign)) == 1
+    one = counts()
+    _write_duplicates(campaign)
+    _write_duplicates(campaign)
+    assert [e.external_id for e, _ in duplicates.held_examples(campaign)] == ["e1", "e2", "e3"]
+    assert "3 examples wait for the duplicate review" in client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
+    assert counts() == one

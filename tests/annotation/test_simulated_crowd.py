@@ -111,3 +111,28 @@ def test_cross_checks_of_many_workers_share_their_queries():
     # A second run revokes nothing new (idempotent).
     update_worker_quality_task(campaign.pk, [w.pk for w in workers])
     assert QualificationEvent.objects.count() == events_before + sum(len(v) for v in result.values())
+
+
+def test_a_rehearsal_that_fails_after_the_launch_says_the_campaign_runs_and_how_to_go_on(monkeypatch, tmp_path):
+    """Issue 40: a command that fails after changing state says so and names the command that finishes the job."""
+    from django.core.management import CommandError
+
+    from annotation.management.commands import simulate_crowd as command
+    from annotation.services.campaign_import import import_campaign
+    from tests.conftest import write_jsonl
+
+    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": "Police blamed the driver for the crash."}])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Police blamed the driver."}])
+    campaign = import_campaign(name="Fails", references=refs, summaries=sums).campaign
+
+    def broken(*args, **kwargs):
+        raise ConnectionResetError("the in-process server went away")
+
+    monkeypatch.setattr(command, "simulate_crowd", broken)
+    with pytest.raises(CommandError) as failed:
+        call_command("simulate_crowd", campaign=campaign.slug, workers=2)
+    message = str(failed.value)
+    assert "the in-process server went away" in message
+    assert f"'{campaign.slug}' was launched before this failed and is running now" in message
+    assert f"`manage.py simulate_crowd --campaign {campaign.slug} --backend local --workers 2` finishes the job" in message
+    assert Campaign.objects.get(pk=campaign.pk).state == Campaign.State.RUNNING

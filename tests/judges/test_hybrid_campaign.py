@@ -485,3 +485,17 @@ def test_a_top_up_pass_replaces_the_labels_it_supersedes(tmp_path, eager_celery)
     runs = AutoscoreRun.objects.filter(campaign=campaign, judge_name__startswith="hybrid:")
     assert list(runs) == [round_one.labelling_run] and round_one.labelling_run != first
     assert AutoPresence.objects.filter(run__campaign=campaign).count() == 4 * PresenceCandidate.objects.filter(campaign=campaign).count()
+
+
+def test_the_launch_line_counts_the_hits_the_routing_pass_posted(tmp_path, eager_celery):
+    """Issue 40: simulate_crowd printed "Launched …: 0 HITs" although the routing pass had posted them."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    campaign = budgeted_campaign(tmp_path)
+    out = StringIO()
+    call_command("simulate_crowd", campaign=campaign.slug, workers=1, max_seconds=1, stdout=out)
+    posted = HIT.objects.filter(batch=Campaign.objects.get(pk=campaign.pk).batch_id, kind="regular").count()
+    assert posted > 0
+    assert f"Launched '{campaign.slug}': {posted} HITs" in out.getvalue()

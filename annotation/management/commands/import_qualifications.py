@@ -22,7 +22,7 @@ class Command(BaseCommand):
         campaign = campaign_from_slug(options["campaign"])
         path = Path(options["path"])
         try:
-            definition = load_json(path.read_bytes())
+            definition = load_json(path.read_bytes(), storable=False)
         except FileNotFoundError:
             raise CommandError(f"{path}: file not found") from None
         except JSONProblem as exc:

@@ -20,6 +20,7 @@ from decimal import Decimal, InvalidOperation
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotation.management.campaigns import after_launch, launch_line
 from annotation.models import Campaign
 from annotation.services.costs import campaign_cost_preview
 from annotation.services.pipeline import LaunchError, ensure_batch, launch_campaign
@@ -128,6 +129,7 @@ class Command(BaseCommand):
             raise CommandError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}")
         preview = campaign_cost_preview(campaign, backend, **self.estimate)
         mturk = MTurk(sandbox=backend == Campaign.Backend.MTURK_SANDBOX)
+        created = None
         try:
             if campaign.state == Campaign.State.DRAFT:
                 # The launch is refused when the balance cannot cover the whole campaign's preview.
@@ -138,9 +140,9 @@ class Command(BaseCommand):
                 if cap is not None:
                     Batch.objects.filter(pk=batch.pk).update(budget_cap=cap)
                     batch.budget_cap = cap
-                if campaign.state == Campaign.State.DRAFT:
-                    created = launch_campaign(campaign)
-                    self.stdout.write(f"Launched '{campaign.slug}': {created} HITs created.")
+                created = launch_campaign(campaign) if campaign.state == Campaign.State.DRAFT else None
+            if created is not None:  # after the commit: the routing pass has posted its HITs
+                self.stdout.write(launch_line(campaign, created) + " created.")
             batch.refresh_from_db()
             if options["background"]:
                 send_now("hits.mturk.publish_batch", [batch.pk])
@@ -148,7 +150,8 @@ class Command(BaseCommand):
                 return
             report = publish_batch(batch, limit=options["limit"], mturk=mturk)
         except (PublishRefused, LaunchError, MTurkError) as exc:
-            raise CommandError(str(exc)) from None
+            again = f"mturk_publish --campaign {campaign.slug}" + (" --sandbox" if options["sandbox"] else "")
+            raise CommandError(str(exc) + after_launch(campaign, created is not None, again)) from None
         total = MTurkHIT.objects.filter(hit__batch=batch).count()
         if options["format"] == "json":
             self.stdout.write(json.dumps({**report.as_dict(), "on_mturk": total, "cost_preview": preview.as_dict()}, indent=2))

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotation.management.campaigns import after_launch, launch_line, launched_hits
 from annotation.management.commands.mturk_publish import budget_cap_option, campaign_for
 from annotation.models import Campaign
 from annotation.services.costs import campaign_cost_preview
@@ -84,14 +85,15 @@ class Command(BaseCommand):
             batch.refresh_from_db()
             report = publish_batch(batch)
         except (PublishRefused, LaunchError, ProlificError, HourlyRateTooLow) as exc:
-            raise CommandError(str(exc)) from None
+            again = f"prolific_publish --campaign {campaign.slug}"
+            raise CommandError(str(exc) + after_launch(campaign, launched is not None, again)) from None
         studies = ProlificStudy.objects.filter(batch=batch).exclude(prolific_id=None).count()
         if options["format"] == "json":
-            self.stdout.write(json.dumps({**report.as_dict(), "currency": currency_of(batch), "launched_hits": launched,
+            self.stdout.write(json.dumps({**report.as_dict(), "currency": currency_of(batch), "launched_hits": None if launched is None else launched_hits(campaign, launched),
                                           "studies": studies, "cost_preview": preview.as_dict()}, indent=2))
             return
         if launched is not None:
-            self.stdout.write(f"Launched '{campaign.slug}': {launched} HITs created.")
+            self.stdout.write(launch_line(campaign, launched) + " created.")
         self.stdout.write(
             f"Created {len(report.created)} studies ({report.recovered} found again by name), published "
             f"{len(report.published)}, grew {len(report.grown)}; {studies} on Prolific; {money(report.committed, batch)} committed."

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.management.campaigns import campaign_from_slug
+from annotation.management.campaigns import after_launch, campaign_from_slug, launch_line
 from annotation.management.rehearsal_checks import RehearsalFailed, check_credentials, why_stuck
 from annotation.models import Campaign
 from annotation.services.pipeline import LaunchError, launch_campaign
@@ -78,13 +78,26 @@ class Command(BaseCommand):
                 check_credentials(campaign)
             except RehearsalFailed as exc:
                 raise CommandError(str(exc)) from None
-        if campaign.state == Campaign.State.DRAFT:
+        launched = campaign.state == Campaign.State.DRAFT
+        if launched:
             try:
                 created = launch_campaign(campaign)
             except LaunchError as exc:
                 raise CommandError(f"cannot launch: {exc}") from None
-            self.stdout.write(f"Launched '{campaign.slug}': {created} HITs")
+            self.stdout.write(launch_line(campaign, created))
             campaign.refresh_from_db()
+        try:
+            self._rehearse(campaign, options, settings)
+        except CommandError as exc:
+            raise CommandError(str(exc) + after_launch(campaign, launched, self._again(options))) from None
+        except Exception as exc:  # noqa: BLE001 - the campaign is running: say so and how to go on, not a bare traceback
+            raise CommandError(f"the rehearsal failed: {exc!r}" + after_launch(campaign, launched, self._again(options))) from exc
+
+    @staticmethod
+    def _again(options) -> str:
+        return f"simulate_crowd --campaign {options['campaign']} --backend {options['backend']} --workers {options['workers']}"
+
+    def _rehearse(self, campaign, options, settings) -> None:
         if campaign.state != Campaign.State.RUNNING:
             raise CommandError(f"campaign '{campaign.slug}' is {campaign.get_state_display().lower()}, not running")
         if options["backend"] == "mturk":

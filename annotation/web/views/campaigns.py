@@ -381,7 +381,7 @@ def campaign_qualifications(request, slug):
             text = request.POST.get("definition", "")
         if not error:
             try:
-                counts = define_qualifications(campaign, load_json(text))
+                counts = define_qualifications(campaign, load_json(text, storable=False))
             except JSONProblem as exc:
                 error = f"Not valid JSON: {exc.describe().removeprefix('bad JSON: ')}."
             except QualificationDefinitionError as exc:

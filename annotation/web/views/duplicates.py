@@ -40,10 +40,14 @@ def campaign_duplicates(request, slug):
         except ValidationError as exc:
             messages.error(request, as_sentence(" ".join(exc.messages)))
         return redirect("campaign-duplicates", slug=slug)
-    held = []
-    for example, found in duplicates.held_examples(campaign):
-        units = {u.pk: u for u in ContentUnit.objects.filter(pk__in={x for d in found for x in (d.first, d.second)}).select_related("predicate")}
-        held.append({"example": example, "pairs": [(units[d.first], units[d.second], d.reason) for d in found]})
+    found_by_example = duplicates.held_examples(campaign)
+    # Every pair shown, of every held example, in one query.
+    shown = {x for _, found in found_by_example for d in found for x in (d.first, d.second)}
+    units = ContentUnit.objects.select_related("predicate").in_bulk(shown) if shown else {}
+    held = [
+        {"example": example, "pairs": [(units[d.first], units[d.second], d.reason) for d in found]}
+        for example, found in found_by_example
+    ]
     return render(request, "annotation/campaign_duplicates.html", {"campaign": campaign, "held": held})
 
 
