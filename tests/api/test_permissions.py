@@ -148,6 +148,10 @@ ENDPOINTS = {
         "post", "/api/campaigns/{slug}/units/{unit}/correct/", {"question": "Who opened the park?", "answers": ["The mayor"]}, None, 200,
     ),
     "unit-corrections": ("get", "/api/campaigns/{slug}/units/corrections/", None, _corrected, 200),
+    # Messages to workers, the unit inspector and its gold override (issue 40); an override naming no unit is refused.
+    "message-list": ("get", "/api/campaigns/{slug}/messages/", None, None, 200),
+    "unit-inspector-list": ("get", "/api/campaigns/{slug}/unit-inspector/", None, None, 200),
+    "unit-inspector-override": ("post", "/api/campaigns/{slug}/unit-inspector/override/", {"note": "checked"}, None, 400),
 }
 
 
