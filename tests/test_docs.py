@@ -334,3 +334,14 @@ def test_the_campaign_settings_page_lists_every_field_with_its_help(reference):
             assert f"| `{field.name}` |" in page, field.name
             if field.help_text:
                 assert " ".join(str(field.help_text).split())[:60] in page, field.name
+
+
+def test_the_protocol_page_is_the_specification_word_for_word():
+    """docs/reference/protocol.md restates ../shared/PROTOCOL.md (the specification) below its own heading and
+    introduction; when the specification changes, this fails until the page follows it."""
+    spec = Path(__file__).resolve().parent.parent.parent / "shared" / "PROTOCOL.md"
+    if not spec.exists():
+        pytest.skip("the shared specification is not next to this clone")
+    page = (Path(__file__).resolve().parent.parent / "docs" / "reference" / "protocol.md").read_text(encoding="utf-8")
+    body = spec.read_text(encoding="utf-8").split("\n", 1)[1]  # the specification less its title
+    assert page.endswith(body)
