@@ -9,12 +9,13 @@ BIN := $(VENV)/bin
 # transformers, test tools) for `make test` and `make bench`.
 CORE := $(VENV)/.installed-core
 STAMP := $(VENV)/.installed
+DOCS := $(VENV)/.installed-docs
 HOST ?= 127.0.0.1
 PORT ?= 8000
 # Where the platform keeps its files (config/settings.py's default; an exported DATA_DIR wins for both).
 DATA_DIR ?= var
 
-.PHONY: demo test bench install core judges browser migrate served-at clean
+.PHONY: demo test bench install core judges browser migrate served-at clean docs docs-serve docs-screenshots
 
 install: $(STAMP)
 core: $(CORE)
@@ -68,5 +69,21 @@ test: install browser
 bench: install
 	$(BIN)/python bench/run.py
 
+# The documentation site (mkdocs.yml): reference pages generated from the code at build time, --strict (no broken
+# link or anchor, every page in the navigation). The screenshots are committed PNGs (docs/img/), so this needs no browser.
+$(DOCS): $(CORE) requirements-docs.txt
+	$(BIN)/python -m pip install --quiet -r requirements-docs.txt
+	@touch $(DOCS)
+
+docs: $(DOCS)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(DOCS)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict -a $(HOST):$(PORT)
+
+# Retakes the screenshots (docs/img/*.png) with the browser tests' Playwright and Debian's Chromium.
+docs-screenshots: install browser
+	DOCS_SCREENSHOTS=docs/img $(BIN)/python -m pytest tests/browser/test_docs_screenshots.py -q
+
 clean:
-	rm -rf $(VENV) var .pytest_cache
+	rm -rf $(VENV) var .pytest_cache site

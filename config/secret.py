@@ -1,7 +1,7 @@
 """The embedded default's secret key: generated once, kept under DATA_DIR.
 
 Without ``DATABASE_URL`` the platform is one machine's own install (SQLite under ``var/``); its commands
-must work as the README writes them, without ``DEBUG=1``.  A production deployment (``DATABASE_URL`` set)
+must work as the documentation writes them, without ``DEBUG=1``.  A production deployment (``DATABASE_URL`` set)
 still has to give ``SECRET_KEY`` in the environment.
 """
 

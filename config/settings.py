@@ -13,55 +13,28 @@ HTTPS redirects are hardened.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+# Every environment variable is read through the table (the settings reference is generated from it).
+from config.settings_table import env_bool, env_int, env_list, read  # noqa: F401 (env_*: kept importable from here)
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
+DEBUG = read("DEBUG")
+# Where the platform keeps its own files: the embedded SQLite database,
+# trained presence judges, exports.
+DATA_DIR = read("DATA_DIR", default=BASE_DIR / "var")
 
-
-def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false, yes/no)")
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    return [item.strip() for item in raw.split(",") if item.strip()]
-
-
-def env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from exc
-
-
-DEBUG = env_bool("DEBUG", False)
-
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY and not DEBUG and not os.environ.get("DATABASE_URL", "").strip():
+SECRET_KEY = read("SECRET_KEY")
+DATABASE_URL = read("DATABASE_URL").strip()
+if not SECRET_KEY and not DEBUG and not DATABASE_URL:
     # The embedded default (no DATABASE_URL): a key generated once and kept under DATA_DIR (config/secret.py).
     from config.secret import embedded_secret_key
 
-    SECRET_KEY = embedded_secret_key(Path(os.environ.get("DATA_DIR", BASE_DIR / "var")).resolve())
+    SECRET_KEY = embedded_secret_key(DATA_DIR)
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
@@ -76,45 +49,42 @@ if not DEBUG and len(SECRET_KEY) < 50:
         "(python -c 'import secrets; print(secrets.token_urlsafe(50))')."
     )
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+ALLOWED_HOSTS = read("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = read("CSRF_TRUSTED_ORIGINS")
 
-# Where the platform keeps its own files: the embedded SQLite database,
-# trained presence judges, exports.
-DATA_DIR = Path(os.environ.get("DATA_DIR", BASE_DIR / "var")).resolve()
-MODELS_DIR = Path(os.environ.get("MODELS_DIR", DATA_DIR / "models")).resolve()
+MODELS_DIR = read("MODELS_DIR", default=DATA_DIR / "models")
 # Automatic presence judges (issue 7): default trained model, chunking, the LLM endpoint.
-PRESENCE_JUDGE_MODEL = os.environ.get("PRESENCE_JUDGE_MODEL", "presence-judge")
-AUTOSCORE_CHUNK_SIZE = env_int("AUTOSCORE_CHUNK_SIZE", 10)
-AUTOSCORE_QA_GENERATOR = os.environ.get("AUTOSCORE_QA_GENERATOR", "dependency")  # or "llm"
-JUDGE_TORCH_THREADS = env_int("JUDGE_TORCH_THREADS", 2)
-JUDGE_ALLOW_DOWNLOADS = env_bool("JUDGE_ALLOW_DOWNLOADS", False)
-LLM_BASE_URL = os.environ.get("LLM_BASE_URL", "")
-LLM_MODEL = os.environ.get("LLM_MODEL", "")
-LLM_API_KEY = os.environ.get("LLM_API_KEY", "")
-LLM_SHOTS = env_int("LLM_SHOTS", 5)
+PRESENCE_JUDGE_MODEL = read("PRESENCE_JUDGE_MODEL")
+AUTOSCORE_CHUNK_SIZE = read("AUTOSCORE_CHUNK_SIZE")
+AUTOSCORE_QA_GENERATOR = read("AUTOSCORE_QA_GENERATOR")  # or "llm"
+JUDGE_TORCH_THREADS = read("JUDGE_TORCH_THREADS")
+JUDGE_ALLOW_DOWNLOADS = read("JUDGE_ALLOW_DOWNLOADS")
+LLM_BASE_URL = read("LLM_BASE_URL")
+LLM_MODEL = read("LLM_MODEL")
+LLM_API_KEY = read("LLM_API_KEY")
+LLM_SHOTS = read("LLM_SHOTS")
 # "random": the paper's sampling of the shots from other references; "balanced": half YES, half NO.
-LLM_SHOT_SAMPLING = os.environ.get("LLM_SHOT_SAMPLING", "random")
-LLM_SHOT_SEED = env_int("LLM_SHOT_SEED", 0)
-LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 4)
-LLM_RETRIES = env_int("LLM_RETRIES", 3)
-LLM_TIMEOUT = env_int("LLM_TIMEOUT", 30)
-EXPORTS_DIR = Path(os.environ.get("EXPORTS_DIR", DATA_DIR / "exports")).resolve()
+LLM_SHOT_SAMPLING = read("LLM_SHOT_SAMPLING")
+LLM_SHOT_SEED = read("LLM_SHOT_SEED")
+LLM_MAX_CONCURRENCY = read("LLM_MAX_CONCURRENCY")
+LLM_RETRIES = read("LLM_RETRIES")
+LLM_TIMEOUT = read("LLM_TIMEOUT")
+EXPORTS_DIR = read("EXPORTS_DIR", default=DATA_DIR / "exports")
 
 # E-mail (messages to local workers, issue 40): sent only when EMAIL_BACKEND or EMAIL_HOST is set beyond Django's
 # default (SMTP on localhost); otherwise a message is a notice on the worker's page alone.
-EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
-EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
-EMAIL_PORT = env_int("EMAIL_PORT", 25)
-EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
-EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
-EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
-EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 20)
-DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "webmaster@localhost")
+EMAIL_BACKEND = read("EMAIL_BACKEND")
+EMAIL_HOST = read("EMAIL_HOST")
+EMAIL_PORT = read("EMAIL_PORT")
+EMAIL_HOST_USER = read("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = read("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = read("EMAIL_USE_TLS")
+EMAIL_TIMEOUT = read("EMAIL_TIMEOUT")
+DEFAULT_FROM_EMAIL = read("DEFAULT_FROM_EMAIL")
 
 # Public base URL of absolute links (invitation links; MTurk's ExternalQuestion, which must be HTTPS). Unset: links
 # use the address a request came in on, and commands the one `make demo` serves on (config/baseurl.py).
-PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "").strip().rstrip("/")
+PUBLIC_BASE_URL = read("PUBLIC_BASE_URL").strip().rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -145,7 +115,7 @@ MIDDLEWARE = [
     "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.DatabaseUnavailableMiddleware",
 ]
-if env_bool("COUNT_QUERIES", False):
+if read("COUNT_QUERIES"):
     MIDDLEWARE.insert(0, "config.middleware.QueryCountMiddleware")
 
 ROOT_URLCONF = "config.urls"
@@ -167,16 +137,15 @@ TEMPLATES = [
     },
 ]
 
-DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=read("DB_CONN_MAX_AGE"))}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
         # Prepared statements: a statement run this many times on a connection is prepared, and
         # PostgreSQL skips parsing and planning it from then on (most of the cost of the worker
         # pages' small indexed statements).  Needs server-side binding.  0 turns it off (e.g. behind
         # a connection pooler in transaction mode that cannot keep prepared statements).
-        _prepare = env_int("DB_PREPARE_THRESHOLD", 5)
+        _prepare = read("DB_PREPARE_THRESHOLD")
         if _prepare > 0:
             DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=_prepare)
 else:
@@ -225,12 +194,12 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 # Celery: a real broker when one is configured, otherwise in-process execution.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or os.environ.get("REDIS_URL") or ""
+CELERY_BROKER_URL = read("CELERY_BROKER_URL") or read("REDIS_URL") or ""
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 if not CELERY_BROKER_URL:
     CELERY_BROKER_URL = "memory://"
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or (
+CELERY_RESULT_BACKEND = read("CELERY_RESULT_BACKEND") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else None
 )
 CELERY_TASK_ACKS_LATE = True
@@ -238,10 +207,10 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Follow-ups of completed HITs (cross-checks, score updates) are gathered per campaign for this
 # many seconds and run as one task (annotation/services/coalesce.py); 0 sends one task per HIT.
-FOLLOWUP_COALESCE_SECONDS = float(os.environ.get("FOLLOWUP_COALESCE_SECONDS", "2"))
+FOLLOWUP_COALESCE_SECONDS = read("FOLLOWUP_COALESCE_SECONDS")
 # A drain that took t seconds waits at least t / FOLLOWUP_MAX_SHARE before the next one, so one
 # campaign's follow-ups of one kind take at most this share of a Celery worker however large it grows.
-FOLLOWUP_MAX_SHARE = float(os.environ.get("FOLLOWUP_MAX_SHARE", "0.1"))
+FOLLOWUP_MAX_SHARE = read("FOLLOWUP_MAX_SHARE")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -258,15 +227,15 @@ CELERY_BEAT_SCHEDULE: dict = {
 }
 # A HIT accepted for a worker (auto-accept, "Start working") is held this long until the page is opened,
 # then for the task type's full duration: one nobody opened is back in the pool within a minute or two.
-HIT_UNOPENED_HOLD_SECONDS = env_int("HIT_UNOPENED_HOLD_SECONDS", 90)
+HIT_UNOPENED_HOLD_SECONDS = read("HIT_UNOPENED_HOLD_SECONDS")
 # How often an open HIT page asks whether its campaign was paused or cancelled, and for the time left.
-HIT_STATUS_POLL_SECONDS = env_int("HIT_STATUS_POLL_SECONDS", 30)
+HIT_STATUS_POLL_SECONDS = read("HIT_STATUS_POLL_SECONDS")
 # The HIT drawn for a worker's next HIT of a type (gold or not) is kept this long, or until they take it or
 # it stops being open to them: previewing again shows it again and "Start" takes it (no re-rolling the draw).
-HIT_DRAW_KEEP_SECONDS = env_int("HIT_DRAW_KEEP_SECONDS", 3600)
+HIT_DRAW_KEEP_SECONDS = read("HIT_DRAW_KEEP_SECONDS")
 # A worker's accuracy on gold checks is shown to them only after every this many regular HITs of the campaign
 # (and only with at least two new gold answers in it): never moved by a single gold HIT.
-GOLD_FEEDBACK_EVERY = max(1, env_int("GOLD_FEEDBACK_EVERY", 10))
+GOLD_FEEDBACK_EVERY = max(1, read("GOLD_FEEDBACK_EVERY"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -307,13 +276,13 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": read("LOG_LEVEL")},
     # httpx logs every request at INFO (a Prolific sync reads dozens of pages): its warnings only.
     "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }
 
 # Cache: Redis when configured (shared by all web processes, so rate limits hold across them).
-REDIS_CACHE_URL = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL") or ""
+REDIS_CACHE_URL = read("CACHE_URL") or read("REDIS_URL") or ""
 CACHES = {
     "default": (
         {"BACKEND": "config.cache.PooledRedisCache", "LOCATION": REDIS_CACHE_URL, "KEY_PREFIX": "qapyr"}
@@ -328,82 +297,82 @@ SESSION_ENGINE = (
 # Rate limits, "requests/seconds": login attempts per account (normalised user name) and client address,
 # failed logins per client address, distinct addresses failing on one account (config/ratelimit.py),
 # submissions per worker.
-LOGIN_RATE_LIMIT = os.environ.get("LOGIN_RATE_LIMIT", "10/60")
-LOGIN_ADDRESS_RATE_LIMIT = os.environ.get("LOGIN_ADDRESS_RATE_LIMIT", "20/60")
-LOGIN_ACCOUNT_ADDRESSES_LIMIT = os.environ.get("LOGIN_ACCOUNT_ADDRESSES_LIMIT", "10/600")
-SUBMIT_RATE_LIMIT = os.environ.get("SUBMIT_RATE_LIMIT", "120/60")
+LOGIN_RATE_LIMIT = read("LOGIN_RATE_LIMIT")
+LOGIN_ADDRESS_RATE_LIMIT = read("LOGIN_ADDRESS_RATE_LIMIT")
+LOGIN_ACCOUNT_ADDRESSES_LIMIT = read("LOGIN_ACCOUNT_ADDRESSES_LIMIT")
+SUBMIT_RATE_LIMIT = read("SUBMIT_RATE_LIMIT")
 
 # Amazon Mechanical Turk backend (hits.mturk).  AWS credentials come only from the standard AWS chain
 # (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, ~/.aws, instance roles): never from here, the database or logs.
 # Another requester endpoint for both accounts, e.g. the local stand-in (manage.py mturk_standin): empty = AWS.
-MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")
-MTURK_FRAME_HEIGHT = env_int("MTURK_FRAME_HEIGHT", 900)
-MTURK_HIT_LIFETIME = env_int("MTURK_HIT_LIFETIME", 7 * 24 * 3600)
-MTURK_AUTO_APPROVAL_DELAY = env_int("MTURK_AUTO_APPROVAL_DELAY", 3 * 24 * 3600)
+MTURK_ENDPOINT_URL = read("MTURK_ENDPOINT_URL")
+MTURK_FRAME_HEIGHT = read("MTURK_FRAME_HEIGHT")
+MTURK_HIT_LIFETIME = read("MTURK_HIT_LIFETIME")
+MTURK_AUTO_APPROVAL_DELAY = read("MTURK_AUTO_APPROVAL_DELAY")
 # Optional worker requirements: ISO country codes (e.g. "US,CA,GB") and a minimum approval rate in percent.
-MTURK_LOCALES = env_list("MTURK_LOCALES", [])
-MTURK_MIN_APPROVAL_RATE = env_int("MTURK_MIN_APPROVAL_RATE", 0)
+MTURK_LOCALES = read("MTURK_LOCALES")
+MTURK_MIN_APPROVAL_RATE = read("MTURK_MIN_APPROVAL_RATE")
 # Gold and qualification HITs are open-ended locally; on MTurk they get this many assignments (under 10: no extra fee).
-MTURK_OPEN_HIT_ASSIGNMENTS = env_int("MTURK_OPEN_HIT_ASSIGNMENTS", 9)
-MTURK_PUBLISH_CHUNK = env_int("MTURK_PUBLISH_CHUNK", 100)
+MTURK_OPEN_HIT_ASSIGNMENTS = read("MTURK_OPEN_HIT_ASSIGNMENTS")
+MTURK_PUBLISH_CHUNK = read("MTURK_PUBLISH_CHUNK")
 # Prefix of every UniqueRequestToken and RequesterAnnotation: give each installation sharing an account its own.
-MTURK_TOKEN_PREFIX = os.environ.get("MTURK_TOKEN_PREFIX", "qapyr")
+MTURK_TOKEN_PREFIX = read("MTURK_TOKEN_PREFIX")
 # Submitted MTurk work is approved by the sync after this many hours unless a researcher rejected it first.
-MTURK_APPROVE_AFTER_HOURS = float(os.environ.get("MTURK_APPROVE_AFTER_HOURS", "24"))
-MTURK_MAX_RETRIES = env_int("MTURK_MAX_RETRIES", 5)
-MTURK_RETRY_BASE_SECONDS = float(os.environ.get("MTURK_RETRY_BASE_SECONDS", "1.0"))
+MTURK_APPROVE_AFTER_HOURS = read("MTURK_APPROVE_AFTER_HOURS")
+MTURK_MAX_RETRIES = read("MTURK_MAX_RETRIES")
+MTURK_RETRY_BASE_SECONDS = read("MTURK_RETRY_BASE_SECONDS")
 # Who may frame the MTurk HIT pages, and where they may post a finished assignment.
 MTURK_FRAME_ANCESTORS = [
     "https://www.mturk.com", "https://worker.mturk.com", "https://workersandbox.mturk.com",
-    *env_list("MTURK_EXTRA_FRAME_ANCESTORS", []),
+    *read("MTURK_EXTRA_FRAME_ANCESTORS"),
 ]
-MTURK_SUBMIT_HOSTS = ["https://www.mturk.com", "https://workersandbox.mturk.com", *env_list("MTURK_EXTRA_SUBMIT_HOSTS", [])]
-MTURK_SYNC_INTERVAL = env_int("MTURK_SYNC_INTERVAL", 300)
+MTURK_SUBMIT_HOSTS = ["https://www.mturk.com", "https://workersandbox.mturk.com", *read("MTURK_EXTRA_SUBMIT_HOSTS")]
+MTURK_SYNC_INTERVAL = read("MTURK_SYNC_INTERVAL")
 # Work submitted on the framed page counts once MTurk lists it; after this many seconds unlisted, the sync asks
 # MTurk about it (GetAssignment) and discards it if MTurk does not have it for that worker.
-MTURK_CONFIRM_GRACE = env_int("MTURK_CONFIRM_GRACE", 1800)
+MTURK_CONFIRM_GRACE = read("MTURK_CONFIRM_GRACE")
 CELERY_BEAT_SCHEDULE["mturk-sync"] = {"task": "hits.mturk.sync_all", "schedule": float(MTURK_SYNC_INTERVAL)}
 
 # Prolific (issue 31): its API (the stand-in's address for rehearsals: manage.py prolific_standin) and token.
-PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com").rstrip("/")
-PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
+PROLIFIC_API_URL = read("PROLIFIC_API_URL").rstrip("/")
+PROLIFIC_API_TOKEN = read("PROLIFIC_API_TOKEN")
 # Where a participant is sent back with the study's completion code.
-PROLIFIC_COMPLETION_URL = os.environ.get("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete")
-PROLIFIC_MAX_RETRIES = env_int("PROLIFIC_MAX_RETRIES", 5)
-PROLIFIC_RETRY_BASE_SECONDS = float(os.environ.get("PROLIFIC_RETRY_BASE_SECONDS", "1.0"))
-PROLIFIC_SYNC_INTERVAL = env_int("PROLIFIC_SYNC_INTERVAL", 300)
+PROLIFIC_COMPLETION_URL = read("PROLIFIC_COMPLETION_URL")
+PROLIFIC_MAX_RETRIES = read("PROLIFIC_MAX_RETRIES")
+PROLIFIC_RETRY_BASE_SECONDS = read("PROLIFIC_RETRY_BASE_SECONDS")
+PROLIFIC_SYNC_INTERVAL = read("PROLIFIC_SYNC_INTERVAL")
 CELERY_BEAT_SCHEDULE["prolific-sync"] = {"task": "hits.prolific.sync_all", "schedule": float(PROLIFIC_SYNC_INTERVAL)}
 # A session's work unknown to Prolific this many seconds after it started is discarded (made-up ids).
-PROLIFIC_CONFIRM_GRACE = env_int("PROLIFIC_CONFIRM_GRACE", 1800)
+PROLIFIC_CONFIRM_GRACE = read("PROLIFIC_CONFIRM_GRACE")
 # Submitted HITs no researcher reviewed are approved after this many hours (Prolific itself approves a
 # submission left unreviewed for 21 days), and then their submission.
-PROLIFIC_APPROVE_AFTER_HOURS = float(os.environ.get("PROLIFIC_APPROVE_AFTER_HOURS", "24"))
+PROLIFIC_APPROVE_AFTER_HOURS = read("PROLIFIC_APPROVE_AFTER_HOURS")
 # Prolific's minimum length of a rejection message (characters).
-PROLIFIC_REJECT_MESSAGE_MIN = env_int("PROLIFIC_REJECT_MESSAGE_MIN", 100)
+PROLIFIC_REJECT_MESSAGE_MIN = read("PROLIFIC_REJECT_MESSAGE_MIN")
 # A bulk bonus whose pay reply was lost and that Prolific's records still do not show paid after this many
 # hours is flagged for the researcher (payout page); it is never paid again by the platform on its own.
-PROLIFIC_BONUS_FLAG_HOURS = float(os.environ.get("PROLIFIC_BONUS_FLAG_HOURS", "24"))
+PROLIFIC_BONUS_FLAG_HOURS = read("PROLIFIC_BONUS_FLAG_HOURS")
 # Prolific's minimum reward per hour (USD; its published minimum is $8.00 / £6.00 an hour).
-PROLIFIC_MIN_HOURLY_USD = float(os.environ.get("PROLIFIC_MIN_HOURLY_USD", "8.00"))
+PROLIFIC_MIN_HOURLY_USD = read("PROLIFIC_MIN_HOURLY_USD")
 # The same minimum in a GBP workspace (Prolific's published £6.00 an hour): a study's currency picks one.
-PROLIFIC_MIN_HOURLY_GBP = float(os.environ.get("PROLIFIC_MIN_HOURLY_GBP", "6.00"))
+PROLIFIC_MIN_HOURLY_GBP = read("PROLIFIC_MIN_HOURLY_GBP")
 # Largest total of the bonuses one assignment may receive (all its bonuses together), in USD.
-MAX_BONUS = os.environ.get("MAX_BONUS", "5.00")
+MAX_BONUS = read("MAX_BONUS")
 
 # Limits on what an upload or import may contain.
-IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 200 * 1024 * 1024)
-IMPORT_MAX_LINES = env_int("IMPORT_MAX_LINES", 1_000_000)
+IMPORT_MAX_BYTES = read("IMPORT_MAX_BYTES")
+IMPORT_MAX_LINES = read("IMPORT_MAX_LINES")
 # Characters per text: a reference or summary is a few sentences (CNN/DM references: about 300), and
 # each reference goes through predicate detection; a source document is only stored and shown.
-IMPORT_MAX_REFERENCE_CHARS = env_int("IMPORT_MAX_REFERENCE_CHARS", 20_000)
-IMPORT_MAX_SUMMARY_CHARS = env_int("IMPORT_MAX_SUMMARY_CHARS", 20_000)
-IMPORT_MAX_SOURCE_CHARS = env_int("IMPORT_MAX_SOURCE_CHARS", 200_000)
+IMPORT_MAX_REFERENCE_CHARS = read("IMPORT_MAX_REFERENCE_CHARS")
+IMPORT_MAX_SUMMARY_CHARS = read("IMPORT_MAX_SUMMARY_CHARS")
+IMPORT_MAX_SOURCE_CHARS = read("IMPORT_MAX_SOURCE_CHARS")
 # An API upload larger than this (all files together) is imported as a background job (202 + the job).
-API_IMPORT_INLINE_MAX_BYTES = env_int("API_IMPORT_INLINE_MAX_BYTES", 256 * 1024)
+API_IMPORT_INLINE_MAX_BYTES = read("API_IMPORT_INLINE_MAX_BYTES")
 # The web upload's preview finds predicates in the references up to this many characters and scales the counts
 # (about 5 s of detection); the import itself always analyses everything.
-IMPORT_PREVIEW_ANALYSE_CHARS = env_int("IMPORT_PREVIEW_ANALYSE_CHARS", 150_000)
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 20 * 1024 * 1024)
+IMPORT_PREVIEW_ANALYSE_CHARS = read("IMPORT_PREVIEW_ANALYSE_CHARS")
+DATA_UPLOAD_MAX_MEMORY_SIZE = read("DATA_UPLOAD_MAX_MEMORY_SIZE")
 
 # Production hardening: everything below applies when DEBUG is off.
 X_FRAME_OPTIONS = "DENY"
@@ -412,9 +381,9 @@ SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
-    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
-    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
-    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+    SECURE_SSL_REDIRECT = read("SECURE_SSL_REDIRECT")
+    SESSION_COOKIE_SECURE = read("SESSION_COOKIE_SECURE")
+    CSRF_COOKIE_SECURE = read("CSRF_COOKIE_SECURE")
+    SECURE_HSTS_SECONDS = read("SECURE_HSTS_SECONDS")
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = read("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+    SECURE_HSTS_PRELOAD = read("SECURE_HSTS_PRELOAD")

@@ -510,7 +510,11 @@ def _campaign_order_sql(n_markets: int) -> str:
             f"(SELECT MAX(a.accepted_at) FROM {assignment} a JOIN {sql.table(HIT)} m ON m.id = a.hit_id "
             "WHERE a.worker_id = %s AND m.batch_id = b.id AND m.task_type_id = %s) AS served "
             f"FROM {sql.table(Batch)} b WHERE b.state = %s AND b.backend IN ({', '.join(['%s'] * n_markets)}) "
-            f"AND EXISTS (SELECT 1 FROM {sql.table(HIT)} h WHERE h.batch_id = b.id AND h.task_type_id = %s AND h.state = %s)"
+            # "Has open HITs of the type", written as the first one in queue-index order: an ordered index scan
+            # that skips the index entries of HITs just paused or taken (a bitmap scan, the planner's choice
+            # for a plain EXISTS, re-reads them all: 20 ms after a 50,000-HIT campaign was paused).
+            f"AND (SELECT h.id FROM {sql.table(HIT)} h WHERE h.task_type_id = %s AND h.state = %s AND h.batch_id = b.id "
+            "ORDER BY h.task_type_id, h.state, h.priority, h.id LIMIT 1) IS NOT NULL"
         ),
     )
 

@@ -5,7 +5,7 @@ The import graph is built with ``ast`` from every module of ``annotation``, ``hi
 function, or as ``importlib.import_module`` with a literal name.  An import of a package's name that
 is a submodule (``from annotation.services import pipeline``) is an edge to that submodule.
 
-Rules (see the README's architecture paragraph):
+Rules (see docs/explanations/architecture.md):
 
 - no import cycle anywhere;
 - ``hits`` never imports ``annotation``;

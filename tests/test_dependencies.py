@@ -17,7 +17,9 @@ JUDGES = "annotation/automation/judges"
 
 # (code scanned, what it must not scan, the install's requirements files, test tools that must stay out)
 INSTALLS = {
-    "platform": (["."], [JUDGES, "tests", "bench", "var"], ["requirements.txt"], "requirements-dev.txt"),
+    "platform": (["."], [JUDGES, "tests", "bench", "var", "docs_hooks", "site"], ["requirements.txt"], "requirements-dev.txt"),
+    # The documentation site's build hook (`make docs`): the platform's install and requirements-docs.txt.
+    "docs": (["docs_hooks"], [], ["requirements.txt", "requirements-docs.txt"], "requirements-dev.txt"),
     "judges": ([JUDGES], [], ["requirements.txt", "requirements-judges.txt"], "requirements-dev.txt"),
     "tests": (
         ["tests", "bench"],

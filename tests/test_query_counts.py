@@ -1,7 +1,8 @@
 """Every researcher page and API route runs in a number of queries that does not grow with the campaign.
 
-The routes are read from the URL conf: a route added later is checked without touching this file, unless
-it takes an object id, which it gets from ``RESOLVERS`` (an unknown one fails with "add a resolver").
+The routes are read from the URL conf (``tests/researcher_routes.py``, shared with ``bench/bench_scale.py``):
+a route added later is checked without touching this file, unless it takes an object id, which it gets from
+``RESOLVERS`` there (an unknown one fails with "add a resolver").
 Each route is requested on campaigns of two sizes, ten times apart (examples, summaries, units, HITs,
 judgments, workers): the larger one may not take more queries than the smaller one.
 """
@@ -14,102 +15,27 @@ import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from annotation.models import AutoscoreRun, Campaign, ContentUnit, Example, Job, PresenceJudgment, System
+from annotation.models import Campaign, Example, PresenceJudgment
 from annotation.selectors.agreement import agreement_dashboard
 from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
 from annotation.services.raw_import import import_qapyramid_raw
 from annotation.services.roles import make_researcher
-from hits.models import Assignment, TaskType, Worker, WorkerMessage
+from hits.models import TaskType, Worker
 from hits.services import accept_next, submit_assignment
+from tests import researcher_routes
 
 pytestmark = pytest.mark.django_db
 
 SMALL, LARGE = 2, 20
-# URL prefixes of the researcher's pages and the API (worker pages, the admin and the login are other tests').
-RESEARCHER_PREFIXES = ("campaigns/", "api/")
-RESEARCHER_NAMES = {"home"}
-SLUG_PARAMETERS = {"slug", "campaign_slug"}
-
-
-def _first(queryset, field="pk"):
-    return queryset.order_by("pk").values_list(field, flat=True).first()
-
-
-# Route name -> the value its ``pk`` takes in a world (see ``_world``), or a dict of its parameters other than
-# the campaign's slug; None: the world has no such object, the route is requested with an id that does not
-# exist (its "not found" must be bounded too).
-RESOLVERS = {
-    "campaign-preview-as-worker": lambda w: {"task": "presence"},
-    "campaign-worker": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id), "worker_id"),
-    "api-worker-detail": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id), "worker_id"),
-    "api-worker-hits": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id), "worker_id"),
-    "api-worker-block": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id), "worker_id"),
-    "api-worker-unblock": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id), "worker_id"),
-    "campaign-message-resend": lambda w: _first(WorkerMessage.objects.filter(batch_id=w["campaign"].batch_id)),
-    "job-detail": lambda w: w["job"].pk,
-    "job-status": lambda w: w["job"].pk,
-    "job-download": lambda w: w["job"].pk,
-    "api-job": lambda w: w["job"].pk,
-    "api-job-download": lambda w: w["job"].pk,
-    "campaign-review-example": lambda w: _first(w["campaign"].examples.all()),
-    "campaign-review-assignment": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id)),
-    "campaign-correct-pair": lambda w: _first(ContentUnit.objects.filter(example__campaign=w["campaign"])),
-    "campaign-qualification-item-edit": lambda w: None,
-    "api-example-detail": lambda w: _first(w["campaign"].examples.all()),
-    "api-system-detail": lambda w: _first(System.objects.filter(campaign=w["campaign"])),
-    "api-summary-detail": lambda w: _first(w["campaign"].examples.first().summaries.all()),
-    "api-predicate-detail": lambda w: _first(w["campaign"].examples.first().predicates.all()),
-    "api-unit-detail": lambda w: _first(ContentUnit.objects.filter(example__campaign=w["campaign"])),
-    "api-unit-correct": lambda w: _first(ContentUnit.objects.filter(example__campaign=w["campaign"])),
-    "api-verification-detail": lambda w: None,
-    "api-judgment-detail": lambda w: _first(PresenceJudgment.objects.filter(summary__system__campaign=w["campaign"])),
-    "api-gold-detail": lambda w: _first(w["campaign"].examples.first().summaries.first().gold.all()),
-    "api-autoscore-detail": lambda w: w["autoscore"].pk,
-    "api-autoscore-resume": lambda w: w["autoscore"].pk,
-    "api-autoscore-scores": lambda w: w["autoscore"].pk,
-    "api-assignment-detail": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id)),
-    "api-assignment-approve": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id)),
-    "api-assignment-bonus": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id)),
-    "api-assignment-reject": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id)),
-}
-
-
-def researcher_routes() -> list[tuple[str, str, tuple[str, ...]]]:
-    """(route, name, parameters) of every named researcher route of the URL conf."""
-
-    def walk(patterns, prefix=""):
-        for pattern in patterns:
-            if isinstance(pattern, URLResolver):
-                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
-            elif isinstance(pattern, URLPattern) and pattern.name:
-                yield prefix + str(pattern.pattern), pattern.name, tuple(pattern.pattern.regex.groupindex)
-
-    return [
-        r for r in walk(get_resolver().url_patterns)
-        if r[0].startswith(RESEARCHER_PREFIXES) or r[1] in RESEARCHER_NAMES
-    ]
 
 
 def url_for(route: str, name: str, parameters: tuple[str, ...], world: dict) -> str:
-    kwargs = {}
-    for parameter in parameters:
-        if parameter in SLUG_PARAMETERS:
-            kwargs[parameter] = world["campaign"].slug
-        elif parameter == "format":
-            continue
-        elif name in RESOLVERS:
-            found = RESOLVERS[name](world)
-            if isinstance(found, dict):
-                if parameter not in found:
-                    pytest.fail(f"the resolver of {route} gives no {parameter!r} (RESOLVERS in {__name__})")
-                found = found[parameter]
-            kwargs[parameter] = found if found is not None else 999_999_999
-        else:
-            pytest.fail(f"add a resolver for {route} (name {name!r}, parameter {parameter!r}) to RESOLVERS in {__name__}")
-    return reverse(name, kwargs=kwargs)
+    try:
+        return researcher_routes.url_for(route, name, parameters, world)
+    except researcher_routes.MissingResolver as exc:
+        pytest.fail(str(exc))
 
 
 # --- the campaigns -----------------------------------------------------------------------------------------
@@ -174,9 +100,7 @@ def _world(tmp_path, owner, kind: str, n: int, monkeypatch) -> dict:
     monkeypatch.setattr("annotation.services.pipeline.SCU_UNITS_PER_HIT", 10)
     build = _scu_campaign if kind == "scu" else _released_campaign
     campaign = build(tmp_path / f"{kind}{n}", owner, n)
-    job = Job.objects.create(kind=Job.Kind.EXPORT, campaign=campaign, created_by=owner, state=Job.State.DONE)
-    autoscore = AutoscoreRun.objects.create(campaign=campaign, judge_name="lexical", created_by=owner)
-    return {"campaign": campaign, "job": job, "autoscore": autoscore, "n": n}
+    return {**researcher_routes.world(campaign, owner), "n": n}
 
 
 def _count(client: Client, url: str) -> tuple[int, int]:
@@ -199,7 +123,7 @@ def test_every_researcher_route_takes_as_many_queries_on_a_campaign_ten_times_la
     assert all(agreement_dashboard(w["campaign"], n_boot=0)["batches"] for w in (small, large))
     client = Client()
     client.force_login(owner)
-    routes = researcher_routes()
+    routes = researcher_routes.researcher_routes()
     assert len(routes) > 40 and any(name == "campaign-progress" for _, name, _ in routes)
     grown, failed = [], []
     for route, name, parameters in routes:

@@ -6,7 +6,7 @@ file once rather than one error per attempt.  Readers never touch the
 database; ``annotation.services.campaign_import`` writes what they return,
 all or nothing.
 
-Formats (see README "Importing a campaign"):
+Formats (see docs/reference/data-formats.md, "Importing a campaign"):
 
 - references: JSONL lines ``{"id", "reference", "source"?}`` or CSV with
   the same column names;

@@ -61,15 +61,22 @@ class HybridScore(models.Model):
 
 
 class AgreementCache(models.Model):
-    """A campaign's crowd agreement (``annotation.selectors.scores.agreement``) as last computed with ``n_boot``
-    bootstrap draws, and the stamp of the judgments it was computed from: pages read it until the judgments
-    change (a new, excluded, re-included or removed judgment changes the stamp)."""
+    """Figures of a campaign's crowd agreement as last computed with ``n_boot`` bootstrap draws, and the stamp of
+    the data they were computed from: pages read them until the data change (a new, excluded, re-included or
+    removed judgment changes the stamp).  ``kind``: the scores' agreement (``annotation.selectors.scores.agreement``),
+    the agreement dashboard's figures, or the verifiers' agreement (``annotation.selectors.agreement``)."""
+
+    class Kind(models.TextChoices):
+        SCORES = "scores", "scores' agreement"
+        DASHBOARD = "dashboard", "agreement dashboard"
+        VERIFICATION = "verification", "verifiers' agreement"
 
     campaign = models.ForeignKey("annotation.Campaign", on_delete=models.CASCADE, related_name="agreement_caches")
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.SCORES)
     n_boot = models.PositiveIntegerField()
     stamp = models.JSONField(default=list)
     data = models.JSONField(default=dict)
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["campaign", "n_boot"], name="agreement_cache_once_per_draws")]
+        constraints = [models.UniqueConstraint(fields=["campaign", "kind", "n_boot"], name="agreement_cache_once_per_kind_and_draws")]

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from datetime import datetime
 from functools import reduce
 from operator import or_
 
 import numpy as np
-from django.db.models import Count, F, FilteredRelation, Max, Min, Q
+from django.db.models import Count, F, FilteredRelation, Max, Min, Q, Sum
 
 from annotation import scoring
-from annotation.models import Campaign, ContentUnit, GoldPresence, Predicate, PresenceJudgment, System, SystemSummary, Verification
-from annotation.selectors.scores import balanced_alpha, first_per_pair
+from annotation.models import AgreementCache, Campaign, ContentUnit, GoldPresence, Predicate, PresenceJudgment, System, SystemSummary, Verification
+from annotation.selectors.scores import balanced_alpha, first_per_pair, judgments_stamp, stored_figures
 
 MAX_BATCHES = 10
 MIN_UNITS_PER_BATCH = 20
@@ -168,7 +169,67 @@ def most_disagreement(data: np.ndarray, pairs: np.ndarray, limit: int = 15) -> l
 
 
 def agreement_dashboard(campaign: Campaign, n_boot: int = 500) -> dict:
-    """Everything the agreement page shows (see the module docstring)."""
+    """Everything the agreement page shows (see the module docstring), as last computed while the judgments, the
+    verdicts and the majority labels are unchanged (``dashboard_stamp``): a view reads the stored figures, then
+    the few rows they name (the most disputed units, the flagged predicates), instead of every judgment."""
+    board = stored_figures(
+        campaign, AgreementCache.Kind.DASHBOARD, n_boot, dashboard_stamp(campaign), lambda: _storable(compute_dashboard(campaign, n_boot))
+    )
+    return {
+        **board,
+        "batches": [{**b, "until": datetime.fromisoformat(b["until"])} for b in board["batches"]],
+        "disagreement": _disputed_rows(board["disagreement"]),
+        "flagged": list(
+            Predicate.objects.filter(example__campaign=campaign, flagged=True).select_related("example", "sentence")[:200]
+        ),
+    }
+
+
+def dashboard_stamp(campaign: Campaign) -> list:
+    """What the dashboard's figures depend on: the judgments (``judgments_stamp``), the verdicts and the crowd's
+    majority labels (a researcher's correction replaces one), each as counts and id sums in one aggregate query."""
+    majority = GoldPresence.objects.filter(summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY).aggregate(
+        n=Count("pk"), ids=Sum("pk"), present=Count("pk", filter=Q(present=True)),
+    )
+    return [judgments_stamp(campaign), verdicts_stamp(campaign), [int(v or 0) for v in majority.values()]]
+
+
+def verdicts_stamp(campaign: Campaign) -> list[int]:
+    """The verifiers' verdicts in one aggregate query: count and id sum, of all and of the excluded ones."""
+    verdicts = Verification.objects.filter(unit__example__campaign=campaign).aggregate(
+        n=Count("pk"), ids=Sum("pk"), n_excluded=Count("pk", filter=Q(excluded=True)), excluded_ids=Sum("pk", filter=Q(excluded=True)),
+    )
+    return [int(v or 0) for v in verdicts.values()]
+
+
+def stored_verification_agreement(campaign: Campaign) -> dict:
+    """``verification_agreement`` as last computed while the verdicts are unchanged (the leaderboard's panel)."""
+    return stored_figures(
+        campaign, AgreementCache.Kind.VERIFICATION, 0, verdicts_stamp(campaign), lambda: verification_agreement(campaign)
+    )
+
+
+def _storable(board: dict) -> dict:
+    """The computed board as JSON: batch times as ISO text, the disputed units by id."""
+    return {
+        **board,
+        "batches": [{**b, "until": b["until"].isoformat()} for b in board["batches"]],
+        "histogram": [list(part) for part in board["histogram"]],
+        "disagreement": [{"unit": r["unit"].pk, "summary": r["summary"].pk, "n": r["n"], "n_present": r["n_present"]}
+                         for r in board["disagreement"]],
+    }
+
+
+def _disputed_rows(stored: list[dict]) -> list[dict]:
+    units = ContentUnit.objects.in_bulk([r["unit"] for r in stored])
+    summaries = SystemSummary.objects.select_related("system", "example").in_bulk([r["summary"] for r in stored])
+    # A unit or summary removed since (its campaign's judgments then changed too, and the next view recomputes).
+    return [{**r, "unit": units[r["unit"]], "summary": summaries[r["summary"]]} for r in stored
+            if r["unit"] in units and r["summary"] in summaries]
+
+
+def compute_dashboard(campaign: Campaign, n_boot: int = 500) -> dict:
+    """The dashboard's figures from every judgment that counts (the flagged predicates aside)."""
     all_data, all_pairs = presence_judgments(campaign)
     # Under the adaptive rule alpha (and pairwise agreement) are over the first two judgments of every unit, a
     # balanced design; worker accuracy and the most disputed units still read every judgment.
@@ -206,7 +267,4 @@ def agreement_dashboard(campaign: Campaign, n_boot: int = 500) -> dict:
         "worker_accuracy": accuracy,
         "histogram": accuracy_histogram(accuracy),
         "disagreement": most_disagreement(all_data, all_pairs),
-        "flagged": list(
-            Predicate.objects.filter(example__campaign=campaign, flagged=True).select_related("example", "sentence")[:200]
-        ),
     }

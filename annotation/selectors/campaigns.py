@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
-from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Avg, Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce, Round
 from django.utils import timezone
 
 from annotation.models import Campaign, ContentUnit, Example, Predicate, PresenceJudgment, SummaryScore, System
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
-from annotation.selectors.agreement import verification_agreement
+from annotation.selectors.agreement import stored_verification_agreement
 from annotation.selectors.hybrid import hybrid_scores, routing_progress
 from annotation.selectors.quality import workers_figures
 from annotation.selectors.scores import agreement, rank_systems
@@ -175,6 +175,10 @@ def campaign_workers(campaign: Campaign, worker_ids=None) -> list[dict]:
     return rows
 
 
+CHART_WIDTH = 640  # pixels of the leaderboard's score axis, 0 to 1
+DOTS_PER_PIXEL = 3  # summaries of one system drawn at one pixel (more are drawn as three)
+
+
 def leaderboard(campaign: Campaign) -> dict:
     """Systems ranked with intervals, chart geometry, score distributions and agreement.
 
@@ -191,11 +195,16 @@ def leaderboard(campaign: Campaign) -> dict:
         hybrid.pop("summaries", None)
         figures = {s.name: hybrid["systems"].get(s.name) or {"qapyramid": None, "ci95": [None, None]} for s in systems}
     else:
+        # One value per chart pixel, with how many summaries score it (the database counts them: a campaign of
+        # thousands of summaries gives at most a pixel row's worth of dots per system).
         distributions: dict[int, list[float]] = {}
-        for system_id, value in SummaryScore.objects.filter(summary__system__campaign=campaign, qapyramid__isnull=False).values_list(
-            "summary__system_id", "qapyramid"
-        ):
-            distributions.setdefault(system_id, []).append(value)
+        pixels = (
+            SummaryScore.objects.filter(summary__system__campaign=campaign, qapyramid__isnull=False)
+            .annotate(pixel=Round(F("qapyramid") * CHART_WIDTH)).values("summary__system_id", "pixel").annotate(n=Count("pk"))
+            .order_by("summary__system_id", "pixel").values_list("summary__system_id", "pixel", "n")
+        )
+        for system_id, pixel, n in pixels:
+            distributions.setdefault(system_id, []).extend([pixel / CHART_WIDTH] * min(n, DOTS_PER_PIXEL))
         dots = {s.name: distributions.get(s.pk, []) for s in systems}
         figures = {
             s.name: {
@@ -208,7 +217,7 @@ def leaderboard(campaign: Campaign) -> dict:
     ranked = [by_name[name] for name in rank_systems(figures)]
     # Each row: the bar with its whiskers, and below it a lane of single summaries' dots (drawn under the
     # whiskers they could not be seen).
-    width, row_height, left = 640, 44, 220
+    width, row_height, left = CHART_WIDTH, 44, 220
     chart_rows = []
     for i, system in enumerate(ranked):
         figure = figures[system.name]
@@ -225,7 +234,7 @@ def leaderboard(campaign: Campaign) -> dict:
                 "bar": q * width,
                 "lo": left + lo * width,
                 "hi": left + hi * width,
-                # Equal scores stack a little (three levels) rather than hide one another.
+                # Equal scores stack a little (three levels, ``DOTS_PER_PIXEL``) rather than hide one another.
                 "dots": [{"x": left + v * width, "y": 30 + 3 * (k % 3 - 1)} for k, v in enumerate(values)],
             }
         )
@@ -242,7 +251,7 @@ def leaderboard(campaign: Campaign) -> dict:
         "chart": {"width": left + width + 24, "height": len(ranked) * row_height + 34, "left": left, "plot": width, "axis_y": len(ranked) * row_height + 4,
                   "ticks": [{"x": left + t / 10 * width, "label": f"{t / 10:.1f}"} for t in range(0, 11, 2)]},
         "agreement": agreement(campaign, n_boot=500),
-        "verification": verification_agreement(campaign),
+        "verification": stored_verification_agreement(campaign),
         "hybrid": hybrid,
         "human_only": human_only,
     }

@@ -97,14 +97,23 @@ def agreement(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
     """``compute_agreement`` as last computed with ``n_boot`` draws while the judgments are unchanged
     (``judgments_stamp``): a page view reads the stored figures instead of every judgment; the bootstrap is
     seeded, so the stored intervals are exactly the ones a new computation would give."""
-    stamp = judgments_stamp(campaign)
-    cached = AgreementCache.objects.filter(campaign=campaign, n_boot=n_boot).values_list("stamp", "data").first()
+    return stored_figures(
+        campaign, AgreementCache.Kind.SCORES, n_boot, judgments_stamp(campaign), lambda: compute_agreement(campaign, n_boot=n_boot)
+    )
+
+
+def stored_figures(campaign: Campaign, kind: str, n_boot: int, stamp, compute):
+    """The figures of ``kind`` stored for ``campaign`` while their ``stamp`` (JSON) is unchanged; else ``compute()``
+    (JSON as well), stored with the stamp."""
+    cached = AgreementCache.objects.filter(campaign=campaign, kind=kind, n_boot=n_boot).values_list("stamp", "data").first()
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    data = compute_agreement(campaign, n_boot=n_boot)
+    data = compute()
     try:
         with transaction.atomic():  # a concurrent view may store the same figures first: either row is right
-            AgreementCache.objects.update_or_create(campaign=campaign, n_boot=n_boot, defaults={"stamp": stamp, "data": data})
+            AgreementCache.objects.update_or_create(
+                campaign=campaign, kind=kind, n_boot=n_boot, defaults={"stamp": stamp, "data": data}
+            )
     except IntegrityError:
         pass
     return data
@@ -140,36 +149,37 @@ def none_if_nan(x):
     return None if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
 
 
+SUMMARY_FIELDS = (
+    "summary__example__external_id", "summary__system__name", "qapyramid", "repetition_rate", "length_penalty",
+    "nqapyramid", "length", "n_units", "n_present",
+)
+
+
+def summary_score_rows(campaign: Campaign, system: str | None = None):
+    """The stored figures of every system summary (optionally of one system), ordered by example position, then
+    system name, as a queryset of value tuples (a page of them is read with a slice); ``summary_score_entry``
+    turns one into the figures ``summary_scores`` gives."""
+    rows = SummaryScore.objects.filter(summary__system__campaign=campaign)
+    if system is not None:
+        rows = rows.filter(summary__system__name=system)
+    return rows.order_by("summary__example__position", "summary__system__name").values_list(*SUMMARY_FIELDS)
+
+
+def summary_score_entry(row: tuple) -> dict:
+    example, name, q, rp, p_l, n, length, n_units, n_present = row
+    return {
+        "example": example, "system": name, "qapyramid": q, "p_r": None if rp is None else 1.0 - rp, "p_l": p_l,
+        "nqapyramid": n, "length": length, "n_units": n_units, "n_present": n_present,
+    }
+
+
 def summary_scores(campaign: Campaign, system: str | None = None) -> list[dict]:
     """One entry per system summary: example (external id), system, qapyramid, p_r, p_l, nqapyramid, length (tokens).
 
     p_r and p_l depend on the texts only and are there even where no unit has a gold label
     (qapyramid and nqapyramid are then None).  Ordered by example position, then system name.
     """
-    rows = SummaryScore.objects.filter(summary__system__campaign=campaign)
-    if system is not None:
-        rows = rows.filter(summary__system__name=system)
-    result = []
-    for example, name, q, rp, p_l, n, length, n_units, n_present in rows.order_by(
-        "summary__example__position", "summary__system__name"
-    ).values_list(
-        "summary__example__external_id", "summary__system__name", "qapyramid", "repetition_rate", "length_penalty",
-        "nqapyramid", "length", "n_units", "n_present",
-    ):
-        result.append(
-            {
-                "example": example,
-                "system": name,
-                "qapyramid": q,
-                "p_r": None if rp is None else 1.0 - rp,
-                "p_l": p_l,
-                "nqapyramid": n,
-                "length": length,
-                "n_units": n_units,
-                "n_present": n_present,
-            }
-        )
-    return result
+    return [summary_score_entry(row) for row in summary_score_rows(campaign, system)]
 
 
 def rank_systems(systems: dict) -> dict:

@@ -47,7 +47,7 @@ it cannot be known in advance: every place of the type's main study needs a
 different qualified participant (Prolific gives one submission per study),
 not everyone passes, and the screening study grows while places wait.  The
 preview assumes ``hits.prolific.pricing.TEST_TAKERS_PER_MAIN_PLACE`` test
-takers per main-study place (the README's rehearsal measured it), the main
+takers per main-study place (the Prolific guide's rehearsal measured it), the main
 study's places being the type's paid places in this preview over its HITs
 per session.
 
@@ -57,7 +57,7 @@ work left for it, a campaign paused): the HITs it could not hand out are paid
 all the same ("unused session share" lines, ``unused_session_stages``).  The
 preview counts the least of it: each type's last session, filled only by the
 type's remaining HIT places.  Sessions that start while a later stage has
-created only part of its HITs can be cut short too; the README's rehearsal
+created only part of its HITs can be cut short too; the Prolific guide's rehearsal
 measures how many.
 """
 

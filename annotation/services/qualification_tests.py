@@ -286,7 +286,7 @@ SECTIONS = ("generation", "verification", "presence", "presence_gold")
 
 
 def build_qualification_hits(campaign: Campaign, definition: dict) -> list[HIT]:
-    """Turn a qualification definition (see README) into unsaved HITs; raises on any invalid item."""
+    """Turn a qualification definition (see docs/guides/local-workers.md) into unsaved HITs; raises on any invalid item."""
     if not isinstance(definition, dict):
         raise QualificationDefinitionError("the definition must be a JSON object with generation/verification/presence lists")
     unknown = set(definition) - set(SECTIONS)

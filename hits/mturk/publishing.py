@@ -17,7 +17,7 @@ is found and recorded (``settle_made``).  Each created HIT
 is recorded in its own transaction right after its call, so an interruption
 loses nothing already published.
 
-Mapping of HIT kinds (see README, "MTurk backend"):
+Mapping of HIT kinds (see docs/guides/mturk.md):
 
 - regular HITs: ``MaxAssignments`` = the HIT's own (1 / 2 / 3 per the protocol);
 - qualification HITs are open-ended locally (32767 places): on MTurk they

@@ -63,7 +63,7 @@ from hits.worktime import typical_seconds
 SESSION_MINUTES = 12
 # The cost preview's assumption (annotation.services.costs.screening_stages): participants expected to take a task
 # type's qualification test (each paid for the whole test, pass or fail) per place of its main study.  Measured in
-# the README's Prolific rehearsal ("Rehearsing on the Prolific stand-in"); revise it from a campaign's own figures.
+# the Prolific guide's rehearsal (docs/guides/prolific.md, "Rehearsing on the Prolific stand-in"); revise it from a campaign's own figures.
 TEST_TAKERS_PER_MAIN_PLACE = Decimal("4")
 # Prolific times a submission out within a day: the longest maximum_allowed_time we ask for.
 MAX_ALLOWED_MINUTES = 24 * 60 - 1

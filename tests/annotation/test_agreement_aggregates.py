@@ -16,7 +16,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.models import GoldPresence, PresenceJudgment
-from hits.models import Worker
 from annotation.selectors import agreement
 from annotation.services.gold import refresh_gold
 from annotation.services.raw_import import import_qapyramid_raw
@@ -78,17 +77,17 @@ def _old_worker_accuracy(campaign):
         ).values_list("unit_id", "summary_id", "present")
     }
     agree = {}
-    for unit, summary, present, name in (
+    for unit, summary, present, name, worker_id in (
         PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=False)
         .order_by("created_at", "pk")
-        .values_list("unit_id", "summary_id", "present", "worker__external_id")
+        .values_list("unit_id", "summary_id", "present", "worker__external_id", "worker_id")
     ):
         label = majority.get((unit, summary))
         if label is not None:
-            agree.setdefault(name, []).append(int(present == label))
-    ids = dict(Worker.objects.filter(external_id__in=agree).values_list("external_id", "pk"))
+            agree.setdefault((name, worker_id), []).append(int(present == label))
     return sorted(
-        ({"worker": w, "worker_id": ids[w], "accuracy": sum(v) / len(v), "n": len(v)} for w, v in agree.items()), key=lambda r: r["accuracy"]
+        ({"worker": w, "worker_id": i, "accuracy": sum(v) / len(v), "n": len(v)} for (w, i), v in agree.items()),
+        key=lambda r: r["accuracy"],
     )
 
 
@@ -150,3 +149,39 @@ def test_the_dashboard_reads_each_batch_time_and_the_disputed_units_as_before(ju
     shares = [min(k, n - k) / n for _, _, n, k in disputed]
     assert shares == sorted(shares, reverse=True)
     assert board["worker_accuracy"] == _old_worker_accuracy(judged)
+
+
+def test_the_dashboard_is_read_from_its_stored_figures_until_its_data_change(judged, monkeypatch):
+    """A second view reads the stored figures (no computation over the judgments) and gets the same board; a new
+    exclusion, a verdict or a majority label replaced by a researcher's makes the next view recompute."""
+    first = agreement.agreement_dashboard(judged, n_boot=20)
+    computed = []
+    real = agreement.compute_dashboard
+    monkeypatch.setattr(agreement, "compute_dashboard", lambda *a, **k: computed.append(1) or real(*a, **k))
+    again = agreement.agreement_dashboard(judged, n_boot=20)
+    assert computed == [] and again == first
+    assert all(isinstance(b["until"], type(timezone.now())) for b in again["batches"])
+    assert again["disagreement"][0]["unit"].text and again["disagreement"][0]["summary"].system.name
+
+    judgment = PresenceJudgment.objects.filter(summary__system__campaign=judged, excluded=False).order_by("pk").first()
+    PresenceJudgment.objects.filter(pk=judgment.pk).update(excluded=True)
+    assert agreement.agreement_dashboard(judged, n_boot=20)["presence"]["n_all_judgments"] == first["presence"]["n_all_judgments"] - 1
+    assert computed == [1]
+
+    gold = GoldPresence.objects.filter(summary__system__campaign=judged, origin="majority", present__isnull=False).first()
+    GoldPresence.objects.filter(pk=gold.pk).update(origin=GoldPresence.Origin.IMPORTED)
+    board = agreement.agreement_dashboard(judged, n_boot=20)
+    assert computed == [1, 1]
+    assert sum(r["n"] for r in board["worker_accuracy"]) < sum(r["n"] for r in first["worker_accuracy"])
+
+    from annotation.models import ContentUnit, Verification
+    from hits.models import Worker
+
+    unit = ContentUnit.objects.filter(example__campaign=judged).first()
+    for name, valid in (("v1", True), ("v2", False)):
+        Verification.objects.create(unit=unit, worker=Worker.objects.create(external_id=name), valid=valid)
+    assert agreement.agreement_dashboard(judged, n_boot=20)["verification"]["n_questions"] == 1
+    assert agreement.stored_verification_agreement(judged)["percent"] == 0.0
+    Verification.objects.filter(unit=unit, worker__external_id="v2").update(valid=True, excluded=True)
+    assert agreement.stored_verification_agreement(judged)["n_questions"] == 1
+    assert agreement.stored_verification_agreement(judged)["percent"] is None  # one verdict left: no pair to agree

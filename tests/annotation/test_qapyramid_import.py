@@ -211,3 +211,23 @@ def test_scores_stored_before_token_lengths_are_recomputed_for_the_per_summary_v
     call_command("campaign_scores", campaign="stale", format="json", per_summary=True, bootstrap=20)
     rows = json.loads(capsys.readouterr().out)["summaries"]
     assert all(r["length"] and r["p_l"] is not None for r in rows)
+
+
+def test_the_per_summary_view_is_paged_and_the_system_filter_follows_the_pages(tmp_path, researcher, monkeypatch):
+    from django.test import Client
+
+    monkeypatch.setattr("annotation.web.views.campaigns.SUMMARIES_PER_PAGE", 2)
+    import_campaign(name="Paged", qapyramid=_write(tmp_path, [EX1, EX2]), owner=researcher)
+    client = Client()
+    client.force_login(researcher)
+    shown = []
+    pages = [client.get(f"/campaigns/paged/leaderboard/summaries/?page={n}").content.decode() for n in (1, 2, 3)]
+    for html in pages:
+        shown += [tuple(cells.split('"')[i] for i in (0, 2)) for cells in html.split('data-example="')[1:]]
+    assert len(shown) == len(set(shown)) == SystemSummary.objects.count() == 6  # every summary once
+    assert "page 1 of 3" in pages[0] and 'href="?page=2"' in pages[0]
+    only_c = client.get("/campaigns/paged/leaderboard/summaries/?system=sysC").content.decode()
+    assert only_c.count('data-system="sysC"') == 2 and "page 1 of" not in only_c
+    monkeypatch.setattr("annotation.web.views.campaigns.SUMMARIES_PER_PAGE", 1)
+    only_c = client.get("/campaigns/paged/leaderboard/summaries/?system=sysC").content.decode()
+    assert only_c.count('data-system="sysC"') == 1 and 'href="?system=sysC&amp;page=2"' in only_c

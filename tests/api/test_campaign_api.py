@@ -246,7 +246,8 @@ def test_session_login_works_too_and_needs_csrf_for_writes(api_world, django_use
     assert Campaign.objects.get(slug="parks").state == "draft"
 
 
-def test_export_is_a_job_to_poll_then_a_zip_of_the_study(api_world, settings, tmp_path, django_capture_on_commit_callbacks):
+def test_export_is_a_job_to_poll_then_a_zip_of_the_study(api_world, settings, tmp_path, django_capture_on_commit_callbacks, eager_celery):
+    # The job runs in-process here (tests/web/test_jobs_worker.py runs it on a real worker).
     from annotation.models import Job
 
     settings.EXPORTS_DIR = tmp_path / "exports"

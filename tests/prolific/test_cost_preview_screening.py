@@ -76,7 +76,7 @@ def test_the_settings_page_prices_the_screening_studies_and_states_the_assumptio
     said = " ".join(html.split('id="cost-screening">', 1)[1].split("</span>", 1)[0].split())
     assert said.startswith("Prolific's screening studies (the \"Screening\" lines) pay every participant who takes a "
                            "qualification test for all its items, pass or fail. The estimate assumes 4 test takers per "
-                           "main-study place, as measured in the README's Prolific rehearsal:")
+                           "main-study place, as measured in the documentation's Prolific rehearsal (the Prolific guide):")
     assert "presence 3 places (18 HIT places, 6 per session), 12 test takers." in said
     assert pricing.TEST_TAKERS_PER_MAIN_PLACE == 4  # the constant the page states
 

@@ -58,7 +58,8 @@ def _kept(campaign):
     return {row["system__name"]: row for row in SystemScore.objects.filter(system__campaign=campaign).values("system__name", *KEPT)}
 
 
-def test_scores_kept_per_hit_equal_the_full_rebuild(tmp_path, monkeypatch, django_capture_on_commit_callbacks):
+def test_scores_kept_per_hit_equal_the_full_rebuild(tmp_path, monkeypatch, django_capture_on_commit_callbacks, eager_celery):
+    # The follow-up of an exclusion is a Celery task: in-process here, as the embedded default runs it.
     campaign = raw_campaign(tmp_path, n_examples=6, n_systems=3, n_units=5)
     judgments = list(PresenceJudgment.objects.filter(summary__system__campaign=campaign).values(
         "unit_id", "summary_id", "worker_id", "present"))

@@ -309,12 +309,17 @@ def _agreement_notes(campaign, board) -> list[str]:
     return [line for line in (skew_note(presence, "Presence", "present"), skew_note(board["verification"], "Verification", "valid")) if line]
 
 
+#: Rows of the scores-per-summary page (a campaign of 500 examples x 10 systems has 5,000 summaries).
+SUMMARIES_PER_PAGE = 200
+
+
 @login_required
 def campaign_leaderboard_summaries(request, slug):
     """Every system summary's figures, as ``campaign_scores --per-summary`` prints them (optionally one system)."""
     from annotation.models import System
-    from annotation.selectors.scores import summary_scores
+    from annotation.selectors.scores import summary_score_entry, summary_score_rows
     from annotation.services.scores import ensure_summary_scores
+    from annotation.web.views.setup import paginate
 
     campaign = _visible_campaign(request, slug)
     ensure_summary_scores(campaign)
@@ -322,7 +327,8 @@ def campaign_leaderboard_summaries(request, slug):
     chosen = request.GET.get("system") or None
     if chosen not in systems:
         chosen = None
-    rows = summary_scores(campaign, system=chosen)
+    listing = paginate(request, summary_score_rows(campaign, system=chosen), SUMMARIES_PER_PAGE)
+    rows = [summary_score_entry(row) for row in listing["items"]]
     hybrid = None
     if campaign.is_hybrid:
         from annotation.selectors.hybrid import hybrid_scores
@@ -337,7 +343,10 @@ def campaign_leaderboard_summaries(request, slug):
     return render(
         request,
         "annotation/leaderboard_summaries.html",
-        {"campaign": campaign, "rows": rows, "systems": systems, "chosen": chosen, "hybrid": hybrid},
+        {
+            "campaign": campaign, "rows": rows, "systems": systems, "chosen": chosen, "hybrid": hybrid,
+            "page": listing["page"], "pages": listing["pages"], "count": listing["count"],
+        },
     )
 
 
