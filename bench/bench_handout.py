@@ -6,9 +6,11 @@ them; before, they stayed open and every hand-out walked past all of them.  The 
 both on the same data, by putting the paused campaign's HITs back to "open" for the second
 measurement (the state they had before), and prints
 
-    handout paused_hits=N accept_ms=A accept_ms_left_open=B ratio=B/A
+    handout paused_hits=N accept_ms=A accept_ms_left_open=B ratio=B/A cpu_ms=C cpu_ms_left_open=D
 
-(medians over ``BENCH_HANDOUT_WORKERS`` fresh workers, 30).  Then the fair hand-out across campaigns
+(medians over ``BENCH_HANDOUT_WORKERS`` fresh workers, 30; ``cpu_ms``: the CPU a hand-out used in this process and
+in its PostgreSQL backend together, read from ``/proc``, which a busy machine disturbs far less than the wall time).
+``BENCH_HANDOUT_SINGLE=1`` stops there.  Then the fair hand-out across campaigns
 (issue 39): the large campaign running again beside ``BENCH_HANDOUT_CAMPAIGNS`` (4) small ones, each worker
 recruited by one of them or by none, and every worker served a HIT of each campaign before (round-robin
 looks up when each campaign last served them):
@@ -80,16 +82,25 @@ def main() -> int:
     presence = TaskType.objects.get(slug="presence")
     users = get_user_model()
 
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    cpu_ms: dict[str, float] = {}
+
     def median_accept_ms(tag):
-        times = []
+        times, cpu = [], []
         for i in range(N_WORKERS):
             user = users.objects.create_user(f"{tag}{i}")
             worker = Worker.objects.create(user=user, external_id=user.username)
-            started = time.perf_counter()
+            db_before, client_before, started = backend_cpu_ns(backend), time.process_time_ns(), time.perf_counter()
             assignment = accept_next(worker, presence)
             times.append(time.perf_counter() - started)
+            cpu.append(time.process_time_ns() - client_before + backend_cpu_ns(backend) - db_before)
             if assignment is None or assignment.hit.batch_id != running.batch_id:
                 raise SystemExit("handout: a worker did not get a HIT of the running campaign")
+        cpu_ms[tag] = statistics.median(cpu) / 1e6
         return 1000 * statistics.median(times)
 
     def median_across_campaigns(large):
@@ -119,14 +130,27 @@ def main() -> int:
     aside = median_accept_ms("aside")
     HIT.objects.filter(batch_id=paused.batch_id, state=HIT.State.PAUSED).update(state=HIT.State.OPEN)
     left_open = median_accept_ms("open")
-    print(f"handout paused_hits={n_paused} accept_ms={aside:.1f} accept_ms_left_open={left_open:.1f} ratio={left_open / aside:.1f}", flush=True)
-    print(f"handout_campaigns campaigns={N_CAMPAIGNS + 1} accept_ms={median_across_campaigns(paused):.1f}", flush=True)
+    print(
+        f"handout paused_hits={n_paused} accept_ms={aside:.1f} accept_ms_left_open={left_open:.1f} ratio={left_open / aside:.1f} "
+        f"cpu_ms={cpu_ms['aside']:.2f} cpu_ms_left_open={cpu_ms['open']:.2f}",
+        flush=True,
+    )
+    if not os.environ.get("BENCH_HANDOUT_SINGLE"):
+        print(f"handout_campaigns campaigns={N_CAMPAIGNS + 1} accept_ms={median_across_campaigns(paused):.1f}", flush=True)
     from django.db import connections
 
     connections.close_all()
     with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
     return 0
+
+
+def backend_cpu_ns(pid: int) -> int:
+    """The CPU time (ns) the PostgreSQL backend ``pid`` has run so far (``/proc/PID/schedstat``; 0 elsewhere)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 if __name__ == "__main__":

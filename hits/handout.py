@@ -188,9 +188,7 @@ def _next_hit_sql(
             where.append("h.kind <> %s")
         elif gold == "only":
             where.append("h.kind = %s")
-        if same_batch == FIRST_CAMPAIGN:
-            where.append(f"h.batch_id = ({_first_campaign_sql(2 if via_mturk else 1)})")
-        elif same_batch:
+        if same_batch:
             where.append("h.batch_id = %s")
         if avoid:
             where.append("h.id <> %s")
@@ -422,9 +420,7 @@ def _next_hit(
             params.append(hit_id)
         if gold is not None:
             params.append(HIT.Kind.GOLD)
-        if in_batch == FIRST_CAMPAIGN:
-            params += _first_campaign_params(worker, task_type, via_mturk, backend)
-        elif in_batch is not None:
+        if in_batch is not None:
             params.append(in_batch)
         if avoid is not None and hit_id is None:
             params.append(avoid)
@@ -437,7 +433,7 @@ def _next_hit(
             # Planned on every call, never prepared: its best plan depends on the worker and the queue.
             statement = _next_hit_sql(
                 eligible_shape, eligible_sql, via_mturk, hit_id is not None, gold,
-                FIRST_CAMPAIGN if in_batch == FIRST_CAMPAIGN else in_batch is not None,
+                in_batch is not None,
                 avoid is not None and hit_id is None, wait,
             )
             return sql.fetchone(statement, params, prepare=False)
@@ -486,15 +482,24 @@ def _next_hit(
     campaigns = [batch_id] if batch_id is not None else None
     # Skip locked HITs in every campaign first; look again waiting only when every HIT left was locked
     # (PostgreSQL re-checks a HIT's places once its lock is released), never while holding another lock.
+    tried = None
     for wait in (False, True) if waiting else (False,):
         if campaigns is None:
-            # Most hand-outs end in the worker's first campaign: the hand-out's own query picks it (one round
-            # trip); only when it has nothing for them are the campaigns listed and tried in turn.
-            hit = in_campaign(FIRST_CAMPAIGN, wait)
+            # Most hand-outs end in the worker's first campaign: one prepared lookup finds it (planned once; the
+            # hand-out's own query, planned on every call, stays a query of one campaign); only when it has
+            # nothing for them are the campaigns listed and tried in turn.  None: no campaign has open HITs.
+            markets = _markets(via_mturk, backend)
+            row = sql.fetchone(_first_campaign_sql(len(markets)), _first_campaign_params(worker, task_type, markets), prepare=True)
+            if row is None:
+                return None
+            tried = row[0]
+            hit = in_campaign(tried, wait)
             if hit is not None:
                 return hit
             campaigns = campaign_order(worker, task_type, via_mturk, backend)
         for campaign in campaigns:
+            if campaign == tried and not wait:
+                continue  # just looked there
             hit = in_campaign(campaign, wait)
             if hit is not None:
                 return hit
@@ -510,21 +515,17 @@ def _campaign_order_sql(n_markets: int) -> str:
             f"(SELECT MAX(a.accepted_at) FROM {assignment} a JOIN {sql.table(HIT)} m ON m.id = a.hit_id "
             "WHERE a.worker_id = %s AND m.batch_id = b.id AND m.task_type_id = %s) AS served "
             f"FROM {sql.table(Batch)} b WHERE b.state = %s AND b.backend IN ({', '.join(['%s'] * n_markets)}) "
-            # "Has open HITs of the type", written as the first one in queue-index order: an ordered index scan
-            # that skips the index entries of HITs just paused or taken (a bitmap scan, the planner's choice
-            # for a plain EXISTS, re-reads them all: 20 ms after a 50,000-HIT campaign was paused).
+            # "Has open HITs of the type", written as the first one in the campaign's queue (index
+            # ``hit_campaign_queue``): one index probe (a bitmap scan, the planner's choice for a plain EXISTS,
+            # re-reads every entry of the campaign's open HITs: 20 ms after a 50,000-HIT campaign was paused).
             f"AND (SELECT h.id FROM {sql.table(HIT)} h WHERE h.task_type_id = %s AND h.state = %s AND h.batch_id = b.id "
-            "ORDER BY h.task_type_id, h.state, h.priority, h.id LIMIT 1) IS NOT NULL"
+            "ORDER BY h.task_type_id, h.state, h.batch_id, h.priority, h.id LIMIT 1) IS NOT NULL"
         ),
     )
 
 
-#: ``_next_hit``'s ``in_batch`` for "the first campaign of ``campaign_order``", chosen inside the hand-out's query.
-FIRST_CAMPAIGN = "first"
-
-
 def _first_campaign_sql(n_markets: int) -> str:
-    """The id of the worker's first campaign in ``campaign_order``'s order, as a scalar subquery."""
+    """The id of the worker's first campaign in ``campaign_order``'s order (no row: none has open HITs)."""
     return sql.statement(
         ("first-campaign", n_markets),
         lambda: (
@@ -541,8 +542,8 @@ def _campaign_order_params(worker, task_type, markets) -> list:
             task_type.pk, HIT.State.OPEN]
 
 
-def _first_campaign_params(worker, task_type, via_mturk: bool, backend: str) -> list:
-    return [*_campaign_order_params(worker, task_type, _markets(via_mturk, backend)),
+def _first_campaign_params(worker, task_type, markets) -> list:
+    return [*_campaign_order_params(worker, task_type, markets),
             rng.randrange(1, _SHUFFLE_PRIME), rng.randrange(_SHUFFLE_PRIME)]
 
 

@@ -205,7 +205,10 @@ class HIT(models.Model):
     class Meta:
         verbose_name = "HIT"
         indexes = [
-            models.Index(fields=["task_type", "state", "priority", "id"], name="hit_queue"),
+            # The hand-out's queue, per campaign: every hand-out reads one campaign's open HITs of a type in
+            # queue order, never walking past another campaign's (a campaign just paused leaves index entries
+            # of HITs no longer open until vacuum; with the batch after the state, they are never visited).
+            models.Index(fields=["task_type", "state", "batch", "priority", "id"], name="hit_campaign_queue"),
             # Which batches test a task type (asked on every hand-out): few rows, never the whole queue.
             models.Index(fields=["task_type", "kind", "state", "batch"], name="hit_kind_batch"),
         ]
