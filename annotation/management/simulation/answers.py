@@ -13,6 +13,7 @@ _STOPWORDS = {
     "a", "an", "the", "of", "to", "in", "on", "at", "for", "and", "or", "by", "with", "from", "is", "was", "were",
     "are", "be", "been", "has", "have", "had", "it", "its", "that", "this", "as",
 }
+_TWO_WORD_PREPOSITIONS = {"because", "due", "instead", "according", "ahead", "prior", "out"}
 _PERSON_WORDS = {"he", "she", "they", "i", "we", "you", "him", "her", "them", "who", "someone", "people", "police"}
 
 
@@ -181,12 +182,16 @@ def template_questions(sentence: str, start: int, end: int, lemma: str) -> list[
         elif child.dep_ in ("dobj", "attr", "dative", "oprd", "acomp"):
             pairs.append((f"What did someone {verb}?", answer))
         elif child.dep_ == "prep" and child.right_edge.i > child.i:
-            obj = doc[child.i + 1 : child.right_edge.i + 1].text
+            # A two-word preposition ("because of", "due to") goes whole into the question's preposition slot.
+            two_words = child.lower_ in _TWO_WORD_PREPOSITIONS and doc[child.i + 1].lower_ in ("of", "to")
+            prep = f"{child.lower_} {doc[child.i + 1].lower_}" if two_words else child.lower_
+            obj = doc[child.i + 1 + two_words : child.right_edge.i + 1].text
             wh = "When" if any(t.ent_type_ in ("DATE", "TIME") for t in doc[child.i : child.right_edge.i + 1]) else (
                 "Where" if child.lower_ in ("in", "at", "near", "inside", "outside", "across") else "What"
             )
             if wh == "What":
-                pairs.append((f"What did someone {verb} {child.lower_}?", obj))
+                if obj:
+                    pairs.append((f"What did someone {verb} {prep}?", obj))
             else:
                 pairs.append((f"{wh} did someone {verb} something?", answer))
         elif child.dep_ in ("npadvmod", "advmod") and child.ent_type_ in ("DATE", "TIME"):
