@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from pg_bench import django_on_fresh_database, drop_database, postgres_running
 
 REPO = Path(__file__).resolve().parent.parent
 DB = os.environ.get("BENCH_REHEARSAL_DB", "qapyr_bench_rehearsal")
@@ -68,36 +69,20 @@ def main() -> int:
     if not (DATA / "references.txt").exists():
         print(f"rehearsal skipped: the REALSumm data is absent ({DATA})")
         return 0
-    try:
-        socket.create_connection(("127.0.0.1", 5432), timeout=1).close()
-    except OSError:
+    if not postgres_running():
         print("rehearsal skipped: needs PostgreSQL on 127.0.0.1:5432")
         return 0
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB}")
-    os.environ.update(
-        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{DB}", DJANGO_SETTINGS_MODULE="config.settings",
+    django_on_fresh_database(
+        DB,
         # DEBUG off, as in production: DEBUG's cursor writes out every statement (about 5% of the client's CPU).
-        DEBUG="0", SECRET_KEY="bench-rehearsal-" + "x" * 40, DATA_DIR=tempfile.mkdtemp(prefix="qapyr-rehearsal-"),
+        {"DEBUG": "0", "SECRET_KEY": "bench-rehearsal-" + "x" * 40, "DATA_DIR": tempfile.mkdtemp(prefix="qapyr-rehearsal-")},
+        broker=BROKER,
     )
-    for key in ("CELERY_BROKER_URL", "REDIS_URL"):
-        os.environ.pop(key, None)
-    if BROKER:
-        os.environ["CELERY_BROKER_URL"] = BROKER
-    sys.path[:0] = [str(REPO)]
-    import django
-
-    django.setup()
     import logging
 
     logging.getLogger("celery").setLevel(logging.WARNING)
-    from django.core.management import call_command
     from django.db import connection
 
-    call_command("migrate", verbosity=0)
     worker = None
     if BROKER:
         import subprocess
@@ -113,8 +98,7 @@ def main() -> int:
         if worker is not None:
             worker.terminate()
             worker.wait(timeout=30)
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+        drop_database(DB)
 
 
 def run(connection, worker=None) -> int:
