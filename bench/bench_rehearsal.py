@@ -37,6 +37,10 @@ N_WORKERS = int(os.environ.get("BENCH_REHEARSAL_WORKERS", "40"))
 # gathered per window, in another process); unset: eager Celery, in the rehearsal's process.
 BROKER = os.environ.get("BENCH_REHEARSAL_BROKER", "")
 PAPER_ASSIGNMENTS = 127_000
+# A file: the run under cProfile, its statistics written there (``python -m pstats FILE``).
+PROFILE = os.environ.get("BENCH_REHEARSAL_PROFILE", "")
+# Set: the statements the rehearsal's process sent, counted and timed by their text (the 25 costliest printed).
+SQL_COUNTS = bool(os.environ.get("BENCH_REHEARSAL_SQL"))
 
 
 def write_dataset(folder: Path, n_examples: int, n_systems: int) -> tuple[Path, Path]:
@@ -132,7 +136,19 @@ def run(connection, worker=None) -> int:
         done = sum(f.submitted for f in r.stages.values())
         print(f"# {time.perf_counter() - started:.0f} s: {done} submitted", file=sys.stderr, flush=True)
 
-    result = simulate_crowd(campaign, N_WORKERS, seed=1, mode="fast", approve=True, max_seconds=6 * 3600, progress=progress)
+    def rehearse():
+        return simulate_crowd(campaign, N_WORKERS, seed=1, mode="fast", approve=True, max_seconds=6 * 3600, progress=progress)
+
+    if PROFILE:  # where the process's time goes (cProfile's own cost included in the figures)
+        import cProfile
+
+        profiler = cProfile.Profile()
+        result = profiler.runcall(rehearse)
+        profiler.dump_stats(PROFILE)
+    elif SQL_COUNTS:
+        result = _counting_statements(connection, rehearse)
+    else:
+        result = rehearse()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_before
     db = backend_cpu_seconds(backend) - db_before
     celery = backend_cpu_seconds(worker.pid) - celery_before if worker else 0.0  # its own PostgreSQL backend not counted
@@ -148,6 +164,31 @@ def run(connection, worker=None) -> int:
         f"reconciled={'yes' if reconciled else 'no'} campaign={campaign.state}"
     )
     return 0 if reconciled else 1
+
+
+def _counting_statements(connection, call):
+    """``call()`` with every statement of this process counted and timed (wall, client side) by its text, numbers
+    left out; prints the 25 that took longest in all."""
+    import re
+    from collections import defaultdict
+
+    spent: dict[str, list] = defaultdict(lambda: [0, 0.0])
+
+    def timed(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            figures = spent[re.sub(r"\b\d+\b", "N", sql)[:160]]
+            figures[0] += 1
+            figures[1] += time.perf_counter() - started
+
+    with connection.execute_wrapper(timed):
+        result = call()
+    for sql, (n, seconds) in sorted(spent.items(), key=lambda kv: -kv[1][1])[:25]:
+        print(f"# sql n={n} s={seconds:.1f} {sql}")
+    print(f"# sql total n={sum(n for n, _ in spent.values())} s={sum(t for _, t in spent.values()):.1f}")
+    return result
 
 
 if __name__ == "__main__":
