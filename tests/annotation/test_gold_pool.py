@@ -29,8 +29,9 @@ def test_the_readme_rule_in_numbers():
     assert planned_gold_pool(Campaign(gold_share=0), 4, 10) is None
 
 
-def _gold_campaign(tmp_path, n_gold):
-    campaign = launched_scu_campaign(tmp_path / "c", "Pool", ROWS, gold_share=0.2)
+def _gold_campaign(tmp_path, n_gold, name="Pool"):
+    """A launched SCU campaign of eight presence HITs at a gold share of 20%, and ``n_gold`` gold HITs."""
+    campaign = launched_scu_campaign(tmp_path / name, name, ROWS, gold_share=0.2)
     Batch.objects.filter(pk=campaign.batch_id).update(gold_share=0.2)
     HIT.objects.filter(batch_id=campaign.batch_id).update(max_assignments=10)
     template = HIT.objects.filter(batch_id=campaign.batch_id).first()
