@@ -122,7 +122,7 @@ MATRIX = {
     "api-campaign-retry-routing": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 409, 409]),  # not budgeted: 409
     "api-campaign-worker-status": ("GET", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
     "api-campaign-mark-paid": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),  # nothing owed: 0 marked
-    "api-campaign-recompute": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    "api-campaign-recompute": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 202, 202]),
     "api-campaign-share": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no username given
     "api-campaign-unshare": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 400, 400]),
     **{
