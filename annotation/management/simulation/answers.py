@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 
 from annotation.models import ContentUnit, GoldPresence, Predicate, PresenceJudgment, SystemSummary
 from annotation.text.spans import normalise, sentence_tokens
@@ -13,6 +14,7 @@ _STOPWORDS = {
     "a", "an", "the", "of", "to", "in", "on", "at", "for", "and", "or", "by", "with", "from", "is", "was", "were",
     "are", "be", "been", "has", "have", "had", "it", "its", "that", "this", "as",
 }
+_PARSING = threading.Lock()
 _PERSON_WORDS = {"he", "she", "they", "i", "we", "you", "him", "her", "them", "who", "someone", "people", "police"}
 
 
@@ -49,9 +51,11 @@ class Answerer:
         return int((k + 1) * error_rate + offset) == int(k * error_rate + offset)
 
     def arguments(self, predicate: Predicate) -> list[tuple[str, str]]:
-        """(question, answer) templates from the predicate's dependents in the parse."""
+        """(question, answer) templates from the predicate's dependents in the parse (one parse at a time: the
+        simulated crowd may work in several threads, and a spaCy pipeline is not documented as thread-safe)."""
         if predicate.pk not in self._arguments:
-            self._arguments[predicate.pk] = template_questions(predicate.sentence.text, predicate.start, predicate.end, predicate.lemma)
+            with _PARSING:
+                self._arguments[predicate.pk] = template_questions(predicate.sentence.text, predicate.start, predicate.end, predicate.lemma)
         return self._arguments[predicate.pk]
 
     def generation(self, hit: HIT, worker: str, careless: bool) -> dict:
