@@ -85,6 +85,8 @@ MATRIX = {
     "campaign-review": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-review-example": ("GET", {"slug": "matrix", "pk": "EXAMPLE"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-review-assignment": ("POST", {"slug": "matrix", "pk": "ASSIGNMENT"}, [LOGIN, 404, 404, 404, 302, 302]),
+    # Re-including a rejection's excluded data: the campaign's managers only; the matrix's work is not rejected (refused, back).
+    "campaign-review-reinclude": ("POST", {"slug": "matrix", "pk": "ASSIGNMENT"}, [LOGIN, 404, 404, 404, 302, 302]),
     "campaign-review-bulk": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # no action chosen: back
     "campaign-payouts": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-qualification-item-new": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
