@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from django.db import connection
 from django.db.models import Count
@@ -45,7 +46,8 @@ class GoldPool:
     def items_needed(self) -> int:
         """Gold items for workers doing ``EXPECTED_WORKLOAD`` regular HITs each (or the heaviest worker's load)."""
         load = max(self.heaviest, min(EXPECTED_WORKLOAD, self.regular_hits))
-        return math.ceil((load * self.share / (1 - self.share)) ** 2)
+        share = Fraction(self.share).limit_denominator(10**6)  # exact: 108 HITs at 10% need 144 items, not 145
+        return math.ceil((load * share / (1 - share)) ** 2)
 
     @property
     def warning(self) -> str:
@@ -60,7 +62,7 @@ class GoldPool:
             return (
                 f"{self.gold_items} gold items are few: a worker doing more than {self.per_worker_limit} regular HITs "
                 f"shares gold items with the next such worker. About {self.items_needed} would keep workers doing "
-                f"{min(EXPECTED_WORKLOAD, self.regular_hits)} HITs apart (raise the gold share or import more labels)."
+                f"{min(EXPECTED_WORKLOAD, self.regular_hits)} HITs apart (a lower gold share has each worker meet fewer of them; more imported gold labels make more of them)."
             )
         return ""
 

@@ -110,3 +110,14 @@ def test_overlapping_gold_items_against_a_hand_count(tmp_path, django_user_model
     assert pool.mean_shared == pytest.approx(0.5)
     assert pool.per_worker_limit == 8  # floor(sqrt(4) x 0.8 / 0.2)
     assert pool.warning == ""  # under one item in common, and nobody past 8 regular HITs
+
+
+def test_items_needed_is_exact_and_the_advice_points_the_right_way():
+    """108 regular HITs at a 10% share meet 12 gold items: 144 items keep two such workers apart (not 145 from a
+    rounding error), and the advice is a lower share (fewer items met per worker) or more gold labels."""
+    from annotation.selectors.gold_pool import GoldPool
+
+    pool = GoldPool(gold_items=16, share=0.1, per_worker_limit=36, regular_hits=500, heaviest=108)
+    assert pool.items_needed == 144
+    planned = GoldPool(gold_items=16, share=0.1, per_worker_limit=36, regular_hits=500)
+    assert planned.items_needed == 124 and "a lower gold share" in planned.warning  # (100 x 1/9)^2 = 123.5
