@@ -33,6 +33,8 @@ DATA = Path(os.environ.get("REALSUMM_DIR", "/work/shared/data/realsumm"))
 N_EXAMPLES = int(os.environ.get("BENCH_REHEARSAL_EXAMPLES", "50"))
 N_SYSTEMS = int(os.environ.get("BENCH_REHEARSAL_SYSTEMS", "10"))
 N_WORKERS = int(os.environ.get("BENCH_REHEARSAL_WORKERS", "40"))
+# ``simulate_crowd(threads=...)``: the simulated workers in this many threads at once (1: one at a time, by the seed).
+N_THREADS = int(os.environ.get("BENCH_REHEARSAL_THREADS", "1"))
 # A Redis URL: the follow-ups go through that broker to a Celery worker this script starts (the production stack:
 # gathered per window, in another process); unset: eager Celery, in the rehearsal's process.
 BROKER = os.environ.get("BENCH_REHEARSAL_BROKER", "")
@@ -136,8 +138,38 @@ def run(connection, worker=None) -> int:
         done = sum(f.submitted for f in r.stages.values())
         print(f"# {time.perf_counter() - started:.0f} s: {done} submitted", file=sys.stderr, flush=True)
 
+    # The crowd's threads have PostgreSQL backends of their own, closed at the end of the run: their CPU is read just
+    # before they close (they started with the threads, so all of it counts).
+    from annotation.management.simulation import crowd
+
+    threads_db = {"s": 0.0}
+    close = crowd._close_connections
+
+    def read_then_close(pool, threads):
+        import threading
+
+        from django.db import connection as own
+
+        everyone, adding = threading.Barrier(threads), threading.Lock()
+
+        def read(_):
+            if own.connection is not None:  # this thread connected: its backend's CPU
+                with own.cursor() as cursor:
+                    cursor.execute("SELECT pg_backend_pid()")
+                    used = backend_cpu_seconds(cursor.fetchone()[0])
+                with adding:
+                    threads_db["s"] += used
+            everyone.wait(timeout=60)  # one call per thread
+
+        list(pool.map(read, range(threads)))
+        close(pool, threads)
+
+    crowd._close_connections = read_then_close
+
     def rehearse():
-        return simulate_crowd(campaign, N_WORKERS, seed=1, mode="fast", approve=True, max_seconds=6 * 3600, progress=progress)
+        return simulate_crowd(
+            campaign, N_WORKERS, seed=1, mode="fast", approve=True, max_seconds=6 * 3600, progress=progress, threads=N_THREADS
+        )
 
     if PROFILE:  # where the process's time goes (cProfile's own cost included in the figures)
         import cProfile
@@ -150,7 +182,7 @@ def run(connection, worker=None) -> int:
     else:
         result = rehearse()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_before
-    db = backend_cpu_seconds(backend) - db_before
+    db = backend_cpu_seconds(backend) - db_before + threads_db["s"]
     celery = backend_cpu_seconds(worker.pid) - celery_before if worker else 0.0  # its own PostgreSQL backend not counted
     for line in result.lines():
         print("#", line)
@@ -158,7 +190,7 @@ def run(connection, worker=None) -> int:
     reconciled = result.money is not None and not result.money.problems
     campaign.refresh_from_db()
     print(
-        f"rehearsal examples={N_EXAMPLES} systems={N_SYSTEMS} assignments={n} seconds={seconds:.1f} cpu_client_s={cpu:.1f} "
+        f"rehearsal examples={N_EXAMPLES} systems={N_SYSTEMS} threads={N_THREADS} assignments={n} seconds={seconds:.1f} cpu_client_s={cpu:.1f} "
         f"cpu_db_s={db:.1f} cpu_celery_s={celery:.1f} cpu_ms_per_assignment={1000 * (cpu + db + celery) / max(n, 1):.1f} "
         f"projected_500x10_minutes={seconds / max(n, 1) * PAPER_ASSIGNMENTS / 60:.1f} "
         f"reconciled={'yes' if reconciled else 'no'} campaign={campaign.state}"

@@ -93,12 +93,37 @@ def record_message(batch: Batch, sender, subject: str, body: str, workers: list,
     return message, created
 
 
+#: A message to at most this many workers is sent in the request (one NotifyWorkers call on MTurk), so the
+#: researcher sees at once what became of every copy; to more, by a background job (Celery, in-process under the
+#: embedded default): Prolific takes one call per worker and MTurk one per 100, too many for a request to wait for.
+DELIVER_IN_REQUEST = 100
+DELIVER_TASK = "hits.deliver_message"
+
+
 def send_message(batch: Batch, sender, subject: str, body: str, workers: list, key: str | None = None) -> WorkerMessage:
-    """Record the message, then send it (a repeated key sends nothing again)."""
+    """Record the message, then send it (a repeated key sends nothing again): now, or by a background job when it
+    goes to more than ``DELIVER_IN_REQUEST`` workers (its copies stay "pending" until the job takes them)."""
     message, created = record_message(batch, sender, subject, body, workers, key)
     if created:
-        deliver(message)
+        deliver_soon(message, len(workers))
     return message
+
+
+def deliver_soon(message: WorkerMessage, n_copies: int) -> bool:
+    """Send the message's pending copies in this request when they are few, else queue ``deliver_message`` after the
+    commit (``hits.outbox``: never lost if the broker is down).  True when sent here."""
+    if n_copies <= DELIVER_IN_REQUEST:
+        deliver(message)
+        return True
+    from hits.outbox import send_after_commit
+
+    send_after_commit(DELIVER_TASK, message.pk)
+    return False
+
+
+def in_background(message: WorkerMessage) -> bool:
+    """Whether copies of the message still wait for the background job (pending, never tried)."""
+    return message.recipients.filter(status=Status.PENDING).exists()
 
 
 def _claim(message: WorkerMessage, statuses) -> list[MessageRecipient]:

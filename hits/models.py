@@ -164,7 +164,7 @@ class HIT(models.Model):
     class State(models.TextChoices):
         OPEN = "open", "Open"
         # Set aside while its batch is paused (``hits.services.set_batch_state``): the hand-out's
-        # queue index (task type, state, priority, id) then never walks past a paused campaign.
+        # queries for open HITs of a type then never count a paused campaign's.
         PAUSED = "paused", "Paused"
         COMPLETED = "completed", "Completed"
         CANCELLED = "cancelled", "Cancelled"

@@ -406,8 +406,9 @@ def set_batch_state(batch: Batch, state: str) -> None:
     """Change a batch's state; pausing sets its open HITs aside and resuming opens them again.
 
     A paused batch's HITs would be refused by the hand-out anyway (it asks for an active batch),
-    but while they stayed open the queue index led every hand-out past all of them, in queue
-    order: one large paused campaign slowed every worker's next HIT.  HITs opened during the
+    but while they stayed open the queue index (then one queue for all campaigns) led every hand-out
+    past all of them, in queue order: one large paused campaign slowed every worker's next HIT.  (The
+    queue index is now per campaign, ``hit_campaign_queue``, which would skip them too.)  HITs opened during the
     pause (follow-ups of work in progress) stay open and are held back by the batch's state.
     Callers serialise pause and resume (the campaign row is locked), so no HIT stays set aside
     in an active batch.

@@ -54,6 +54,7 @@ RESOLVERS = {
     "api-worker-unblock": lambda w: _busiest_worker(w["campaign"]),
     "campaign-review-example": lambda w: _first(w["campaign"].examples.all()),
     "campaign-review-assignment": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id)),
+    "campaign-review-reinclude": lambda w: _first(Assignment.objects.filter(hit__batch_id=w["campaign"].batch_id)),
     "campaign-correct-pair": lambda w: _first(ContentUnit.objects.filter(example__campaign=w["campaign"])),
     "campaign-qualification-item-edit": lambda w: None,
     "api-example-detail": lambda w: _first(w["campaign"].examples.all()),

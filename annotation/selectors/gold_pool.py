@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
-from django.db.models import Count, Q
+from django.db import connection
+from django.db.models import Count
 
 from hits.models import HIT, Assignment
 
@@ -44,7 +46,8 @@ class GoldPool:
     def items_needed(self) -> int:
         """Gold items for workers doing ``EXPECTED_WORKLOAD`` regular HITs each (or the heaviest worker's load)."""
         load = max(self.heaviest, min(EXPECTED_WORKLOAD, self.regular_hits))
-        return math.ceil((load * self.share / (1 - self.share)) ** 2)
+        share = Fraction(self.share).limit_denominator(10**6)  # exact: 108 HITs at 10% need 144 items, not 145
+        return math.ceil((load * share / (1 - share)) ** 2)
 
     @property
     def warning(self) -> str:
@@ -59,7 +62,7 @@ class GoldPool:
             return (
                 f"{self.gold_items} gold items are few: a worker doing more than {self.per_worker_limit} regular HITs "
                 f"shares gold items with the next such worker. About {self.items_needed} would keep workers doing "
-                f"{min(EXPECTED_WORKLOAD, self.regular_hits)} HITs apart (raise the gold share or import more labels)."
+                f"{min(EXPECTED_WORKLOAD, self.regular_hits)} HITs apart (a lower gold share has each worker meet fewer of them; more imported gold labels make more of them)."
             )
         return ""
 
@@ -77,23 +80,46 @@ def planned_gold_pool(campaign, gold_items: int, regular_hits: int) -> GoldPool 
 
 
 def measured_gold_pool(campaign) -> GoldPool | None:
-    """Once HITs exist: the campaign's gold HITs and what its workers met of them (two aggregate queries)."""
+    """Once HITs exist: the campaign's gold HITs and what its workers met of them, in one aggregate query."""
     share = float(campaign.gold_share)
     if campaign.batch_id is None or not 0 < share < 1:
         return None
-    hits = HIT.objects.filter(batch_id=campaign.batch_id, task_type__slug="presence").exclude(state=HIT.State.CANCELLED)
-    counts = hits.aggregate(gold=Count("pk", filter=Q(kind=HIT.Kind.GOLD)), regular=Count("pk", filter=Q(kind=HIT.Kind.REGULAR)))
-    if not counts["gold"]:
+    gold, regular, pairs, workers, heaviest = _measure(campaign.batch_id)
+    if not gold:
         return None
-    met = Assignment.objects.filter(hit__in=hits, state__in=_MET)
-    # Pairs of workers who met the same gold item, summed over items: sum of m (m - 1) / 2.
-    per_item = met.filter(hit__kind=HIT.Kind.GOLD).values("hit_id").annotate(m=Count("worker_id", distinct=True)).values_list("m", flat=True)
-    pairs = sum(m * (m - 1) // 2 for m in per_item)
-    per_worker = met.filter(hit__kind=HIT.Kind.REGULAR).values("worker_id").annotate(n=Count("pk"))
-    loads = list(per_worker.values_list("n", flat=True))
-    workers = len(loads)
     mean_shared = pairs / (workers * (workers - 1) / 2) if workers >= 2 else 0.0
     return GoldPool(
-        counts["gold"], share, _limit(counts["gold"], share), counts["regular"],
-        workers=workers, mean_shared=mean_shared, heaviest=max(loads, default=0), measured=True,
+        gold, share, _limit(gold, share), regular,
+        workers=workers, mean_shared=mean_shared, heaviest=heaviest, measured=True,
     )
+
+
+def _measure(batch_id: int) -> tuple[int, int, int, int, int]:
+    """(gold HITs, regular HITs, pairs of workers who met the same gold item summed over the items, workers who
+    did regular HITs, the most regular HITs one worker did) for a batch's presence HITs, in one statement.
+
+    The ORM builds the three grouped row sets (the HITs; per gold item, the number m of distinct workers who met
+    it; per worker, the regular HITs met); the statement around them reduces each to one row, sum of
+    m (m - 1) / 2 included, and joins the three rows.
+    """
+    hits = (HIT.objects.filter(batch_id=batch_id, task_type__slug="presence").exclude(state=HIT.State.CANCELLED)
+            .order_by())
+    met = Assignment.objects.filter(hit__in=hits, state__in=_MET).order_by()
+    per_item = met.filter(hit__kind=HIT.Kind.GOLD).values("hit_id").annotate(m=Count("worker_id", distinct=True))
+    per_worker = met.filter(hit__kind=HIT.Kind.REGULAR).values("worker_id").annotate(n=Count("pk"))
+    kinds_sql, kinds_params = hits.values("kind").query.sql_with_params()
+    item_sql, item_params = per_item.query.sql_with_params()
+    worker_sql, worker_params = per_worker.query.sql_with_params()
+    sql = (
+        "SELECT h.gold, h.regular, p.pairs, w.workers, w.heaviest FROM"
+        " (SELECT COUNT(CASE WHEN k.kind = %s THEN 1 END) AS gold,"
+        "         COUNT(CASE WHEN k.kind = %s THEN 1 END) AS regular"
+        f"  FROM ({kinds_sql}) k) h,"
+        # m (m - 1) is even: the halving is exact in integer arithmetic.
+        f" (SELECT COALESCE(SUM(i.m * (i.m - 1) / 2), 0) AS pairs FROM ({item_sql}) i) p,"
+        f" (SELECT COUNT(*) AS workers, COALESCE(MAX(l.n), 0) AS heaviest FROM ({worker_sql}) l) w"
+    )
+    params = (HIT.Kind.GOLD.value, HIT.Kind.REGULAR.value, *kinds_params, *item_params, *worker_params)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return tuple(int(v) for v in cursor.fetchone())

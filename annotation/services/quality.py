@@ -21,6 +21,7 @@ period's worth of items.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 from django.db import transaction
@@ -172,24 +173,7 @@ def include_worker(campaign: Campaign, worker: Worker, *, by=None) -> dict:
     pairs = set(judgments.values_list("unit_id", "summary_id"))
     hit_ids = set(judgments.exclude(assignment=None).values_list("assignment__hit_id", flat=True))
     n = judgments.update(excluded=False)
-    for hit in HIT.objects.select_for_update().filter(pk__in=hit_ids, state__in=HIT.UNFINISHED_STATES):
-        spare = min(hit.payload.get("replacements", 0), hit.max_assignments - hit.n_taken)
-        if spare > 0:
-            hit.max_assignments -= spare
-            hit.payload = {**hit.payload, "replacements": hit.payload.get("replacements", 0) - spare}
-            if hit.n_submitted >= hit.max_assignments:
-                hit.state = HIT.State.COMPLETED
-                hit.completed_at = timezone.now()
-            hit.save(update_fields=["max_assignments", "payload", "state", "completed_at"])
-    # Replacement places that went to a HIT of their own (on MTurk, when the first could not grow).
-    for hit in HIT.objects.select_for_update().filter(payload__replaces__in=list(hit_ids), state__in=HIT.UNFINISHED_STATES):
-        if hit.n_taken == 0:
-            hit.state = HIT.State.CANCELLED
-        else:
-            hit.max_assignments = hit.n_taken
-            if hit.n_submitted >= hit.max_assignments:
-                hit.state, hit.completed_at = HIT.State.COMPLETED, timezone.now()
-        hit.save(update_fields=["max_assignments", "state", "completed_at"])
+    withdraw_replacements(hit_ids)
     refresh_gold(campaign, pairs)
     schedule_score_update(campaign, [s for _, s in pairs])
     QualificationEvent.objects.create(
@@ -198,3 +182,39 @@ def include_worker(campaign: Campaign, worker: Worker, *, by=None) -> dict:
     )
     finish_campaign_if_done(Campaign.objects.get(pk=campaign.pk))
     return {"judgments": n}
+
+
+def withdraw_replacements(hit_ids, *, at_most: int | None = None) -> int:
+    """Withdraw the replacement places of ``hit_ids`` that nobody has taken (``at_most`` per HIT; all by default):
+    the places an exclusion reopened, once the judgments they replaced count again.  Inside the caller's
+    transaction; returns the places withdrawn."""
+    hit_ids = set(hit_ids)
+    left = {pk: at_most if at_most is not None else math.inf for pk in hit_ids}
+    withdrawn = 0
+    for hit in HIT.objects.select_for_update().filter(pk__in=hit_ids, state__in=HIT.UNFINISHED_STATES).order_by("pk"):
+        spare = min(hit.payload.get("replacements", 0), hit.max_assignments - hit.n_taken, left[hit.pk])
+        if spare > 0:
+            withdrawn += spare
+            left[hit.pk] -= spare
+            hit.max_assignments -= spare
+            hit.payload = {**hit.payload, "replacements": hit.payload.get("replacements", 0) - spare}
+            if hit.n_submitted >= hit.max_assignments:
+                hit.state = HIT.State.COMPLETED
+                hit.completed_at = timezone.now()
+            hit.save(update_fields=["max_assignments", "payload", "state", "completed_at"])
+    # Replacement places that went to a HIT of their own (on MTurk, when the first could not grow).
+    for hit in HIT.objects.select_for_update().filter(payload__replaces__in=list(hit_ids), state__in=HIT.UNFINISHED_STATES).order_by("pk"):
+        root = hit.payload["replaces"]
+        spare = min(hit.max_assignments - hit.n_taken, left[root])
+        if spare <= 0:
+            continue
+        withdrawn += spare
+        left[root] -= spare
+        if hit.n_taken == 0 and spare == hit.max_assignments:
+            hit.state = HIT.State.CANCELLED
+        else:
+            hit.max_assignments -= spare
+            if hit.n_submitted >= hit.max_assignments:
+                hit.state, hit.completed_at = HIT.State.COMPLETED, timezone.now()
+        hit.save(update_fields=["max_assignments", "state", "completed_at"])
+    return int(withdrawn)

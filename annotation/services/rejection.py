@@ -14,6 +14,11 @@ data: the work's presence judgments (or verification verdicts) stop counting, as
 - ``keep``: the worker is not paid, but the data counts as before (gold labels, scores, agreement).
 
 Generation work has no such choice: its QA pairs are judged by their verifiers, so they are kept.
+
+An exclusion can be undone (``reinclude_assignment``): the judgments or verdicts count again, gold labels and
+scores are recomputed with them as the exclusion recomputed them without, and the replacement place it reopened
+is withdrawn if nobody has taken it.  Re-including is about data only: the work stays rejected, nothing is paid
+and nothing is charged (approving it after all is the way to pay it).
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from annotation.models import Campaign, PresenceJudgment, Verification
 from annotation.services.followups import schedule_cross_checks, schedule_score_update
 from annotation.services.gold import refresh_gold
 from annotation.services.presence_judges import has_open_places, root_hit_id, undecided_units
-from annotation.services.quality import reopen_places
+from annotation.services.pipeline import finish_campaign_if_done
+from annotation.services.quality import reopen_places, withdraw_replacements
 from hits import payments
 from hits.models import HIT, Assignment
 from hits.services import PlacesRefused
@@ -90,6 +96,44 @@ def exclude_assignment(assignment: Assignment) -> Outcome:
     schedule_cross_checks(campaign, [assignment.worker_id])
     place = "; a place reopened for another worker" if reopened else (f"; no place reopened ({why})" if why else "")
     return Outcome(EXCLUDE, n, reopened, f"{what}{place}.")
+
+
+class NotReincludable(Exception):
+    """The assignment's data was not excluded by a rejection (the message says why)."""
+
+
+def reinclude_assignment(assignment: Assignment) -> Outcome:
+    """Undo ``exclude_assignment`` (idempotent): the rejected assignment's excluded presence judgments or
+    verification verdicts count again, gold labels and scores are recomputed with them, and one replacement
+    place the exclusion reopened is withdrawn if nobody has taken it.  No money moves: the work stays rejected.
+    ``NotReincludable`` for work that is not rejected (its data was excluded with its worker, if at all)."""
+    if assignment.state != Assignment.State.REJECTED:
+        raise NotReincludable(
+            f"assignment {assignment.pk} is {assignment.get_state_display().lower()}, not rejected: only a rejection's "
+            "exclusion is undone here (a worker's exclusion is undone on the workers page)"
+        )
+    hit = HIT.objects.select_related("task_type").get(pk=assignment.hit_id)
+    campaign = Campaign.objects.get(batch_id=hit.batch_id)
+    with transaction.atomic():
+        if hit.task_type.slug == "presence":
+            judgments = PresenceJudgment.objects.filter(assignment=assignment, excluded=True)
+            pairs = set(judgments.values_list("unit_id", "summary_id"))
+            n = judgments.update(excluded=False)
+            withdrawn = withdraw_replacements([root_hit_id(hit)], at_most=1) if n and hit.kind == HIT.Kind.REGULAR else 0
+            refresh_gold(campaign, pairs)
+            schedule_score_update(campaign, {s for _, s in pairs})
+            what = f"{n} presence judgment{'s' if n != 1 else ''} count again: gold labels and scores are recomputed with them"
+        else:
+            n = Verification.objects.filter(assignment=assignment, excluded=True).update(excluded=False)
+            withdrawn = withdraw_replacements([hit.pk], at_most=1) if n else 0
+            what = f"{n} verification verdict{'s' if n != 1 else ''} count again in the verifier checks and agreement"
+        if n:
+            schedule_cross_checks(campaign, [assignment.worker_id])
+            finish_campaign_if_done(Campaign.objects.get(pk=campaign.pk))
+    if not n:
+        return Outcome(KEEP, statement="None of its data was excluded: nothing changed.")
+    place = "; the replacement place nobody had taken was withdrawn" if withdrawn else ""
+    return Outcome(KEEP, n, 0, f"{what}{place}. Nothing was paid or charged: the work stays rejected.")
 
 
 def _reopen_presence(campaign: Campaign, hit: HIT) -> tuple[int, str]:

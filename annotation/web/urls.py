@@ -49,6 +49,10 @@ urlpatterns = [
     path(
         "<slug:slug>/review/assignments/<int:pk>/", review_views.review_assignment, name="campaign-review-assignment"
     ),
+    path(
+        "<slug:slug>/review/assignments/<int:pk>/reinclude/", review_views.reinclude_assignment,
+        name="campaign-review-reinclude",
+    ),
     path("<slug:slug>/review/gold/", unit_views.campaign_gold_override, name="campaign-gold-override"),
     path("<slug:slug>/units/", unit_views.campaign_units, name="campaign-units"),
     path("<slug:slug>/review/pairs/<int:pk>/correct/", review_views.correct_pair, name="campaign-correct-pair"),

@@ -163,3 +163,55 @@ def test_a_stuck_run_names_the_hits_left_and_why_no_one_could_do_them(capsys, ea
     assert refused and all(" (generation) refused " in line for line in refused)
     assert all("Start the question with a question word" in line for line in refused)
     assert int(refused[0].split()[2]) in set(open_hits.values_list("pk", flat=True))
+
+
+def test_threads_finish_the_demo_campaign_concurrently_and_reconcile(capsys, eager_celery):
+    """``--threads 2`` on PostgreSQL: the crowd works in two threads with their own connections; the campaign finishes
+    with the protocol's numbers (no HIT over-filled, two or three judgments per pair, no worker twice on a HIT) and the
+    money reconciles."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("threads need PostgreSQL")
+    hits_services._last_expiry = float("-inf")
+    call_command("load_demo", password="demo-pass-123")
+    call_command("simulate_crowd", campaign="demo-news", workers=8, seed=3, mode="fast", approve=True, threads=2)
+    out = capsys.readouterr().out
+    assert "mode: fast (the pages' services in-process, no HTML, 2 threads at once)" in out
+    assert "campaign finished" in out and "the ledger reconciles with the work" in out
+    campaign = Campaign.objects.get(slug="demo-news")
+    per_pair = PresenceJudgment.objects.filter(summary__system__campaign=campaign).values("unit", "summary").annotate(n=Count("pk"))
+    assert per_pair and {row["n"] for row in per_pair} <= {2, 3}
+    taken = Assignment.objects.filter(hit__batch=campaign.batch).exclude(state__in=["returned", "expired"])
+    assert not taken.values("hit", "worker").annotate(n=Count("pk")).filter(n__gt=1).exists()
+    from hits.models import HIT
+    from django.db.models import F
+
+    assert not HIT.objects.filter(batch=campaign.batch, n_taken__gt=F("max_assignments")).exists()
+    # Each thread's connection is closed at the end: only this test's own connection is left to the database.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"threads": 0}, "--threads must be at least 1"),
+    ({"threads": 2, "mode": "html"}, "--threads is for --mode fast"),
+])
+def test_bad_thread_options_are_refused(options, error):
+    from django.core.management.base import CommandError
+
+    call_command("load_demo", password="demo-pass-123")
+    with pytest.raises(CommandError, match=error):
+        call_command("simulate_crowd", campaign="demo-news", workers=2, **{"mode": "fast", **options})
+
+
+def test_threads_on_sqlite_are_refused_clearly():
+    from django.core.management.base import CommandError
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the embedded default's refusal")
+    call_command("load_demo", password="demo-pass-123")
+    with pytest.raises(CommandError, match="--threads needs PostgreSQL"):
+        call_command("simulate_crowd", campaign="demo-news", workers=2, mode="fast", threads=2)

@@ -29,8 +29,9 @@ def test_the_readme_rule_in_numbers():
     assert planned_gold_pool(Campaign(gold_share=0), 4, 10) is None
 
 
-def _gold_campaign(tmp_path, n_gold):
-    campaign = launched_scu_campaign(tmp_path / "c", "Pool", ROWS, gold_share=0.2)
+def _gold_campaign(tmp_path, n_gold, name="Pool"):
+    """A launched SCU campaign of eight presence HITs at a gold share of 20%, and ``n_gold`` gold HITs."""
+    campaign = launched_scu_campaign(tmp_path / name, name, ROWS, gold_share=0.2)
     Batch.objects.filter(pk=campaign.batch_id).update(gold_share=0.2)
     HIT.objects.filter(batch_id=campaign.batch_id).update(max_assignments=10)
     template = HIT.objects.filter(batch_id=campaign.batch_id).first()
@@ -80,3 +81,43 @@ def test_workers_with_their_own_gold_items_raise_no_flag(tmp_path, django_user_m
             _do(worker, task_type, hit)
     pool = measured_gold_pool(campaign)
     assert pool.workers == 3 and pool.mean_shared == 0 and pool.warning == ""
+
+
+def test_overlapping_gold_items_against_a_hand_count(tmp_path, django_user_model, django_assert_num_queries):
+    """Uneven overlaps, counted by hand: gold items A, B, C, D; w0 meets A and B, w1 meets A, w2 meets A and C
+    (and returns D unanswered); w3 meets only regular HITs; D is met by w4, who then has it cancelled.
+
+    Per item, the distinct workers who met it: A 3, B 1, C 1, D 0 (a returned assignment is no meeting, and a
+    cancelled HIT is out of the pool). Pairs sharing an item: 3 x 2 / 2 = 3. Workers with regular HITs: w0 (3),
+    w1 (2), w2 (1), w3 (4), so four workers, six pairs of them, 3 / 6 = 0.5 items in common on average, and
+    the heaviest did 4."""
+    from hits.services import return_assignment
+
+    campaign, task_type = _gold_campaign(tmp_path, 5)
+    a, b, c, d, e = HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.GOLD).order_by("pk")
+    regular = list(HIT.objects.filter(batch_id=campaign.batch_id, kind=HIT.Kind.REGULAR).order_by("pk"))
+    w = [logged_in_worker(django_user_model, f"w{i}")[1] for i in range(5)]
+    for worker, hits in [(w[0], [a, b] + regular[:3]), (w[1], [a] + regular[:2]), (w[2], [a, c] + regular[:1]),
+                         (w[3], regular[:4]), (w[4], [e])]:
+        for hit in hits:
+            _do(worker, task_type, hit)
+    return_assignment(w[2], accept_next(w[2], task_type, hit_id=d.pk).pk)
+    HIT.objects.filter(pk=e.pk).update(state=HIT.State.CANCELLED)
+
+    with django_assert_num_queries(1):  # one aggregate statement, however many items and workers
+        pool = measured_gold_pool(campaign)
+    assert (pool.gold_items, pool.regular_hits, pool.workers, pool.heaviest) == (4, 8, 4, 4)
+    assert pool.mean_shared == pytest.approx(0.5)
+    assert pool.per_worker_limit == 8  # floor(sqrt(4) x 0.8 / 0.2)
+    assert pool.warning == ""  # under one item in common, and nobody past 8 regular HITs
+
+
+def test_items_needed_is_exact_and_the_advice_points_the_right_way():
+    """108 regular HITs at a 10% share meet 12 gold items: 144 items keep two such workers apart (not 145 from a
+    rounding error), and the advice is a lower share (fewer items met per worker) or more gold labels."""
+    from annotation.selectors.gold_pool import GoldPool
+
+    pool = GoldPool(gold_items=16, share=0.1, per_worker_limit=36, regular_hits=500, heaviest=108)
+    assert pool.items_needed == 144
+    planned = GoldPool(gold_items=16, share=0.1, per_worker_limit=36, regular_hits=500)
+    assert planned.items_needed == 124 and "a lower gold share" in planned.warning  # (100 x 1/9)^2 = 123.5

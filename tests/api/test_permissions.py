@@ -100,7 +100,7 @@ ENDPOINTS = {
     "campaign-cost": ("get", "/api/campaigns/{slug}/cost/", None, None, 200),
     "campaign-scores": ("get", "/api/campaigns/{slug}/scores/?n_boot=20", None, None, 200),
     "campaign-leaderboard": ("get", "/api/campaigns/{slug}/leaderboard/", None, None, 200),
-    "campaign-recompute": ("post", "/api/campaigns/{slug}/recompute/", None, None, 200),
+    "campaign-recompute": ("post", "/api/campaigns/{slug}/recompute/", None, None, 202),
     "campaign-export": ("post", "/api/campaigns/{slug}/export/", None, None, 202),
     "example-list": ("get", "/api/campaigns/{slug}/examples/", None, None, 200),
     "example-detail": ("get", "/api/campaigns/{slug}/examples/{example}/", None, None, 200),

@@ -61,3 +61,15 @@ def test_rejecting_asks_keep_or_exclude_and_states_what_follows(page, judged):
     assert set(PresenceJudgment.objects.filter(assignment=made["bob"]).values_list("excluded", flat=True)) == {True}
     assert HIT.objects.get(pk=made["bob"].hit_id).max_assignments == 4
     assert page.locator(".mark.excluded").count() == 2
+
+    # The way back, on the same page: bob's row offers to re-include his data, saying no money moves; the
+    # judgments count again and the untaken replacement place is withdrawn. ann's kept data offers nothing.
+    assert page.locator(f'tr[data-assignment="{made["ann"].pk}"] .reinclude-form').count() == 0
+    back = page.locator(f'tr[data-assignment="{made["bob"].pk}"] .reinclude-form')
+    assert "Nothing is paid or charged: the work stays rejected." in back.inner_text()
+    back.locator("button").click()
+    page.wait_for_selector("text=2 presence judgments count again")
+    assert "the replacement place nobody had taken was withdrawn" in page.inner_text(".messages")
+    assert page.locator(".mark.excluded").count() == 0 and page.locator(".reinclude-form").count() == 0
+    assert "Rejected" in page.inner_text(f'tr[data-assignment="{made["bob"].pk}"] td.state')
+    assert HIT.objects.get(pk=made["bob"].hit_id).max_assignments == 3

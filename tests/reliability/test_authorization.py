@@ -85,6 +85,8 @@ MATRIX = {
     "campaign-review": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-review-example": ("GET", {"slug": "matrix", "pk": "EXAMPLE"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-review-assignment": ("POST", {"slug": "matrix", "pk": "ASSIGNMENT"}, [LOGIN, 404, 404, 404, 302, 302]),
+    # Re-including a rejection's excluded data: the campaign's managers only; the matrix's work is not rejected (refused, back).
+    "campaign-review-reinclude": ("POST", {"slug": "matrix", "pk": "ASSIGNMENT"}, [LOGIN, 404, 404, 404, 302, 302]),
     "campaign-review-bulk": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 302, 302]),  # no action chosen: back
     "campaign-payouts": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-qualification-item-new": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
@@ -120,7 +122,7 @@ MATRIX = {
     "api-campaign-retry-routing": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 409, 409]),  # not budgeted: 409
     "api-campaign-worker-status": ("GET", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
     "api-campaign-mark-paid": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),  # nothing owed: 0 marked
-    "api-campaign-recompute": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 200, 200]),
+    "api-campaign-recompute": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 202, 202]),
     "api-campaign-share": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 400, 400]),  # no username given
     "api-campaign-unshare": ("POST", {"slug": "matrix"}, [401, 403, 403, 404, 400, 400]),
     **{

@@ -178,3 +178,39 @@ def test_log_page_runs_in_a_bounded_number_of_queries(client_rita, draft, django
     with django_assert_max_num_queries(20):
         page = client_rita.get(reverse("campaign-messages", args=[draft.slug]))
     assert page.content.decode().count('class="message-log"') == 5
+
+
+def test_a_message_to_many_workers_goes_out_in_the_background(client_rita, draft, django_user_model, monkeypatch, eager_celery,
+                                                              django_capture_on_commit_callbacks):
+    """More workers than ``DELIVER_IN_REQUEST``: the request records the copies and says they are being sent; the
+    background job sends them after the commit (here in-process); a repeated job sends nothing twice."""
+    from hits import messaging
+    from hits.tasks import deliver_message_task
+
+    monkeypatch.setattr(messaging, "DELIVER_IN_REQUEST", 2)
+    crowd = workers_who_worked(draft, "ann", "bob", "cid", django_user_model=django_user_model)
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = _send(client_rita, draft, to="all", subject="Big news", body="For everyone.")
+    [message] = WorkerMessage.objects.all()
+    assert set(message.recipients.values_list("status", flat=True)) == {"pending"}  # nothing sent in the request
+    page = client_rita.get(response["Location"]).content.decode()
+    assert "3 copies are being sent in the background" in page
+    assert "Big news" not in crowd["ann"][0].get("/work/").content.decode()
+
+    for callback in queued:
+        callback()  # the commit: the job runs
+    assert sorted(message.recipients.values_list("worker__external_id", "status")) == [("ann", "sent"), ("bob", "sent"), ("cid", "sent")]
+    assert "Big news" in crowd["ann"][0].get("/work/").content.decode()
+    assert deliver_message_task(message.pk) == 0  # run again (a redelivered task): nothing left to send
+    assert MessageRecipient.objects.filter(message=message, status="sent").count() == 3
+
+
+def test_a_message_to_few_workers_is_sent_in_the_request(client_rita, draft, django_user_model, monkeypatch):
+    from hits import messaging
+
+    monkeypatch.setattr(messaging, "DELIVER_IN_REQUEST", 2)
+    workers_who_worked(draft, "ann", "bob", "cid", django_user_model=django_user_model)
+    response = _send(client_rita, draft, workers=["ann", "bob"], to="ticked", subject="Two only", body="Hi.")
+    page = client_rita.get(response["Location"]).content.decode()
+    assert "sent to 2 worker(s)" in page
+    assert set(MessageRecipient.objects.values_list("status", flat=True)) == {"sent"}

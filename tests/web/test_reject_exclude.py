@@ -153,3 +153,92 @@ def test_the_api_rejects_with_the_data_excluded_by_default(judged, rita):
                                {"message": "Not read."}, format="json")
     assert response.status_code == 200, response.content
     assert set(PresenceJudgment.objects.filter(assignment=assignments["j0"]).values_list("excluded", flat=True)) == {True}
+
+
+def reinclude(client, campaign, assignment):
+    url = reverse("campaign-review-reinclude", args=[campaign.slug, assignment.pk])
+    back = reverse("campaign-review-example", args=[campaign.slug, first_unit_gold(campaign).unit.example_id])
+    with committed():
+        return client.post(url, {"next": back}, follow=True).content.decode()
+
+
+def state_of(campaign, hit) -> tuple:
+    """What an exclusion changes and a re-inclusion must give back: the first unit's gold label, the score, the
+    HIT's places, the campaign's state, and which judgments count."""
+    gold = first_unit_gold(campaign)
+    hit = HIT.objects.get(pk=hit.pk)
+    return (gold.present, gold.n_judgments, gold.decided_by, score(campaign), hit.state, hit.max_assignments,
+            hit.payload.get("replacements", 0), Campaign.objects.get(pk=campaign.pk).state,
+            sorted(PresenceJudgment.objects.filter(excluded=False).values_list("pk", flat=True)))
+
+
+def money() -> list:
+    from hits.models import LedgerEntry
+
+    return list(LedgerEntry.objects.order_by("pk").values_list("pk", "kind", "state", "amount")) + list(
+        Assignment.objects.order_by("pk").values_list("pk", "state", "bonus"))
+
+
+def test_reinclude_gives_back_the_gold_labels_scores_and_places_of_before_the_exclusion_and_moves_no_money(client_rita, judged):
+    campaign, assignments = judged
+    j0 = assignments["j0"]
+    before = state_of(campaign, j0.hit)
+    reject(client_rita, campaign, j0, data="exclude")
+    excluded = state_of(campaign, j0.hit)
+    assert excluded != before and excluded[:4] == (False, 2, "tie_rule", 0.0)
+
+    # The review page offers the way back on the rejected assignment only, and says it moves no money.
+    page = client_rita.get(reverse("campaign-review-example", args=[campaign.slug, first_unit_gold(campaign).unit.example_id])).content.decode()
+    action = reverse("campaign-review-reinclude", args=[campaign.slug, j0.pk])
+    assert page.count('class="reinclude-form"') == 1 and f'action="{action}"' in page
+    assert "Nothing is paid or charged: the work stays rejected." in page
+
+    paid = money()
+    html = reinclude(client_rita, campaign, j0)
+    assert "2 presence judgments count again: gold labels and scores are recomputed with them" in html
+    assert "the replacement place nobody had taken was withdrawn" in html and "Nothing was paid or charged" in html
+    assert state_of(campaign, j0.hit) == before
+    assert money() == paid and Assignment.objects.get(pk=j0.pk).state == "rejected"
+    assert 'class="reinclude-form"' not in html and "excluded: does not count" not in html
+
+    # Again (a double click, a stale page): nothing changes.
+    again = reinclude(client_rita, campaign, j0)
+    assert "None of its data was excluded: nothing changed." in again
+    assert state_of(campaign, j0.hit) == before and money() == paid
+
+
+def test_reinclude_after_the_replacement_judged_keeps_the_replacement(client_rita, judged):
+    campaign, assignments = judged
+    reject(client_rita, campaign, assignments["j0"], data="exclude")
+    judge("j3", [False, False])  # takes the reopened place: the first unit is 1 present of 3, absent
+    assert (first_unit_gold(campaign).present, first_unit_gold(campaign).n_judgments) == (False, 3)
+    html = reinclude(client_rita, campaign, assignments["j0"])
+    assert "2 presence judgments count again" in html and "withdrawn" not in html
+    gold = first_unit_gold(campaign)
+    assert (gold.present, gold.n_judgments, gold.decided_by) == (False, 4, "tie_rule")  # 2 of 4: the tie rule
+    hit = HIT.objects.get(pk=assignments["j0"].hit_id)
+    assert (hit.state, hit.max_assignments) == ("completed", 4)
+
+
+def test_reinclude_is_refused_for_work_that_was_not_rejected(client_rita, judged):
+    campaign, assignments = judged
+    before = state_of(campaign, assignments["j1"].hit)
+    html = reinclude(client_rita, campaign, assignments["j1"])
+    assert "Nothing was re-included: assignment" in html and "is submitted, not rejected" in html
+    assert state_of(campaign, assignments["j1"].hit) == before
+
+
+def test_another_researcher_cannot_reinclude(judged, client_rita, django_user_model):
+    from django.test import Client
+
+    from annotation.services.roles import make_researcher
+
+    campaign, assignments = judged
+    reject(client_rita, campaign, assignments["j0"], data="exclude")
+    other = django_user_model.objects.create_user(username="otto", password="a-long-test-password")
+    make_researcher(other)
+    client = Client()
+    client.force_login(other)
+    response = client.post(reverse("campaign-review-reinclude", args=[campaign.slug, assignments["j0"].pk]))
+    assert response.status_code == 404
+    assert PresenceJudgment.objects.filter(assignment=assignments["j0"], excluded=True).count() == 2

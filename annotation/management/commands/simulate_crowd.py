@@ -23,6 +23,7 @@ name (``annotation.management.rehearsal_checks``)."""
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
 from annotation.management.campaigns import after_launch, campaign_from_slug, launch_line
 from annotation.management.rehearsal_checks import RehearsalFailed, check_credentials, why_stuck
@@ -57,6 +58,12 @@ class Command(BaseCommand):
             "behind them in-process (same hand-out, validation, quality control and money, no page rendered): for "
             "rehearsals at full size.",
         )
+        parser.add_argument(
+            "--threads", type=int, default=1,
+            help="With --mode fast on PostgreSQL: the simulated workers work in this many threads at once, each with "
+            "its own database connection (default 1: one at a time, following --seed exactly). 2 uses both cores of a "
+            "small machine; the run then depends on timing as a real crowd's does.",
+        )
         parser.add_argument("--approve", action="store_true",
                             help="With the local backend: afterwards the simulated researcher approves all submitted "
                                  "work (as the bulk review does) before the money is reconciled.")
@@ -82,6 +89,12 @@ class Command(BaseCommand):
             raise CommandError("--forged cannot be negative")
         if options["backend"] != "local" and (options["mode"] != "html" or options["approve"]):
             raise CommandError("--mode and --approve are for the local backend; the markets' rehearsals drive the pages")
+        if options["threads"] < 1:
+            raise CommandError("--threads must be at least 1")
+        if options["threads"] > 1 and options["mode"] != "fast":
+            raise CommandError("--threads is for --mode fast")
+        if options["threads"] > 1 and connection.vendor != "postgresql":
+            raise CommandError(f"--threads needs PostgreSQL (DATABASE_URL): {connection.vendor} lets one connection write at a time")
         if options["reject"] < 0:
             raise CommandError("--reject cannot be negative")
         if not 0.0 <= options["accuracy"] <= 1.0:
@@ -149,6 +162,7 @@ class Command(BaseCommand):
                 same_answers=options["same_answers"],
                 mode=options["mode"],
                 approve=options["approve"],
+                threads=options["threads"],
             )
         for line in report.lines():
             self.stdout.write(line)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 
 from annotation.models import ContentUnit, GoldPresence, Predicate, PresenceJudgment, SystemSummary
 from annotation.text.spans import normalise, sentence_tokens
@@ -22,6 +23,7 @@ _WHERE_ADVERBS = {"home", "here", "there", "abroad", "away", "back", "overseas",
                   "upstairs", "downstairs", "elsewhere", "everywhere"}
 _WHEN_MARKS = {"when", "after", "before", "until", "while", "as", "once", "since"}
 _WHY_MARKS = {"because", "to", "so"}
+_PARSING = threading.Lock()
 _PERSON_WORDS = {"he", "she", "they", "i", "we", "you", "him", "her", "them", "who", "someone", "people", "police"}
 
 
@@ -74,9 +76,11 @@ class Answerer:
         return self._summaries[pk]
 
     def arguments(self, predicate: Predicate) -> list[tuple[str, str]]:
-        """(question, answer) templates from the predicate's dependents in the parse."""
+        """(question, answer) templates from the predicate's dependents in the parse (one parse at a time: the
+        simulated crowd may work in several threads, and a spaCy pipeline is not documented as thread-safe)."""
         if predicate.pk not in self._arguments:
-            self._arguments[predicate.pk] = template_questions(predicate.sentence.text, predicate.start, predicate.end, predicate.lemma)
+            with _PARSING:
+                self._arguments[predicate.pk] = template_questions(predicate.sentence.text, predicate.start, predicate.end, predicate.lemma)
         return self._arguments[predicate.pk]
 
     def generation(self, hit: HIT, worker: str, careless: bool) -> dict:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import random
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import Count, Q, Sum
 
 from annotation.management.simulation.answers import Answerer
@@ -64,6 +68,7 @@ def simulate_crowd(
     same_answers: bool = False,
     mode: str = "html",
     approve: bool = False,
+    threads: int = 1,
 ) -> SimulationReport:
     """Work through ``campaign`` with simulated workers until it is done or stuck (``same_answers``: see the
     package's docstring).
@@ -71,11 +76,22 @@ def simulate_crowd(
     ``mode``: "html" drives the real pages over HTTP (``browser.HttpWorker``); "fast" calls the services behind
     them in-process (``service_driver.ServiceWorker``): the same hand-out, validation, quality control and
     money, without rendering a page.  ``approve``: afterwards the simulated researcher approves all submitted
-    work (as the bulk review does).  Either way the report ends with the money, reconciled."""
+    work (as the bulk review does).  Either way the report ends with the money, reconciled.
+
+    ``threads`` (fast mode, PostgreSQL): each round's workers are shared out among that many threads, each with its
+    own database connection, so the crowd works concurrently as a real one does (the hand-out's locks, the
+    follow-ups' races) and the platform's Python and PostgreSQL use both cores of a small machine.  With more than
+    one thread a run no longer follows its seed exactly (which worker gets which HIT depends on timing)."""
     if n_workers < 1 or careless > n_workers:
         raise ValueError("need at least one worker, and no more careless workers than workers")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if threads < 1:
+        raise ValueError("threads must be at least 1")
+    if threads > 1 and mode != "fast":
+        raise ValueError("threads are for the fast mode (the HTML mode's pages are served by one in-process server)")
+    if threads > 1 and connection.vendor != "postgresql":
+        raise ValueError(f"threads need PostgreSQL: {connection.vendor} lets one connection write at a time")
     rng = random.Random(seed)
     answerer = Answerer(rng, accuracy, accuracies, same_answers_seed=seed if same_answers else None)
     password = f"sim-{rng.getrandbits(64):x}"
@@ -87,8 +103,18 @@ def simulate_crowd(
     for username, _ in names:
         # The simulated crowd was invited to this campaign: its tests are offered to them.
         record_choice(Worker.objects.get(user__username=username), campaign.batch, BatchChoice.How.INVITATION)
-    report = SimulationReport(mode=mode)
+    report = SimulationReport(mode=mode, threads=threads)
     people = []
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="simulated-crowd") if threads > 1 else None
+    counting = threading.Lock() if pool is not None else nullcontext()
+
+    def work_through(chunk) -> bool:
+        did_work = False
+        for person, is_careless in chunk:
+            for slug in TASK_ORDER:
+                if _work_once(person, slug, is_careless, answerer, report, counting):
+                    did_work = True
+        return did_work
 
     def one_round(url: str | None) -> bool:
         if not people:
@@ -96,21 +122,38 @@ def simulate_crowd(
                 person = HttpWorker(url, username, password) if mode == "html" else ServiceWorker(username)
                 person.log_in()
                 people.append((person, is_careless))
-        did_work = False
         order = list(people)
         rng.shuffle(order)
-        for person, is_careless in order:
-            for slug in TASK_ORDER:
-                if _work_once(person, slug, is_careless, answerer, report):
-                    did_work = True
-        return did_work
+        if pool is None:
+            return work_through(order)
+        return any(list(pool.map(work_through, [order[i::threads] for i in range(threads)])))
 
-    report = run_rounds(
-        campaign, rng, report, base_url, one_round, max_seconds=max_seconds, max_rounds_idle=max_rounds_idle,
-        progress=progress, when_idle=lambda deadline: _follow_ups_may_change(campaign, deadline), serve=mode == "html",
-    )
+    try:
+        report = run_rounds(
+            campaign, rng, report, base_url, one_round, max_seconds=max_seconds, max_rounds_idle=max_rounds_idle,
+            progress=progress, when_idle=lambda deadline: _follow_ups_may_change(campaign, deadline), serve=mode == "html",
+        )
+    finally:
+        if pool is not None:
+            _close_connections(pool, threads)
     review_and_reconcile(campaign, report, approve=approve)
     return report
+
+
+def _close_connections(pool: ThreadPoolExecutor, threads: int) -> None:
+    """Close each pool thread's database connection (one task per thread: each waits for the others), then the pool."""
+    from django.db import connections
+
+    everyone = threading.Barrier(threads)
+
+    def close(_):
+        connections.close_all()
+        everyone.wait(timeout=60)
+
+    try:
+        list(pool.map(close, range(threads)))
+    finally:
+        pool.shutdown(wait=True)
 
 
 #: How ``simulate_crowd`` drives the platform: its pages over HTTP, or the services behind them.
@@ -203,22 +246,27 @@ def _open_work(campaign: Campaign) -> tuple:
     return figures["n"], figures["places"], figures["open"]
 
 
-def _work_once(person, slug: str, careless: bool, answerer: Answerer, report: SimulationReport) -> bool:
+def _work_once(person, slug: str, careless: bool, answerer: Answerer, report: SimulationReport, counting=None) -> bool:
     """One HIT of a task type: start, answer, submit (or give it back when validation refuses the answers).
-    ``person``: a ``HttpWorker`` (pages) or a ``ServiceWorker`` (services): the same buttons."""
+    ``person``: a ``HttpWorker`` (pages) or a ``ServiceWorker`` (services): the same buttons.  ``counting``: a lock
+    held while the report's figures move (several threads)."""
+    counting = counting or nullcontext()
     assignment = person.start_task(slug)
     if assignment is None:
         return False
     figures = report.stages[slug]
-    figures.accepted += 1
+    with counting:
+        figures.accepted += 1
     data = getattr(answerer, slug)(assignment.hit, person.username, careless)
     if person.submit_answers(assignment, data):
-        figures.submitted += 1
+        with counting:
+            figures.submitted += 1
         return True
-    figures.refused += 1
-    refusal = report.refusals.setdefault(assignment.hit_id, [0, ""])
-    refusal[0] += 1
-    refusal[1] = refusal[1] or getattr(person, "last_refusal", "") or "refused by the page"
+    with counting:
+        figures.refused += 1
+        refusal = report.refusals.setdefault(assignment.hit_id, [0, ""])
+        refusal[0] += 1
+        refusal[1] = refusal[1] or getattr(person, "last_refusal", "") or "refused by the page"
     person.give_back(assignment)
     return False
 

@@ -43,6 +43,7 @@ class SimulationReport:
     released_for_review: int = 0
     # How the local crowd drove the platform (``crowd.MODES``): "html" (pages over HTTP) or "fast" (services).
     mode: str = ""
+    threads: int = 1  # the fast mode's concurrent threads (``simulate_crowd(threads=...)``)
     money: "MoneyFigures | None" = None  # the local rehearsal's ledger, reconciled (``money.py``)
     currency: str = "USD"
     # HIT id -> [times the simulated answers were refused, the first refusal's reason]
@@ -52,7 +53,8 @@ class SimulationReport:
     def lines(self) -> list[str]:
         out = []
         if self.mode:
-            out.append(f"mode: {self.mode} ({MODE_WORDS.get(self.mode, self.mode)})")
+            threads = f", {self.threads} threads at once" if self.threads > 1 else ""
+            out.append(f"mode: {self.mode} ({MODE_WORDS.get(self.mode, self.mode)}{threads})")
         for slug, figures in self.stages.items():
             out.append(
                 f"{slug}: {figures.submitted} assignments submitted, {figures.refused} refused by validation"

@@ -55,6 +55,11 @@ def campaign_messages(request, slug):
     except messaging.MessageRefused as exc:
         form["error"] = f"Nothing was sent: {exc}."
         return _page(request, campaign, form, status=400)
+    if messaging.in_background(message):
+        flash.success(request, f"Message \u201c{message.subject}\u201d: {message.recipients.count()} copies are being sent in the "
+                      "background (more than a request can wait for); the log below shows what became of each, "
+                      "reload it to follow.")
+        return redirect(reverse("campaign-messages", args=[campaign.slug]) + f"#message-{message.pk}")
     counts = {"sent": 0, "failed": 0, "unknown": 0}
     counts.update(message.recipients.values_list("status").annotate(n=Count("pk")).order_by())
     flash.success(request, f"Message \u201c{message.subject}\u201d: sent to {counts['sent']} worker(s)"

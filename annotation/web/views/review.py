@@ -240,6 +240,7 @@ def campaign_review_example(request, slug, pk):
         for summary in summaries
     ]
     scu_units = list(units.filter(kind=ContentUnit.Kind.SCU)) if campaign.unit_type == "scu" else []
+    assignments = _example_assignments(campaign, example, predicate_ids, [s.pk for s in summaries])
     return render(
         request,
         "annotation/campaign_review_example.html",
@@ -249,7 +250,8 @@ def campaign_review_example(request, slug, pk):
             "sentences": sentences,
             "presence": presence,
             "scu_units": scu_units,
-            "assignments": _example_assignments(campaign, example, predicate_ids, [s.pk for s in summaries]),
+            "assignments": assignments,
+            "reincludable": _reincludable(assignments),
             "review_form": AssignmentReviewForm(),
             "excludable": rejection.EXCLUDABLE,
             **prolific_review_context(campaign),
@@ -257,6 +259,15 @@ def campaign_review_example(request, slug, pk):
             "next": Example.objects.filter(campaign=campaign, position__gt=example.position).order_by("position").first(),
         },
     )
+
+
+def _reincludable(assignments) -> set[int]:
+    """The rejected assignments among ``assignments`` whose data a rejection excluded (a re-include button each)."""
+    rejected = [a.pk for a in assignments if a.state == Assignment.State.REJECTED]
+    if not rejected:
+        return set()
+    return set(PresenceJudgment.objects.filter(assignment_id__in=rejected, excluded=True).values_list("assignment_id", flat=True)) | set(
+        Verification.objects.filter(assignment_id__in=rejected, excluded=True).values_list("assignment_id", flat=True))
 
 
 def _judge_labels(campaign, summaries) -> dict:
@@ -372,6 +383,22 @@ def review_assignment(request, slug, pk):
     if amount is not None and action != "reject":
         messages.success(request, f"Bonus of ${amount} for {assignment.worker} recorded.")
     return _back(back, slug)
+
+
+@login_required
+@require_POST
+def reinclude_assignment(request, slug, pk):
+    """Undo a rejection's exclusion: the work's data counts again (``rejection.reinclude_assignment``); the
+    money is untouched."""
+    campaign = managed_campaign(request, slug)
+    assignment = _assignment_of_campaign(campaign, pk)
+    try:
+        outcome = rejection.reinclude_assignment(assignment)
+    except rejection.NotReincludable as exc:
+        messages.error(request, as_sentence(f"Nothing was re-included: {exc}"))
+    else:
+        messages.success(request, f"Assignment {assignment.pk} of {assignment.worker}: {outcome.statement}")
+    return _back(request.POST.get("next") or "", slug)
 
 
 def _back(target: str, slug: str):

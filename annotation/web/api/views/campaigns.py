@@ -382,14 +382,27 @@ class CampaignViewSet(
             ).data
         )
 
-    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=None,
+        responses={
+            202: inline_serializer(
+                "CampaignRecomputeQueued", fields={"detail": drf_serializers.CharField(), "job": serializers.JobSerializer()}
+            )
+        },
+    )
     @action(detail=True, methods=["post"])
     def recompute(self, request, slug=None):
-        """Recompute every crowd gold label and every score from the judgments that count."""
+        """Recompute every crowd gold label and every score from the judgments that count, in a background job (as
+        the campaign page's button and ``manage.py recompute_gold``): poll ``GET /api/jobs/ID/`` until it is
+        finished; its ``message`` says how many labels and summaries were recomputed.  At the paper's size the
+        rebuild reads every judgment, more than a request should wait for."""
+        from annotation.models import Job
+        from annotation.services.jobs import start_job
+
         campaign = self.get_object()
-        result = scores.recompute_gold(campaign)
-        scores.recompute_system_scores(campaign)
-        return Response(result)
+        job = start_job(Job.Kind.RECOMPUTE, campaign=campaign, user=request.user)
+        body = {"detail": "The recomputation runs as a background job: poll the job until it is finished.", "job": api_job(job)}
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/jobs/{job.pk}/"})
 
     @extend_schema(
         request=None,
