@@ -11,8 +11,10 @@ rule, and ``BENCH_REHEARSAL_WORKERS`` simulated workers (40).  It prints
 
 ``cpu_client_s``: this process (the simulated crowd and the platform's code); ``cpu_db_s``: its PostgreSQL
 backend (read from /proc, 0 when PostgreSQL runs elsewhere); ``cpu_celery_s``: with ``BENCH_REHEARSAL_BROKER``
-(a Redis URL), the Celery worker the script starts for the follow-ups (without its PostgreSQL backend).  ``projected_500x10_minutes``: the wall time this
-run's seconds per assignment gives the paper's 127,000 assignments.  Needs PostgreSQL on 127.0.0.1:5432 (trust
+(a Redis URL), the Celery worker the script starts for the follow-ups (without its PostgreSQL backend).
+``BENCH_REHEARSAL_PROFILE=FILE`` runs the crowd under cProfile and writes its statistics to FILE;
+``BENCH_REHEARSAL_SQL=1`` counts and times this process's statements by their text (the 25 costliest printed).
+``projected_500x10_minutes``: the wall time this run's seconds per assignment gives the paper's 127,000 assignments.  Needs PostgreSQL on 127.0.0.1:5432 (trust
 auth, user postgres); creates and drops the database ``qapyr_bench_rehearsal``.  Skips when the data is absent.
 """
 
@@ -175,8 +177,10 @@ def run(connection, worker=None) -> int:
         import cProfile
 
         profiler = cProfile.Profile()
-        result = profiler.runcall(rehearse)
-        profiler.dump_stats(PROFILE)
+        try:
+            result = profiler.runcall(rehearse)
+        finally:  # an interrupted run's profile too
+            profiler.dump_stats(PROFILE)
     elif SQL_COUNTS:
         result = _counting_statements(connection, rehearse)
     else:
