@@ -1,7 +1,7 @@
 """The fast rehearsal's simulated writers model careful workers: every REALSumm predicate gets questions that the
 generation page's own checks accept (a predicate no one can write for leaves its HIT open for ever), and as many
-per predicate as quality control asks of a writer (fewer, and it revokes every writer): either way a rehearsal at
-full size stuck."""
+per predicate as the protocol asks of a writer (fewer, and quality control revokes every writer): either way a
+rehearsal at full size stuck."""
 
 from __future__ import annotations
 
@@ -54,5 +54,5 @@ def test_every_realsumm_predicate_gets_questions_the_generation_page_accepts(tmp
         written += len(cleaned["questions"])
     assert refused == []
     # Quality control revokes a writer below 2 questions per predicate on average (the protocol; the paper's workers
-    # kept about 2.2): careful simulated writers must clear it with room, or a long run loses every writer.
+    # kept about 2.2): below it, a long run loses every writer.
     assert written / hits.count() >= 2.15
