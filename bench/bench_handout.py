@@ -22,14 +22,14 @@ looks up when each campaign last served them):
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from pg_bench import backend_cpu_ns, django_on_fresh_database, drop_database, postgres_running
+
 DB = os.environ.get("BENCH_HANDOUT_DB", "qapyr_bench_handout")
 PAUSED_EXAMPLES = int(os.environ.get("BENCH_HANDOUT_EXAMPLES", "5000"))  # x 10 systems = HITs
 N_WORKERS = int(os.environ.get("BENCH_HANDOUT_WORKERS", "30"))
@@ -37,29 +37,10 @@ N_CAMPAIGNS = int(os.environ.get("BENCH_HANDOUT_CAMPAIGNS", "4"))
 
 
 def main() -> int:
-    try:
-        socket.create_connection(("127.0.0.1", 5432), timeout=1).close()
-    except OSError:
+    if not postgres_running():
         print("handout skipped: needs PostgreSQL on 127.0.0.1:5432")
         return 0
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB}")
-    os.environ.update(
-        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{DB}", DJANGO_SETTINGS_MODULE="config.settings",
-        DEBUG="1", CELERY_TASK_ALWAYS_EAGER="1", DATA_DIR=tempfile.mkdtemp(prefix="qapyr-handout-"),
-    )
-    for key in ("CELERY_BROKER_URL", "REDIS_URL"):
-        os.environ.pop(key, None)
-    sys.path[:0] = [str(REPO), str(REPO / "bench")]
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    django_on_fresh_database(DB, {"DEBUG": "1", "CELERY_TASK_ALWAYS_EAGER": "1", "DATA_DIR": tempfile.mkdtemp(prefix="qapyr-handout-")})
     from bench_load import write_dataset
     from django.contrib.auth import get_user_model
 
@@ -140,17 +121,8 @@ def main() -> int:
     from django.db import connections
 
     connections.close_all()
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+    drop_database(DB)
     return 0
-
-
-def backend_cpu_ns(pid: int) -> int:
-    """The CPU time (ns) the PostgreSQL backend ``pid`` has run so far (``/proc/PID/schedstat``; 0 elsewhere)."""
-    try:
-        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 if __name__ == "__main__":

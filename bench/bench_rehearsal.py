@@ -11,8 +11,10 @@ rule, and ``BENCH_REHEARSAL_WORKERS`` simulated workers (40).  It prints
 
 ``cpu_client_s``: this process (the simulated crowd and the platform's code); ``cpu_db_s``: its PostgreSQL
 backend (read from /proc, 0 when PostgreSQL runs elsewhere); ``cpu_celery_s``: with ``BENCH_REHEARSAL_BROKER``
-(a Redis URL), the Celery worker the script starts for the follow-ups (without its PostgreSQL backend).  ``projected_500x10_minutes``: the wall time this
-run's seconds per assignment gives the paper's 127,000 assignments.  Needs PostgreSQL on 127.0.0.1:5432 (trust
+(a Redis URL), the Celery worker the script starts for the follow-ups (without its PostgreSQL backend).
+``BENCH_REHEARSAL_PROFILE=FILE`` runs the crowd under cProfile and writes its statistics to FILE;
+``BENCH_REHEARSAL_SQL=1`` counts and times this process's statements by their text (the 25 costliest printed).
+``projected_500x10_minutes``: the wall time this run's seconds per assignment gives the paper's 127,000 assignments.  Needs PostgreSQL on 127.0.0.1:5432 (trust
 auth, user postgres); creates and drops the database ``qapyr_bench_rehearsal``.  Skips when the data is absent.
 """
 
@@ -20,11 +22,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from pg_bench import django_on_fresh_database, drop_database, postgres_running
 
 REPO = Path(__file__).resolve().parent.parent
 DB = os.environ.get("BENCH_REHEARSAL_DB", "qapyr_bench_rehearsal")
@@ -38,6 +41,10 @@ N_THREADS = int(os.environ.get("BENCH_REHEARSAL_THREADS", "1"))
 # gathered per window, in another process); unset: eager Celery, in the rehearsal's process.
 BROKER = os.environ.get("BENCH_REHEARSAL_BROKER", "")
 PAPER_ASSIGNMENTS = 127_000
+# A file: the run under cProfile, its statistics written there (``python -m pstats FILE``).
+PROFILE = os.environ.get("BENCH_REHEARSAL_PROFILE", "")
+# Set: the statements the rehearsal's process sent, counted and timed by their text (the 25 costliest printed).
+SQL_COUNTS = bool(os.environ.get("BENCH_REHEARSAL_SQL"))
 
 
 def write_dataset(folder: Path, n_examples: int, n_systems: int) -> tuple[Path, Path]:
@@ -70,36 +77,20 @@ def main() -> int:
     if not (DATA / "references.txt").exists():
         print(f"rehearsal skipped: the REALSumm data is absent ({DATA})")
         return 0
-    try:
-        socket.create_connection(("127.0.0.1", 5432), timeout=1).close()
-    except OSError:
+    if not postgres_running():
         print("rehearsal skipped: needs PostgreSQL on 127.0.0.1:5432")
         return 0
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB}")
-    os.environ.update(
-        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{DB}", DJANGO_SETTINGS_MODULE="config.settings",
+    django_on_fresh_database(
+        DB,
         # DEBUG off, as in production: DEBUG's cursor writes out every statement (about 5% of the client's CPU).
-        DEBUG="0", SECRET_KEY="bench-rehearsal-" + "x" * 40, DATA_DIR=tempfile.mkdtemp(prefix="qapyr-rehearsal-"),
+        {"DEBUG": "0", "SECRET_KEY": "bench-rehearsal-" + "x" * 40, "DATA_DIR": tempfile.mkdtemp(prefix="qapyr-rehearsal-")},
+        broker=BROKER,
     )
-    for key in ("CELERY_BROKER_URL", "REDIS_URL"):
-        os.environ.pop(key, None)
-    if BROKER:
-        os.environ["CELERY_BROKER_URL"] = BROKER
-    sys.path[:0] = [str(REPO)]
-    import django
-
-    django.setup()
     import logging
 
     logging.getLogger("celery").setLevel(logging.WARNING)
-    from django.core.management import call_command
     from django.db import connection
 
-    call_command("migrate", verbosity=0)
     worker = None
     if BROKER:
         import subprocess
@@ -115,8 +106,7 @@ def main() -> int:
         if worker is not None:
             worker.terminate()
             worker.wait(timeout=30)
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+        drop_database(DB)
 
 
 def run(connection, worker=None) -> int:
@@ -177,8 +167,24 @@ def run(connection, worker=None) -> int:
         close(pool, threads)
 
     crowd._close_connections = read_then_close
-    result = simulate_crowd(campaign, N_WORKERS, seed=1, mode="fast", approve=True, max_seconds=6 * 3600, progress=progress,
-                           threads=N_THREADS)
+
+    def rehearse():
+        return simulate_crowd(
+            campaign, N_WORKERS, seed=1, mode="fast", approve=True, max_seconds=6 * 3600, progress=progress, threads=N_THREADS
+        )
+
+    if PROFILE:  # where the process's time goes (cProfile's own cost included in the figures)
+        import cProfile
+
+        profiler = cProfile.Profile()
+        try:
+            result = profiler.runcall(rehearse)
+        finally:  # an interrupted run's profile too
+            profiler.dump_stats(PROFILE)
+    elif SQL_COUNTS:
+        result = _counting_statements(connection, rehearse)
+    else:
+        result = rehearse()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_before
     db = backend_cpu_seconds(backend) - db_before + threads_db["s"]
     celery = backend_cpu_seconds(worker.pid) - celery_before if worker else 0.0  # its own PostgreSQL backend not counted
@@ -194,6 +200,31 @@ def run(connection, worker=None) -> int:
         f"reconciled={'yes' if reconciled else 'no'} campaign={campaign.state}"
     )
     return 0 if reconciled else 1
+
+
+def _counting_statements(connection, call):
+    """``call()`` with every statement of this process counted and timed (wall, client side) by its text, numbers
+    left out; prints the 25 that took longest in all."""
+    import re
+    from collections import defaultdict
+
+    spent: dict[str, list] = defaultdict(lambda: [0, 0.0])
+
+    def timed(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            figures = spent[re.sub(r"\b\d+\b", "N", sql)[:160]]
+            figures[0] += 1
+            figures[1] += time.perf_counter() - started
+
+    with connection.execute_wrapper(timed):
+        result = call()
+    for sql, (n, seconds) in sorted(spent.items(), key=lambda kv: -kv[1][1])[:25]:
+        print(f"# sql n={n} s={seconds:.1f} {sql}")
+    print(f"# sql total n={sum(n for n, _ in spent.values())} s={sum(t for _, t in spent.values()):.1f}")
+    return result
 
 
 if __name__ == "__main__":

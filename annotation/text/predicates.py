@@ -66,9 +66,22 @@ def is_predicate(token) -> bool:
     return token.pos_ == "AUX" and token.dep_ not in _AUXILIARY_DEPS
 
 
+# Contracted verbs by their base: spaCy lemmatises "'s" to "be" but the typographic "’s" to "’", which no
+# question can contain ("Use the highlighted verb" would refuse every question about it).
+_CONTRACTIONS = {"'s": "be", "'re": "be", "'m": "be", "'ve": "have", "'d": "have", "'ll": "will"}
+
+
+def verb_lemma(token) -> str:
+    """The token's lemma, or for a contraction spaCy leaves without letters ("’s" -> "’") its verb's base."""
+    lemma = token.lemma_
+    if any(c.isalpha() for c in lemma):
+        return lemma
+    return _CONTRACTIONS.get(token.text.replace("\u2019", "'").lower(), lemma)
+
+
 def _predicate_span(token, sentence_start_char: int, text: str) -> FoundPredicate:
     start, end = token.idx, token.idx + len(token.text)
-    lemma = token.lemma_
+    lemma = verb_lemma(token)
     following = token.nbor(1) if token.i + 1 < len(token.doc) else None
     if following is not None and following.dep_ == "prt" and following.head.i == token.i:
         end = following.idx + len(following.text)
@@ -128,7 +141,7 @@ def analyse_references(
                 found = _predicate_span(token, start, reference)
                 if found.end > end - start:
                     # A particle past the sentence boundary: keep the verb alone.
-                    found = FoundPredicate(token.idx - start, token.idx - start + len(token.text), token.text, token.lemma_)
+                    found = FoundPredicate(token.idx - start, token.idx - start + len(token.text), token.text, verb_lemma(token))
                 if (found.start, found.end) not in seen:
                     seen.add((found.start, found.end))
                     predicates.append(found)

@@ -22,6 +22,16 @@ FUNCTION_WORDS = {
     "he", "she", "they", "them", "his", "her", "their", "i", "we", "you", "there", "than", "then", "so", "if",
     "but", "also", "very", "just", "all", "any", "some", "much", "many", "more", "most", "after", "before",
 } | WH_WORDS | PLACEHOLDERS
+# The words of a QA-SRL question's preposition slot ("What did someone spill onto?", "What did someone sleep
+# because of?"): never a content word repeated from the sentence, whatever else the sentence does with them.
+PREPOSITIONS = {
+    "about", "above", "across", "after", "against", "along", "amid", "amidst", "among", "amongst", "around", "as",
+    "at", "because", "before", "behind", "below", "beneath", "beside", "besides", "between", "beyond", "by",
+    "despite", "down", "due", "during", "except", "following", "for", "from", "in", "inside", "instead", "into",
+    "like", "near", "of", "off", "on", "onto", "out", "outside", "over", "past", "per", "regarding", "since",
+    "through", "throughout", "till", "to", "toward", "towards", "under", "underneath", "unlike", "until", "up",
+    "upon", "versus", "via", "with", "within", "without",
+}
 
 
 def words(text: str) -> list[str]:
@@ -60,13 +70,14 @@ def stem(word: str) -> str:
 
 
 def content_word_violations(question: str, sentence: str, predicate: str) -> list[str]:
-    """Content words of the sentence, other than the predicate's, that a question repeats."""
+    """Content words of the sentence, other than the predicate's, that a question repeats (prepositions are the
+    question's preposition slot, never content words)."""
     predicate_stems = {stem(w) for w in words(predicate)}
     sentence_stems = {stem(w) for w in words(sentence) if w not in FUNCTION_WORDS}
     found = []
     for w in words(question):
         word_stem = stem(w)
-        if w in FUNCTION_WORDS or word_stem in predicate_stems:
+        if w in FUNCTION_WORDS or w in PREPOSITIONS or word_stem in predicate_stems:
             continue
         if word_stem in sentence_stems:
             found.append(w)

@@ -141,6 +141,30 @@ def test_fast_and_html_modes_reach_the_same_final_state_with_the_same_seed(tmp_p
     assert json.loads(fast) == json.loads(html)
 
 
+def test_a_stuck_run_names_the_hits_left_and_why_no_one_could_do_them(capsys, eager_celery, monkeypatch):
+    """Writers whose every question the generation page refuses: the run ends stuck, and its report says which HITs
+    are left and the page's reason, not only "stuck"."""
+    from annotation.management.simulation.answers import Answerer
+
+    careful = Answerer.generation
+
+    def refused_writer(self, hit, worker, careless):
+        if hit.payload.get("inline"):
+            return careful(self, hit, worker, careless)  # the qualification test still passes
+        return {"q1": "Someone did it?", "q1_a1": "someone"}
+
+    monkeypatch.setattr(Answerer, "generation", refused_writer)
+    out = _run(capsys, "fast", seed=3)
+    assert "(stuck: no worker can take the remaining HITs)" in out
+    open_hits = Campaign.objects.get(slug="demo-news").batch.hits.filter(state="open", kind="regular", task_type__slug="generation")
+    n = open_hits.count()
+    assert n > 0 and f"left: {n} open regular generation HITs, " in out
+    refused = [line for line in out.splitlines() if line.startswith("left: HIT ")]
+    assert refused and all(" (generation) refused " in line for line in refused)
+    assert all("Start the question with a question word" in line for line in refused)
+    assert int(refused[0].split()[2]) in set(open_hits.values_list("pk", flat=True))
+
+
 def test_threads_finish_the_demo_campaign_concurrently_and_reconcile(capsys, eager_celery):
     """``--threads 2`` on PostgreSQL: the crowd works in two threads with their own connections; the campaign finishes
     with the protocol's numbers (no HIT over-filled, two or three judgments per pair, no worker twice on a HIT) and the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from annotation.models import Campaign, ContentUnit
+from annotation.models import Campaign, ContentUnit, Predicate
 from annotation.services.campaign_import import import_campaign
 from annotation.services.pipeline import launch_campaign
 from annotation.text.questions import mentions_verb, starts_with_question_word, verb_forms
@@ -122,3 +122,35 @@ def test_the_verification_page_repeats_every_rule(campaign):
                  "Verb relevance", "Who blamed the corruption scandal on local officials?", "breaks <strong>any</strong> of them is <strong>Invalid</strong>",
                  "more than 85% agreement"):
         assert rule in html, rule
+
+
+@pytest.mark.parametrize(
+    "sentence, verb, question, answer",
+    [
+        # The preposition slot: a preposition the sentence uses is no content word to replace with something.
+        ("Bundles of notes spilled onto Interstate 20 on Friday.", "spilled", "What did something spill onto?", "Interstate 20"),
+        ("Midfielder Adam scored a goal during the game.", "scored", "What did someone score during?", "the game"),
+        ("Catherine Nevin was allowed out despite being jailed.", "allowed", "What was someone allowed despite?", "being jailed"),
+        ("She slept outdoors because of aftershocks.", "slept", "What did someone sleep because of?", "aftershocks"),
+        ("He was made infertile due to cancer treatment.", "made", "What was someone made something due to?", "cancer treatment"),
+        ("ESPN suspended the reporter amid investigation.", "suspended", "What did someone suspend someone amid?", "investigation"),
+        ("The name sounds like slang words in Arabic.", "sounds", "What does something sound like?", "slang words in Arabic"),
+        ("Godfrey Elfwick was recruited via Twitter.", "recruited", "What was someone recruited via?", "Twitter"),
+        ("Strikes were launched against rebels.", "launched", "Who was something launched against?", "rebels"),
+        # A typographic apostrophe's contraction: its verb is "be", which spaCy's lemma "’" hid.
+        ("She says she ’s not happy with it.", "’s", "Who is not something?", "she"),
+    ],
+)
+def test_the_server_takes_a_sound_question_of_a_realsumm_sentence(tmp_path, sentence, verb, question, answer):
+    refs = write_jsonl(tmp_path / "r.jsonl", [{"id": "e1", "reference": sentence}])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": "e1", "system": "s", "summary": "Something happened."}])
+    campaign = import_campaign(name="Sound", references=refs, summaries=sums).campaign
+    launch_campaign(campaign)
+    for i in range(20):  # the sentence's generation HITs, one per predicate: the one about ``verb``
+        worker, assignment = _accept(f"w{i}", "generation")
+        if Predicate.objects.get(pk=assignment.hit.payload["predicate"]).text.split()[0] == verb:
+            break
+    else:
+        pytest.fail(f"no generation HIT about {verb!r}")
+    submit_assignment(worker, assignment.pk, {"q1": question, "q1_a1": answer})  # raises AnswerErrors if refused
+    assert ContentUnit.objects.filter(question=question).exists()

@@ -193,6 +193,8 @@ def run_rounds(
                     idle_rounds = 0  # e.g. a Celery worker ran follow-ups meanwhile: HITs may have opened
                     continue
                 report.stuck = campaign.state == Campaign.State.RUNNING
+                if report.stuck:
+                    report.left = why_left(campaign, report)
                 break
     finally:
         if server is not None:
@@ -262,7 +264,46 @@ def _work_once(person, slug: str, careless: bool, answerer: Answerer, report: Si
         return True
     with counting:
         figures.refused += 1
+        refusal = report.refusals.setdefault(assignment.hit_id, [0, ""])
+        refusal[0] += 1
+        refusal[1] = refusal[1] or getattr(person, "last_refusal", "") or "refused by the page"
     person.give_back(assignment)
     return False
+
+
+def why_left(campaign: Campaign, report: SimulationReport, shown: int = 5) -> list[str]:
+    """Why a stuck run's remaining HITs found no one: per task type, the open regular HITs, how many the simulated
+    crowd's answers were refused on (with the first reason of a few), and how many of the crowd may still take them."""
+    from hits.models import BatchBlock, HITExclusion, Qualification
+
+    # Regular HITs only: the campaign waits for them (tests and gold checks stay open for the next workers).
+    open_hits = HIT.objects.filter(batch_id=campaign.batch_id, state=HIT.State.OPEN, kind=HIT.Kind.REGULAR)
+    lines = []
+    crowd = Worker.objects.filter(only_batch_id=campaign.batch_id)
+    out = crowd.filter(Q(blocked=True) | Q(batch_blocks__batch_id=campaign.batch_id)).distinct().count()
+    for slug, kind, n in (
+        open_hits.values_list("task_type__slug", "kind").annotate(n=Count("pk")).order_by("task_type__slug", "kind")
+    ):
+        hits = open_hits.filter(task_type__slug=slug, kind=kind)
+        refused = [pk for pk in hits.values_list("pk", flat=True) if pk in report.refusals]
+        tested = Qualification.objects.filter(batch_id=campaign.batch_id, task_type__slug=slug)
+        qualified = tested.filter(state=Qualification.State.QUALIFIED, worker__in=crowd).count()
+        held = Assignment.objects.filter(hit__in=hits, state=Assignment.State.ASSIGNED).count()
+        lines.append(
+            f"left: {n} open {kind} {slug} HITs, {len(refused)} of them refused the simulated answers; of the crowd of "
+            f"{crowd.count()}, {out} blocked" + (f", {qualified} qualified for {slug}" if tested.exists() else "")
+            + f"; {held} places held"
+        )
+        for pk in refused[:shown]:
+            times, reason = report.refusals[pk]
+            lines.append(f"left: HIT {pk} ({slug}) refused {times} times: {reason}"[:400])
+        if not refused:
+            done = Assignment.objects.filter(hit__in=hits, state__in=Assignment.DONE_STATES).values("worker").distinct().count()
+            excluded = HITExclusion.objects.filter(hit__in=hits).values("worker").distinct().count()
+            lines.append(
+                f"left: no {slug} answers were refused: {done} workers already worked on these HITs, {excluded} are "
+                "excluded from some (e.g. their writers); too few eligible workers for the places left"
+            )
+    return lines or ["left: no open HIT (the campaign waits for a follow-up or a researcher)"]
 
 

@@ -46,6 +46,9 @@ class SimulationReport:
     threads: int = 1  # the fast mode's concurrent threads (``simulate_crowd(threads=...)``)
     money: "MoneyFigures | None" = None  # the local rehearsal's ledger, reconciled (``money.py``)
     currency: str = "USD"
+    # HIT id -> [times the simulated answers were refused, the first refusal's reason]
+    refusals: dict = field(default_factory=dict)
+    left: list = field(default_factory=list)  # a stuck run's remaining HITs, and why no one could do them
 
     def lines(self) -> list[str]:
         out = []
@@ -72,6 +75,7 @@ class SimulationReport:
             f"campaign {self.campaign_state}{' (stuck: no worker can take the remaining HITs)' if self.stuck else ''}"
             f" after {self.seconds:.1f} s"
         )
+        out.extend(self.left)
         return out
 
 

@@ -49,6 +49,7 @@ class ServiceWorker:
         self.username = username
         self.worker = worker_for_user(get_user_model().objects.get(username=username))
         self._task_types: dict[str, TaskType] = {}
+        self.last_refusal = ""  # why the last submission was refused (the page's messages)
 
     def log_in(self) -> None:
         """Nothing to do: no session.  (``HttpWorker`` logs in through the form.)"""
@@ -65,9 +66,14 @@ class ServiceWorker:
 
     def submit_answers(self, assignment: Assignment, data: dict) -> bool:
         """What "submit" does (``hits.views._submit``): True when the answers were stored."""
+        self.last_refusal = ""
         try:
             outcome = submit_assignment(self.worker, assignment.pk, as_posted(data))
-        except (AnswerErrors, AssignmentClosed, Assignment.DoesNotExist):
+        except AnswerErrors as exc:
+            self.last_refusal = str(exc)  # what the page shows next to the fields
+            return False
+        except (AssignmentClosed, Assignment.DoesNotExist) as exc:
+            self.last_refusal = f"{type(exc).__name__}: {exc}"
             return False  # the page shows the errors (400), the refusal (409) or moves on: nothing stored
         if not outcome.duplicate:
             note_instructions_seen(self.worker, outcome.assignment.hit.task_type)
