@@ -118,19 +118,24 @@ def workers_figures(
         .values("author_id")
         .annotate(
             written=Count("pk"),
+            # Questions of first-round HITs: a redo round's HIT asks only for what its predicate still lacks (the
+            # pairs kept before are on its page), so its questions count for the share kept, not per predicate.
+            written_first=Count("pk", filter=Q(round=1)),
             kept=Count("pk", filter=Q(state=ContentUnit.State.KEPT)),
             resolved=Count("pk", filter=Q(state__in=[ContentUnit.State.KEPT, ContentUnit.State.REJECTED])),
         )
     }
-    generation_hits = dict(
-        Assignment.objects.filter(
+    # Per writer: (generation HITs done, of them first-round HITs).
+    generation_hits = {
+        worker_id: (n, first)
+        for worker_id, n, first in Assignment.objects.filter(
             worker_id__in=worker_ids, hit__batch_id=batch_id, hit__task_type__slug="generation", hit__kind=HIT.Kind.REGULAR,
             state__in=Assignment.DONE_STATES,
         ).exclude(hit__payload__has_key="pilot")  # a pilot's pairs are not kept: its HITs count for no writer figure
         .values("worker_id")
-        .annotate(n=Count("pk"))
-        .values_list("worker_id", "n")
-    )
+        .annotate(n=Count("pk"), first=Count("pk", filter=Q(hit__payload__round=1) | ~Q(hit__payload__has_key="round")))
+        .values_list("worker_id", "n", "first")
+    }
 
     # Verification: each verdict against the other verifier's verdict on the same QA pair.
     mine = list(
@@ -182,11 +187,11 @@ def workers_figures(
 
     result = {}
     for worker_id in worker_ids:
-        counts = written.get(worker_id, {"written": 0, "kept": 0, "resolved": 0})
-        n_hits = generation_hits.get(worker_id, 0)
+        counts = written.get(worker_id, {"written": 0, "written_first": 0, "kept": 0, "resolved": 0})
+        n_hits, n_first = generation_hits.get(worker_id, (0, 0))
         valid = threshold_check(counts["kept"], counts["resolved"], campaign.writer_valid_threshold, grace)
-        per_predicate = counts["written"] / n_hits if n_hits else None
-        qpp_status = "pending" if n_hits == 0 or counts["resolved"] < grace else (
+        per_predicate = counts["written_first"] / n_first if n_first else None
+        qpp_status = "pending" if n_first == 0 or counts["resolved"] < grace else (
             "ok" if per_predicate >= campaign.writer_min_questions_per_predicate else "failing"
         )
         judged_n, compared, agreed = verification[worker_id]
@@ -204,7 +209,7 @@ def workers_figures(
         result[worker_id] = {
             "generation": {
                 "valid_share": valid.as_dict(),
-                "questions_per_predicate": {"value": per_predicate, "n": n_hits, "threshold": campaign.writer_min_questions_per_predicate, "status": qpp_status},
+                "questions_per_predicate": {"value": per_predicate, "n": n_first, "threshold": campaign.writer_min_questions_per_predicate, "status": qpp_status},
                 "hits_done": n_hits,
             },
             "verification": {

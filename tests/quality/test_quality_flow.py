@@ -263,3 +263,55 @@ def test_researcher_defines_tests_in_the_browser_form_and_errors_keep_the_text(s
     assert b"Qualification tests saved: 4 generation, 4 presence, 4 presence_gold, 4 verification." in response.content
     assert HIT.objects.filter(kind="qualification").count() == 12 and HIT.objects.filter(kind="gold").count() == 4
     assert client.post("/campaigns/quals/qualifications/", {"definition": "{not json"}).status_code == 400
+
+
+@pytest.mark.django_db
+def test_a_redo_rounds_questions_do_not_pull_a_writers_questions_per_predicate_down(tmp_path, django_user_model):
+    """A redo round's HIT asks only for what its predicate still lacks: a writer who wrote 2 questions on each
+    first-round HIT and 1 on each of three redo HITs has 2.0 questions per predicate (not 1.5) and stays qualified
+    on that count; their redo questions still count toward the share kept."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import ContentUnit, Predicate
+    from annotation.selectors.quality import workers_figures
+    from annotation.services.pipeline import launch_campaign
+    from hits.models import Assignment
+    from hits.services import worker_for_user
+
+    refs = write_jsonl(tmp_path / "r.jsonl", [
+        {"id": f"e{i}", "reference": f"The council approved plan {i} on Monday after a long debate."} for i in range(6)
+    ])
+    sums = write_jsonl(tmp_path / "s.jsonl", [{"id": f"e{i}", "system": "s", "summary": "A plan passed."} for i in range(6)])
+    campaign = import_campaign(name="Redo", references=refs, summaries=sums).campaign
+    launch_campaign(campaign)
+    campaign.refresh_from_db()
+    writer = worker_for_user(django_user_model.objects.create_user("wri"))
+    generation = TaskType.objects.get(slug="generation")
+    now = timezone.now()
+    predicates = list(Predicate.objects.filter(sentence__example__campaign=campaign)[:6])
+    index = 0
+
+    def hit_with_questions(predicate, round_number, n_questions, kept=True):
+        nonlocal index
+        hit = HIT.objects.create(batch_id=campaign.batch_id, task_type=generation, payload={"predicate": predicate.pk, "round": round_number},
+                                 max_assignments=1, reward=campaign.reward_generation)
+        Assignment.objects.create(hit=hit, worker=writer, state=Assignment.State.SUBMITTED, accepted_at=now,
+                                  expires_at=now + timedelta(minutes=30), submitted_at=now, answers={})
+        for _ in range(n_questions):
+            index += 1
+            ContentUnit.objects.create(example=predicate.sentence.example, predicate=predicate, kind=ContentUnit.Kind.QA, author=writer,
+                                       index=1000 + index, text=f"q{index}", question=f"What did someone approve {index}?",
+                                       round=round_number, state=ContentUnit.State.KEPT if kept else ContentUnit.State.REJECTED)
+
+    for predicate in predicates:
+        hit_with_questions(predicate, 1, 2)
+    for predicate in predicates[:3]:
+        hit_with_questions(predicate, 2, 1, kept=False)
+    campaign.grace_period_items = 5
+    figures = workers_figures(campaign, [writer.pk])[writer.pk]["generation"]
+    assert figures["questions_per_predicate"]["value"] == 2.0 and figures["questions_per_predicate"]["status"] == "ok"
+    assert figures["questions_per_predicate"]["n"] == 6 and figures["hits_done"] == 9
+    # The redo questions count where they belong: 12 of the 15 resolved pairs kept.
+    assert figures["valid_share"]["value"] == 12 / 15
