@@ -55,12 +55,15 @@ def _statuses(message) -> dict:
     return dict(MessageRecipient.objects.filter(message=message).values_list("worker__external_id", "status"))
 
 
-def test_more_than_100_workers_go_in_calls_of_100_and_refusals_stay_per_worker(standin, mturk_batch, task_type, researcher):
+def test_more_than_100_workers_go_in_calls_of_100_and_refusals_stay_per_worker(standin, mturk_batch, task_type, researcher,
+                                                                               eager_celery, django_capture_on_commit_callbacks):
     _crowd(standin, mturk_batch, task_type, reviewed=149, unreviewed=1)
     stranger = Worker.objects.create(external_id="local-ann")  # in the batch, but not an MTurk worker
     submitted_assignment(make_hit(mturk_batch, task_type), stranger)
     workers = messaging.batch_workers(mturk_batch)
-    message = messaging.send_message(mturk_batch, researcher, "New HITs", "More work is up.", workers)
+    # 151 workers: recorded now, sent by the background job after the commit (run here in-process).
+    with django_capture_on_commit_callbacks(execute=True):
+        message = messaging.send_message(mturk_batch, researcher, "New HITs", "More work is up.", workers)
 
     state = _control(standin, "GET", "/state")
     assert state["requests"]["NotifyWorkers"] == 2
