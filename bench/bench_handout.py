@@ -10,6 +10,11 @@ measurement (the state they had before), and prints
 
 (medians over ``BENCH_HANDOUT_WORKERS`` fresh workers, 30; ``cpu_ms``: the CPU a hand-out used in this process and
 in its PostgreSQL backend together, read from ``/proc``, which a busy machine disturbs far less than the wall time).
+Then the same for workers with a history (``BENCH_HANDOUT_HISTORY`` submitted assignments each, 1000: a
+judge of the paper's size), the paused campaign's HITs set aside again:
+
+    handout_experienced history=H accept_ms=E cpu_ms=F
+
 ``BENCH_HANDOUT_SINGLE=1`` stops there.  Then the fair hand-out across campaigns
 (issue 39): the large campaign running again beside ``BENCH_HANDOUT_CAMPAIGNS`` (4) small ones, each worker
 recruited by one of them or by none, and every worker served a HIT of each campaign before (round-robin
@@ -26,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from pg_bench import backend_cpu_ns, django_on_fresh_database, drop_database, postgres_running
@@ -34,6 +40,7 @@ DB = os.environ.get("BENCH_HANDOUT_DB", "qapyr_bench_handout")
 PAUSED_EXAMPLES = int(os.environ.get("BENCH_HANDOUT_EXAMPLES", "5000"))  # x 10 systems = HITs
 N_WORKERS = int(os.environ.get("BENCH_HANDOUT_WORKERS", "30"))
 N_CAMPAIGNS = int(os.environ.get("BENCH_HANDOUT_CAMPAIGNS", "4"))
+HISTORY = int(os.environ.get("BENCH_HANDOUT_HISTORY", "1000"))
 
 
 def main() -> int:
@@ -48,6 +55,7 @@ def main() -> int:
     from annotation.services.pipeline import launch_campaign, pause_campaign
     from hits.models import HIT, TaskType, Worker
     from hits.services import accept_next
+    from django.utils import timezone
 
     def campaign(name, n_examples):
         with tempfile.TemporaryDirectory() as tmp:
@@ -70,11 +78,26 @@ def main() -> int:
         backend = cursor.fetchone()[0]
     cpu_ms: dict[str, float] = {}
 
-    def median_accept_ms(tag):
-        times, cpu = [], []
+    def median_accept_ms(tag, history=0):
+        from hits.models import Assignment
+
+        past = list(HIT.objects.filter(batch_id=paused.batch_id).order_by("pk").values_list("pk", flat=True)[:history])
+        workers = []
         for i in range(N_WORKERS):
             user = users.objects.create_user(f"{tag}{i}")
-            worker = Worker.objects.create(user=user, external_id=user.username)
+            workers.append(Worker.objects.create(user=user, external_id=user.username))
+            if past:  # work done before, one assignment per HIT, an hour apart back from now
+                now = timezone.now()
+                Assignment.objects.bulk_create(
+                    [Assignment(hit_id=h, worker=workers[-1], state=Assignment.State.SUBMITTED, accepted_at=now - timedelta(hours=k + 1),
+                                expires_at=now - timedelta(hours=k), submitted_at=now - timedelta(hours=k)) for k, h in enumerate(past)],
+                    batch_size=2000,
+                )
+        if past:
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")  # as autovacuum would after the histories were written
+        times, cpu = [], []
+        for worker in workers:
             db_before, client_before, started = backend_cpu_ns(backend), time.process_time_ns(), time.perf_counter()
             assignment = accept_next(worker, presence)
             times.append(time.perf_counter() - started)
@@ -116,6 +139,10 @@ def main() -> int:
         f"cpu_ms={cpu_ms['aside']:.2f} cpu_ms_left_open={cpu_ms['open']:.2f}",
         flush=True,
     )
+    if HISTORY:
+        HIT.objects.filter(batch_id=paused.batch_id, state=HIT.State.OPEN).update(state=HIT.State.PAUSED)
+        experienced = median_accept_ms("veteran", HISTORY)
+        print(f"handout_experienced history={HISTORY} accept_ms={experienced:.1f} cpu_ms={cpu_ms['veteran']:.2f}", flush=True)
     if not os.environ.get("BENCH_HANDOUT_SINGLE"):
         print(f"handout_campaigns campaigns={N_CAMPAIGNS + 1} accept_ms={median_across_campaigns(paused):.1f}", flush=True)
     from django.db import connections

@@ -13,7 +13,8 @@ rule, and ``BENCH_REHEARSAL_WORKERS`` simulated workers (40).  It prints
 backend (read from /proc, 0 when PostgreSQL runs elsewhere); ``cpu_celery_s``: with ``BENCH_REHEARSAL_BROKER``
 (a Redis URL), the Celery worker the script starts for the follow-ups (without its PostgreSQL backend).
 ``BENCH_REHEARSAL_PROFILE=FILE`` runs the crowd under cProfile and writes its statistics to FILE;
-``BENCH_REHEARSAL_SQL=1`` counts and times this process's statements by their text (the 25 costliest printed).
+``BENCH_REHEARSAL_SQL=1`` counts and times this process's statements by their text (the 25 costliest printed);
+``BENCH_REHEARSAL_KEEP=1`` keeps the database at the end (for EXPLAIN on a campaign's real history).
 ``projected_500x10_minutes``: the wall time this run's seconds per assignment gives the paper's 127,000 assignments.  Needs PostgreSQL on 127.0.0.1:5432 (trust
 auth, user postgres); creates and drops the database ``qapyr_bench_rehearsal``.  Skips when the data is absent.
 """
@@ -45,6 +46,8 @@ PAPER_ASSIGNMENTS = 127_000
 PROFILE = os.environ.get("BENCH_REHEARSAL_PROFILE", "")
 # Set: the statements the rehearsal's process sent, counted and timed by their text (the 25 costliest printed).
 SQL_COUNTS = bool(os.environ.get("BENCH_REHEARSAL_SQL"))
+# Set: the database is kept at the end (to look at the statements' plans on a campaign's real history).
+KEEP = bool(os.environ.get("BENCH_REHEARSAL_KEEP"))
 
 
 def write_dataset(folder: Path, n_examples: int, n_systems: int) -> tuple[Path, Path]:
@@ -106,7 +109,10 @@ def main() -> int:
         if worker is not None:
             worker.terminate()
             worker.wait(timeout=30)
-        drop_database(DB)
+        if KEEP:
+            print(f"# database {DB} kept (BENCH_REHEARSAL_KEEP)", flush=True)
+        else:
+            drop_database(DB)
 
 
 def run(connection, worker=None) -> int:

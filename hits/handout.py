@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from hits.handlers import Eligibility, eligibility
 from hits import sql
-from hits.models import HIT, Assignment, Batch, BatchChoice, Draw, HITExclusion, TaskType, Worker
+from hits.models import HIT, Assignment, Batch, BatchChoice, Draw, HITExclusion, LastServed, TaskType, Worker
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +237,18 @@ def _keep_draw(worker_id: int, task_type_id: int, hit_id: int | None, passed_hit
     sql.execute(text, [worker_id, task_type_id, hit_id, passed_hit_id, sql.param(Draw._meta.get_field("expires_at"), expires_at)])
 
 
+def _note_served(worker_id: int, batch_id: int, task_type_id: int, at) -> None:
+    """The batch served the worker a HIT of the type at ``at`` (``LastServed``, one statement)."""
+    text = sql.statement(
+        "served",
+        lambda: (
+            f"INSERT INTO {sql.table(LastServed)} (worker_id, batch_id, task_type_id, served_at) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (worker_id, batch_id, task_type_id) DO UPDATE SET served_at = excluded.served_at"
+        ),
+    )
+    sql.execute(text, [worker_id, batch_id, task_type_id, sql.param(LastServed._meta.get_field("served_at"), at)])
+
+
 def pass_hit(worker_id: int, task_type_id: int, hit_id: int) -> None:
     """The worker gave ``hit_id`` back: their next new draw moves on from it (a HIT drawn before stays drawn)."""
     text = sql.statement(
@@ -348,6 +360,7 @@ def accept_next(
             overbook=via_mturk and hit.overbook,
         )
         sql.insert(assignment)
+        _note_served(worker.pk, hit.batch_id, task_type.pk, now)
         stored = drawn.stored if drawn is not None else None
         if stored is not None and (stored[0] is not None or stored[1] is not None) and (drawn.kept or batch_id is None):
             # The draw is used up, and what was given back before no longer matters (a draw kept while the
@@ -507,13 +520,15 @@ def _next_hit(
 
 
 def _campaign_order_sql(n_markets: int) -> str:
-    choice, assignment = sql.table(BatchChoice), sql.table(Assignment)
+    choice = sql.table(BatchChoice)
     return sql.statement(
         ("campaign-order", n_markets),
         lambda: (
             f"SELECT b.id AS id, (SELECT MAX(c.created_at) FROM {choice} c WHERE c.worker_id = %s AND c.batch_id = b.id AND c.how IN (%s, %s)) AS chosen, "
-            f"(SELECT MAX(a.accepted_at) FROM {assignment} a JOIN {sql.table(HIT)} m ON m.id = a.hit_id "
-            "WHERE a.worker_id = %s AND m.batch_id = b.id AND m.task_type_id = %s) AS served "
+            # When the campaign last served the worker, read by key (``LastServed``): a worker's history of
+            # thousands of assignments costs nothing here.
+            f"(SELECT s.served_at FROM {sql.table(LastServed)} s WHERE s.worker_id = %s AND s.batch_id = b.id "
+            "AND s.task_type_id = %s) AS served "
             f"FROM {sql.table(Batch)} b WHERE b.state = %s AND b.backend IN ({', '.join(['%s'] * n_markets)}) "
             # "Has open HITs of the type", written as the first one in the campaign's queue (index
             # ``hit_campaign_queue``): one index probe (a bitmap scan, the planner's choice for a plain EXISTS,

@@ -345,6 +345,25 @@ class BatchChoice(models.Model):
         constraints = [models.UniqueConstraint(fields=["worker", "batch"], name="batch_choice_unique")]
 
 
+class LastServed(models.Model):
+    """When a batch (a campaign) last handed a worker a HIT of a type: the fair order's "served longest ago".
+
+    Written by the hand-out with every assignment it creates (one row per worker, batch and task type, updated in
+    the same statement), read by key, so the fair order costs the same for a worker with a thousand HITs behind
+    them as for a new one (``hits.handout.campaign_order``).  Migration 0032 filled it from the assignments
+    that existed before.  An MTurk submission the HIT page never saw (``hits.mturk.sync.book_unknown_paid``)
+    writes none: it was no hand-out of the platform's.
+    """
+
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="+")
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="+")
+    task_type = models.ForeignKey(TaskType, on_delete=models.CASCADE, related_name="+")
+    served_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["worker", "batch", "task_type"], name="last_served_unique")]
+
+
 class Invitation(models.Model):
     """A sign-up link for new workers; limited in uses and time, optionally for one batch (a campaign)."""
 

@@ -122,3 +122,48 @@ def test_giving_a_hit_back_never_re_rolls_the_gold_draw(tmp_path, researcher, dj
         Assignment.objects.filter(pk=held.pk).update(state=Assignment.State.SUBMITTED)
     # gold_share 0.5: about 8 of 16 whatever the worker does; re-rolling three times left about 1.
     assert done.count(HIT.Kind.GOLD) >= 4, done
+
+
+def test_round_robin_reads_when_each_campaign_last_served_the_worker_from_a_row_kept_by_the_hand_out(
+    tmp_path, researcher, other_researcher, django_user_model, seeded
+):
+    """The fair order's "served longest ago" is one row per (worker, campaign, task type), written by every
+    hand-out: it does not read the worker's history (a judge with a thousand HITs costs what a new one does)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from hits.models import LastServed
+
+    a = _campaign(tmp_path, "A first", researcher)
+    b = _campaign(tmp_path, "B second", other_researcher)
+    client, worker = logged_in_worker(django_user_model, "regular")
+    first = _start(client, worker)
+    taken = Assignment.objects.get(worker=worker)
+    row = LastServed.objects.get(worker=worker, batch_id=first)
+    assert row.served_at == taken.accepted_at and row.task_type_id == taken.hit.task_type_id
+    second = _start(client, worker)
+    assert {first, second} == {a.batch_id, b.batch_id}
+    # The row decides, not the assignments: say the second campaign served the worker a day ago, the first now.
+    LastServed.objects.filter(worker=worker, batch_id=second).update(served_at=timezone.now() - timedelta(days=1))
+    LastServed.objects.filter(worker=worker, batch_id=first).update(served_at=timezone.now())
+    assert _start(client, worker) == second
+    assert LastServed.objects.filter(worker=worker).count() == 2  # updated in place, one row per campaign
+
+
+def test_the_migration_fills_the_last_served_rows_from_the_assignments_before_it(tmp_path, researcher, django_user_model, seeded):
+    import importlib
+
+    from django.apps import apps
+
+    from hits.models import LastServed
+
+    a = _campaign(tmp_path, "A", researcher)
+    client, worker = logged_in_worker(django_user_model, "veteran")
+    for _ in range(2):
+        _start(client, worker)
+    latest = Assignment.objects.filter(worker=worker).order_by("-accepted_at").first()
+    LastServed.objects.all().delete()  # a database from before the table
+    importlib.import_module("hits.migrations.0032_last_served").fill(apps, None)
+    (row,) = LastServed.objects.all()
+    assert (row.worker_id, row.batch_id, row.served_at) == (worker.pk, a.batch_id, latest.accepted_at)
