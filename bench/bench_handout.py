@@ -15,7 +15,8 @@ judge of the paper's size), the paused campaign's HITs set aside again:
 
     handout_experienced history=H accept_ms=E cpu_ms=F
 
-``BENCH_HANDOUT_SINGLE=1`` stops there.  Then the fair hand-out across campaigns
+Before each measurement the tables get what autovacuum would have given them by then (``pg_bench.catch_up``:
+this machine's PostgreSQL runs without it; the planner's statistics and vacuum).  ``BENCH_HANDOUT_SQL=1`` adds each statement's median wall time.  ``BENCH_HANDOUT_SINGLE=1`` stops there.  Then the fair hand-out across campaigns
 (issue 39): the large campaign running again beside ``BENCH_HANDOUT_CAMPAIGNS`` (4) small ones, each worker
 recruited by one of them or by none, and every worker served a HIT of each campaign before (round-robin
 looks up when each campaign last served them):
@@ -27,6 +28,7 @@ looks up when each campaign last served them):
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -34,13 +36,15 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from pg_bench import backend_cpu_ns, django_on_fresh_database, drop_database, postgres_running
+from pg_bench import backend_cpu_ns, catch_up, django_on_fresh_database, drop_database, postgres_running
 
 DB = os.environ.get("BENCH_HANDOUT_DB", "qapyr_bench_handout")
 PAUSED_EXAMPLES = int(os.environ.get("BENCH_HANDOUT_EXAMPLES", "5000"))  # x 10 systems = HITs
 N_WORKERS = int(os.environ.get("BENCH_HANDOUT_WORKERS", "30"))
 N_CAMPAIGNS = int(os.environ.get("BENCH_HANDOUT_CAMPAIGNS", "4"))
 HISTORY = int(os.environ.get("BENCH_HANDOUT_HISTORY", "1000"))
+# Set: each measurement's statements printed with their median wall time (``# TAG sql n=... median_ms=...``).
+SQL_TIMES = bool(os.environ.get("BENCH_HANDOUT_SQL"))
 
 
 def main() -> int:
@@ -77,6 +81,16 @@ def main() -> int:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
     cpu_ms: dict[str, float] = {}
+    statements: dict[str, list] = {}
+
+    def timed(execute, text, params, many, context):  # BENCH_HANDOUT_SQL: each statement's wall time, by its text
+        if not SQL_TIMES:
+            return execute(text, params, many, context)
+        started = time.perf_counter()
+        try:
+            return execute(text, params, many, context)
+        finally:
+            statements.setdefault(re.sub(r"\b\d+\b", "N", text), []).append(time.perf_counter() - started)
 
     def median_accept_ms(tag, history=0):
         from hits.models import Assignment
@@ -93,18 +107,21 @@ def main() -> int:
                                 expires_at=now - timedelta(hours=k), submitted_at=now - timedelta(hours=k)) for k, h in enumerate(past)],
                     batch_size=2000,
                 )
-        if past:
-            with connection.cursor() as cursor:
-                cursor.execute("ANALYZE")  # as autovacuum would after the histories were written
+        catch_up(DB)  # what autovacuum would have done by now (after the set-up, or the histories just written)
         times, cpu = [], []
         for worker in workers:
             db_before, client_before, started = backend_cpu_ns(backend), time.process_time_ns(), time.perf_counter()
-            assignment = accept_next(worker, presence)
+            with connection.execute_wrapper(timed):
+                assignment = accept_next(worker, presence)
             times.append(time.perf_counter() - started)
             cpu.append(time.process_time_ns() - client_before + backend_cpu_ns(backend) - db_before)
             if assignment is None or assignment.hit.batch_id != running.batch_id:
                 raise SystemExit("handout: a worker did not get a HIT of the running campaign")
         cpu_ms[tag] = statistics.median(cpu) / 1e6
+        if SQL_TIMES:
+            for text, spent in sorted(statements.items(), key=lambda kv: -sum(kv[1])):
+                print(f"# {tag} sql n={len(spent)} median_ms={1000 * statistics.median(spent):.2f} {text[:150]}")
+            statements.clear()
         return 1000 * statistics.median(times)
 
     def median_across_campaigns(large):
@@ -148,7 +165,8 @@ def main() -> int:
     from django.db import connections
 
     connections.close_all()
-    drop_database(DB)
+    if not os.environ.get("BENCH_HANDOUT_KEEP"):  # set: the database is kept (to look at the statements' plans)
+        drop_database(DB)
     return 0
 
 

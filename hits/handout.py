@@ -114,10 +114,14 @@ def _eligibility_sql(allowed: Eligibility, worker_id: int, via_mturk: bool = Fal
     confirmed = ""
     if via_mturk:
         confirmed = f" AND (NOT h.overbook OR a.state IN ({', '.join(['%s'] * len(Assignment.DONE_STATES))}))"
+    # OFFSET 0 (PostgreSQL) keeps the look-up per HIT (one probe of the HIT's few assignments for each HIT the
+    # window reads): otherwise the planner may turn it into an anti-join that reads the worker's whole history
+    # first (1,000 assignments: 1 ms on every hand-out), depending on its estimate of the campaign's open HITs.
+    fence = " OFFSET 0" if connection.vendor == "postgresql" else ""
     taken = (
         f"NOT EXISTS (SELECT 1 FROM {sql.table(Assignment)} a WHERE a.hit_id = h.id AND a.worker_id = %s "
         f"AND (h.kind <> %s OR (a.attempt = %s AND a.state IN ({', '.join(['%s'] * len(Assignment.TAKING_STATES))})))"
-        f"{confirmed})"
+        f"{confirmed}{fence})"
     )
     parts, params, shape = [], [], []
     named = sorted(allowed.batches)
@@ -213,13 +217,24 @@ def _next_hit_sql(
     return sql.statement(("next", eligible_shape, via_mturk, one_hit, gold, same_batch, avoid, wait), build)
 
 
-def _draw_sql() -> str:
+def _draw_sql(n_markets: int | None = None) -> str:
+    """The worker's draw row of a type: (HIT drawn, HIT given back, expiry, not expired yet, the drawn HIT's batch
+    and kind, the given-back HIT's kind).  ``n_markets``: with, in the same statement (one round trip), the
+    worker's first campaign in the fair order (``_first_campaign_sql``) and whether a draw row exists: then one
+    row always comes back, (draw columns..., worker id or NULL, first campaign id or NULL)."""
+    draw = (
+        "d.hit_id, d.passed_hit_id, d.expires_at, d.expires_at > %s, h.batch_id, h.kind, p.kind"
+    )
+    joins = f"LEFT JOIN {sql.table(HIT)} h ON h.id = d.hit_id LEFT JOIN {sql.table(HIT)} p ON p.id = d.passed_hit_id"
+    if n_markets is None:
+        return sql.statement(
+            "draw", lambda: f"SELECT {draw} FROM {sql.table(Draw)} d {joins} WHERE d.worker_id = %s AND d.task_type_id = %s"
+        )
     return sql.statement(
-        "draw",
+        ("draw-first", n_markets),
         lambda: (
-            f"SELECT d.hit_id, d.passed_hit_id, d.expires_at, d.expires_at > %s, h.batch_id, h.kind, p.kind FROM {sql.table(Draw)} d "
-            f"LEFT JOIN {sql.table(HIT)} h ON h.id = d.hit_id LEFT JOIN {sql.table(HIT)} p ON p.id = d.passed_hit_id "
-            "WHERE d.worker_id = %s AND d.task_type_id = %s"
+            f"SELECT {draw}, d.worker_id, ({_first_campaign_sql(n_markets)}) FROM (SELECT 1 AS one) o "
+            f"LEFT JOIN {sql.table(Draw)} d ON d.worker_id = %s AND d.task_type_id = %s {joins}"
         ),
     )
 
@@ -237,16 +252,20 @@ def _keep_draw(worker_id: int, task_type_id: int, hit_id: int | None, passed_hit
     sql.execute(text, [worker_id, task_type_id, hit_id, passed_hit_id, sql.param(Draw._meta.get_field("expires_at"), expires_at)])
 
 
-def _note_served(worker_id: int, batch_id: int, task_type_id: int, at) -> None:
-    """The batch served the worker a HIT of the type at ``at`` (``LastServed``, one statement)."""
-    text = sql.statement(
-        "served",
-        lambda: (
-            f"INSERT INTO {sql.table(LastServed)} (worker_id, batch_id, task_type_id, served_at) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (worker_id, batch_id, task_type_id) DO UPDATE SET served_at = excluded.served_at"
-        ),
+def _take_place(hit_id: int, worker_id: int, batch_id: int, task_type_id: int, at) -> None:
+    """One more place of the HIT taken, and its batch served the worker a HIT of the type at ``at``
+    (``LastServed``): on PostgreSQL one statement (the upsert in a WITH clause of the update), elsewhere two."""
+    served = (
+        f"INSERT INTO {sql.table(LastServed)} (worker_id, batch_id, task_type_id, served_at) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (worker_id, batch_id, task_type_id) DO UPDATE SET served_at = excluded.served_at"
     )
-    sql.execute(text, [worker_id, batch_id, task_type_id, sql.param(LastServed._meta.get_field("served_at"), at)])
+    take = f"UPDATE {sql.table(HIT)} SET n_taken = n_taken + 1 WHERE id = %s"
+    served_params = [worker_id, batch_id, task_type_id, sql.param(LastServed._meta.get_field("served_at"), at)]
+    if connection.vendor == "postgresql":
+        sql.execute(sql.statement("take-place", lambda: f"WITH served AS ({served}) {take}"), [*served_params, hit_id])
+    else:
+        sql.execute(take, [hit_id])
+        sql.execute(served, served_params)
 
 
 def pass_hit(worker_id: int, task_type_id: int, hit_id: int) -> None:
@@ -279,7 +298,16 @@ def _draw(
     HIT is locked only when it can be used (its batch and, for gold, regular work beside it are checked
     first, unlocked), and a new draw after it was locked skips locked HITs without waiting."""
     expires_at = Draw._meta.get_field("expires_at")
-    stored = sql.fetchone(_draw_sql(), [sql.param(expires_at, timezone.now()), worker.pk, task_type.pk])
+    now = sql.param(expires_at, timezone.now())
+    first = _UNKNOWN
+    if batch_id is None:
+        # The worker's first campaign in the fair order comes with the draw row (one round trip): a new draw starts
+        # there.  None: no campaign has open HITs of the type.
+        markets = _markets(False, backend)
+        row = sql.fetchone(_draw_sql(len(markets)), [now, *_first_campaign_params(worker, task_type, markets), worker.pk, task_type.pk])
+        stored, first = (row[:7] if row[7] is not None else None), row[8]
+    else:
+        stored = sql.fetchone(_draw_sql(), [now, worker.pk, task_type.pk])
     locked = False
     if stored is not None and stored[0] is not None and stored[3] and (batch_id is None or stored[4] == batch_id) and (
         # Gold only beside regular work: a gold draw kept while the batch's regular work ran out lapses.
@@ -293,9 +321,15 @@ def _draw(
     passed = stored[1] if stored is not None else None
     # A HIT given back is replaced by one of its kind: returning or skipping never re-rolls the gold draw.
     kind = stored[6] if passed is not None and stored[6] in (HIT.Kind.GOLD, HIT.Kind.REGULAR) else None
-    hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, avoid=passed, may_wait=not locked, backend=backend, kind=kind)
+    hit = _next_hit(
+        worker, task_type, allowed, None, False, batch_id=batch_id, avoid=passed, may_wait=not locked, backend=backend, kind=kind,
+        first_campaign=first,
+    )
     if hit is None and passed is not None and not moving_on:
-        hit = _next_hit(worker, task_type, allowed, None, False, batch_id=batch_id, may_wait=not locked, backend=backend, kind=kind)
+        hit = _next_hit(
+            worker, task_type, allowed, None, False, batch_id=batch_id, may_wait=not locked, backend=backend, kind=kind,
+            first_campaign=first,
+        )
     return _Drawn(hit, stored, False)
 
 
@@ -349,7 +383,7 @@ def accept_next(
         if hit is None:
             return None
         attempt = allowed.attempt(hit.batch_id, hit.kind)
-        sql.execute(f"UPDATE {sql.table(HIT)} SET n_taken = n_taken + 1 WHERE id = %s", [hit.pk])
+        _take_place(hit.pk, worker.pk, hit.batch_id, task_type.pk, now)
         hit.n_taken += 1
         assignment = Assignment(
             hit=hit,
@@ -360,7 +394,6 @@ def accept_next(
             overbook=via_mturk and hit.overbook,
         )
         sql.insert(assignment)
-        _note_served(worker.pk, hit.batch_id, task_type.pk, now)
         stored = drawn.stored if drawn is not None else None
         if stored is not None and (stored[0] is not None or stored[1] is not None) and (drawn.kept or batch_id is None):
             # The draw is used up, and what was given back before no longer matters (a draw kept while the
@@ -401,9 +434,13 @@ def preview_next(worker: Worker, task_type: TaskType) -> HIT | None:
 _GOLD_RETRY_PAUSES = (0.02, 0.05, 0.1, 0.15, 0.2)
 
 
+#: ``_next_hit(first_campaign=...)`` not given: it looks the worker's first campaign up itself.
+_UNKNOWN = object()
+
+
 def _next_hit(
     worker, task_type, allowed: Eligibility, hit_id, via_mturk, *, batch_id: int | None = None, avoid: int | None = None,
-    may_wait: bool = True, backend: str = Batch.Backend.LOCAL, kind: str | None = None,
+    may_wait: bool = True, backend: str = Batch.Backend.LOCAL, kind: str | None = None, first_campaign=_UNKNOWN,
 ):
     """Lock and return the next HIT (its batch loaded); gold HITs are mixed in at their batch's ``gold_share``.
 
@@ -412,7 +449,8 @@ def _next_hit(
     random.  ``batch_id``: HITs of that batch only; ``avoid``: not that HIT; ``may_wait``: False when this
     transaction already holds a HIT's lock (then it never waits for one); ``kind``: the kind the draw must
     have (``HIT.Kind.GOLD`` or ``REGULAR``: a HIT given back is replaced by one of its kind, so returning a
-    HIT never re-rolls the gold draw), None: gold at the batch's rate.
+    HIT never re-rolls the gold draw), None: gold at the batch's rate; ``first_campaign``: the worker's first
+    campaign in the fair order when the caller read it already (``_draw``; None: no campaign has open HITs).
 
     Gold comes only beside regular work: the gold HIT is one of the batch of the regular HIT the worker would
     get otherwise, chosen at random among those open to them (no HIT is everyone's gold check), and none
@@ -501,11 +539,13 @@ def _next_hit(
             # Most hand-outs end in the worker's first campaign: one prepared lookup finds it (planned once; the
             # hand-out's own query, planned on every call, stays a query of one campaign); only when it has
             # nothing for them are the campaigns listed and tried in turn.  None: no campaign has open HITs.
-            markets = _markets(via_mturk, backend)
-            row = sql.fetchone(_first_campaign_sql(len(markets)), _first_campaign_params(worker, task_type, markets), prepare=True)
-            if row is None:
+            if first_campaign is _UNKNOWN:
+                markets = _markets(via_mturk, backend)
+                row = sql.fetchone(_first_campaign_sql(len(markets)), _first_campaign_params(worker, task_type, markets), prepare=True)
+                first_campaign = row[0] if row is not None else None
+            if first_campaign is None:
                 return None
-            tried = row[0]
+            tried = first_campaign
             hit = in_campaign(tried, wait)
             if hit is not None:
                 return hit

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from types import SimpleNamespace
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -105,6 +105,7 @@ def _rule_sql() -> str:
 
     def build():
         nulls = ", ".join(["NULL"] * len(Qualification._meta.concrete_fields))
+        fence = " OFFSET 0" if connection.vendor == "postgresql" else ""
         b = sql.table(Batch)
         h = sql.table(HIT)
         return (
@@ -116,7 +117,8 @@ def _rule_sql() -> str:
             f"EXISTS (SELECT 1 FROM {h} r WHERE r.batch_id = t.batch_id AND r.task_type_id = %s AND r.kind = %s "
             "AND r.state = %s AND r.n_taken < r.max_assignments "
             f"AND NOT EXISTS (SELECT 1 FROM {sql.table(HITExclusion)} e WHERE e.hit_id = r.id AND e.worker_id = %s) "
-            f"AND NOT EXISTS (SELECT 1 FROM {sql.table(Assignment)} a WHERE a.hit_id = r.id AND a.worker_id = %s)), "
+            # OFFSET 0 (PostgreSQL): one probe per HIT looked at, never the worker's whole history read first.
+            f"AND NOT EXISTS (SELECT 1 FROM {sql.table(Assignment)} a WHERE a.hit_id = r.id AND a.worker_id = %s{fence})), "
             # DISTINCT inside a subquery: PostgreSQL would type a DISTINCT branch's NULLs as text.
             f"{nulls} FROM (SELECT DISTINCT h.batch_id AS batch_id, "
             "CASE WHEN b.accepts_group_qualifications THEN b.qualification_group ELSE '' END AS grp, "
