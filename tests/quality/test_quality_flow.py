@@ -191,7 +191,9 @@ def test_gold_checks_drop_the_inaccurate_judges_at_the_right_moment(tmp_path, ea
     # suit this small campaign (about 15 regular HITs a judge).
     settings.GOLD_FEEDBACK_EVERY = 3
     campaign = _scu_campaign(tmp_path)
-    accuracies = {"sim-1": 0.95, "sim-2": 0.95, "sim-3": 0.95, "sim-4": 0.95, "sim-5": 0.88, "sim-6": 0.80, "sim-7": 0.50}
+    # The inaccurate judges are clearly under the 90% check: at 0.88 a judge's 20 gold items come out above 0.90
+    # about 3 times in 10 (binomial), so whether they were revoked depended on the draw (a CI run kept one).
+    accuracies = {"sim-1": 0.95, "sim-2": 0.95, "sim-3": 0.95, "sim-4": 0.95, "sim-5": 0.75, "sim-6": 0.70, "sim-7": 0.50}
     report = simulate_crowd(campaign, 7, seed=1, accuracies=accuracies)
     assert report.campaign_state == "finished"
     presence = TaskType.objects.get(slug="presence")
