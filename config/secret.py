@@ -25,11 +25,17 @@ def embedded_secret_key(data_dir: Path) -> str:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_urlsafe(50)
-    # O_EXCL: two commands starting at once must end up with the same key (the second reads the first's).
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text(encoding="utf-8").strip()
+    # Two commands starting at once must end up with the same key, and neither may read a file still empty: the
+    # key is written to a file of this process's own, then linked to its name (the name appears with the whole
+    # key, or not at all; the second process reads the first's).
+    own = path.with_name(f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(own, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(key + "\n")
+    try:
+        os.link(own, path)
+    except FileExistsError:
+        key = path.read_text(encoding="utf-8").strip()
+    finally:
+        own.unlink()
     return key

@@ -184,7 +184,9 @@ def test_in_the_demo_campaign_every_round_after_the_first_learns_from_the_rounds
     launch_campaign(campaign)
     assert simulate_crowd(campaign, 8, seed=3, max_seconds=300).campaign_state == "finished"
     rounds = list(PresenceRound.objects.filter(campaign=campaign).order_by("number"))
-    assert [r.number for r in rounds] == [1, 2, 3] and all(r.routed > 0 for r in rounds)
+    # Every round opens and the first routes HITs (a later one may route none when the examples reach presence in
+    # one burst before round 1's pass, as with a real Celery worker; see the budgeted rounds' test).
+    assert [r.number for r in rounds] == [1, 2, 3] and rounds[0].routed > 0
     candidates = PresenceCandidate.objects.filter(campaign=campaign)
     assert candidates.filter(stratum__isnull=True).count() == 0
     # Examples settle one by one: a draw that would buy fewer than 2 HITs waits for the next ones, and the last
