@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pg_bench import Autovacuum, django_on_fresh_database, drop_database, postgres_running
+from pg_bench import Autovacuum, backend_cpu_ns, django_on_fresh_database, drop_database, postgres_running
 
 REPO = Path(__file__).resolve().parent.parent
 DB = os.environ.get("BENCH_REHEARSAL_DB", "qapyr_bench_rehearsal")
@@ -73,11 +73,8 @@ def write_dataset(folder: Path, n_examples: int, n_systems: int) -> tuple[Path, 
 
 
 def backend_cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """The CPU seconds process ``pid`` has run so far (``pg_bench.backend_cpu_ns``: a PostgreSQL backend or any process)."""
+    return backend_cpu_ns(pid) / 1e9
 
 
 def main() -> int:

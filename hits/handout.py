@@ -252,20 +252,29 @@ def _keep_draw(worker_id: int, task_type_id: int, hit_id: int | None, passed_hit
     sql.execute(text, [worker_id, task_type_id, hit_id, passed_hit_id, sql.param(Draw._meta.get_field("expires_at"), expires_at)])
 
 
+def _served_sql() -> str:
+    return sql.statement(
+        "served",
+        lambda: (
+            f"INSERT INTO {sql.table(LastServed)} (worker_id, batch_id, task_type_id, served_at) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (worker_id, batch_id, task_type_id) DO UPDATE SET served_at = excluded.served_at"
+        ),
+    )
+
+
+def _take_sql() -> str:
+    return sql.statement("take", lambda: f"UPDATE {sql.table(HIT)} SET n_taken = n_taken + 1 WHERE id = %s")
+
+
 def _take_place(hit_id: int, worker_id: int, batch_id: int, task_type_id: int, at) -> None:
     """One more place of the HIT taken, and its batch served the worker a HIT of the type at ``at``
     (``LastServed``): on PostgreSQL one statement (the upsert in a WITH clause of the update), elsewhere two."""
-    served = (
-        f"INSERT INTO {sql.table(LastServed)} (worker_id, batch_id, task_type_id, served_at) VALUES (%s, %s, %s, %s) "
-        "ON CONFLICT (worker_id, batch_id, task_type_id) DO UPDATE SET served_at = excluded.served_at"
-    )
-    take = f"UPDATE {sql.table(HIT)} SET n_taken = n_taken + 1 WHERE id = %s"
     served_params = [worker_id, batch_id, task_type_id, sql.param(LastServed._meta.get_field("served_at"), at)]
     if connection.vendor == "postgresql":
-        sql.execute(sql.statement("take-place", lambda: f"WITH served AS ({served}) {take}"), [*served_params, hit_id])
+        sql.execute(sql.statement("take-place", lambda: f"WITH served AS ({_served_sql()}) {_take_sql()}"), [*served_params, hit_id])
     else:
-        sql.execute(take, [hit_id])
-        sql.execute(served, served_params)
+        sql.execute(_take_sql(), [hit_id])
+        sql.execute(_served_sql(), served_params)
 
 
 def pass_hit(worker_id: int, task_type_id: int, hit_id: int) -> None:
