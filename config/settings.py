@@ -208,9 +208,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Follow-ups of completed HITs (cross-checks, score updates) are gathered per campaign for this
 # many seconds and run as one task (annotation/services/coalesce.py); 0 sends one task per HIT.
 FOLLOWUP_COALESCE_SECONDS = read("FOLLOWUP_COALESCE_SECONDS")
-# A drain that took t seconds waits at least t / FOLLOWUP_MAX_SHARE before the next one, so one
-# campaign's follow-ups of one kind take at most this share of a Celery worker however large it grows.
+# A cross-check or score-update drain that took t seconds waits at least t / FOLLOWUP_MAX_SHARE (at most
+# FOLLOWUP_MAX_WAIT) before the next one, so one campaign's follow-ups of one kind take at most this share
+# of a Celery worker however large it grows.
 FOLLOWUP_MAX_SHARE = read("FOLLOWUP_MAX_SHARE")
+FOLLOWUP_MAX_WAIT = read("FOLLOWUP_MAX_WAIT")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

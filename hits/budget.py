@@ -87,9 +87,12 @@ def committed(batch: Batch) -> Decimal:
     return (places(batch) + given(batch) + reserved(batch)).quantize(CENT)
 
 
-def locked(batch: Batch) -> Batch:
-    """The batch's row, locked until the caller's transaction ends: commitments to one batch go one at a time."""
-    return Batch.objects.select_for_update().get(pk=batch.pk)
+def locked(batch: Batch | int) -> Batch:
+    """The batch's row (or the batch of this id), locked until the caller's transaction ends: commitments to
+    one batch go one at a time.  The lock is PostgreSQL's FOR NO KEY UPDATE: it still excludes every other
+    such lock, but not the key-share lock a foreign-key check takes, so rows that merely point at the batch
+    (an approval's ledger entry, a new HIT) are written meanwhile instead of waiting for the holder's commit."""
+    return Batch.objects.select_for_update(no_key=True).get(pk=getattr(batch, "pk", batch))
 
 
 def check(batch: Batch, amount: Decimal, what: str) -> None:

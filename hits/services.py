@@ -262,8 +262,8 @@ def add_places(hit: HIT, extra: int, *, replacement: bool = True) -> HIT:
 
     # The batch row first: concurrent additions to one batch are checked against the cap one at a time.  The
     # places' money is reserved when the publisher sends them; here they are refused early when they could not be.
-    batch = budget.locked(hit.batch)
-    hit = HIT.objects.select_for_update(of=("self",)).get(pk=hit.pk)
+    batch = budget.locked(hit.batch_id)
+    hit = HIT.objects.select_for_update(of=("self",), no_key=True).get(pk=hit.pk)
     hit.batch = batch
     market = market_for(batch)
     priced = market.extra_places_cost(hit, extra)

@@ -68,8 +68,29 @@ def rule_of_label(campaign: Campaign, n_judgments: int, n_present: int, how: str
     return f"adaptive: majority of {n_judgments}"
 
 
-def refresh_gold(campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
-    """Recompute the gold labels of the given (unit id, summary id) pairs in one aggregate query.
+def judgment_counts(pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], tuple[int, int]]:
+    """For each (unit id, summary id) pair with judgments that count: (judgments, of them "present"), in one
+    aggregate query.  A unit is judged only against its own example's summaries, so filtering on the units
+    and on the summaries reads no pair beyond the examples asked about."""
+    pairs = set(pairs)
+    if not pairs:
+        return {}
+    counts = (
+        PresenceJudgment.objects.filter(
+            unit_id__in={u for u, _ in pairs}, summary_id__in={s for _, s in pairs}, excluded=False
+        )
+        .values("unit_id", "summary_id")
+        .annotate(n=Count("pk"), n_present=Count("pk", filter=Q(present=True)))
+        .values_list("unit_id", "summary_id", "n", "n_present")
+    )
+    return {(u, s): (n, n_present) for u, s, n, n_present in counts if (u, s) in pairs}
+
+
+def refresh_gold(
+    campaign: Campaign, pairs: Iterable[tuple[int, int]], counts: dict[tuple[int, int], tuple[int, int]] | None = None
+) -> int:
+    """Recompute the gold labels of the given (unit id, summary id) pairs in one aggregate query (or from
+    ``counts``, ``judgment_counts`` of those pairs read in the caller's transaction).
 
     Pairs whose judgments all got excluded lose their gold label.  Returns
     the number of labels written.
@@ -77,29 +98,21 @@ def refresh_gold(campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
     pairs = set(pairs)
     if not pairs:
         return 0
-    unit_ids = {u for u, _ in pairs}
-    summary_ids = {s for _, s in pairs}
-    counts = (
-        PresenceJudgment.objects.filter(unit_id__in=unit_ids, summary_id__in=summary_ids, excluded=False)
-        .values("unit_id", "summary_id")
-        .annotate(n=Count("pk"), n_present=Count("pk", filter=Q(present=True)))
-    )
-    rows = []
-    for row in counts:
-        key = (row["unit_id"], row["summary_id"])
-        if key not in pairs:
-            continue
-        rows.append(
-            GoldPresence(
-                unit_id=key[0],
-                summary_id=key[1],
-                present=majority_label(row["n"], row["n_present"], campaign.tie_rule),
-                n_judgments=row["n"],
-                n_present=row["n_present"],
-                origin=GoldPresence.Origin.MAJORITY,
-                decided_by=decided_by(row["n"], row["n_present"], campaign.assignments_presence),
-            )
+    if counts is None:
+        counts = judgment_counts(pairs)
+    rows = [
+        GoldPresence(
+            unit_id=unit_id,
+            summary_id=summary_id,
+            present=majority_label(n, n_present, campaign.tie_rule),
+            n_judgments=n,
+            n_present=n_present,
+            origin=GoldPresence.Origin.MAJORITY,
+            decided_by=decided_by(n, n_present, campaign.assignments_presence),
         )
+        for (unit_id, summary_id), (n, n_present) in counts.items()
+        if (unit_id, summary_id) in pairs
+    ]
     covered = {(r.unit_id, r.summary_id) for r in rows}
     stale = pairs - covered
     if stale:

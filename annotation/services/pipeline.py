@@ -41,7 +41,7 @@ from annotation.models import (
 from annotation.models.stages import GENERATION, PRESENCE, SCU_UNITS_PER_HIT, TASK_TYPES, VERIFICATION
 from annotation.services import coalesce, hybrid, presence_judges
 from annotation.services.followups import schedule_completed_presence, schedule_cross_checks, schedule_score_update
-from annotation.services.gold import refresh_gold, turn_share_into_gold
+from annotation.services.gold import judgment_counts, refresh_gold, turn_share_into_gold
 from annotation.text.duplicates import PairText, near_duplicates
 from hits import sql
 from hits.models import HIT, Assignment, Batch
@@ -447,14 +447,26 @@ def after_presence_hits(batch_id: int, hit_ids) -> int:
     return _follow_up_completed(campaign, hits) if hits else 0
 
 
+#: How many completed presence HITs one transaction of ``_follow_up_completed`` takes: a drain gathered over a
+#: busy window commits in steps, so no lock it takes (gold labels, the batch's row for a third judge) is held
+#: for the whole drain, and a redelivered drain redoes only what did not commit (every step is idempotent).
+FOLLOW_UP_STEP = 500
+
+
 def _follow_up_completed(campaign: Campaign, hits) -> int:
     """``after_presence_hits`` for HITs already loaded (their payloads name the units and the summary)."""
-    pairs = {(unit_id, h.payload["summary"]) for h in hits for unit_id in h.payload["units"]}
+    hits = list(hits)
+    written = 0
+    for start in range(0, len(hits), FOLLOW_UP_STEP):
+        step = hits[start : start + FOLLOW_UP_STEP]
+        pairs = {(unit_id, h.payload["summary"]) for h in step for unit_id in h.payload["units"]}
+        with transaction.atomic():
+            counts = judgment_counts(pairs)
+            written += refresh_gold(campaign, pairs, counts)
+            # The adaptive rule: one more judge where the HIT's majority is not decided yet (before the round's
+            # end and the campaign's end are looked for: the HIT is open again).
+            presence_judges.add_judges_where_undecided(campaign, step, counts)
     with transaction.atomic():
-        written = refresh_gold(campaign, pairs)
-        # The adaptive rule: one more judge where the HIT's majority is not decided yet (before the round's
-        # end and the campaign's end are looked for: the HIT is open again).
-        presence_judges.add_judges_where_undecided(campaign, hits)
         schedule_score_update(campaign, {h.payload["summary"] for h in hits})
         schedule_cross_checks(
             campaign,

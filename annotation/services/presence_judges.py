@@ -21,8 +21,9 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from annotation.models import Campaign, PresenceJudgment
-from annotation.services.gold import is_decided
-from hits.models import HIT, Batch
+from annotation.services.gold import is_decided, judgment_counts
+from hits import budget
+from hits.models import HIT
 from hits.services import PlacesRefused, add_places
 
 log = logging.getLogger(__name__)
@@ -58,33 +59,64 @@ def has_open_places(hit: HIT) -> bool:
     ).exists()
 
 
-def add_judges_where_undecided(campaign: Campaign, hits) -> int:
-    """Under the adaptive rule, one more place for each of these completed presence HITs (or the HIT they hold
-    places of) whose units are not all decided; returns the places added.
+def _holding_open_places(batch_id: int, root_ids) -> set[int]:
+    """Of these HITs, those whose places a still unfinished HIT of the batch holds (moved or added from them),
+    in one query: the few unfinished HITs that name a HIT they hold places of."""
+    root_ids = set(root_ids)
+    holders = HIT.objects.filter(batch_id=batch_id, state__in=HIT.UNFINISHED_STATES).filter(
+        Q(payload__has_key="replaces") | Q(payload__has_key="adds_to")
+    )
+    return {
+        held
+        for payload in holders.values_list("payload", flat=True)
+        for held in (payload.get("replaces"), payload.get("adds_to"))
+        if held in root_ids
+    }
 
-    Idempotent and safe against concurrent calls: the HIT is re-read under its row lock (after the batch's,
-    the order ``add_places`` takes them in), and nothing is added while it or a HIT holding its places is
+
+def _has_undecided(campaign: Campaign, payload: dict, counts: dict) -> bool:
+    """Some unit of a presence HIT (its payload) has no decided majority in ``counts`` (``gold.judgment_counts``)."""
+    summary, planned = payload["summary"], campaign.assignments_presence
+    return any(not is_decided(*counts.get((unit_id, summary), (0, 0)), planned) for unit_id in payload.get("units") or [])
+
+
+def _pairs(hits) -> set[tuple[int, int]]:
+    return {(unit_id, hit.payload["summary"]) for hit in hits for unit_id in hit.payload.get("units") or []}
+
+
+def add_judges_where_undecided(campaign: Campaign, hits, counts: dict | None = None) -> int:
+    """Under the adaptive rule, one more place for each of these completed presence HITs (or the HIT they hold
+    places of) whose units are not all decided; returns the places added.  ``counts``: ``gold.judgment_counts``
+    of the HITs' units, when the caller has just read them.
+
+    The work is in set queries, whatever the number of HITs (a coalesced drain hands over thousands at once):
+    one aggregate for a first look without locks (most HITs are decided: their first two judges agree); then,
+    for the undecided ones only, the batch's row lock (the order ``add_places`` takes them in), the HITs' row
+    locks in one query, one look for HITs still holding their places, and the counts read again under the locks.
+    Idempotent and safe against concurrent calls: nothing is added while a HIT or a HIT holding its places is
     still open.  A place the batch's budget cap refuses (MTurk) is not added: the unit keeps its tie-rule label.
     """
     if not campaign.adaptive_presence or campaign.state not in (Campaign.State.RUNNING, Campaign.State.PAUSED):
         return 0
+    hits = list(hits)
+    if counts is None:
+        counts = judgment_counts(_pairs(hits))
+    candidates = {root_hit_id(hit) for hit in hits if _has_undecided(campaign, hit.payload, counts)}
+    if not candidates:
+        return 0
     added = 0
-    seen: set[int] = set()
-    for hit in hits:
-        root_id = root_hit_id(hit)
-        if root_id in seen:
-            continue
-        seen.add(root_id)
-        payload = hit.payload
-        # A first look without locks: most HITs are decided (their first two judges agree).
-        if not undecided_units(campaign, payload):
-            continue
-        with transaction.atomic():
-            Batch.objects.select_for_update().get(pk=campaign.batch_id)
-            root = HIT.objects.select_for_update(of=("self",)).filter(pk=root_id, kind=HIT.Kind.REGULAR).first()
-            if root is None or root.state != HIT.State.COMPLETED or has_open_places(root):
-                continue
-            if not undecided_units(campaign, root.payload):
+    with transaction.atomic():
+        budget.locked(campaign.batch_id)
+        roots = list(
+            HIT.objects.select_for_update(of=("self",), no_key=True)
+            .filter(pk__in=candidates, batch_id=campaign.batch_id, kind=HIT.Kind.REGULAR, state=HIT.State.COMPLETED)
+            .order_by("pk")
+        )
+        held = _holding_open_places(campaign.batch_id, [root.pk for root in roots])
+        roots = [root for root in roots if root.pk not in held]
+        counts = judgment_counts(_pairs(roots))
+        for root in roots:
+            if not _has_undecided(campaign, root.payload, counts):
                 continue
             try:
                 add_places(root, 1, replacement=False)

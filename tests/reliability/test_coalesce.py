@@ -132,7 +132,58 @@ def test_a_costly_drain_stretches_the_wait_before_the_next_so_follow_ups_keep_to
     assert [c for c, _ in _queued(port)] == ["annotation.drain_followups"] * 4
 
 
-@pytest.mark.celery_worker
+@pytest.mark.django_db
+def test_a_stretched_wait_has_a_ceiling_and_completed_hits_keep_the_plain_window(
+    scu_campaign, private_redis, celery_on, django_capture_on_commit_callbacks, monkeypatch, settings  # noqa: F811
+):
+    """The 500 x 10 rehearsal's snowball: completed presence HITs cost per HIT, so stretching their wait only made
+    the next drain longer (89 s, then a 94 s drain that opened third judges after the crowd had stopped)."""
+    settings.FOLLOWUP_COALESCE_SECONDS = 2
+    settings.FOLLOWUP_MAX_SHARE = 0.1
+    settings.FOLLOWUP_MAX_WAIT = 30
+    monkeypatch.setattr("annotation.tasks.update_worker_quality_task.run", lambda campaign_id, ids: None)
+    monkeypatch.setattr("annotation.tasks.after_presence_hits_task.run", lambda batch_id, ids: None)
+    port = private_redis["port"]
+
+    def wait_after(kind, owner, cost, ids):
+        ticks = iter([0.0, cost])
+        monkeypatch.setattr(coalesce, "_clock", lambda: next(ticks))
+        with django_capture_on_commit_callbacks(execute=True):
+            coalesce.schedule(kind, owner, ids[:1])
+        assert coalesce.drain(kind, owner) == ids[:1]
+        with django_capture_on_commit_callbacks(execute=True):
+            coalesce.schedule(kind, owner, ids[1:])
+        return max((eta - datetime.now(timezone.utc)).total_seconds() for eta in _etas(port))
+
+    # A 9 s drain of completed HITs: the next one still comes after the window, not 90 s later.
+    assert 1.0 < wait_after("completed", scu_campaign.batch_id, 9.0, [1, 2]) <= 2.0
+    # A 9 s cross-check drain would stretch to 90 s: the ceiling holds it at 30 s.
+    assert 29.0 < wait_after("cross_checks", scu_campaign.pk, 9.0, [3, 4]) <= 30.0
+    assert coalesce.countdown(9.0, "scores") == 30.0 and coalesce.countdown(1.5, "scores") == 15.0
+    assert coalesce.countdown(9.0, "completed") == 2.0
+
+
+@pytest.mark.django_db
+def test_a_drain_is_at_work_from_taking_its_ids_to_finishing_them(
+    scu_campaign, private_redis, celery_on, django_capture_on_commit_callbacks, monkeypatch, settings  # noqa: F811
+):
+    """What the rehearsal's idle wait reads: a drain that took ids and has not finished them may still open work.
+    Ids merely pending are not "at work" (without a Celery worker they would wait forever)."""
+    settings.FOLLOWUP_COALESCE_SECONDS = 2
+    seen_during = []
+    monkeypatch.setattr(
+        "annotation.tasks.after_presence_hits_task.run",
+        lambda batch_id, ids: seen_during.append(coalesce.at_work("completed", batch_id)),
+    )
+    batch_id = scu_campaign.batch_id
+    with django_capture_on_commit_callbacks(execute=True):
+        coalesce.schedule("completed", batch_id, [7])
+    assert coalesce.at_work("completed", batch_id) is False
+    assert coalesce.drain("completed", batch_id) == [7]
+    assert seen_during == [True]
+    assert coalesce.at_work("completed", batch_id) is False
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_turns_a_completed_hit_into_gold_labels_scores_and_the_campaigns_end(
     scu_campaign, django_user_model, private_redis, celery_on, settings  # noqa: F811
@@ -190,3 +241,29 @@ def test_a_real_worker_turns_a_completed_hit_into_gold_labels_scores_and_the_cam
     assert done, f"the worker did not finish the follow-ups; its output:\n{output}"
     score = SummaryScore.objects.get(summary_id=hit.payload["summary"])
     assert (score.n_units, score.n_present, score.qapyramid) == (2, 2, 1.0)
+
+
+@pytest.mark.django_db
+def test_an_idle_rehearsal_waits_while_a_drain_of_the_batch_is_at_work(scu_campaign, private_redis, celery_on, monkeypatch, settings):  # noqa: F811
+    """``simulate_crowd`` calls a run stuck only once the drain at work on its batch is done: it may open a third
+    judge's place (the 500 x 10 rehearsal stopped while one was 94 s into its work)."""
+    import threading
+    import time
+
+    from annotation.management.simulation import crowd
+
+    settings.FOLLOWUP_COALESCE_SECONDS = 0.1
+    monkeypatch.setattr(crowd, "SETTLE_SECONDS", 0.5)
+    pending, busy, _scheduled = coalesce._keys("completed", scu_campaign.batch_id)
+    client = redis.Redis(port=private_redis["port"])
+    client.sadd(busy, 1)
+    threading.Timer(2.0, lambda: client.delete(busy)).start()
+    started = time.perf_counter()
+    assert crowd._follow_ups_may_change(scu_campaign, time.perf_counter() + 30) is False
+    waited = time.perf_counter() - started
+    assert 2.0 <= waited < 5.0, waited
+    # Nothing at work (ids pending, no Celery worker to drain them): only the short settling wait.
+    client.sadd(pending, 2)
+    started = time.perf_counter()
+    assert crowd._follow_ups_may_change(scu_campaign, time.perf_counter() + 30) is False
+    assert time.perf_counter() - started < 1.5

@@ -219,22 +219,37 @@ def _release_held_examples(campaign: Campaign, report) -> bool:
     return bool(held)
 
 
+#: How long beyond three coalescing windows an idle run waits, once no follow-up is at work, for the last
+#: drain's changes to show (a Celery worker picks the task up, commits).
+SETTLE_SECONDS = 5.0
+#: The longest an idle run waits for a drain at work before it looks again (a drain killed mid-way leaves its
+#: ids "at work" until Celery redelivers it).
+AT_WORK_SECONDS = 600.0
+
+
 def _follow_ups_may_change(campaign: Campaign, deadline: float) -> bool:
     """With a Redis broker, a completed HIT's follow-ups (gold labels, a third judge's places, the campaign's end)
-    run in a Celery worker a few seconds after the submission: before calling an idle run stuck, wait for them (up
-    to a few coalescing windows).  True when the campaign's state or its HITs' places changed meanwhile (the loop
-    then looks again): an idle round may only mean that the work it waits for is not open yet."""
+    run in a Celery worker a few seconds after the submission: before calling an idle run stuck, wait for them.
+    The wait lasts while a drain of the batch's completed HITs is at work (``coalesce.at_work``, up to
+    ``AT_WORK_SECONDS``), then a few coalescing windows more.  True when the campaign's state or its HITs' places
+    changed meanwhile (the loop then looks again): an idle round may only mean that the work it waits for is not
+    open yet."""
     from annotation.services import coalesce
 
     if not coalesce.enabled() or campaign.state != Campaign.State.RUNNING:
         return False
     before = _open_work(campaign)
-    until = min(deadline, time.perf_counter() + 3 * coalesce.window_seconds() + 5)
-    while time.perf_counter() < until:
+    settle = 3 * coalesce.window_seconds() + SETTLE_SECONDS
+    started = time.perf_counter()
+    quiet_until = started + settle
+    while time.perf_counter() < min(deadline, quiet_until):
         time.sleep(0.5)
         campaign.refresh_from_db()
         if campaign.state != Campaign.State.RUNNING or _open_work(campaign) != before:
             return True
+        now = time.perf_counter()
+        if now - started < AT_WORK_SECONDS and coalesce.at_work("completed", campaign.batch_id):
+            quiet_until = now + settle
     return False
 
 
