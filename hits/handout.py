@@ -165,13 +165,15 @@ def seed_hand_out(seed: int | None) -> None:
 
 def _next_hit_sql(
     eligible_shape: tuple, eligible_sql: str, via_mturk: bool, one_hit: bool, gold: str | None, same_batch: bool,
-    avoid: bool = False, wait: bool = False,
+    avoid: bool = False, wait: bool = False, look: bool = False,
 ) -> str:
     """The hand-out's query; ``gold`` is None (any kind), "without" or "only" (in a shuffled order).
 
     ``wait``: wait for a HIT another worker's hand-out has locked rather than skip it (one named HIT, or a
     second look when every HIT left was locked: a gold or test item with many places is locked by each
     hand-out in turn, and skipping it would tell workers nothing is left while places are).
+    ``look``: whether any HIT is open to the worker under the same rules, locked or not (the id of one, no
+    lock taken, no order; with ``gold="only"``: gold HITs left but locked for a moment).
     """
 
     def build():
@@ -198,6 +200,8 @@ def _next_hit_sql(
             where.append("h.id <> %s")
         shuffled = f"((h.id %% {_SHUFFLE_PRIME}) * %s + %s) %% {_SHUFFLE_PRIME}"
         source = f"FROM {sql.table(HIT)} h JOIN {sql.table(Batch)} b ON b.id = h.batch_id WHERE "
+        if look:
+            return "SELECT h.id " + source + " AND ".join(where) + " LIMIT 1"
         lock = sql.lock_clause("h", skip_locked=not wait)
         if gold == "only" or one_hit:
             order = f"{shuffled}, h.id" if gold == "only" else "h.id"
@@ -214,7 +218,7 @@ def _next_hit_sql(
             + f"ORDER BY h.priority, CASE WHEN h.kind = %s THEN 0 ELSE {shuffled} END, h.id LIMIT 1" + lock
         )
 
-    return sql.statement(("next", eligible_shape, via_mturk, one_hit, gold, same_batch, avoid, wait), build)
+    return sql.statement(("next", eligible_shape, via_mturk, one_hit, gold, same_batch, avoid, wait, look), build)
 
 
 def _draw_sql(n_markets: int | None = None) -> str:
@@ -474,7 +478,8 @@ def _next_hit(
     eligible_shape, eligible_sql, eligible_params = _eligibility_sql(allowed, worker.pk, via_mturk)
     kinds = allowed.kinds()
 
-    def first(gold=None, in_batch=None, wait=False):
+    def first(gold=None, in_batch=None, wait=False, look=False):
+        """The next HIT, locked (or, ``look``: whether one is open to the worker, locked or not)."""
         params = [task_type.pk, HIT.State.OPEN, Batch.State.ACTIVE, *_markets(via_mturk, backend), *eligible_params, worker.pk]
         if hit_id is not None:
             params.append(hit_id)
@@ -484,6 +489,12 @@ def _next_hit(
             params.append(in_batch)
         if avoid is not None and hit_id is None:
             params.append(avoid)
+        if look:
+            statement = _next_hit_sql(
+                eligible_shape, eligible_sql, via_mturk, hit_id is not None, gold, in_batch is not None,
+                avoid is not None and hit_id is None, look=True,
+            )
+            return sql.fetchone(statement, params, prepare=False) is not None
         if gold != "only" and hit_id is None:
             params += [HIT.State.OPEN, HIT.Kind.QUALIFICATION]
         if gold == "only" or hit_id is None:
@@ -509,11 +520,9 @@ def _next_hit(
     def gold_of(in_batch):
         gold_hit = first(gold="only", in_batch=in_batch)  # skips locked gold HITs: the next one in this draw
         if gold_hit is None and connection.features.has_select_for_update_skip_locked:
-            # None free: every gold HIT open to them may be locked for a moment (unlocked look), then draw again.
-            gold_left = available_hits(worker, task_type, allowed, via_mturk, backend=backend).filter(batch_id=in_batch, kind=HIT.Kind.GOLD)
-            if avoid is not None:
-                gold_left = gold_left.exclude(pk=avoid)
-            if gold_left.exists():
+            # None free: every gold HIT open to them may be locked for a moment (unlocked look, the hand-out's own
+            # rules: its "not taken by this worker" fence keeps a veteran's history out of the plan), then draw again.
+            if first(gold="only", in_batch=in_batch, look=True):
                 for pause in _GOLD_RETRY_PAUSES:
                     time.sleep(pause)
                     gold_hit = first(gold="only", in_batch=in_batch)
