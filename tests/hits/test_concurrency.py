@@ -186,3 +186,24 @@ def test_gold_is_not_dropped_when_every_gold_hit_is_locked_for_a_moment():
     assert assignment.hit_id == gold.pk
     # The regular HIT looked at first was not taken.
     assert sum(HIT.objects.filter(kind=HIT.Kind.REGULAR).values_list("n_taken", flat=True)) == 0
+
+
+def test_a_worker_who_met_every_gold_hit_gets_regular_work_without_the_retry_pauses(monkeypatch):
+    """The gold draw finds no free gold HIT because the worker has taken each already (not because one is
+    locked): the unlocked look says none is left, so no pause, and the regular HIT comes at once."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the look for locked gold HITs runs where SKIP LOCKED can hide them (PostgreSQL)")
+    import hits.handout
+
+    task_type = TaskType.objects.create(slug="goldgone", name="Gold gone", assignment_duration=600)
+    batch = Batch.objects.create(name="g", reference="test:gold-gone", gold_share=1.0)
+    HIT.objects.bulk_create([HIT(batch=batch, task_type=task_type, max_assignments=3) for _ in range(2)])
+    gold = HIT.objects.create(batch=batch, task_type=task_type, kind=HIT.Kind.GOLD, max_assignments=100, answer_key={"labels": {}})
+    worker = Worker.objects.create(external_id="gold-veteran")
+    first = accept_next(worker, task_type)
+    assert first.hit_id == gold.pk
+    Assignment.objects.filter(pk=first.pk).update(state=Assignment.State.SUBMITTED)
+    pauses = []
+    monkeypatch.setattr(hits.handout.time, "sleep", pauses.append)
+    second = accept_next(worker, task_type)
+    assert second.hit.kind == HIT.Kind.REGULAR and pauses == []
