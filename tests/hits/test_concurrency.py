@@ -155,6 +155,16 @@ def test_two_workers_with_crossed_kept_draws_and_campaigns_both_get_work_without
     assert got[a.pk].hit_id == hy.pk and got[b.pk].hit_id == hx.pk
 
 
+def _all_gold_batch(slug: str, n_regular: int):
+    """A task type and a batch that wants gold beside every HIT (share 1): ``n_regular`` regular HITs and one
+    gold HIT of many places; returns (task type, gold HIT)."""
+    task_type = TaskType.objects.create(slug=slug, name=slug, assignment_duration=600)
+    batch = Batch.objects.create(name="g", reference=f"test:{slug}", gold_share=1.0)
+    HIT.objects.bulk_create([HIT(batch=batch, task_type=task_type, max_assignments=3) for _ in range(n_regular)])
+    gold = HIT.objects.create(batch=batch, task_type=task_type, kind=HIT.Kind.GOLD, max_assignments=100, answer_key={"labels": {}})
+    return task_type, gold
+
+
 def test_gold_is_not_dropped_when_every_gold_hit_is_locked_for_a_moment():
     """A batch that wants gold in every HIT (share 1) and whose one gold HIT another hand-out holds for a moment:
     the worker gets it once it is free rather than silently a regular HIT (gold would fall below its share)."""
@@ -162,10 +172,7 @@ def test_gold_is_not_dropped_when_every_gold_hit_is_locked_for_a_moment():
         pytest.skip("row locks (SELECT ... FOR UPDATE SKIP LOCKED) are exercised on PostgreSQL")
     import time
 
-    task_type = TaskType.objects.create(slug="goldlock", name="Gold lock", assignment_duration=600)
-    batch = Batch.objects.create(name="g", reference="test:gold-lock", gold_share=1.0)
-    HIT.objects.bulk_create([HIT(batch=batch, task_type=task_type, max_assignments=3) for _ in range(3)])
-    gold = HIT.objects.create(batch=batch, task_type=task_type, kind=HIT.Kind.GOLD, max_assignments=100, answer_key={"labels": {}})
+    task_type, gold = _all_gold_batch("goldlock", n_regular=3)
     worker = Worker.objects.create(external_id="gold-waiter")
     held = threading.Event()
 
@@ -195,10 +202,7 @@ def test_a_worker_who_met_every_gold_hit_gets_regular_work_without_the_retry_pau
         pytest.skip("the look for locked gold HITs runs where SKIP LOCKED can hide them (PostgreSQL)")
     import hits.handout
 
-    task_type = TaskType.objects.create(slug="goldgone", name="Gold gone", assignment_duration=600)
-    batch = Batch.objects.create(name="g", reference="test:gold-gone", gold_share=1.0)
-    HIT.objects.bulk_create([HIT(batch=batch, task_type=task_type, max_assignments=3) for _ in range(2)])
-    gold = HIT.objects.create(batch=batch, task_type=task_type, kind=HIT.Kind.GOLD, max_assignments=100, answer_key={"labels": {}})
+    task_type, gold = _all_gold_batch("goldgone", n_regular=2)
     worker = Worker.objects.create(external_id="gold-veteran")
     first = accept_next(worker, task_type)
     assert first.hit_id == gold.pk
