@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Q
 
-from annotation.models import Campaign, PresenceJudgment
+from annotation.models import Campaign
 from annotation.services.gold import is_decided, judgment_counts
 from hits import budget
 from hits.models import HIT
@@ -37,17 +37,9 @@ def root_hit_id(hit: HIT) -> int:
 def undecided_units(campaign: Campaign, payload: dict) -> list[int]:
     """Units of a presence HIT (its payload) whose majority of ``assignments_presence`` is not decided yet."""
     units = list(payload.get("units") or [])
-    counts = {
-        unit_id: (n, n_present)
-        for unit_id, n, n_present in PresenceJudgment.objects.filter(
-            unit_id__in=units, summary_id=payload["summary"], excluded=False
-        )
-        .values("unit_id")
-        .annotate(n=Count("pk"), n_present=Count("pk", filter=Q(present=True)))
-        .values_list("unit_id", "n", "n_present")
-    }
-    planned = campaign.assignments_presence
-    return [u for u in units if not is_decided(*counts.get(u, (0, 0)), planned)]
+    summary, planned = payload["summary"], campaign.assignments_presence
+    counts = judgment_counts({(unit_id, summary) for unit_id in units})
+    return [u for u in units if not is_decided(*counts.get((u, summary), (0, 0)), planned)]
 
 
 def has_open_places(hit: HIT) -> bool:
