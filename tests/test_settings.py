@@ -103,3 +103,17 @@ def test_debug_off_refuses_a_short_secret_key(tmp_path):
     assert "SECRET_KEY is 8 characters long; with DEBUG off it needs at least 50" in result.stderr
     # With DEBUG on (a developer's machine), a short key is the developer's business.
     assert _settings(tmp_path, SECRET_KEY="changeme", DEBUG="1").returncode == 0
+
+
+def test_a_float_setting_that_is_not_a_number_is_named_in_the_error(monkeypatch):
+    import pytest
+
+    from django.core.exceptions import ImproperlyConfigured
+
+    from config.settings_table import env_float
+
+    monkeypatch.setenv("FOLLOWUP_MAX_WAIT", "abc")
+    with pytest.raises(ImproperlyConfigured, match="FOLLOWUP_MAX_WAIT='abc' is not a number"):
+        env_float("FOLLOWUP_MAX_WAIT", 30.0)
+    monkeypatch.setenv("FOLLOWUP_MAX_WAIT", "12.5")
+    assert env_float("FOLLOWUP_MAX_WAIT", 30.0) == 12.5
