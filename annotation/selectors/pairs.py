@@ -105,6 +105,20 @@ def _result(method: str, statement: str, pairs: list[dict], reason: str | None) 
             "pairs_statement": statement, "pairs": pairs, "pairs_no_comparison": reason}
 
 
+#: The columns of the export's ``pairs.csv`` (``pair_rows``).
+PAIR_COLUMNS = ["higher", "lower", "difference", "ci95_low", "ci95_high", "ci95_examples_low", "ci95_examples_high",
+                "p_value", "p_holm", "separated", "n_examples", "no_comparison", "method"]
+
+
+def pair_rows(comparisons: dict):
+    """The rows of ``pairs.csv``: one per pair, empty cells where a figure does not apply."""
+    for p in comparisons["pairs"]:
+        examples = p.get("ci95_examples") or [None, None]
+        yield ["" if v is None else v for v in (
+            p["higher"], p["lower"], p["difference"], *p["ci95"], *examples, p["p_value"], p["p_holm"],
+            int(p["separated"]), p.get("n_examples"), p["no_comparison"], comparisons["pairs_method"])]
+
+
 def pair_matrix(comparisons: dict, ranking: list[str]) -> dict:
     """The pairs as a compact upper-triangular matrix for the leaderboard: one row per system but the last, one
     column per system but the first (by rank), cell (i, j) for j > i the row system minus the column system

@@ -34,7 +34,7 @@ class Command(BaseCommand):
         alpha = result["alpha"]
         self.stdout.write(f"Campaign {result['campaign']}: {result['n_units']:,} units, {result['n_judgments']:,} judgments")
         if alpha["pooled"] is not None:
-            self.stdout.write(f"Krippendorff's alpha (pooled): {alpha['pooled']:.3f}  95% CI [{alpha['ci95'][0]:.3f}, {alpha['ci95'][1]:.3f}]")
+            self.stdout.write(f"Krippendorff's alpha (pooled): {alpha['pooled']:.3f}  95% CI {_ci(alpha['ci95'])}")
         else:
             self.stdout.write("Krippendorff's alpha: undefined (no unit with two judgments, or no disagreement possible)")
         hybrid = result.get("hybrid")

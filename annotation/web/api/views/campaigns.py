@@ -378,7 +378,7 @@ class CampaignViewSet(
         return Response(
             serializers.LeaderboardSerializer(
                 {"ranked_by": board["ranked_by"], "systems": rows, "human_only": human_only, "agreement": board["agreement"],
-                 "verification": board["verification"], "hybrid": board.get("hybrid")}
+                 "verification": board["verification"], "hybrid": board.get("hybrid"), **board["comparisons"]}
             ).data
         )
 
