@@ -62,16 +62,16 @@ def pair_comparisons(campaign: Campaign, ranking: list[str] | None = None, hybri
     reason = _too_few(len(ranking))
     if reason:
         return _result(method, statement, [], reason)
-    rows = list(SummaryScore.objects.filter(summary__system__campaign=campaign, qapyramid__isnull=False).values_list(
-        "summary__example_id", "summary__system__name", "qapyramid"))
-    if not rows:
+    rows = np.array(list(SummaryScore.objects.filter(summary__system__campaign=campaign, qapyramid__isnull=False).values_list(
+        "summary__example_id", "summary__system_id", "qapyramid")), dtype=float).reshape(-1, 3)
+    if not rows.size:
         return _result(method, statement, [], NO_GOLD)
-    column = {name: i for i, name in enumerate(ranking)}
-    examples = {example: i for i, example in enumerate(sorted({row[0] for row in rows}))}
-    scores = np.full((len(examples), len(ranking)), np.nan)
-    for example, name, value in rows:
-        if name in column:
-            scores[examples[example], column[name]] = value
+    column_of = {pk: ranking.index(name) for pk, name in System.objects.filter(campaign=campaign, name__in=ranking).values_list("pk", "name")}
+    known = np.array([int(pk) in column_of for pk in rows[:, 1]], dtype=bool)
+    rows = rows[known]
+    examples, row = np.unique(rows[:, 0], return_inverse=True)
+    scores = np.full((examples.size, len(ranking)), np.nan)
+    scores[row.ravel(), [column_of[int(pk)] for pk in rows[:, 1]]] = rows[:, 2]
     return _result(method, statement, pair_tests.paired_example_comparisons(ranking, scores), None)
 
 
