@@ -22,15 +22,15 @@ UNCERTAINTY_RULE = ("no test holds its 5% under the uncertainty rule: the judge 
                     "difference computed from these labels has a known error (the active rule draws them at random)")
 
 
-def pair_comparisons(campaign: Campaign, ranking: list[str] | None = None, hybrid: dict | None = None) -> dict:
+def pair_comparisons(campaign: Campaign, ranking: list[str], hybrid: dict | None = None) -> dict:
     """The campaign's pairwise comparisons, in the keys ``campaign_scores`` carries at its top level:
 
     ``pairs`` (one entry per pair, S (S - 1) / 2, ``higher`` / ``lower`` / ``difference`` / ``ci95`` /
     ``p_value`` / ``p_holm`` / ``separated`` / ``no_comparison``; budgeted: ``ci95_examples`` too, full-human:
     ``n_examples``), ``pairs_method`` (``paired-t+holm``, ``aipw-design+holm`` or ``none``), ``pairs_statement``
     (the method and its adjustment in one sentence) and ``pairs_no_comparison`` (why no pair is compared, else
-    None).  ``ranking``: the systems best first (read from the stored scores when not given); ``hybrid``: the
-    stored hybrid scores when the caller has read them already."""
+    None).  ``ranking``: every system of the campaign, best first (``selectors.scores.rank_systems`` of the figures
+    the caller shows); ``hybrid``: the stored hybrid scores when the caller has read them already."""
     if campaign.is_hybrid:
         from annotation.selectors.hybrid import hybrid_scores
 
@@ -38,11 +38,6 @@ def pair_comparisons(campaign: Campaign, ranking: list[str] | None = None, hybri
         if campaign.routing_rule != Campaign.RoutingRule.ACTIVE:
             return _result("none", "No pairwise test under the uncertainty rule.", [], UNCERTAINTY_RULE)
         method = pair_tests.DESIGN
-        if ranking is None:
-            from annotation.selectors.scores import rank_systems
-
-            names = System.objects.filter(campaign=campaign).values_list("name", flat=True)
-            ranking = list(rank_systems({name: (hybrid.get("systems") or {}).get(name) or {} for name in names}))
         reason = _too_few(len(ranking))
         if reason is None and not hybrid.get("pairs"):
             reason = NO_DRAW
@@ -57,8 +52,6 @@ def pair_comparisons(campaign: Campaign, ranking: list[str] | None = None, hybri
         return _result(method, pair_tests.METHOD_STATEMENTS[method], pairs, reason)
     method = pair_tests.PAIRED_T
     statement = pair_tests.METHOD_STATEMENTS[method]
-    if ranking is None:
-        ranking = _gold_ranking(campaign)
     reason = _too_few(len(ranking))
     if reason:
         return _result(method, statement, [], reason)
@@ -73,16 +66,6 @@ def pair_comparisons(campaign: Campaign, ranking: list[str] | None = None, hybri
     scores = np.full((examples.size, len(ranking)), np.nan)
     scores[row.ravel(), [column_of[int(pk)] for pk in rows[:, 1]]] = rows[:, 2]
     return _result(method, statement, pair_tests.paired_example_comparisons(ranking, scores), None)
-
-
-def _gold_ranking(campaign: Campaign) -> list[str]:
-    from annotation.selectors.scores import rank_systems
-
-    figures = {
-        name: {"qapyramid": q}
-        for name, q in System.objects.filter(campaign=campaign).values_list("name", "score__qapyramid")
-    }
-    return list(rank_systems(figures))
 
 
 def _too_few(n_systems: int) -> str | None:

@@ -47,6 +47,8 @@ from annotation.models import (
     SystemSummary,
     Verification,
 )
+from annotation.selectors.pairs import PAIR_COLUMNS, pair_comparisons, pair_rows
+from annotation.selectors.scores import rank_systems
 from annotation.services.gold import rule_of_label
 from annotation.services.spreadsheets import csv_writer
 from hits.models import Assignment
@@ -179,7 +181,6 @@ def export_campaign(
         # Budgeted presence: the scores mixing human and judge labels, the human share per system, the judge version.
         extra["hybrid_scores"] = hybrid_scores(campaign)
         from annotation.selectors.hybrid import UNIT_COLUMNS, hybrid_unit_rows
-        from annotation.selectors.scores import rank_systems
 
         with (out / "hybrid_units.csv").open("w", encoding="utf-8", newline="") as f:
             writer = csv_writer(f)
@@ -195,9 +196,11 @@ def export_campaign(
                     *(figures.get("ci95_examples") or [None, None]), figures.get("human_share"), figures["n_units"],
                     figures["n_summaries"], figures.get("no_interval_reason", ""))])
     # Every pair of systems with the adjusted verdict (``annotation.selectors.pairs``); the method in campaign.json.
-    from annotation.selectors.pairs import PAIR_COLUMNS, pair_comparisons, pair_rows
-
-    comparisons = pair_comparisons(campaign, hybrid=extra.get("hybrid_scores"))
+    figures = {s.name: {"qapyramid": s.score.qapyramid if hasattr(s, "score") else None}
+               for s in System.objects.filter(campaign=campaign).select_related("score")}
+    if campaign.is_hybrid:
+        figures = {name: extra["hybrid_scores"]["systems"].get(name) or {} for name in figures}
+    comparisons = pair_comparisons(campaign, list(rank_systems(figures)), hybrid=extra.get("hybrid_scores"))
     with (out / "pairs.csv").open("w", encoding="utf-8", newline="") as f:
         writer = csv_writer(f)
         writer.writerow(PAIR_COLUMNS)
