@@ -43,6 +43,8 @@ METHOD_STATEMENTS = {
             "(family-wise error 5%).",
 }
 
+KEY_ORDER = ("higher", "lower", "difference", "ci95", "ci95_examples", "p_value", "p_holm", "separated", "no_comparison",
+             "n_examples")
 NO_SHARED_EXAMPLES = "fewer than two examples have a score for both systems"
 NO_SCORE = "a system has no score yet"
 ZERO_WIDTH = ("its design interval has zero width: no unit of either system was drawn for people with a probability "
@@ -104,7 +106,8 @@ def _finish(pairs: list[dict]) -> list[dict]:
     for pair, p_holm in zip(pairs, adjusted):
         pair["p_holm"] = None if math.isnan(p_holm) else float(p_holm)
         pair["separated"] = pair["p_holm"] is not None and pair["p_holm"] < FAMILY_ALPHA
-    return pairs
+    # One order of keys for every entry (the JSON reads alike whatever the kind of campaign).
+    return [{key: pair[key] for key in KEY_ORDER if key in pair} for pair in pairs]
 
 
 def _untested(higher: str, lower: str, reason: str, **extra) -> dict:
