@@ -13,6 +13,7 @@ from annotation.models import Campaign, ContentUnit, Example, Predicate, Presenc
 from annotation.models.stages import GENERATION, PRESENCE, VERIFICATION
 from annotation.selectors.agreement import stored_verification_agreement
 from annotation.selectors.hybrid import hybrid_scores, routing_progress
+from annotation.selectors.pairs import pair_comparisons, pair_matrix
 from annotation.selectors.quality import workers_figures
 from annotation.selectors.scores import agreement, rank_systems
 from hits.models import HIT, Assignment, BatchBlock, Qualification, TaskType, Worker
@@ -245,9 +246,14 @@ def leaderboard(campaign: Campaign) -> dict:
             {"system": s, "score": getattr(s, "score", None), "n_units": s.score.n_units if hasattr(s, "score") else 0}
             for s in sorted(systems, key=lambda s: s.name)
         ]
+    ranking = [system.name for system in ranked]
+    # Every pair of systems (Holm-adjusted verdicts), and the same as a compact matrix for the page.
+    comparisons = pair_comparisons(campaign, ranking=ranking, hybrid=hybrid)
     return {
         "ranked_by": "hybrid" if hybrid is not None else "gold",
         "rows": chart_rows,
+        "comparisons": comparisons,
+        "pair_matrix": pair_matrix(comparisons, ranking),
         "chart": {"width": left + width + 24, "height": len(ranked) * row_height + 34, "left": left, "plot": width, "axis_y": len(ranked) * row_height + 4,
                   "ticks": [{"x": left + t / 10 * width, "label": f"{t / 10:.1f}"} for t in range(0, 11, 2)]},
         "agreement": agreement(campaign, n_boot=500),

@@ -318,6 +318,7 @@ def active_scores(campaign: Campaign, run, result: dict) -> dict:
             result["pairs"].append({
                 "higher": higher, "lower": lower, "adjacent": k == j + 1, "difference": none_if_nan(d["difference"]),
                 "ci95": [low, high], "ci95_examples": [none_if_nan(v) for v in d["ci95_examples"]],
+                "variance": none_if_nan(d["variance"]),
                 # "A scores higher than B" only when the design interval of A - B excludes 0.
                 "separated": low is not None and low > 0,
             })

@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q, Sum
 
 from annotation.models import AgreementCache, Campaign, GoldPresence, PresenceJudgment, SummaryScore, System, SystemSummary
+from annotation.selectors.pairs import pair_comparisons
 
 N_BOOT = 1000
 
@@ -245,6 +246,8 @@ def campaign_scores(campaign: Campaign, n_boot: int = N_BOOT, per_summary: bool 
         "systems": rank_systems(gold),
         **extra,
     }
+    # Every pair of systems, with the verdict after Holm's adjustment over all of them (``pairs_method``).
+    result.update(pair_comparisons(campaign, ranking=list(result["systems"]), hybrid=extra.get("hybrid")))
     if per_summary:
         result["summaries"] = summary_scores(campaign)
         if campaign.is_hybrid:

@@ -22,7 +22,10 @@
   ``cross_fitted`` f and the unit's ``display_score``;
 - ``hybrid_systems.csv`` (budgeted presence only): the ranking's scores with both intervals, each column named by
   its target (``HYBRID_SYSTEM_COLUMNS``), or under the uncertainty rule no interval and the reason.  The gold labels
-  elsewhere in the export (``examples.jsonl``'s ``gold``) are people's only: nothing the judge said is gold.
+  elsewhere in the export (``examples.jsonl``'s ``gold``) are people's only: nothing the judge said is gold;
+- ``pairs.csv``: every pair of systems (``PAIR_COLUMNS``): the difference, its 95% interval (and under the active
+  rule the example interval), the p-values before and after Holm's adjustment and ``separated``, or why the pair is
+  not compared; ``campaign.json``'s ``pairs`` names the method (no row at all: its ``pairs_no_comparison`` says why).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from annotation.models import (
     SystemSummary,
     Verification,
 )
+from annotation.selectors.pairs import PAIR_COLUMNS, pair_comparisons, pair_rows
+from annotation.selectors.scores import rank_systems
 from annotation.services.gold import rule_of_label
 from annotation.services.spreadsheets import csv_writer
 from hits.models import Assignment
@@ -176,7 +181,6 @@ def export_campaign(
         # Budgeted presence: the scores mixing human and judge labels, the human share per system, the judge version.
         extra["hybrid_scores"] = hybrid_scores(campaign)
         from annotation.selectors.hybrid import UNIT_COLUMNS, hybrid_unit_rows
-        from annotation.selectors.scores import rank_systems
 
         with (out / "hybrid_units.csv").open("w", encoding="utf-8", newline="") as f:
             writer = csv_writer(f)
@@ -191,6 +195,17 @@ def export_campaign(
                     figures["rank"], name, figures.get("score", figures.get("qapyramid")), *figures["ci95"],
                     *(figures.get("ci95_examples") or [None, None]), figures.get("human_share"), figures["n_units"],
                     figures["n_summaries"], figures.get("no_interval_reason", ""))])
+    # Every pair of systems with the adjusted verdict (``annotation.selectors.pairs``); the method in campaign.json.
+    figures = {s.name: {"qapyramid": s.score.qapyramid if hasattr(s, "score") else None}
+               for s in System.objects.filter(campaign=campaign).select_related("score")}
+    if campaign.is_hybrid:
+        figures = {name: extra["hybrid_scores"]["systems"].get(name) or {} for name in figures}
+    comparisons = pair_comparisons(campaign, list(rank_systems(figures)), hybrid=extra.get("hybrid_scores"))
+    with (out / "pairs.csv").open("w", encoding="utf-8", newline="") as f:
+        writer = csv_writer(f)
+        writer.writerow(PAIR_COLUMNS)
+        writer.writerows(pair_rows(comparisons))
+    extra["pairs"] = {key: comparisons[key] for key in ("pairs_method", "pairs_statement", "pairs_no_comparison")}
     (out / "campaign.json").write_text(
         json.dumps({"campaign": settings, "counts": {"examples": n_examples, "judgments": n_judgments, "verifications": n_verifications},
                     "pseudonymised": pseudonymise, **extra}, indent=2),

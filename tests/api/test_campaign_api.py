@@ -271,7 +271,7 @@ def test_export_is_a_job_to_poll_then_a_zip_of_the_study(api_world, settings, tm
     assert download["Content-Disposition"].startswith("attachment")
     archive = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content)))
     names = sorted(n.split("/", 1)[1] for n in archive.namelist())
-    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "systems.csv", "verifications.csv"]
+    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "pairs.csv", "systems.csv", "verifications.csv"]
     assert Job.objects.get(pk=job["id"]).params == {"pseudonymise": True, "stable_pseudonyms": True}
     # Another researcher's script sees neither the job nor its file.
     stranger = client_for(api_world, "other_researcher")

@@ -90,7 +90,7 @@ def test_demo_study_through_the_api(django_user_model, eager_celery, settings, t
     assert export.status_code == 200 and export["Content-Type"] == "application/zip"
     archive = zipfile.ZipFile(io.BytesIO(b"".join(export.streaming_content)))
     names = {n.split("/", 1)[1]: n for n in archive.namelist()}
-    assert sorted(names) == ["campaign.json", "examples.jsonl", "judgments.csv", "systems.csv", "verifications.csv"]
+    assert sorted(names) == ["campaign.json", "examples.jsonl", "judgments.csv", "pairs.csv", "systems.csv", "verifications.csv"]
     examples = [json.loads(line) for line in archive.read(names["examples.jsonl"]).decode().splitlines()]
     assert len(examples) == 6
     judgments_csv = archive.read(names["judgments.csv"]).decode().strip().splitlines()

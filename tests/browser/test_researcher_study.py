@@ -126,4 +126,4 @@ def test_researcher_runs_a_study_in_the_browser(page, live_server, tmp_path, dja
     path = tmp_path / "export.zip"
     download.value.save_as(path)
     names = sorted(n.split("/")[-1] for n in zipfile.ZipFile(path).namelist())
-    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "systems.csv", "verifications.csv"]
+    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "pairs.csv", "systems.csv", "verifications.csv"]

@@ -163,7 +163,7 @@ def test_campaign_scores_json_reports_the_aipw_scores_with_both_intervals_by_han
     call_command("campaign_scores", campaign=campaign.slug, format="table", bootstrap=0)
     table = capsys.readouterr().out
     assert f"Design interval: {TARGET_DESIGN}. Example interval: {TARGET_EXAMPLES}." in table
-    assert "Each system against the next" in table
+    assert "Every pair of systems (aipw-design+holm)" in table
 
 
 def test_the_leaderboard_states_the_method_labels_the_intervals_and_the_display_scores(
@@ -188,8 +188,8 @@ def test_the_leaderboard_states_the_method_labels_the_intervals_and_the_display_
     assert shown["poor"] == f"[{low:.3f}, {high:.3f}]"
     # "A beats B" only from the difference's interval.
     pairs = re.search(r'<table class="grid" id="pairs">(.*?)</table>', page, re.S).group(1)
-    assert re.findall(r'data-pair="([\w|]+)"', pairs) == ["good|fair", "fair|poor"]
-    assert "not separated at 95%" in pairs or "scores higher than" in pairs
+    assert re.findall(r'data-pair="([\w|]+)"', pairs) == ["good|fair", "good|poor", "fair|poor"]
+    assert "not separated" in pairs or "scores higher than" in pairs
     # The chart: bars at the AIPW scores, whiskers the design interval, dots the display scores, said so.
     chart = re.search(r'<svg id="score-chart" data-ranked-by="hybrid".*?</svg>', page, re.S).group(0)
     bars = [float(w) for w in re.findall(r'<rect x="220" y="6" width="([0-9.]+)"', chart)]
@@ -248,3 +248,43 @@ def test_candidates_no_draw_decided_yet_make_the_scores_provisional(tmp_path, re
     result = compute_hybrid_scores(campaign)
     assert result["provisional"] is True and result["undecided_units"] == 4
     assert result["systems"]["fair"]["score"] == pytest.approx(0.6)  # its units count as f
+
+
+def test_every_pair_is_tested_on_its_design_difference_with_holm_over_all_pairs(
+        tmp_path, researcher, django_capture_on_commit_callbacks, capsys):
+    from annotation.scoring.pairs import holm
+
+    campaign = active_campaign(tmp_path, researcher, django_capture_on_commit_callbacks)
+    call_command("campaign_scores", campaign=campaign.slug, format="json", bootstrap=0)
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["pairs_method"] == "aipw-design+holm" and printed["pairs_no_comparison"] is None
+    assert "same draws" in printed["pairs_statement"] and "Holm" in printed["pairs_statement"]
+    # r_h of A - B per drawn HIT (good/ex0, good/ex1, poor/ex0, fair/ex2), w_u = 1/3 summaries x 1/units.
+    r = {"good": [(0.4 * 3 - 0.6) / 12, (0.4 - 0.6) / 9, 0.0, 0.0], "fair": [0.0] * 4,
+         "poor": [0.0, 0.0, (-0.2 * 3 + 0.8) / 12, 0.0]}
+    pi = [0.8, 0.5, 0.8, 0.5]
+    assert [(p["higher"], p["lower"]) for p in printed["pairs"]] == [("good", "fair"), ("good", "poor"), ("fair", "poor")]
+    p_values = []
+    for p in printed["pairs"]:
+        variance = deville([(a - b) / q for a, b, q in zip(r[p["higher"]], r[p["lower"]], pi)], pi)
+        assert p["difference"] == pytest.approx(SCORE[p["higher"]] - SCORE[p["lower"]])
+        assert p["p_value"] == pytest.approx(math.erfc(p["difference"] / math.sqrt(2 * variance)))
+        half = Z95 * math.sqrt(variance)
+        assert p["ci95"] == pytest.approx([p["difference"] - half, p["difference"] + half])
+        assert p["ci95_examples"] is not None and len(p["ci95_examples"]) == 2  # beside it, not tested
+        p_values.append(p["p_value"])
+    assert [p["p_holm"] for p in printed["pairs"]] == pytest.approx(list(holm(p_values)))
+    assert [p["separated"] for p in printed["pairs"]] == [h < 0.05 for h in holm(p_values)]
+
+    client = Client()
+    client.force_login(researcher)
+    page = html.unescape(client.get(f"/campaigns/{campaign.slug}/leaderboard/").content.decode())
+    section = re.search(r'<section id="pairs-section" data-pairs-method="aipw-design\+holm">(.*?)</section>', page, re.S).group(1)
+    assert "95% interval (examples)" in section and printed["pairs_statement"] in section
+    board = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/").json()
+    assert board["pairs"] == printed["pairs"] and board["pairs_method"] == "aipw-design+holm"
+    call_command("export_campaign", campaign=campaign.slug, out=str(tmp_path / "out"))
+    rows = list(csv.DictReader((tmp_path / "out" / "pairs.csv").open()))
+    assert [(row["higher"], row["lower"]) for row in rows] == [("good", "fair"), ("good", "poor"), ("fair", "poor")]
+    assert float(rows[0]["ci95_examples_low"]) == pytest.approx(printed["pairs"][0]["ci95_examples"][0])
+    assert {row["method"] for row in rows} == {"aipw-design+holm"}

@@ -7,6 +7,7 @@ no interval under that routing rule (issue 37) and why, and the stored scores th
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
 
@@ -244,6 +245,8 @@ def test_the_uncertainty_rule_shows_no_interval_and_says_why(tmp_path, researche
         assert figures["no_interval_reason"] == NO_INTERVAL_REASON
         assert figures["score"] == pytest.approx(BY_HAND["probability"][name])
     assert hybrid["pairs"] == []  # no "A beats B" without an interval that holds
+    assert printed["pairs"] == [] and printed["pairs_method"] == "none"
+    assert "the judge chose which units people saw" in printed["pairs_no_comparison"]
     client = Client()
     client.force_login(researcher)
     page = client.get(f"/campaigns/{campaign.slug}/leaderboard/").content.decode()
@@ -253,6 +256,8 @@ def test_the_uncertainty_rule_shows_no_interval_and_says_why(tmp_path, researche
     assert 'id="pairs"' not in page and "no interval holds its 95% under the uncertainty rule" in page
     board = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/").json()
     assert all(s["ci95"] == [None, None] and s["no_interval_reason"] == NO_INTERVAL_REASON for s in board["systems"])
+    assert board["pairs"] == [] and board["pairs_no_comparison"] == printed["pairs_no_comparison"]
+    assert f"No comparison: {printed['pairs_no_comparison']}." in html.unescape(page)
     call_command("export_campaign", campaign=campaign.slug, out=str(tmp_path / "export"))
     with (tmp_path / "export" / "hybrid_systems.csv").open() as f:
         rows = list(csv.DictReader(f))

@@ -46,7 +46,7 @@ def test_export_job_progress_and_download(client_rita, draft, django_user_model,
     assert download.status_code == 200 and "attachment" in download["Content-Disposition"]
     archive = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content)))
     names = sorted(n.split("/")[-1] for n in archive.namelist())
-    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "systems.csv", "verifications.csv"]
+    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "pairs.csv", "systems.csv", "verifications.csv"]
     csv_text = archive.read(next(n for n in archive.namelist() if n.endswith("judgments.csv"))).decode()
     assert "judge" not in csv_text.split("\n", 1)[1] and "w-" in csv_text  # pseudonymised
     page = client_rita.get(reverse("job-detail", args=[job.pk])).content.decode()

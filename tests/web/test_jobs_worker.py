@@ -103,4 +103,4 @@ def test_api_export_is_run_by_a_worker_process(draft, rita, tmp_path, settings, 
     download = api.get(job["download_url"])
     assert download.status_code == 200 and download["Content-Type"] == "application/zip"
     names = sorted(n.split("/", 1)[1] for n in zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))).namelist())
-    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "systems.csv", "verifications.csv"]
+    assert names == ["campaign.json", "examples.jsonl", "judgments.csv", "pairs.csv", "systems.csv", "verifications.csv"]

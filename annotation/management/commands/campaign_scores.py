@@ -34,7 +34,7 @@ class Command(BaseCommand):
         alpha = result["alpha"]
         self.stdout.write(f"Campaign {result['campaign']}: {result['n_units']:,} units, {result['n_judgments']:,} judgments")
         if alpha["pooled"] is not None:
-            self.stdout.write(f"Krippendorff's alpha (pooled): {alpha['pooled']:.3f}  95% CI [{alpha['ci95'][0]:.3f}, {alpha['ci95'][1]:.3f}]")
+            self.stdout.write(f"Krippendorff's alpha (pooled): {alpha['pooled']:.3f}  95% CI {_ci(alpha['ci95'])}")
         else:
             self.stdout.write("Krippendorff's alpha: undefined (no unit with two judgments, or no disagreement possible)")
         hybrid = result.get("hybrid")
@@ -61,12 +61,7 @@ class Command(BaseCommand):
                     f"{s['rank']:>3} {name:<32} {_f(s['qapyramid']):>9} {_ci(s['ci95']):>15} {_ci(s.get('ci95_examples') or [None, None]):>15} "
                     f"{human:>6} {s['n_units']:>6} {_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
                 )
-            adjacent = [p for p in hybrid.get("pairs", []) if p["adjacent"]]
-            if adjacent:
-                self.stdout.write("Each system against the next (difference, 95% design interval):")
-                for p in adjacent:
-                    verdict = "scores higher" if p["separated"] else "not separated from"
-                    self.stdout.write(f"  {p['higher']} {verdict} {p['lower']}: {_f(p['difference'])} {_ci(p['ci95'])}")
+            self._pairs(result)
             self.stdout.write("")
             self.stdout.write(
                 "Human labels only (not a ranking: each figure rests on the summaries and units people judged, "
@@ -85,6 +80,7 @@ class Command(BaseCommand):
                     f"{s['rank']:>3} {name:<32} {_f(s['qapyramid']):>9} {_ci(s['ci95']):>15} "
                     f"{_f(s['nqapyramid']):>10} {_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
                 )
+            self._pairs(result)
         if options["per_summary"]:
             self.stdout.write("")
             self.stdout.write(f"{'example':<24} {'system':<24} {'QAPyramid':>9} {'p_r':>6} {'p_l':>6} {'nQAPyramid':>10} {'length':>6}")
@@ -93,6 +89,20 @@ class Command(BaseCommand):
                     f"{s['example'][:24]:<24} {s['system'][:24]:<24} {_f(s['qapyramid']):>9} {_f(s['p_r']):>6} {_f(s['p_l']):>6} "
                     f"{_f(s['nqapyramid']):>10} {'—' if s['length'] is None else s['length']:>6}"
                 )
+
+    def _pairs(self, result):
+        """Every pair of systems: the method in one line, then each pair's difference, interval and verdict."""
+        self.stdout.write(f"Every pair of systems ({result['pairs_method']}): {result['pairs_statement']}")
+        if result["pairs_no_comparison"]:
+            self.stdout.write(f"  No comparison: {result['pairs_no_comparison']}.")
+        for p in result["pairs"]:
+            if p["no_comparison"]:
+                self.stdout.write(f"  {p['higher']} vs {p['lower']}: no comparison ({p['no_comparison']})")
+                continue
+            verdict = "scores higher than" if p["separated"] else "not separated from"
+            examples = f" examples {_ci(p['ci95_examples'])}" if "ci95_examples" in p else ""
+            self.stdout.write(f"  {p['higher']} {verdict} {p['lower']}: {_f(p['difference'])} {_ci(p['ci95'])}{examples} "
+                              f"p(Holm) {_f(p['p_holm'])}")
 
 
 def _f(x, digits=3):

@@ -8,7 +8,7 @@ from annotation.services.export import export_campaign
 
 
 class Command(BaseCommand):
-    help = "Export a campaign into a directory: examples.jsonl, judgments.csv, verifications.csv, systems.csv and campaign.json."
+    help = "Export a campaign into a directory: examples.jsonl, judgments.csv, verifications.csv, systems.csv, pairs.csv and campaign.json."
 
     def add_arguments(self, parser):
         parser.add_argument("--campaign", required=True, help="Campaign slug.")

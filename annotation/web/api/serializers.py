@@ -443,6 +443,28 @@ class HumanOnlyRowSerializer(serializers.Serializer):
     n_units = serializers.IntegerField(help_text="The (unit, summary) human labels it rests on.")
 
 
+class PairSerializer(serializers.Serializer):
+    """One pair of systems (``annotation.scoring.pairs``): the difference, its interval and the adjusted verdict."""
+
+    higher = serializers.CharField(help_text="The system with the higher score (by the pair's own difference).")
+    lower = serializers.CharField()
+    difference = serializers.FloatField(allow_null=True, help_text="higher - lower (null: not compared, see no_comparison).")
+    ci95 = serializers.ListField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="The difference's own 95% interval, not adjusted: gold, the paired t interval over examples; budgeted "
+        "presence (active rule), the design interval.",
+    )
+    ci95_examples = serializers.ListField(
+        child=serializers.FloatField(allow_null=True), required=False,
+        help_text="Budgeted presence (active rule): the difference's interval paired by example (not tested).",
+    )
+    p_value = serializers.FloatField(allow_null=True, help_text="The pair's two-sided p-value.")
+    p_holm = serializers.FloatField(allow_null=True, help_text="Holm's adjusted p-value over every pair compared.")
+    separated = serializers.BooleanField(help_text="p_holm below 0.05: the higher system scores higher (family-wise error 5%).")
+    no_comparison = serializers.CharField(allow_null=True, help_text="Why this pair is not compared (null when it is).")
+    n_examples = serializers.IntegerField(required=False, help_text="Gold: the examples scored for both systems.")
+
+
 class LeaderboardSerializer(serializers.Serializer):
     ranked_by = serializers.ChoiceField(
         choices=["gold", "hybrid"],
@@ -462,6 +484,15 @@ class LeaderboardSerializer(serializers.Serializer):
         "label or calibrated probability and `no_interval_reason`), `pairs` (each pair's difference with its intervals, "
         "`separated` when the design interval excludes 0), each system's human-judged share, the judge version, the "
         "calibration, and when the stored scores were computed.",
+    )
+    pairs = PairSerializer(many=True, help_text="Every pair of systems, S (S - 1) / 2 entries in ranking order.")
+    pairs_method = serializers.CharField(
+        help_text="paired-t+holm (gold: paired t-test over examples), aipw-design+holm (budgeted presence, active rule: "
+        "the design difference from the same draws), or none (the uncertainty rule: no test holds).",
+    )
+    pairs_statement = serializers.CharField(help_text="The method and its multiplicity adjustment in one sentence.")
+    pairs_no_comparison = serializers.CharField(
+        allow_null=True, help_text="Why no pair is compared (one system, no decided unit, the uncertainty rule); null otherwise.",
     )
 
 

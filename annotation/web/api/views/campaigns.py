@@ -378,7 +378,7 @@ class CampaignViewSet(
         return Response(
             serializers.LeaderboardSerializer(
                 {"ranked_by": board["ranked_by"], "systems": rows, "human_only": human_only, "agreement": board["agreement"],
-                 "verification": board["verification"], "hybrid": board.get("hybrid")}
+                 "verification": board["verification"], "hybrid": board.get("hybrid"), **board["comparisons"]}
             ).data
         )
 
@@ -415,7 +415,7 @@ class CampaignViewSet(
     )
     @action(detail=True, methods=["post"])
     def export(self, request, slug=None):
-        """Start exporting the study (examples.jsonl, judgments.csv, verifications.csv, systems.csv and campaign.json,
+        """Start exporting the study (examples.jsonl, judgments.csv, verifications.csv, systems.csv, pairs.csv and campaign.json,
         as ``manage.py export_campaign``) in a background job: poll ``GET /api/jobs/ID/`` until it is finished, then
         fetch the zip from its ``download_url``.  No request builds the file."""
         from annotation.models import Job
