@@ -46,7 +46,7 @@ def test_a_budgeted_campaign_runs_to_its_end_on_the_demo_install(tmp_path):
     make = subprocess.run(["make", "core", f"VENV={venv}", f"PYTHON={sys.executable}"], cwd=REPO, capture_output=True,
                           text=True, timeout=1200)
     assert make.returncode == 0, make.stdout[-4000:] + make.stderr[-4000:]
-    installer = "pip" if "installing with pip" in make.stdout else "uv"
+    installer = "pip" if "\nuv could not install" in f"\n{make.stdout}" else "uv"  # the fallback's own line
     installed = time.perf_counter() - started
     run_budgeted_campaign(venv, tmp_path)
     print(f"demo install: {installer} {installed:.0f} s, whole test {time.perf_counter() - started:.0f} s")
