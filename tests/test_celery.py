@@ -96,7 +96,8 @@ def test_every_task_goes_on_one_of_the_three_queues_by_latency():
     assert {queue_of[autoscore.CHUNK_TASK], queue_of[jobs.RUN_JOB_TASK]} == {BATCH}
     assert {queue_of[name] for name in tasks if name.startswith(("hits.mturk.", "hits.prolific."))} == {MARKETS}
     # A plain worker (no -Q) consumes the three; a task sent with a queue of its own keeps it.
-    assert set(app.amqp.queues) == {INTERACTIVE, BATCH, MARKETS} and app.conf.task_default_queue == INTERACTIVE
+    assert {queue.name for queue in app.conf.task_queues} == {INTERACTIVE, BATCH, MARKETS}
+    assert app.conf.task_default_queue == INTERACTIVE
     assert app.amqp.router.route({"queue": "elsewhere"}, jobs.RUN_JOB_TASK)["queue"].name == "elsewhere"
 
 
