@@ -20,15 +20,20 @@ DATA_DIR ?= var
 install: $(STAMP)
 core: $(CORE)
 
+# The platform's dependencies with uv (a faster installer, itself from PyPI), or with pip when uv cannot install
+# them. requirements.txt holds no torch, so uv cannot pull a CUDA build of it; the judges stay on pip (below).
+# --compile-bytecode as pip does: every later start finds its modules compiled.
 $(CORE): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet uv && $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -r requirements.txt \
+	  || { echo "uv could not install requirements.txt: installing with pip"; \
+	       $(BIN)/python -m pip install --quiet --upgrade pip && $(BIN)/python -m pip install --quiet -r requirements.txt; }
 	@touch $(CORE)
 
 # The automatic judges' extras (about 4 minutes on a fresh machine): the CPU build of torch first, so
 # nothing else can pull a CUDA build.
 judges: $(CORE)
+	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -r requirements-judges.txt
 

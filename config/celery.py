@@ -6,6 +6,7 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-app = Celery("qapyramid")
+# Every task is a GuardedTask: a run sent by Celery beat claims its period first, so two beats run nothing twice.
+app = Celery("qapyramid", task_cls="hits.beat:GuardedTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()

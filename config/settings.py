@@ -18,6 +18,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.queues import INTERACTIVE, task_queues, task_routes
+
 # Every environment variable is read through the table (the settings reference is generated from it).
 from config.settings_table import env_bool, env_int, env_list, read  # noqa: F401 (env_*: kept importable from here)
 
@@ -238,6 +240,12 @@ HIT_DRAW_KEEP_SECONDS = read("HIT_DRAW_KEEP_SECONDS")
 # A worker's accuracy on gold checks is shown to them only after every this many regular HITs of the campaign
 # (and only with at least two new gold answers in it): never moved by a single gold HIT.
 GOLD_FEEDBACK_EVERY = max(1, read("GOLD_FEEDBACK_EVERY"))
+
+# Celery queues by latency (config/queues.py): interactive follow-ups, batch jobs and market calls each on their
+# own queue; a worker started without -Q consumes all three, and a task sent without a route goes on interactive.
+CELERY_TASK_QUEUES = task_queues()
+CELERY_TASK_DEFAULT_QUEUE = INTERACTIVE
+CELERY_TASK_ROUTES = task_routes()
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -487,6 +487,17 @@ class FollowUp(models.Model):
         verbose_name = "follow-up"
 
 
+class ScheduledRun(models.Model):
+    """When a Celery beat task (``CELERY_BEAT_SCHEDULE``) last started: the guard that lets a second beat duplicate
+    nothing (``hits.schedule``).  The time is the database's clock, the same for every host."""
+
+    task_name = models.CharField(max_length=200, primary_key=True)
+    started_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "scheduled run"
+
+
 class LedgerEntry(models.Model):
     """Money: every reward, bonus and crowd-platform fee, one row each.
 

@@ -58,6 +58,23 @@ def test_worker_and_beat_run_the_projects_celery_app():
     assert app.main == "qapyramid"
 
 
+def test_compose_runs_one_worker_per_queue():
+    """Each queue (config/queues.py) has a worker of its own, none takes two (a batch job never holds a follow-up
+    back), and each has the stack's environment."""
+    from config.queues import QUEUES
+
+    taken = {}
+    for name, service in _compose()["services"].items():
+        words = _command(service) if "command" in service else []
+        if words[:4] == ["celery", "-A", "config", "worker"]:
+            assert "-Q" in words, f"{name}: a worker without -Q takes every queue"
+            queues = words[words.index("-Q") + 1].split(",")
+            assert len(queues) == 1 and queues[0] not in taken, (name, queues)
+            taken[queues[0]] = name
+            assert service["environment"]["CELERY_BROKER_URL"].startswith("redis://redis:")
+    assert set(taken) == set(QUEUES) and taken["interactive"] == "worker"
+
+
 def test_dockerfile_installs_requirements_and_serves_the_wsgi_app():
     text = (REPO / "Dockerfile").read_text()
     assert "pip install --no-cache-dir -r requirements.txt" in text

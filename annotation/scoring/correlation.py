@@ -14,7 +14,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import stats
 
 METHODS = ("kendall", "pearson", "spearman")
 
@@ -29,6 +28,8 @@ def correlation(x, y, method: str = "kendall") -> float:
         raise ValueError(f"method must be one of {', '.join(METHODS)}")
     if x.size < 2 or np.all(x == x[0]) or np.all(y == y[0]):
         return float("nan")
+    from scipy import stats  # here, not at start: SciPy's statistics take seconds to import
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if method == "kendall":

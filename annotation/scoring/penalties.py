@@ -14,7 +14,6 @@ Lengths and repetition are counted in NLTK word tokens, sentence by sentence
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from annotation.scoring.tokens import word_tokens
 
@@ -97,6 +96,8 @@ def calibrate_length_alpha(qapyramid, summary_len, reference_len, rep_penalty, c
     effective = np.asarray(summary_len, dtype=float) * p_r
     keep = ~np.isnan(q)
     correlations = {}
+    from scipy import stats  # here, not at start: SciPy's statistics take seconds to import
+
     for alpha in candidates:
         penalised = length_penalty(summary_len, reference_len, p_r, alpha) * q
         x, y = penalised[keep], effective[keep]

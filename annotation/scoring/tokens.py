@@ -19,9 +19,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from nltk.tokenize import NLTKWordTokenizer
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-
 # Lower-case, without the final period (Punkt's convention).  Titles, months, states, corporate
 # suffixes and Latin abbreviations frequent in news text: without them "Mr." would end a sentence
 # and count as two tokens ("Mr", ".") instead of one.
@@ -41,6 +38,10 @@ _SENTENCE_TAGS = re.compile(r"</?t>")
 
 @lru_cache(maxsize=1)
 def _splitters():
+    # NLTK is imported on first use, not at start (it pulls scikit-learn and takes seconds).
+    from nltk.tokenize import NLTKWordTokenizer
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
     parameters = PunktParameters()
     parameters.abbrev_types = set(ABBREVIATIONS)
     return PunktSentenceTokenizer(parameters), NLTKWordTokenizer()

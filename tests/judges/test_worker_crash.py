@@ -23,6 +23,7 @@ from django.db.models import Count
 from annotation.models import AutoPresence, AutoscoreChunk, AutoscoreRun, AutoSummaryScore
 from tests.conftest import REPO, database_url_for_workers
 from tests.reliability.test_faults import celery_on, private_redis  # noqa: F401  (fixtures)
+from tests.workers import stop
 
 pytestmark = [
     pytest.mark.celery_worker,
@@ -56,16 +57,6 @@ def _wait(condition, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _stop(worker: subprocess.Popen) -> None:
-    if worker.poll() is None:
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-
-
 @pytest.mark.django_db(transaction=True)
 def test_worker_killed_mid_chunk_resumes_without_duplicates(gold_campaign, private_redis, celery_on, tmp_path, settings):  # noqa: F811
     if connection.vendor != "postgresql":
@@ -97,7 +88,7 @@ def test_worker_killed_mid_chunk_resumes_without_duplicates(gold_campaign, priva
     finally:
         for worker in (first, second):
             if worker is not None:
-                _stop(worker)
+                stop(worker, timeout=20)
     run.refresh_from_db()
     assert run.n_done == run.n_chunks == 9
     interrupted.refresh_from_db()
