@@ -305,6 +305,8 @@ def active_scores(campaign: Campaign, run, result: dict) -> dict:
         result["systems"][name] = {
             "qapyramid": score, "score": score, "ci95": [low, high], "ci_low": low, "ci_high": high,
             "ci95_examples": [none_if_nan(v) for v in estimate["ci95_examples"]] if estimate else [None, None],
+            # Why there is no interval yet (no unit of the system judged by people), else None.
+            "no_interval_reason": estimate["no_interval_reason"] if estimate else active.NO_LABEL_REASON,
             "n_summaries": int((summary_system == i).sum()), "n_units": n_units,
             "human_share": float(people[mine].sum()) / n_units if n_units else None,
         }
@@ -318,6 +320,7 @@ def active_scores(campaign: Campaign, run, result: dict) -> dict:
             result["pairs"].append({
                 "higher": higher, "lower": lower, "adjacent": k == j + 1, "difference": none_if_nan(d["difference"]),
                 "ci95": [low, high], "ci95_examples": [none_if_nan(v) for v in d["ci95_examples"]],
+                "no_interval_reason": d["no_interval_reason"],
                 # "A scores higher than B" only when the design interval of A - B excludes 0.
                 "separated": low is not None and low > 0,
             })

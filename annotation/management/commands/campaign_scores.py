@@ -61,11 +61,15 @@ class Command(BaseCommand):
                     f"{s['rank']:>3} {name:<32} {_f(s['qapyramid']):>9} {_ci(s['ci95']):>15} {_ci(s.get('ci95_examples') or [None, None]):>15} "
                     f"{human:>6} {s['n_units']:>6} {_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
                 )
+            for name, s in result["systems"].items():
+                if s.get("no_interval_reason") and estimator.get("name") == "aipw":
+                    self.stdout.write(f"  {name}: {s['no_interval_reason']}")
             adjacent = [p for p in hybrid.get("pairs", []) if p["adjacent"]]
             if adjacent:
                 self.stdout.write("Each system against the next (difference, 95% design interval):")
                 for p in adjacent:
-                    verdict = "scores higher" if p["separated"] else "not separated from"
+                    verdict = ("has no comparison yet with" if p.get("no_interval_reason") else
+                               "scores higher" if p["separated"] else "not separated from")
                     self.stdout.write(f"  {p['higher']} {verdict} {p['lower']}: {_f(p['difference'])} {_ci(p['ci95'])}")
             self.stdout.write("")
             self.stdout.write(
