@@ -108,6 +108,10 @@ PAPERS = [
      "year": 2023, "venue": "Science"},
 ]
 TARGETS = {"ci95": active.TARGET_DESIGN, "ci95_examples": active.TARGET_EXAMPLES}
+#: How the active rule's intervals are built (``annotation.scoring.intervals``); stored scores without it predate
+#: the construction and are recomputed on the next read (``ensure_hybrid_scores``).
+INTERVAL_METHOD = ("Wilson score interval at the estimate's effective sample size, within [0, 1] (a difference within "
+                   "[-1, 1]), holding the score; none while no unit of the system was judged by people")
 DISPLAY_NOTE = ("Display score: the human label where a person judged the unit, the judge's calibrated probability "
                 "elsewhere (its raw probability when calibration was not applied); for browsing summaries, not for ranking systems.")
 
@@ -159,7 +163,7 @@ def compute_hybrid_scores(campaign: Campaign, seed: int = 0) -> dict | None:
     }
     if rule_active:
         result["estimator"] = {"name": "aipw", "rule": "active", "statement": estimator_statement(), "targets": TARGETS,
-                               "papers": PAPERS, "display_score": DISPLAY_NOTE}
+                               "papers": PAPERS, "display_score": DISPLAY_NOTE, "interval": INTERVAL_METHOD}
         result["rule"] = estimator_statement()
         return active_scores(campaign, run, result)
     result["rule"] = rule_statement(result)

@@ -268,3 +268,21 @@ def test_candidates_no_draw_decided_yet_make_the_scores_provisional(tmp_path, re
     result = compute_hybrid_scores(campaign)
     assert result["provisional"] is True and result["undecided_units"] == 4
     assert result["systems"]["fair"]["score"] == pytest.approx(0.6)  # its units count as f
+
+
+def test_scores_stored_before_the_bounded_intervals_are_redone_on_the_next_read(tmp_path, researcher,
+                                                                                django_capture_on_commit_callbacks):
+    from annotation.models import HybridScore
+    from annotation.services.scores import ensure_hybrid_scores
+
+    campaign = active_campaign(tmp_path, researcher, django_capture_on_commit_callbacks)
+    stored = HybridScore.objects.get(campaign=campaign)
+    # As an earlier version stored them: the estimator without its interval method, a plain interval past 0.
+    data = {**stored.data, "estimator": {k: v for k, v in stored.data["estimator"].items() if k != "interval"}}
+    data["systems"]["poor"] = {**data["systems"]["poor"], "ci95": [-0.05, 0.9], "ci_low": -0.05}
+    HybridScore.objects.filter(pk=stored.pk).update(data=data)
+    assert ensure_hybrid_scores(campaign) is True
+    redone = HybridScore.objects.get(campaign=campaign).data
+    assert redone["systems"]["poor"]["ci95"] == pytest.approx(list(design_interval("poor")))
+    assert "Wilson" in redone["estimator"]["interval"]
+    assert ensure_hybrid_scores(campaign) is False  # stored under this construction: kept
