@@ -192,5 +192,8 @@ def test_an_estimate_past_the_bound_keeps_the_reach_its_noise_gives():
     # [0, 0.019], but the estimate's own noise reaches 0.107.
     low, high = wilson_interval(-0.034, 0.072**2, 200)
     assert low == 0 and high == pytest.approx(-0.034 + Z95 * 0.072)
+    # Past 1 with sd 0.03: reported at 1, reaching down at least as far as the plain interval (0.991) and as far as
+    # 200 labels all present allow (0.981).
     low, high = wilson_interval(1.05, 0.03**2, 200)
-    assert high == 1 and low == pytest.approx(1.05 - Z95 * 0.03)
+    assert high == 1 and low == pytest.approx(min(wilson_interval(1.0, 0.0, 200)[0], 1.05 - Z95 * 0.03))
+    assert low < 1.05 - Z95 * 0.03
