@@ -26,9 +26,17 @@ design variance, summed over the strata, is Deville's estimator for fixed-size u
     v = sum_strata n / (n - 1) * sum_{h sampled} c_h (r_h / pi_h - A)^2,   c_h = 1 - pi_h,
     A = sum c_h r_h / pi_h / sum c_h,
 
-and the 95% interval is theta_hat +- 1.96 sqrt(v).  Its target is the full-human score on these examples.
-A second interval also resamples examples (its target: documents like these): the spread over examples of
-the per-example AIPW pseudo-values.
+and the 95% interval is the Wilson score interval at the effective sample size theta_hat (1 - theta_hat) / v
+(``annotation.scoring.intervals``), so it stays inside [0, 1] (a difference's inside [-1, 1]) and holds the score.
+Its target is the full-human score on these examples.  A second interval also resamples examples (its target:
+documents like these): the spread over examples of the per-example AIPW pseudo-values, with the same construction.
+
+The reported score is the AIPW estimate moved into [0, 1] when it falls outside (possible near the bounds: a
+correction (y - f) / pi can overshoot); that only brings it nearer the full-human score.  A system none of whose
+units people have judged yet has no interval (``NO_LABEL_REASON``): its score is the judge's alone and nothing has
+measured the judge's error on it.  Units whose draw has not happened yet count as f in the score; the intervals
+hold whatever their labels turn out to be (they are widened by those units' weight), so they never have zero width
+while the score is provisional.
 """
 
 from __future__ import annotations
@@ -37,12 +45,18 @@ import math
 
 import numpy as np
 
+from annotation.scoring.intervals import clip, wilson_interval
+
 #: The mixing weight of the first round, before any human label says how good the judge's uncertainty is.
 DEFAULT_MIX = 0.5
 #: Labelled HITs needed before the mixing weight is chosen from the labels instead of ``DEFAULT_MIX``.
 MIN_HITS_FOR_MIX = 20
 MIX_GRID = tuple(round(0.1 * i, 1) for i in range(10))  # 0.0 .. 0.9: never pure uncertainty (pi > 0 everywhere)
-Z95 = 1.959963984540054
+#: Why a system (or a pair) has no interval yet.
+NO_LABEL_REASON = ("no interval yet: no unit of this system has been judged by people, so its score is the judge's "
+                   "alone and nothing has measured the judge's error on it")
+NO_PAIR_LABEL_REASON = ("no interval yet: no unit of one of the two systems has been judged by people, so nothing has "
+                        "measured the judge's error on it")
 
 
 def inclusion_probabilities(uncertainty, budget: int, mix: float = DEFAULT_MIX) -> np.ndarray:
@@ -187,24 +201,17 @@ def design_variance(residuals, pi, sampled, stratum) -> float:
     return total
 
 
-def normal_interval(estimate: float, variance: float) -> tuple[float, float]:
-    """estimate +- 1.96 sqrt(variance)."""
-    half = Z95 * math.sqrt(max(variance, 0.0))
-    return estimate - half, estimate + half
-
-
-def example_interval(pseudo_values, example_index) -> tuple[float, float, float]:
-    """(mean, low, high) of the 95% interval that also resamples examples: the per-example means of the AIPW
-    pseudo-values (``pseudo_values[i]``: a summary's AIPW score, ``example_index[i]`` its example), their mean and
-    a normal interval from their spread over examples."""
-    values = np.asarray(pseudo_values, dtype=float)
+def example_spread(values, example_index) -> tuple[float, float, int]:
+    """(mean, variance of the mean, examples) of per-example means: ``values[i]`` belongs to example
+    ``example_index[i]``; the mean of the per-example means and their variance over examples / examples (NaN with
+    fewer than two examples)."""
+    values = np.asarray(values, dtype=float)
     examples = np.unique(np.asarray(example_index), return_inverse=True)[1].ravel()
     per_example = np.bincount(examples, weights=values) / np.bincount(examples)
-    mean = float(per_example.mean())
+    mean = float(per_example.mean()) if per_example.size else float("nan")
     if per_example.size < 2:
-        return mean, float("nan"), float("nan")
-    half = Z95 * float(per_example.std(ddof=1)) / math.sqrt(per_example.size)
-    return mean, mean - half, mean + half
+        return mean, float("nan"), int(per_example.size)
+    return mean, float(per_example.var(ddof=1)) / per_example.size, int(per_example.size)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -241,9 +248,9 @@ def summary_pseudo_values(unit_summary, f, y, unit_hit, pi, sampled, n_summaries
         return totals / sizes
 
 
-def paired_example_interval(pseudo_a, example_a, pseudo_b, example_b) -> tuple[float, float, float]:
-    """(mean, low, high) of the 95% interval of A - B that also resamples examples, paired by example: per example
-    present in both, d_e = mean of A's pseudo-values - mean of B's; their mean +- 1.96 sd / sqrt(examples)."""
+def paired_example_spread(pseudo_a, example_a, pseudo_b, example_b) -> tuple[float, float, int]:
+    """(mean, variance of the mean, examples) of A - B paired by example: per example present in both, d_e = mean of
+    A's pseudo-values - mean of B's (``example_spread`` of the d_e; NaN without a shared example)."""
     def per_example(values, examples):
         values, examples = np.asarray(values, dtype=float), np.asarray(examples)
         keys, inverse = np.unique(examples, return_inverse=True)
@@ -251,14 +258,9 @@ def paired_example_interval(pseudo_a, example_a, pseudo_b, example_b) -> tuple[f
 
     a, b = per_example(pseudo_a, example_a), per_example(pseudo_b, example_b)
     shared = sorted(set(a) & set(b))
-    d = np.array([a[e] - b[e] for e in shared], dtype=float)
-    if d.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    mean = float(d.mean())
-    if d.size < 2:
-        return mean, float("nan"), float("nan")
-    half = Z95 * float(d.std(ddof=1)) / math.sqrt(d.size)
-    return mean, mean - half, mean + half
+    if not shared:
+        return float("nan"), float("nan"), 0
+    return example_spread([a[e] - b[e] for e in shared], shared)
 
 
 class Design:
@@ -266,11 +268,16 @@ class Design:
     again (a leaderboard of S systems asks for S + S (S - 1) / 2 contrasts).  A HIT belongs to one summary, so the
     residual of a contrast with summary weights c is r_h = c_{s(h)} b_h, b_h = sum_{u in h} (y_u - f_u) / |U_s| on the
     drawn HITs, and sum_u w_u f_u = sum_s c_s fbar_s: ``contrast`` gives the AIPW estimate
-    (``aipw_estimate`` with w_u = c_s / |U_s|) and its Deville variance per draw from these."""
+    (``aipw_estimate`` with w_u = c_s / |U_s|) and its Deville variance per draw from these.
+
+    Per summary it also keeps what the intervals need (module docstring): the share of its units no draw has
+    decided yet (``undecided``), their mean f (``f_undecided``, their part of the score) and how many of its units
+    carry a human label that enters the estimate (``labelled``)."""
 
     def __init__(self, unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system, summary_example):
         s = np.asarray(unit_summary, dtype=np.int64)
         f = np.asarray(f, dtype=float)
+        y = np.asarray(y, dtype=float)
         hit = np.asarray(unit_hit, dtype=np.int64)
         self.system = np.asarray(summary_system, dtype=np.int64)
         self.example = np.asarray(summary_example)
@@ -285,6 +292,12 @@ class Design:
         self.hit_summary = np.full(n_hits, -1, dtype=np.int64)
         self.hit_summary[hit] = s
         self.pseudo = summary_pseudo_values(s, f, y, hit, pi, sampled, n_summaries)
+        undecided = (self.stratum[hit] < 0).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.undecided = np.nan_to_num(np.bincount(s, weights=undecided, minlength=n_summaries) / sizes)
+            self.f_undecided = np.nan_to_num(np.bincount(s, weights=undecided * f, minlength=n_summaries) / sizes)
+        self.labelled = np.bincount(s, weights=self.sampled[hit] & np.isfinite(y), minlength=n_summaries)
+        self._systems: dict[int, dict | None] = {}
 
     def contrast(self, summary_weight) -> tuple[float, float]:
         """(estimate, design variance) of sum_s c_s theta_s for summary weights c (theta_s: the summary's full-human
@@ -295,39 +308,90 @@ class Design:
         estimate = float(np.sum(c[used] * self.f_mean[used]) + np.sum(r[self.sampled] / self.pi[self.sampled]))
         return estimate, design_variance(r, self.pi, self.sampled, self.stratum)
 
+    def _system(self, k: int) -> dict | None:
+        """System k's parts, computed once: the AIPW estimate split into its decided part (``known``, moved into
+        its range [0, ``decided``]) and the undecided units' f (``f_undecided``, of weight ``undecided``), the
+        design variance and the labels it rests on."""
+        if k not in self._systems:
+            mine = self.system == k
+            if not mine.any():
+                self._systems[k] = None
+            else:
+                weight = np.where(mine, 1.0 / mine.sum(), 0.0)
+                estimate, variance = self.contrast(weight)
+                undecided = float(np.sum(weight * self.undecided))
+                f_undecided = float(np.sum(weight * self.f_undecided))
+                decided = max(1.0 - undecided, 0.0)
+                known = clip(estimate - f_undecided, 0.0, decided)
+                self._systems[k] = {
+                    "mine": mine, "estimate": estimate, "variance": variance, "known": known, "decided": decided,
+                    "undecided": undecided, "f_undecided": f_undecided, "score": known + f_undecided,
+                    "labelled": int(self.labelled[mine].sum()),
+                    # The per-summary pseudo-values without the undecided units' f (their part is widened instead).
+                    "known_pseudo": self.pseudo[mine] - self.f_undecided[mine],
+                }
+        return self._systems[k]
+
     def system_estimate(self, k: int) -> dict | None:
         """System k's figures (``system_estimates``), None without summaries."""
-        mine = self.system == k
-        if not mine.any():
+        part = self._system(k)
+        if part is None:
             return None
-        score, variance = self.contrast(np.where(mine, 1.0 / mine.sum(), 0.0))
-        _, low, high = example_interval(self.pseudo[mine], self.example[mine])
-        return {"score": score, "variance": variance, "ci95": normal_interval(score, variance),
-                "ci95_examples": (low, high), "pseudo_values": self.pseudo[mine]}
+        result = {"score": part["score"], "estimate": part["estimate"], "variance": part["variance"],
+                  "undecided": part["undecided"], "labelled": part["labelled"],
+                  "pseudo_values": self.pseudo[part["mine"]], "no_interval_reason": None}
+        if part["labelled"] == 0:
+            nothing = (float("nan"), float("nan"))
+            return {**result, "ci95": nothing, "ci95_examples": nothing, "no_interval_reason": NO_LABEL_REASON}
+        unknown = (0.0, part["undecided"])
+        result["ci95"] = wilson_interval(part["known"], part["variance"], part["labelled"], 0.0, part["decided"], unknown)
+        # The example interval: the same construction around the same score, from the spread over examples.
+        _, spread, n_examples = example_spread(part["known_pseudo"], self.example[part["mine"]])
+        result["ci95_examples"] = wilson_interval(part["known"], spread, n_examples, 0.0, part["decided"], unknown)
+        return result
 
     def difference(self, a: int, b: int) -> dict:
-        """System a minus system b (``difference_estimate``)."""
-        in_a, in_b = self.system == a, self.system == b
-        weight = np.where(in_a, 1.0 / max(in_a.sum(), 1), 0.0) - np.where(in_b, 1.0 / max(in_b.sum(), 1), 0.0)
-        difference, variance = self.contrast(weight)
-        _, low, high = paired_example_interval(self.pseudo[in_a], self.example[in_a], self.pseudo[in_b], self.example[in_b])
-        return {"difference": difference, "variance": variance, "ci95": normal_interval(difference, variance),
-                "ci95_examples": (low, high)}
+        """System a minus system b (``difference_estimate``): the difference of their scores, its design variance
+        from the same draws, and both intervals on its range (no interval while either system has no human label)."""
+        pa, pb = self._system(a), self._system(b)
+        if pa is None or pb is None:
+            nan = float("nan")
+            return {"difference": nan, "variance": nan, "ci95": (nan, nan), "ci95_examples": (nan, nan),
+                    "no_interval_reason": "no summaries"}
+        weight = np.where(pa["mine"], 1.0 / pa["mine"].sum(), 0.0) - np.where(pb["mine"], 1.0 / pb["mine"].sum(), 0.0)
+        _, variance = self.contrast(weight)
+        result = {"difference": pa["score"] - pb["score"], "variance": variance, "no_interval_reason": None}
+        if min(pa["labelled"], pb["labelled"]) == 0:
+            nothing = (float("nan"), float("nan"))
+            return {**result, "ci95": nothing, "ci95_examples": nothing, "no_interval_reason": NO_PAIR_LABEL_REASON}
+        # The decided parts' difference lies in [-B's decided weight, A's]; the undecided parts widen it both ways.
+        lower, upper = -pb["decided"], pa["decided"]
+        unknown = (pb["undecided"], pa["undecided"])
+        result["ci95"] = wilson_interval(pa["known"] - pb["known"], variance, min(pa["labelled"], pb["labelled"]),
+                                         lower, upper, unknown)
+        _, spread, n_examples = paired_example_spread(pa["known_pseudo"], self.example[pa["mine"]], pb["known_pseudo"],
+                                                      self.example[pb["mine"]])
+        result["ci95_examples"] = wilson_interval(pa["known"] - pb["known"], spread, n_examples, lower, upper, unknown)
+        return result
 
 
 def system_estimates(unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system, summary_example,
                      n_systems: int) -> list[dict | None]:
-    """Per system k (None without summaries): ``score`` (the AIPW estimate, the mean of its summaries' pseudo-values),
-    ``variance`` and ``ci95`` (the design interval: target ``TARGET_DESIGN``), ``ci95_examples`` (``example_interval``
-    over its summaries' pseudo-values: target ``TARGET_EXAMPLES``) and ``pseudo_values`` per summary (ordered as
-    its summaries' indices)."""
+    """Per system k (None without summaries): ``score`` (the AIPW estimate, the mean of its summaries' pseudo-values,
+    moved into [0, 1] when outside; ``estimate`` as computed), ``variance`` and ``ci95`` (the design interval: target
+    ``TARGET_DESIGN``), ``ci95_examples`` (the same construction around the score, from the spread over examples of
+    its summaries' pseudo-values, ``example_spread``: target
+    ``TARGET_EXAMPLES``), ``pseudo_values`` per summary (ordered as its summaries' indices), ``labelled`` (units
+    whose human label enters), ``undecided`` (the weight of units no draw decided yet) and ``no_interval_reason``
+    (None, or why both intervals are NaN)."""
     design = Design(unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system, summary_example)
     return [design.system_estimate(k) for k in range(n_systems)]
 
 
 def difference_estimate(a: int, b: int, unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system,
                         summary_example) -> dict:
-    """System a minus system b from the same design: ``difference`` (theta_A - theta_B), its design ``variance``
-    and ``ci95`` (Deville's over r^A_h - r^B_h: target, the full-human difference on these examples) and
-    ``ci95_examples`` (``paired_example_interval``: documents like these)."""
+    """System a minus system b from the same design: ``difference`` (score A - score B), its design ``variance``
+    and ``ci95`` (Deville's over r^A_h - r^B_h, the Wilson interval on [-1, 1]: target, the full-human difference on
+    these examples), ``ci95_examples`` (from ``paired_example_spread``: documents like these) and
+    ``no_interval_reason``."""
     return Design(unit_summary, f, y, unit_hit, pi, sampled, stratum, summary_system, summary_example).difference(a, b)

@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 
+from annotation.scoring.intervals import wilson_interval
+
 METHODS = ("kendall", "pearson", "spearman")
 
 
@@ -105,12 +107,16 @@ def correlations_by_subgroup(metric, gold, example_index, system_index, subgroup
 
 
 def bootstrap_score_ci(summary_scores, example_index, system_index, n_boot: int = 1000, ci: float = 0.95, seed: int = 0):
-    """Percentile bootstrap interval of each system's mean score, resampling examples with replacement.
+    """Interval of each system's mean score over examples: the Wilson interval on [0, 1]
+    (``annotation.scoring.intervals``) at the variance of the mean that a bootstrap resampling examples with
+    replacement gives (``n_boot`` draws from ``seed``); where that variance is 0 (every example scores the same, or
+    a single example) the interval has the width its examples allow.  It lies in [0, 1] and holds the system's mean.
 
-    Returns an array (systems × 2) of [lo, hi].  Vectorised: the replicate
-    means are one product of the draw counts with the systems × examples
-    score matrix.
+    Returns an array (systems x 2) of [lo, hi] (NaN for a system without a score).  Vectorised: the replicate
+    means are one product of the draw counts with the systems x examples score matrix.
     """
+    from statistics import NormalDist
+
     scores = np.asarray(summary_scores, dtype=float)
     examples, ex = np.unique(np.asarray(example_index, dtype=np.int64), return_inverse=True)
     ex = ex.ravel()
@@ -125,10 +131,14 @@ def bootstrap_score_ci(summary_scores, example_index, system_index, n_boot: int 
     draws = rng.multinomial(len(examples), np.full(len(examples), 1.0 / len(examples)), size=n_boot).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = (draws @ matrix.T) / (draws @ mask.T)
-    tail = (1.0 - ci) / 2.0
+        mean = matrix.sum(axis=1) / mask.sum(axis=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return np.nanquantile(means, [tail, 1.0 - tail], axis=0).T
+        variance = np.nanvar(means, axis=0, ddof=1) if n_boot > 1 else np.zeros(n_sys)
+    n_examples = (mask > 0).sum(axis=1)
+    z = NormalDist().inv_cdf(0.5 + ci / 2.0)
+    return np.array([wilson_interval(m, v, n, z=z) for m, v, n in zip(mean, np.nan_to_num(variance), n_examples)],
+                    dtype=float).reshape(n_sys, 2)
 
 
 def bootstrap_hybrid_score_ci(fixed_present, n_units, judge_summary, judge_probability, example_index, system_index,

@@ -92,7 +92,9 @@ def _t_tests(means, sds, sizes) -> list[tuple[float, float, float, float]]:
         p = 2 * stats.t.sf(np.abs(means) / se, sizes - 1)
     half = np.where(flat, 0.0, half)
     p = np.where(flat, np.where(means == 0, 1.0, 0.0), p)
-    return [(float(m), float(m - h), float(m + h), float(q)) for m, h, q in zip(means, half, p)]
+    # A difference of two scores on [0, 1] lies in [-1, 1]: the interval is cut there (it only loses values the
+    # difference cannot take, so it covers as often).
+    return [(float(m), max(-1.0, float(m - h)), min(1.0, float(m + h)), float(q)) for m, h, q in zip(means, half, p)]
 
 
 def normal_p(estimate: float, variance: float) -> float:
@@ -157,6 +159,10 @@ def design_comparisons(differences) -> list[dict]:
     for entry in differences:
         d, v = entry.get("difference"), entry.get("variance")
         examples = list(entry.get("ci95_examples") or [None, None])
+        if entry.get("no_interval_reason"):
+            # A system no person has judged yet (``active.Design.difference``): no interval, so no test.
+            pairs.append(_untested(entry["higher"], entry["lower"], entry["no_interval_reason"], ci95_examples=examples))
+            continue
         if d is None or v is None or (isinstance(v, float) and math.isnan(v)):
             pairs.append(_untested(entry["higher"], entry["lower"], NO_SCORE, ci95_examples=examples))
             continue

@@ -108,6 +108,10 @@ PAPERS = [
      "year": 2023, "venue": "Science"},
 ]
 TARGETS = {"ci95": active.TARGET_DESIGN, "ci95_examples": active.TARGET_EXAMPLES}
+#: How the active rule's intervals are built (``annotation.scoring.intervals``); stored scores without it predate
+#: the construction and are recomputed on the next read (``ensure_hybrid_scores``).
+INTERVAL_METHOD = ("Wilson score interval at the estimate's effective sample size, within [0, 1] (a difference within "
+                   "[-1, 1]), holding the score; none while no unit of the system was judged by people")
 DISPLAY_NOTE = ("Display score: the human label where a person judged the unit, the judge's calibrated probability "
                 "elsewhere (its raw probability when calibration was not applied); for browsing summaries, not for ranking systems.")
 
@@ -159,7 +163,7 @@ def compute_hybrid_scores(campaign: Campaign, seed: int = 0) -> dict | None:
     }
     if rule_active:
         result["estimator"] = {"name": "aipw", "rule": "active", "statement": estimator_statement(), "targets": TARGETS,
-                               "papers": PAPERS, "display_score": DISPLAY_NOTE}
+                               "papers": PAPERS, "display_score": DISPLAY_NOTE, "interval": INTERVAL_METHOD}
         result["rule"] = estimator_statement()
         return active_scores(campaign, run, result)
     result["rule"] = rule_statement(result)
@@ -305,6 +309,8 @@ def active_scores(campaign: Campaign, run, result: dict) -> dict:
         result["systems"][name] = {
             "qapyramid": score, "score": score, "ci95": [low, high], "ci_low": low, "ci_high": high,
             "ci95_examples": [none_if_nan(v) for v in estimate["ci95_examples"]] if estimate else [None, None],
+            # Why there is no interval yet (no unit of the system judged by people), else None.
+            "no_interval_reason": estimate["no_interval_reason"] if estimate else active.NO_LABEL_REASON,
             "n_summaries": int((summary_system == i).sum()), "n_units": n_units,
             "human_share": float(people[mine].sum()) / n_units if n_units else None,
         }
@@ -319,6 +325,7 @@ def active_scores(campaign: Campaign, run, result: dict) -> dict:
                 "higher": higher, "lower": lower, "adjacent": k == j + 1, "difference": none_if_nan(d["difference"]),
                 "ci95": [low, high], "ci95_examples": [none_if_nan(v) for v in d["ci95_examples"]],
                 "variance": none_if_nan(d["variance"]),
+                "no_interval_reason": d["no_interval_reason"],
                 # "A scores higher than B" only when the design interval of A - B excludes 0.
                 "separated": low is not None and low > 0,
             })

@@ -159,8 +159,10 @@ def ensure_hybrid_scores(campaign: Campaign) -> bool:
     if not campaign.is_hybrid:
         return False
     stored = HybridScore.objects.filter(campaign=campaign).values_list("data", flat=True).first()
-    # Scores stored before the estimator was named (bootstrap intervals that did not hold their 95%) are redone.
-    if stored is not None and "estimator" in stored:
+    # Scores stored before the estimator was named (bootstrap intervals that did not hold their 95%), or under the
+    # active rule before its intervals respected [0, 1] (no ``interval`` named), are redone.
+    estimator = (stored or {}).get("estimator")
+    if estimator is not None and (estimator.get("rule") != "active" or "interval" in estimator):
         return False
     refresh_hybrid_scores(campaign)
     return True

@@ -21,7 +21,8 @@ from django.core.management import call_command
 from django.test import Client
 
 from annotation.models import AutoPresence, AutoscoreRun, Campaign, ContentUnit, GoldPresence, PresenceCandidate
-from annotation.scoring.active import TARGET_DESIGN, TARGET_EXAMPLES, Z95
+from annotation.scoring.active import NO_LABEL_REASON, NO_PAIR_LABEL_REASON, TARGET_DESIGN, TARGET_EXAMPLES
+from annotation.scoring.intervals import wilson_interval
 from annotation.selectors.hybrid import latest_labelling
 
 pytestmark = pytest.mark.django_db
@@ -56,23 +57,30 @@ def deville(expanded, pi):
     return len(expanded) / (len(expanded) - 1) * np.sum(c * (expanded - centre) ** 2)
 
 
+#: Units whose human label enters each system's score (good/ex1's tie is no label; fair's drawn HIT is still open).
+LABELLED = {"good": 6, "fair": 0, "poor": 4}
+
+
 def design_interval(system):
     """The drawn HITs (good/ex0, good/ex1, poor/ex0, fair/ex2), r_h = sum_u w_u (y_u - f_u) for the system's own
-    HITs (w_u = 1/3 summaries x 1/units), 0 for the others; Deville's variance over the draw."""
+    HITs (w_u = 1/3 summaries x 1/units), 0 for the others; Deville's variance over the draw, and the Wilson
+    interval at its effective size (None for "fair": no unit judged by people)."""
+    if not LABELLED[system]:
+        return None, None
     r = {
         "good": [(0.4 * 3 - 0.6) / 12, (0.4 - 0.6) / 9, 0.0, 0.0],
         "fair": [0.0, 0.0, 0.0, 0.0],
         "poor": [0.0, 0.0, (-0.2 * 3 + 0.8) / 12, 0.0],
     }[system]
     pi = [0.8, 0.5, 0.8, 0.5]
-    half = Z95 * math.sqrt(deville([x / p for x, p in zip(r, pi)], pi))
-    return SCORE[system] - half, SCORE[system] + half
+    return wilson_interval(SCORE[system], deville([x / p for x, p in zip(r, pi)], pi), LABELLED[system])
 
 
 def example_interval(system):
+    if not LABELLED[system]:
+        return None, None
     values = PSEUDO[system]
-    half = Z95 * np.std(values, ddof=1) / math.sqrt(3)
-    return np.mean(values) - half, np.mean(values) + half
+    return wilson_interval(np.mean(values), np.var(values, ddof=1) / 3, 3)
 
 
 def active_campaign(tmp_path, researcher, capture):
@@ -140,9 +148,13 @@ def test_campaign_scores_json_reports_the_aipw_scores_with_both_intervals_by_han
         assert [figures["ci_low"], figures["ci_high"]] == pytest.approx(design_interval(name))
         assert figures["ci95"] == [figures["ci_low"], figures["ci_high"]]
         assert figures["ci95_examples"] == pytest.approx(example_interval(name))
+        if LABELLED[name]:  # in [0, 1] around the score
+            assert 0 <= figures["ci_low"] <= figures["score"] <= figures["ci_high"] <= 1
+            assert figures["no_interval_reason"] is None
     assert hybrid["systems"] == pytest.approx(SCORE)
-    # "fair": no unit labelled by people, so nothing to correct and a zero-width design interval.
-    assert printed["systems"]["fair"]["ci95"] == pytest.approx([0.6, 0.6])
+    # "fair": no unit labelled by people: no interval yet, and why (not a zero-width [0.6, 0.6]).
+    assert printed["systems"]["fair"]["ci95"] == [None, None] and printed["systems"]["fair"]["ci95_examples"] == [None, None]
+    assert printed["systems"]["fair"]["no_interval_reason"] == NO_LABEL_REASON
     assert printed["systems"]["good"]["human_share"] == pytest.approx(6 / 9)  # the tie is no label
     # Pairwise differences from the same design, best first; adjacent pairs flagged.
     pairs = {(p["higher"], p["lower"]): p for p in hybrid["pairs"]}
@@ -150,7 +162,12 @@ def test_campaign_scores_json_reports_the_aipw_scores_with_both_intervals_by_han
     assert pairs[("good", "fair")]["adjacent"] and pairs[("fair", "poor")]["adjacent"] and not pairs[("good", "poor")]["adjacent"]
     assert pairs[("good", "poor")]["difference"] == pytest.approx(SCORE["good"] - SCORE["poor"])
     for p in pairs.values():
-        assert p["separated"] == (p["ci95"][0] > 0)
+        assert p["separated"] == (p["ci95"][0] is not None and p["ci95"][0] > 0)
+        # A pair with "fair" has no comparison yet; the other lies in [-1, 1] around its difference.
+        if "fair" in (p["higher"], p["lower"]):
+            assert p["ci95"] == [None, None] and p["no_interval_reason"]
+        else:
+            assert -1 <= p["ci95"][0] <= p["difference"] <= p["ci95"][1] <= 1
     # Per summary: display scores (human label where people judged, calibrated probability elsewhere, raw probability
     # where calibration was not applied), labelled as such.
     per_summary = {(s["system"], s["example"]): s for s in printed["summaries"]}
@@ -164,6 +181,7 @@ def test_campaign_scores_json_reports_the_aipw_scores_with_both_intervals_by_han
     table = capsys.readouterr().out
     assert f"Design interval: {TARGET_DESIGN}. Example interval: {TARGET_EXAMPLES}." in table
     assert "Every pair of systems (aipw-design+holm)" in table
+    assert f"fair: {NO_LABEL_REASON}" in table
 
 
 def test_the_leaderboard_states_the_method_labels_the_intervals_and_the_display_scores(
@@ -183,12 +201,17 @@ def test_the_leaderboard_states_the_method_labels_the_intervals_and_the_display_
     shown = dict(re.findall(r'<tr data-system="(\w+)">.*?data-field="ci95">([^<]*)<', main, re.S))
     low, high = design_interval("good")
     assert shown["good"] == f"[{low:.3f}, {high:.3f}]"
+    assert re.search(r'<tr data-system="fair">.*?data-field="ci95"><span class="no-interval" title="([^"]*)">no interval yet<',
+                     main, re.S).group(1) == NO_LABEL_REASON
     shown = dict(re.findall(r'<tr data-system="(\w+)">.*?data-field="ci95-examples">([^<]*)<', main, re.S))
     low, high = example_interval("poor")
     assert shown["poor"] == f"[{low:.3f}, {high:.3f}]"
     # "A beats B" only from the difference's interval.
     pairs = re.search(r'<table class="grid" id="pairs">(.*?)</table>', page, re.S).group(1)
     assert re.findall(r'data-pair="([\w|]+)"', pairs) == ["good|fair", "good|poor", "fair|poor"]
+    # Both pairs with "fair", which no person has judged yet: no comparison, with the reason; good - poor is tested.
+    assert re.findall(r'data-pair="([\w|]+)" data-separated="none"', pairs) == ["good|fair", "fair|poor"]
+    assert pairs.count(f"no comparison: {NO_PAIR_LABEL_REASON}") == 2
     assert "not separated" in pairs or "scores higher than" in pairs
     # The chart: bars at the AIPW scores, whiskers the design interval, dots the display scores, said so.
     chart = re.search(r'<svg id="score-chart" data-ranked-by="hybrid".*?</svg>', page, re.S).group(0)
@@ -264,17 +287,26 @@ def test_every_pair_is_tested_on_its_design_difference_with_holm_over_all_pairs(
          "poor": [0.0, 0.0, (-0.2 * 3 + 0.8) / 12, 0.0]}
     pi = [0.8, 0.5, 0.8, 0.5]
     assert [(p["higher"], p["lower"]) for p in printed["pairs"]] == [("good", "fair"), ("good", "poor"), ("fair", "poor")]
+    # "fair" has no human label yet: its pairs are not tested (and take no part in the adjustment).
+    untested = [p for p in printed["pairs"] if p["no_comparison"]]
+    assert [(p["higher"], p["lower"]) for p in untested] == [("good", "fair"), ("fair", "poor")]
+    assert all(p["no_comparison"] == NO_PAIR_LABEL_REASON and p["difference"] is None for p in untested)
     p_values = []
     for p in printed["pairs"]:
+        if p["no_comparison"]:
+            continue
         variance = deville([(a - b) / q for a, b, q in zip(r[p["higher"]], r[p["lower"]], pi)], pi)
         assert p["difference"] == pytest.approx(SCORE[p["higher"]] - SCORE[p["lower"]])
         assert p["p_value"] == pytest.approx(math.erfc(p["difference"] / math.sqrt(2 * variance)))
-        half = Z95 * math.sqrt(variance)
-        assert p["ci95"] == pytest.approx([p["difference"] - half, p["difference"] + half])
+        # The design interval on the difference's range, around the difference.
+        assert -1.0 <= p["ci95"][0] <= p["difference"] <= p["ci95"][1] <= 1.0
         assert p["ci95_examples"] is not None and len(p["ci95_examples"]) == 2  # beside it, not tested
         p_values.append(p["p_value"])
-    assert [p["p_holm"] for p in printed["pairs"]] == pytest.approx(list(holm(p_values)))
-    assert [p["separated"] for p in printed["pairs"]] == [h < 0.05 for h in holm(p_values)]
+    assert len(p_values) == 1
+    tested = [p for p in printed["pairs"] if not p["no_comparison"]]
+    assert [p["p_holm"] for p in tested] == pytest.approx(list(holm(p_values)))
+    assert [p["separated"] for p in tested] == [h < 0.05 for h in holm(p_values)]
+    assert not any(p["separated"] for p in untested) and all(p["p_holm"] is None for p in untested)
 
     client = Client()
     client.force_login(researcher)
@@ -286,5 +318,23 @@ def test_every_pair_is_tested_on_its_design_difference_with_holm_over_all_pairs(
     call_command("export_campaign", campaign=campaign.slug, out=str(tmp_path / "out"))
     rows = list(csv.DictReader((tmp_path / "out" / "pairs.csv").open()))
     assert [(row["higher"], row["lower"]) for row in rows] == [("good", "fair"), ("good", "poor"), ("fair", "poor")]
-    assert float(rows[0]["ci95_examples_low"]) == pytest.approx(printed["pairs"][0]["ci95_examples"][0])
+    assert float(rows[1]["ci95_examples_low"]) == pytest.approx(printed["pairs"][1]["ci95_examples"][0])
     assert {row["method"] for row in rows} == {"aipw-design+holm"}
+
+
+def test_scores_stored_before_the_bounded_intervals_are_redone_on_the_next_read(tmp_path, researcher,
+                                                                                django_capture_on_commit_callbacks):
+    from annotation.models import HybridScore
+    from annotation.services.scores import ensure_hybrid_scores
+
+    campaign = active_campaign(tmp_path, researcher, django_capture_on_commit_callbacks)
+    stored = HybridScore.objects.get(campaign=campaign)
+    # As an earlier version stored them: the estimator without its interval method, a plain interval past 0.
+    data = {**stored.data, "estimator": {k: v for k, v in stored.data["estimator"].items() if k != "interval"}}
+    data["systems"]["poor"] = {**data["systems"]["poor"], "ci95": [-0.05, 0.9], "ci_low": -0.05}
+    HybridScore.objects.filter(pk=stored.pk).update(data=data)
+    assert ensure_hybrid_scores(campaign) is True
+    redone = HybridScore.objects.get(campaign=campaign).data
+    assert redone["systems"]["poor"]["ci95"] == pytest.approx(list(design_interval("poor")))
+    assert "Wilson" in redone["estimator"]["interval"]
+    assert ensure_hybrid_scores(campaign) is False  # stored under this construction: kept

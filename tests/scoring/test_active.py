@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from annotation.scoring import active
+from annotation.scoring.intervals import wilson_interval
 
 
 def population(seed=0, n_summaries=120, units_per_hit=4, hits_per_summary=3):
@@ -94,8 +95,8 @@ def test_the_design_interval_covers_the_full_human_score_95_percent_of_the_time(
     covered = 0
     runs = 500
     for seed in range(runs):
-        estimate, variance, _, _ = run_design(pop, share, seed)
-        low, high = active.normal_interval(estimate, variance)
+        estimate, variance, sampled, _ = run_design(pop, share, seed)
+        low, high = wilson_interval(estimate, variance, int(sampled[pop["hit"]].sum()))
         covered += low <= pop["truth"] <= high
     assert 0.92 <= covered / runs <= 0.98
 
@@ -132,7 +133,8 @@ def test_the_example_interval_is_wider_than_the_design_interval():
     known = sampled[pop["hit"]]
     pseudo_units = pop["f"] + np.where(known, (pop["y"] - pop["f"]) / pi[pop["hit"]], 0.0)
     summaries = np.bincount(pop["summary"], weights=pseudo_units) / np.bincount(pop["summary"])
-    mean, low, high = active.example_interval(summaries, np.arange(summaries.size))
+    mean, spread, n_examples = active.example_spread(summaries, np.arange(summaries.size))
     assert mean == pytest.approx(estimate)
-    design_low, design_high = active.normal_interval(estimate, variance)
+    low, high = wilson_interval(mean, spread, n_examples)
+    design_low, design_high = wilson_interval(estimate, variance, int(known.sum()))
     assert high - low > design_high - design_low

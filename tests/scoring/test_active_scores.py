@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from annotation.scoring import active
+from annotation.scoring.intervals import Z95, wilson_interval
 
-Z = active.Z95
+Z = Z95
 
 # Two systems (A = 0, B = 1) on two examples: summaries s0 = A/e0, s1 = A/e1, s2 = B/e0, s3 = B/e1, one HIT of two
 # units each (HIT h = summary s), all four decided in one draw of 2 with pi = (0.8, 0.2, 0.4, 0.6); h0 and h3 drawn.
@@ -52,10 +53,14 @@ def test_system_scores_and_both_intervals_by_hand():
     var_b = deville([0.0, 0.175 / 0.6], [0.8, 0.6])
     assert var_a == pytest.approx(2 * (0.2 * (0.25 - 0.25 / 3) ** 2 + 0.4 * (0.25 / 3) ** 2))  # = 1/60
     assert a["variance"] == pytest.approx(var_a) and b["variance"] == pytest.approx(var_b)
-    assert a["ci95"] == pytest.approx((0.45 - Z * math.sqrt(var_a), 0.45 + Z * math.sqrt(var_a)))
-    # The example interval: the spread of the pseudo-values over the two examples.
-    half = Z * np.std([0.4, 0.5], ddof=1) / math.sqrt(2)
-    assert a["ci95_examples"] == pytest.approx((0.45 - half, 0.45 + half))
+    # The Wilson interval at the effective size 0.45 x 0.55 / var_a, written out (A rests on s0's 2 human labels).
+    n = 0.45 * 0.55 / var_a
+    k = Z**2 / n
+    centre, half = (0.45 + k / 2) / (1 + k), Z * math.sqrt(0.45 * 0.55 / n + k / (4 * n)) / (1 + k)
+    assert a["ci95"] == pytest.approx((centre - half, centre + half))
+    assert a["labelled"] == 2 and b["labelled"] == 1
+    # The example interval: the spread of the pseudo-values over the two examples, the same construction.
+    assert a["ci95_examples"] == pytest.approx(wilson_interval(0.45, np.var([0.4, 0.5], ddof=1) / 2, 2))
     assert list(a["pseudo_values"]) == pytest.approx([0.4, 0.5])
 
 
@@ -70,8 +75,10 @@ def test_the_difference_comes_from_the_same_design_by_hand():
     assert d["variance"] < a["variance"] + b["variance"]
     # Paired by example: d_e0 = 0.4 - 0.5, d_e1 = 0.5 - s3.
     diffs = [0.4 - 0.5, 0.5 - s3]
-    half = Z * np.std(diffs, ddof=1) / math.sqrt(2)
-    assert d["ci95_examples"] == pytest.approx((np.mean(diffs) - half, np.mean(diffs) + half))
+    assert d["ci95_examples"] == pytest.approx(wilson_interval(np.mean(diffs), np.var(diffs, ddof=1) / 2, 1, -1.0, 1.0))
+    # The design interval of the difference lies on [-1, 1] and holds the difference of the two scores.
+    assert d["difference"] == pytest.approx(a["score"] - b["score"])
+    assert -1 <= d["ci95"][0] <= d["difference"] <= d["ci95"][1] <= 1
 
 
 def test_undecided_hits_count_as_the_judge_and_never_enter_the_variance():
@@ -79,6 +86,12 @@ def test_undecided_hits_count_as_the_judge_and_never_enter_the_variance():
     data = dict(SMALL, pi=[0.8, np.nan, 0.4, 0.6], stratum=[1, np.nan, 1, 1])
     a, _ = active.system_estimates(**data, summary_system=SYSTEMS, summary_example=EXAMPLES, n_systems=2)
     assert a["score"] == pytest.approx(0.45) and np.isfinite(a["variance"])
+    # Half of A's units (s1) await their draw: the interval holds whatever their labels turn out to be, so it
+    # reaches at least their weight above the decided part's score (0.4 / 2) and is never a point.
+    assert a["undecided"] == pytest.approx(0.5)
+    low, high = a["ci95"]
+    assert 0 <= low <= 0.2 and high >= 0.2 + 0.5 and high <= 1
+    assert low <= a["score"] <= high
 
 
 def test_the_difference_interval_covers_the_true_difference_in_simulation():

@@ -123,3 +123,14 @@ def test_design_comparisons_test_the_difference_against_its_design_variance():
     # A zero-width design interval rests on the judge alone: no verdict, the reason instead.
     assert result[2]["no_comparison"] == pair_tests.ZERO_WIDTH and result[2]["difference"] is None
     assert result[2]["separated"] is False and result[2]["ci95_examples"] == [0.1, 0.4]
+
+
+def test_a_paired_interval_stays_on_the_differences_range():
+    from annotation.scoring.pairs import paired_t
+
+    # Differences near +1 with some spread: mean +- t * se would pass 1 on three examples.
+    mean, low, high, p = paired_t([1.0, 1.0, 0.9])
+    assert mean == pytest.approx(29 / 30)
+    assert low < mean <= high == 1.0
+    mean, low, high, p = paired_t([-1.0, -0.95, -1.0])
+    assert low == -1.0 and low <= mean < high

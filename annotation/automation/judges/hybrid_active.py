@@ -153,8 +153,11 @@ def active_estimates(data, labels, f, human, pi, stratum, hit, display) -> dict:
         estimate = design.system_estimate(s)
         mine = summary_system == s
         low, high = estimate["ci95"]
+        # ``estimate`` and ``sd``: the AIPW estimate as computed and its design standard deviation (the plain normal
+        # interval estimate +- 1.96 sd can be rebuilt from them, to compare constructions).
         systems[name] = {"score": estimate["score"], "ci_low": low, "ci_high": high,
                          "ci_examples": list(estimate["ci95_examples"]),
+                         "estimate": estimate["estimate"], "sd": math.sqrt(estimate["variance"]),
                          "full_human": float(gold_summary[mine].mean()), "display": float(display_summary[mine].mean())}
     return {"systems": systems, "summary_display": display_summary, "summary_gold": gold_summary,
             "summary_example": summary_example, "summary_system": summary_system}

@@ -61,6 +61,9 @@ class Command(BaseCommand):
                     f"{s['rank']:>3} {name:<32} {_f(s['qapyramid']):>9} {_ci(s['ci95']):>15} {_ci(s.get('ci95_examples') or [None, None]):>15} "
                     f"{human:>6} {s['n_units']:>6} {_f(alpha['per_system'].get(name), 2):>6} {s['n_summaries']:>5}"
                 )
+            for name, s in result["systems"].items():
+                if s.get("no_interval_reason") and estimator.get("name") == "aipw":
+                    self.stdout.write(f"  {name}: {s['no_interval_reason']}")
             self._pairs(result)
             self.stdout.write("")
             self.stdout.write(

@@ -426,7 +426,8 @@ class LeaderboardRowSerializer(serializers.Serializer):
         "documents like these).",
     )
     no_interval_reason = serializers.CharField(
-        required=False, allow_null=True, help_text="Budgeted presence, uncertainty rule: why no interval is given."
+        required=False, allow_null=True, help_text="Budgeted presence: why no interval is given (the uncertainty rule; under the active rule, a "
+        "system none of whose units people have judged yet); null when there is one."
     )
     human_share = serializers.FloatField(
         allow_null=True, help_text="Budgeted presence: the share of the system's units people judged (null otherwise)."
