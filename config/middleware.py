@@ -41,6 +41,29 @@ class DatabaseUnavailableMiddleware:
         return None
 
 
+class StorageUnavailableMiddleware:
+    """The object store out of reach during a request (staging an upload, streaming an export): 503 with the
+    store's reason, as JSON for the API and as a page for the browser, never a server error."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        from config.storage import StorageUnavailable
+
+        if not isinstance(exception, StorageUnavailable):
+            return None
+        log.error("%s during %s %s", exception, request.method, request.path)
+        if request.path.startswith("/api/"):
+            from django.http import JsonResponse
+
+            return JsonResponse({"detail": f"{exception}. Nothing was stored; try again in a moment."}, status=503)
+        return render(request, "503_storage.html", {"reason": str(exception)}, status=503)
+
+
 class RefuseNulMiddleware:
     """A form field or query parameter holding a NUL character is a 400, whatever the view.
 
