@@ -5,10 +5,43 @@ from __future__ import annotations
 import logging
 
 from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import JsonResponse
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 
 log = logging.getLogger(__name__)
+
+
+class ProbeMiddleware:
+    """``/healthz`` (alive) and ``/readyz`` (ready: the database answers) for load balancers and Kubernetes probes.
+
+    First in the chain: a probe comes from the orchestrator over plain HTTP to the pod's address, which is neither
+    in ``ALLOWED_HOSTS`` nor HTTPS; answering before the host check and the HTTPS redirect keeps the probes
+    meaningful on a production configuration.  Nothing but these two paths is answered here.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path == "/healthz":
+            return JsonResponse({"status": "ok"})
+        if request.path == "/readyz":
+            return readiness()
+        return self.get_response(request)
+
+
+def readiness() -> JsonResponse:
+    """200 when the database answers a trivial query, 503 with the reason otherwise (the pod leaves the service)."""
+    from django.db import connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError as exc:
+        connection.close_if_unusable_or_obsolete()
+        return JsonResponse({"status": "unavailable", "database": str(exc).strip()[:200]}, status=503)
+    return JsonResponse({"status": "ready"})
 
 
 class DatabaseUnavailableMiddleware:
