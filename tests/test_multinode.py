@@ -83,13 +83,16 @@ def _wait_until(check, what: str, seconds: float = 120.0, procs=()):
 
 
 def _output(proc) -> str:
-    if proc.stdout is None:
-        return ""
-    try:
-        out, _ = proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        return "(still running)"
-    return (out or "")[-4000:]
+    log = getattr(proc, "log_path", None)
+    return log.read_text(errors="replace")[-4000:] if log and log.exists() else ""
+
+
+def _start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
+    """A node's process, its output in ``log`` (a pipe nobody reads could fill and stop it)."""
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    proc.log_path = log
+    return proc
 
 
 def _stop(procs) -> None:
@@ -183,17 +186,14 @@ def cluster(s3_server):
             port = _free_port()
             # Node A answers a download with a link signed by the store, node B streams it.
             extra = {"STORAGE_SIGNED_URL_SECONDS": "60"} if node == "a" else {}
-            procs.append(subprocess.Popen(
+            procs.append(_start(
                 [gunicorn, "config.wsgi:application", "-b", f"127.0.0.1:{port}", "-w", "2", "--timeout", "120",
-                 "--log-level", "warning"],
-                cwd=REPO, env=env | extra | {"DATA_DIR": str(root / node)}, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, text=True))
+                 "--log-level", "warning"], env | extra | {"DATA_DIR": str(root / node)}, root / f"{node}.log"))
             nodes[node] = f"http://127.0.0.1:{port}"
-        procs.append(subprocess.Popen(
+        procs.append(_start(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--without-gossip",
              "--without-mingle", "--without-heartbeat", "--loglevel=WARNING", "-n", f"{name}@localhost"],
-            cwd=REPO, env=env | {"DATA_DIR": str(root / "worker")}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True))
+            env | {"DATA_DIR": str(root / "worker")}, root / "worker.log"))
         import httpx
 
         for address in nodes.values():

@@ -282,3 +282,19 @@ def test_hybrid_curves_are_saved_to_and_listed_from_the_bucket(bucket):
     where = save_curve({"curve": [{"routed": {"summary_pearson": 0.9}}]}, "tiny run")
     assert where == f"s3://{BUCKET}/models/hybrid-curves/tiny-run.json"
     assert [c["name"] for c in saved_curves()] == ["tiny-run"]
+
+
+def test_without_a_bucket_the_start_imports_neither_boto3_nor_django_storages(tmp_path):
+    """The start-up check asks the store only when STORAGE_BUCKET is set: the embedded default pays nothing for it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import sys, django; django.setup(); "
+            "print(sorted(m for m in ('boto3', 'botocore', 'storages') if m in sys.modules))")
+    env = {"PATH": os.environ.get("PATH", ""), "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1",
+           "DATA_DIR": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"
