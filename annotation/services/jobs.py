@@ -131,7 +131,10 @@ def _run_import(job: Job, progress) -> dict:
             predicates=files.get("predicates") if predicates == "file" else predicates,
             progress=progress,
         )
-    discard_upload(params["upload"])
+    try:
+        discard_upload(params["upload"])
+    except filestore.StorageUnavailable as exc:  # imported: the hourly clean-up removes the files later
+        log.warning("job %s: staged upload kept: %s", job.pk, exc)
     total = report.n_examples + 3  # the steps import_campaign reports: files, each reference, writing
     return {"campaign": report.campaign, "message": report.summary_line()[:500], "done": total, "total": total}
 
