@@ -17,18 +17,18 @@ class ProbeMiddleware:
 
     First in the chain: a probe comes from the orchestrator over plain HTTP to the pod's address, which is neither
     in ``ALLOWED_HOSTS`` nor HTTPS; answering before the host check and the HTTPS redirect keeps the probes
-    meaningful on a production configuration.  Nothing but these two paths is answered here.
+    meaningful on a production configuration.  Nothing but a GET or HEAD of these two paths is answered here.
     """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path == "/healthz":
-            return JsonResponse({"status": "ok"})
-        if request.path == "/readyz":
-            return readiness()
-        return self.get_response(request)
+        if request.method not in ("GET", "HEAD") or request.path not in ("/healthz", "/readyz"):
+            return self.get_response(request)
+        answer = JsonResponse({"status": "ok"}) if request.path == "/healthz" else readiness()
+        # The headers every response carries (the policy is added last in the chain, which a probe skips).
+        return ContentSecurityPolicyMiddleware(lambda _request: answer)(request)
 
 
 def readiness() -> JsonResponse:
