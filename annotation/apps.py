@@ -18,3 +18,13 @@ class AnnotationConfig(AppConfig):
         # queue them by name (``annotation.services.coalesce.TASKS``, ``RUN_JOB_TASK``, ``CHUNK_TASK``)
         # and, with eager Celery (the embedded default), run them from this process's task registry.
         import annotation.tasks  # noqa: F401
+
+        # The shared file store (issue 50): a bucket that does not exist stops every process at start with
+        # ImproperlyConfigured naming it.  One request, only when STORAGE_BUCKET is set (boto3 is not imported
+        # otherwise).
+        from django.conf import settings
+
+        if settings.STORAGE_BUCKET:
+            from annotation.services.filestore import check_bucket
+
+            check_bucket(settings.STORAGE_BUCKET)

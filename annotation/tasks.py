@@ -70,3 +70,13 @@ def route_presence_task(campaign_id: int) -> dict:
     from annotation.automation.hybrid import route_campaign
 
     return route_campaign(campaign_id)
+
+
+@shared_task(name="annotation.clean_stored_files", acks_late=True)
+def clean_stored_files_task() -> dict:
+    """Remove staged uploads nobody came back to and export archives past ``EXPORT_KEEP_HOURS`` (beat, hourly;
+    on the disk or in the bucket; idempotent)."""
+    from annotation.services.jobs import remove_old_exports
+    from annotation.services.uploads import clean_stale_uploads
+
+    return {"uploads": clean_stale_uploads(), "exports": remove_old_exports()}

@@ -5,10 +5,43 @@ from __future__ import annotations
 import logging
 
 from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import JsonResponse
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 
 log = logging.getLogger(__name__)
+
+
+class ProbeMiddleware:
+    """``/healthz`` (alive) and ``/readyz`` (ready: the database answers) for load balancers and Kubernetes probes.
+
+    First in the chain: a probe comes from the orchestrator over plain HTTP to the pod's address, which is neither
+    in ``ALLOWED_HOSTS`` nor HTTPS; answering before the host check and the HTTPS redirect keeps the probes
+    meaningful on a production configuration.  Nothing but a GET or HEAD of these two paths is answered here.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method not in ("GET", "HEAD") or request.path not in ("/healthz", "/readyz"):
+            return self.get_response(request)
+        answer = JsonResponse({"status": "ok"}) if request.path == "/healthz" else readiness()
+        # The headers every response carries (the policy is added last in the chain, which a probe skips).
+        return ContentSecurityPolicyMiddleware(lambda _request: answer)(request)
+
+
+def readiness() -> JsonResponse:
+    """200 when the database answers a trivial query, 503 with the reason otherwise (the pod leaves the service)."""
+    from django.db import connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError as exc:
+        connection.close_if_unusable_or_obsolete()
+        return JsonResponse({"status": "unavailable", "database": str(exc).strip()[:200]}, status=503)
+    return JsonResponse({"status": "ready"})
 
 
 class DatabaseUnavailableMiddleware:
@@ -39,6 +72,29 @@ class DatabaseUnavailableMiddleware:
                     connection.close_if_unusable_or_obsolete()
             return render(request, "503.html", status=503)
         return None
+
+
+class StorageUnavailableMiddleware:
+    """The object store out of reach during a request (staging an upload, streaming an export): 503 with the
+    store's reason, as JSON for the API and as a page for the browser, never a server error."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        from config.storage import StorageUnavailable
+
+        if not isinstance(exception, StorageUnavailable):
+            return None
+        log.error("%s during %s %s", exception, request.method, request.path)
+        if request.path.startswith("/api/"):
+            from django.http import JsonResponse
+
+            return JsonResponse({"detail": f"{exception}. Nothing was stored; try again in a moment."}, status=503)
+        return render(request, "503_storage.html", {"reason": str(exception)}, status=503)
 
 
 class RefuseNulMiddleware:

@@ -35,6 +35,7 @@ QUEUES: dict[str, tuple[str, ...]] = {
         "annotation.autoscore_chunk",
         "annotation.run_job",
         "annotation.redetect_predicates",
+        "annotation.clean_stored_files",
     ),
     MARKETS: (
         "hits.mturk.publish_batch",

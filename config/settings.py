@@ -19,6 +19,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.queues import INTERACTIVE, task_queues, task_routes
+from config.storage import storages_setting
 
 # Every environment variable is read through the table (the settings reference is generated from it).
 from config.settings_table import env_bool, env_int, env_list, read  # noqa: F401 (env_*: kept importable from here)
@@ -105,6 +106,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, before the host check and the HTTPS redirect (probes use the pod's address over HTTP).
+    "config.middleware.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -116,6 +119,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.DatabaseUnavailableMiddleware",
+    "config.middleware.StorageUnavailableMiddleware",
 ]
 if read("COUNT_QUERIES"):
     MIDDLEWARE.insert(0, "config.middleware.QueryCountMiddleware")
@@ -188,8 +192,14 @@ try:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 except OSError:  # a read-only data directory: collectstatic will say so
     pass
+# Files another process reads (staged uploads, exports, trained judges): the local disk, or one S3-compatible
+# bucket shared by every node when STORAGE_BUCKET is set (annotation/services/filestore.py).
+STORAGE_BUCKET = read("STORAGE_BUCKET").strip()
+STORAGE_SIGNED_URL_SECONDS = read("STORAGE_SIGNED_URL_SECONDS")
+EXPORT_KEEP_HOURS = read("EXPORT_KEEP_HOURS")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    **storages_setting(STORAGE_BUCKET, STORAGE_SIGNED_URL_SECONDS),
     # No manifest: pages render before (or without) collectstatic; WhiteNoise serves from the finders too.
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
@@ -228,6 +238,8 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE: dict = {
     "expire-assignments": {"task": "hits.expire_assignments", "schedule": 60.0},
     "flush-followups": {"task": "hits.flush_followups", "schedule": 60.0},
+    # Stale staged uploads and expired export archives, on the disk or in the bucket.
+    "clean-stored-files": {"task": "annotation.clean_stored_files", "schedule": 3600.0},
 }
 # A HIT accepted for a worker (auto-accept, "Start working") is held this long until the page is opened,
 # then for the task type's full duration: one nobody opened is back in the pool within a minute or two.

@@ -7,13 +7,19 @@ from django.templatetags.static import static
 from django.urls import include, path
 
 from annotation.web.views import campaigns as annotation_views
+from config.middleware import readiness
 from config.ratelimit import login_limited
 from hits import views as hits_views
 
 
 def healthz(request):
-    """Liveness probe for load balancers and docker-compose."""
+    """Liveness probe for load balancers and docker-compose (answered first by ``config.middleware.ProbeMiddleware``)."""
     return JsonResponse({"status": "ok"})
+
+
+def readyz(request):
+    """Readiness probe: the database answers (answered first by ``config.middleware.ProbeMiddleware``)."""
+    return readiness()
 
 
 def favicon(request):
@@ -40,5 +46,6 @@ urlpatterns = [
     path("admin/login/", login_limited(admin.site.login), name="admin-login"),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
     path("favicon.ico", favicon),
 ]

@@ -86,10 +86,10 @@ def check_judge_name(judge: str) -> None:
 
     require_extras(backend)
     if backend == "trained":
-        from annotation.automation.judges.trained import model_directory
+        from annotation.automation.judges.trained import model_directory, model_exists
 
         directory = model_directory(argument)
-        if not (directory / "metadata.json").exists():
+        if not model_exists(argument):
             raise JudgeError(
                 f"no trained presence judge at {directory}; train one with "
                 f"`python manage.py train_presence_judge --campaign SLUG --out {directory.name}`"

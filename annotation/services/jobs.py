@@ -11,17 +11,24 @@ Kinds:
 - ``import``: ``import_campaign`` from an upload staged by
   ``annotation.services.uploads`` (the staged files are removed afterwards);
 - ``recompute``: ``recompute_gold`` (every gold label and score);
-- ``export``: ``export_campaign`` into ``settings.EXPORTS_DIR``, zipped for
-  download.
+- ``export``: ``export_campaign``, zipped for download into the exports
+  storage (``EXPORTS_DIR``, or the bucket of ``STORAGE_BUCKET``), removed
+  after ``EXPORT_KEEP_HOURS`` by ``remove_old_exports``.
+
+A job that failed because the file store was out of reach is marked
+retryable (``retry_job``): its inputs (an import's staged files) are kept.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import re
 import secrets
-import shutil
+import tempfile
 import time
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -29,6 +36,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from annotation.models import Campaign, Job
+from annotation.services import filestore
 from hits.outbox import send_after_commit
 
 log = logging.getLogger(__name__)
@@ -79,10 +87,14 @@ def run_job(job_id: int) -> str:
         from annotation.importing.readers import CampaignImportError
 
         problems = [str(p) for p in exc.problems] if isinstance(exc, CampaignImportError) else []
-        if not problems:
+        retryable = isinstance(exc, filestore.StorageUnavailable)
+        if retryable:
+            log.error("job %s (%s) failed: %s", job.pk, job.kind, exc)
+        elif not problems:
             log.exception("job %s (%s) failed", job.pk, job.kind)
         Job.objects.filter(pk=job.pk).update(
-            state=Job.State.FAILED, finished_at=timezone.now(), message=_failure_message(exc)[:500], problems=problems
+            state=Job.State.FAILED, finished_at=timezone.now(), message=_failure_message(exc)[:500], problems=problems,
+            params={**job.params, "retryable": retryable},
         )
         return Job.State.FAILED
     Job.objects.filter(pk=job.pk).update(state=Job.State.DONE, finished_at=timezone.now(), **fields)
@@ -95,30 +107,34 @@ def _failure_message(exc: Exception) -> str:
     if isinstance(exc, CampaignImportError):
         n = len(exc.problems)
         return f"Nothing was imported: {n} problem{'s' if n != 1 else ''} in the files."
+    if isinstance(exc, filestore.StorageUnavailable):
+        return f"Failed: {exc}. Nothing was lost: retry the job once the store answers."
     return f"Failed: {exc}" if str(exc) else f"Failed: {type(exc).__name__}"
 
 
 def _run_import(job: Job, progress) -> dict:
     from annotation.services.campaign_import import import_campaign
-    from annotation.services.uploads import discard_upload, staged_files
+    from annotation.services.uploads import discard_upload, local_files, staged_files
 
     params = job.params
-    files = staged_files(params["upload"])
     predicates = params.get("predicates", "auto")
-    if predicates == "file":
-        predicates = files.get("predicates")
     owner = get_user_model().objects.filter(pk=params.get("owner")).first()
-    report = import_campaign(
-        name=params["name"],
-        slug=params.get("slug") or None,
-        owner=owner,
-        description=params.get("description", ""),
-        references=files.get("references"),
-        summaries=files.get("summaries"),
-        predicates=predicates,
-        progress=progress,
-    )
-    discard_upload(params["upload"])
+    # The files were staged by whichever web node took the upload: read from the shared uploads storage.
+    with local_files(staged_files(params["upload"])) as files:
+        report = import_campaign(
+            name=params["name"],
+            slug=params.get("slug") or None,
+            owner=owner,
+            description=params.get("description", ""),
+            references=files.get("references"),
+            summaries=files.get("summaries"),
+            predicates=files.get("predicates") if predicates == "file" else predicates,
+            progress=progress,
+        )
+    try:
+        discard_upload(params["upload"])
+    except filestore.StorageUnavailable as exc:  # imported: the hourly clean-up removes the files later
+        log.warning("job %s: staged upload kept: %s", job.pk, exc)
     total = report.n_examples + 3  # the steps import_campaign reports: files, each reference, writing
     return {"campaign": report.campaign, "message": report.summary_line()[:500], "done": total, "total": total}
 
@@ -135,31 +151,34 @@ def _run_recompute(job: Job, progress) -> dict:
 
 
 def export_dir() -> Path:
+    """Where exports are kept on the local disk (without ``STORAGE_BUCKET``)."""
     return Path(settings.EXPORTS_DIR)
 
 
 def _run_export(job: Job, progress) -> dict:
-    """Export into a folder of its own, then zip it (one file to download) and keep only the zip."""
+    """Export into a temporary folder, zip it (one file to download) and keep only the zip, in the exports
+    storage that every web node reads (the disk, or the bucket)."""
     from annotation.services.export import export_campaign
 
     campaign = job.campaign
     stem = f"{campaign.slug}-export-{job.pk}"
-    folder = export_dir() / stem
     pseudonymise = bool(job.params.get("pseudonymise"))
     # A fresh salt per export: pseudonyms cannot be linked across exports, nor reversed by guessing ids.  An API
     # export asks for stable ones (``stable_pseudonyms``): salted with the secret key, never stored in the job.
     salt = ""
     if pseudonymise:
         salt = settings.SECRET_KEY + campaign.slug if job.params.get("stable_pseudonyms") else secrets.token_hex(16)
-    result = export_campaign(campaign, folder, pseudonymise=pseudonymise, salt=salt, progress=progress)
-    archive = export_dir() / f"{stem}.zip"
-    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(folder.iterdir()):
-            zf.write(path, arcname=f"{stem}/{path.name}")
-    shutil.rmtree(folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="qapyr-export-") as work:
+        folder = Path(work) / stem
+        result = export_campaign(campaign, folder, pseudonymise=pseudonymise, salt=salt, progress=progress)
+        archive = Path(work) / f"{stem}.zip"
+        with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for path in sorted(folder.iterdir()):
+                zf.write(path, arcname=f"{stem}/{path.name}")
+        name = filestore.save_path(filestore.EXPORTS, archive.name, archive)
     total = Job.objects.values_list("total", flat=True).get(pk=job.pk) or 1
     return {
-        "result_path": str(archive),
+        "result_path": name,
         "message": f"Exported {result['examples']:,} examples and {result['judgments']:,} judgments.",
         "done": total,
         "total": total,
@@ -167,17 +186,54 @@ def _run_export(job: Job, progress) -> dict:
 
 
 RUNNERS = {Job.Kind.IMPORT: _run_import, Job.Kind.RECOMPUTE: _run_recompute, Job.Kind.EXPORT: _run_export}
+_EXPORT_NAME = re.compile(r"^[A-Za-z0-9_.-]+\.zip$")
 
 
-def export_file(job: Job) -> Path | None:
-    """The zip a finished export job wrote, or None (not done, not an export, or the file is gone).  Only files
-    under ``EXPORTS_DIR``: a tampered row must not serve other files."""
-    if job.state != Job.State.DONE or not job.result_path:
+def export_file(job: Job) -> str | None:
+    """The name, in the exports storage, of the zip a finished export job wrote; None when the job is not a done
+    export.  Only a plain archive name of that storage: a tampered row must not serve other files.  (Rows written
+    before the storage hold an absolute path under ``EXPORTS_DIR``: its name is taken when it is right there.)"""
+    if job.kind != Job.Kind.EXPORT or job.state != Job.State.DONE or not job.result_path:
         return None
-    path = Path(job.result_path).resolve()
-    if not path.is_file() or export_dir().resolve() not in path.parents:
-        return None
-    return path
+    name = job.result_path
+    if os.path.isabs(name):
+        path = Path(name).resolve()
+        if path.parent != export_dir().resolve():
+            return None
+        name = path.name
+    return name if _EXPORT_NAME.match(name) else None
+
+
+def export_gone_reason(job: Job) -> str:
+    """Why a done export has no archive any more (its download answers 410 Gone with this)."""
+    keep = settings.EXPORT_KEEP_HOURS
+    if job.finished_at and timezone.now() - job.finished_at >= timedelta(hours=keep):
+        return f"This export expired: archives are kept {keep} hours after the export. Export the campaign again."
+    return "This export's archive was removed from the store. Export the campaign again."
+
+
+def remove_old_exports(keep_hours: float | None = None) -> int:
+    """Remove export archives older than ``EXPORT_KEEP_HOURS`` (a beat task, on the disk as in the bucket);
+    returns how many were removed."""
+    keep = settings.EXPORT_KEEP_HOURS if keep_hours is None else keep_hours
+    cutoff = timezone.now() - timedelta(hours=keep)
+    removed = 0
+    for name in filestore.walk(filestore.EXPORTS):
+        if _EXPORT_NAME.match(name) and filestore.modified(filestore.EXPORTS, name) < cutoff:
+            filestore.delete(filestore.EXPORTS, name)
+            removed += 1
+    return removed
+
+
+def retry_job(job: Job) -> bool:
+    """Queue a job again that failed because the file store was out of reach (its inputs were kept); False for
+    any other job (a failure in the files or the data would only fail again)."""
+    updated = Job.objects.filter(pk=job.pk, state=Job.State.FAILED, params__retryable=True).update(
+        state=Job.State.QUEUED, done=0, total=0, message="Queued again.", problems=[], started_at=None, finished_at=None
+    )
+    if updated:
+        send_after_commit(RUN_JOB_TASK, job.pk)
+    return bool(updated)
 
 
 def job_status(job: Job) -> dict:
@@ -194,6 +250,8 @@ def job_status(job: Job) -> dict:
         "message": job.message,
         "problems": job.problems,
         "finished": job.finished,
+        # Failed because the file store was out of reach: POST .../retry/ queues it again.
+        "retryable": job.state == Job.State.FAILED and bool(job.params.get("retryable")),
         "result_url": "",
     }
     if job.state == Job.State.DONE:

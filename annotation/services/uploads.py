@@ -1,7 +1,9 @@
 """Campaign files uploaded in the browser: kept between the preview and the import, then removed.
 
 A researcher uploads references, summaries and optionally predicates; the
-files are staged under ``settings.DATA_DIR / "uploads" / <token>/`` so that
+files are staged in the uploads storage under ``<token>/<role>/<file>``
+(``DATA_DIR/uploads`` on the disk, or the bucket of ``STORAGE_BUCKET`` that
+every web node and worker shares: ``annotation.services.filestore``) so that
 they survive the preview step (and a failed preview: the researcher replaces
 only the file that was wrong).  ``preview_import`` runs the same readers and
 checks as ``annotation.services.campaign_import.import_campaign`` (and the
@@ -12,18 +14,23 @@ would create.  ``discard_upload`` removes the staged files once imported;
 
 from __future__ import annotations
 
+import posixpath
 import re
 import secrets
-import shutil
+import tempfile
 import time
 from collections import Counter
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from django.conf import settings
+from django.core.files import File
 from django.utils.text import get_valid_filename
 
 from annotation.importing.readers import Problem, ProblemList, read_predicates
+from annotation.services import filestore
 from annotation.services.campaign_import import (
     PREDICATES_AUTO,
     PREDICATES_NONE,
@@ -38,82 +45,104 @@ STALE_AFTER_SECONDS = 24 * 3600
 
 
 def uploads_dir() -> Path:
+    """Where uploads are staged on the local disk (without ``STORAGE_BUCKET``)."""
     return Path(settings.DATA_DIR) / "uploads"
 
 
 def new_upload() -> str:
-    """A fresh upload token (also the name of its directory)."""
+    """A fresh upload token (also the name of its folder in the uploads storage)."""
     return secrets.token_hex(16)
 
 
-def _upload_path(token: str) -> Path:
+def _checked(token: str) -> str:
     if not _TOKEN.match(token or ""):
         # Tokens come back from the browser: never let one name a path outside the uploads area.
         raise ValueError("not an upload token")
-    return uploads_dir() / token
+    return token
 
 
-def stage_file(token: str, role: str, upload) -> Path:
+@dataclass(frozen=True)
+class StagedFile:
+    """A staged file: its name in the uploads storage (``TOKEN/ROLE/FILE``) and the file name the researcher chose."""
+
+    key: str
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.key)
+
+
+def stage_file(token: str, role: str, upload) -> StagedFile:
     """Store an uploaded file as the upload's ``role`` file, replacing an earlier one.
 
     The file keeps its (sanitised) name, so that problems name the file the
     researcher chose.  At most ``IMPORT_MAX_BYTES`` + 1 bytes are stored: the
-    reader then reports the size problem without the disk filling up.
+    reader then reports the size problem without the store filling up.  The
+    file goes to the uploads storage (the disk, or the bucket every node shares).
     """
     if role not in ROLES:
         raise ValueError(f"unknown upload role '{role}'")
-    folder = _upload_path(token) / role
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+    folder = f"{_checked(token)}/{role}"
+    filestore.remove_tree(filestore.UPLOADS, folder)
     name = get_valid_filename(Path(upload.name or role).name) or role
-    target = folder / name
     limit = settings.IMPORT_MAX_BYTES + 1
     written = 0
-    with target.open("wb") as out:
+    with tempfile.SpooledTemporaryFile(max_size=4 * 1024 * 1024) as spool:
         for chunk in upload.chunks():
             chunk = chunk[: limit - written]
-            out.write(chunk)
+            spool.write(chunk)
             written += len(chunk)
             if written >= limit:
                 break
-    return target
+        spool.seek(0)
+        return StagedFile(filestore.save(filestore.UPLOADS, f"{folder}/{name}", File(spool, name=name)))
 
 
-def staged_files(token: str) -> dict[str, Path]:
+def staged_files(token: str) -> dict[str, StagedFile]:
     """The files an upload holds, by role."""
-    root = _upload_path(token)
+    names = filestore.walk(filestore.UPLOADS, _checked(token))
     found = {}
     for role in ROLES:
-        files = sorted((root / role).glob("*")) if (root / role).is_dir() else []
+        files = [n for n in names if n.startswith(f"{token}/{role}/")]
         if files:
-            found[role] = files[0]
+            found[role] = StagedFile(files[0])
     return found
 
 
+@contextmanager
+def local_files(staged: dict[str, StagedFile]) -> Iterator[dict[str, Path]]:
+    """The staged files as paths on this machine, by role (downloaded from the bucket when they are there)."""
+    with ExitStack() as stack:
+        yield {role: stack.enter_context(filestore.local_copy(filestore.UPLOADS, f.key)) for role, f in staged.items()}
+
+
 def remove_staged_file(token: str, role: str) -> None:
-    folder = _upload_path(token) / role
-    if folder.exists():
-        shutil.rmtree(folder)
+    filestore.remove_tree(filestore.UPLOADS, f"{_checked(token)}/{role}")
 
 
 def discard_upload(token: str) -> None:
     """Remove an upload's files (after the import, or when the researcher starts over)."""
-    shutil.rmtree(_upload_path(token), ignore_errors=True)
+    filestore.remove_tree(filestore.UPLOADS, _checked(token))
 
 
 def clean_stale_uploads(max_age_seconds: float = STALE_AFTER_SECONDS) -> int:
-    """Remove uploads older than ``max_age_seconds``; returns how many were removed."""
-    root = uploads_dir()
-    if not root.is_dir():
-        return 0
+    """Remove uploads whose newest file is older than ``max_age_seconds``; returns how many were removed."""
     cutoff = time.time() - max_age_seconds
     removed = 0
-    for folder in root.iterdir():
-        if folder.is_dir() and _TOKEN.match(folder.name) and folder.stat().st_mtime < cutoff:
-            shutil.rmtree(folder, ignore_errors=True)
+    for token in filestore.folders(filestore.UPLOADS):
+        if not _TOKEN.match(token):
+            continue
+        names = filestore.walk(filestore.UPLOADS, token)
+        if all(filestore.modified(filestore.UPLOADS, n).timestamp() < cutoff for n in names):
+            filestore.remove_tree(filestore.UPLOADS, token)
             removed += 1
     return removed
+
+
+def clean_stale_uploads_here() -> int:
+    """On the local disk, each new upload also removes the stale ones (the embedded default runs no beat); in a
+    bucket that is the hourly beat task's work alone (listing the bucket per upload would slow every upload)."""
+    return clean_stale_uploads() if filestore.is_local(filestore.UPLOADS) else 0
 
 
 @dataclass

@@ -24,6 +24,7 @@ urlpatterns = [
     path("jobs/<int:pk>/", job_views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/status/", job_views.job_status_view, name="job-status"),
     path("jobs/<int:pk>/download/", job_views.job_download, name="job-download"),
+    path("jobs/<int:pk>/retry/", job_views.job_retry, name="job-retry"),
     path("<slug:slug>/settings/", campaign_views.campaign_settings, name="campaign-settings"),
     path("<slug:slug>/predicates/", campaign_views.campaign_predicates, name="campaign-predicates"),
     path("<slug:slug>/predicates/add/", campaign_views.campaign_predicate_add, name="campaign-predicate-add"),

@@ -20,6 +20,7 @@ LOGIN = "login"  # a redirect to the login page
 MATRIX = {
     "home": ("GET", {}, [200, 302, 302, 200, 200, 200]),
     "healthz": ("GET", {}, [200, 200, 200, 200, 200, 200]),
+    "readyz": ("GET", {}, [200, 200, 200, 200, 200, 200]),
     "login": ("GET", {}, [200, 200, 200, 200, 200, 200]),
     "logout": ("POST", {}, [302, 302, 302, 302, 302, 302]),
     "join": ("GET", {"token": "TOKEN"}, [200, 200, 200, 200, 200, 200]),
@@ -72,6 +73,7 @@ MATRIX = {
     "job-detail": ("GET", {"pk": "JOB"}, [LOGIN, 404, 404, 404, 200, 200]),
     "job-status": ("GET", {"pk": "JOB"}, [LOGIN, 404, 404, 404, 200, 200]),
     "job-download": ("GET", {"pk": "JOB"}, [LOGIN, 404, 404, 404, 200, 200]),
+    "job-retry": ("POST", {"pk": "JOB"}, [LOGIN, 404, 404, 404, 302, 302]),  # a done export: refused, back to the job
     "campaign-settings": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-predicates": ("GET", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 200, 200]),
     "campaign-predicate-add": ("POST", {"slug": "matrix"}, [LOGIN, 404, 404, 404, 404, 404]),  # no sentence given
@@ -104,6 +106,7 @@ MATRIX = {
     "api-token": ("GET", {}, [405, 405, 405, 405, 405, 405]),  # POST only (username/password)
     "api-job": ("GET", {"pk": "JOB"}, [401, 403, 403, 404, 200, 200]),  # the campaign's job: its researchers
     "api-job-download": ("GET", {"pk": "JOB"}, [401, 403, 403, 404, 200, 200]),  # the finished export's zip
+    "api-job-retry": ("POST", {"pk": "JOB"}, [401, 403, 403, 404, 409, 409]),  # a done export: nothing to retry
     # The admin's login (under the login limits): staff already signed in go on to the admin.
     "admin-login": ("GET", {}, [200, 200, 200, 200, 200, 302]),
     "api-schema": ("GET", {}, [200, 200, 200, 200, 200, 200]),  # the API's description is public

@@ -163,7 +163,7 @@ def test_oversized_and_badly_encoded_uploads_are_named_and_capped_on_disk(client
     assert response.status_code == 400
     assert "refs.jsonl: file is 301 bytes; the limit is 300" in response.content.decode()
     staged = uploads.staged_files(response.context["upload"])["references"]
-    assert staged.stat().st_size == 301  # never more than the limit + 1 on disk
+    assert (uploads.uploads_dir() / staged.key).stat().st_size == 301  # never more than the limit + 1 on disk
     response = _post_files(client_rita, references=REFERENCES, summaries=SUMMARIES.replace(b"Storms hit.", b"Storms \xff hit."))
     assert response.status_code == 400
     assert "sums.jsonl, line 4: not valid UTF-8 (byte 0xff at column" in response.content.decode()

@@ -521,38 +521,41 @@ def _registry_probabilities(judge: str, data: PresenceDataset) -> tuple[np.ndarr
     return np.asarray(built.predict(data.pairs), dtype=float), float(built.threshold)
 
 
-def curves_directory():
-    from pathlib import Path
-
-    from django.conf import settings
-
-    return Path(settings.MODELS_DIR) / "hybrid-curves"
+CURVES = "hybrid-curves"
 
 
 def save_curve(result: dict, name: str) -> str:
-    """Keep an ``evaluate_hybrid --curve`` result under ``MODELS_DIR/hybrid-curves/NAME.json`` for the judges page."""
+    """Keep an ``evaluate_hybrid --curve`` result as ``hybrid-curves/NAME.json`` of the models storage
+    (``MODELS_DIR``, or the bucket) for the judges page; returns where it went."""
     import json
     import re
+
+    from django.core.files.base import ContentFile
+
+    from annotation.services import filestore
 
     if "curve" not in result:
         raise ValueError("only a result with the curve (--curve) can be saved")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip(".-") or "curve"
-    directory = curves_directory()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{safe}.json"
-    path.write_text(json.dumps({"name": safe, **result}, indent=2))
-    return str(path)
+    stored = filestore.save(filestore.MODELS, f"{CURVES}/{safe}.json", ContentFile(json.dumps({"name": safe, **result}, indent=2)))
+    if filestore.is_local(filestore.MODELS):
+        return filestore.storage(filestore.MODELS).path(stored)
+    return f"s3://{filestore.storage(filestore.MODELS).bucket_name}/{filestore.object_key(filestore.MODELS, stored)}"
 
 
 def saved_curves() -> list[dict]:
     """The saved curves, by name (unreadable files are skipped: the page must not fail for one)."""
     import json
 
-    directory = curves_directory()
+    from annotation.services import filestore
+
     curves = []
-    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+    for name in filestore.walk(filestore.MODELS, CURVES):
+        if not name.endswith(".json"):
+            continue
         try:
-            data = json.loads(path.read_text())
+            with filestore.open_stream(filestore.MODELS, name) as stream:
+                data = json.loads(stream.read())
             data["curve"][0]["routed"]["summary_pearson"]
         except (OSError, ValueError, KeyError, IndexError, TypeError):
             continue

@@ -23,7 +23,7 @@ from annotation.automation.judges.encoder import shared_encoder
 from annotation.automation.judges.features import FEATURE_NAMES, pair_features
 from annotation.automation.judges.heads import HEAD_SETTINGS, fit_head
 from annotation.automation.judges.registry import forget_judges
-from annotation.automation.judges.trained import FORMAT_VERSION, KINDS, model_directory
+from annotation.automation.judges.trained import FORMAT_VERSION, KINDS, model_directory, publish_model
 
 
 def _metrics(probabilities, labels, threshold) -> dict:
@@ -58,8 +58,12 @@ def train_presence_judge(
         raise JudgeError("no labelled pairs to train on")
     directory = model_directory(out)
     if kind == crossencoder.KIND:
-        return _train_cross_encoder(data, directory, validation_share, seed, settings)
-    return _train_features_head(data, directory, 0.2 if validation_share is None else validation_share, seed)
+        metadata = _train_cross_encoder(data, directory, validation_share, seed, settings)
+    else:
+        metadata = _train_features_head(data, directory, 0.2 if validation_share is None else validation_share, seed)
+    # With STORAGE_BUCKET: to the bucket, where every web node and worker loads it from.
+    publish_model(directory)
+    return metadata
 
 
 def _train_cross_encoder(data, directory, validation_share, seed, settings) -> dict:

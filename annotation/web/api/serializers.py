@@ -184,8 +184,12 @@ class JobSerializer(serializers.Serializer):
     message = serializers.CharField(allow_blank=True)
     problems = serializers.ListField(child=serializers.CharField())
     finished = serializers.BooleanField()
+    retryable = serializers.BooleanField(
+        help_text="Failed because the file store was out of reach (inputs kept): ``POST`` to ``retry_url`` queues it again."
+    )
     result_url = serializers.CharField(allow_blank=True)
     url = serializers.CharField()
+    retry_url = serializers.CharField(allow_blank=True)
     download_url = serializers.CharField(
         allow_blank=True, help_text="A finished export's zip over the API (``GET``, token authentication); empty until then."
     )

@@ -27,6 +27,7 @@ urlpatterns = [
     path("token/", views.TokenView.as_view(), name="api-token"),
     path("jobs/<int:pk>/", views.JobView.as_view(), name="api-job"),
     path("jobs/<int:pk>/download/", views.JobDownloadView.as_view(), name="api-job-download"),
+    path("jobs/<int:pk>/retry/", views.JobRetryView.as_view(), name="api-job-retry"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's setup as a script file: no inline script for the CSP to refuse.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

@@ -1,16 +1,18 @@
-"""Pages of long jobs: start one, watch its progress (polled JSON), download its result."""
+"""Pages of long jobs: start one, watch its progress (polled JSON), download its result, retry it."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, JsonResponse
+from django.contrib import messages
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.services import roles
 from annotation.web.views.setup import managed_campaign
 from annotation.models import Job
-from annotation.services.jobs import export_file, job_status, start_job
+from annotation.services.jobs import export_file, job_status, retry_job, start_job
+from annotation.web.downloads import ExportGone, export_download
 
 
 def _visible_job(request, pk: int) -> Job:
@@ -41,10 +43,25 @@ def job_download(request, pk):
     job = _visible_job(request, pk)
     if job.state != Job.State.DONE or not job.result_path:
         raise Http404("This job has no file to download.")
-    path = export_file(job)
-    if path is None:
-        raise Http404("The export file is gone; export again.")
-    return FileResponse(path.open("rb"), as_attachment=True, filename=path.name)
+    name = export_file(job)
+    if name is None:
+        raise Http404("This job has no file to download.")
+    try:
+        return export_download(job, name)
+    except ExportGone as gone:
+        return render(request, "annotation/job.html", {"job": job, "status": job_status(job), "gone": str(gone)}, status=410)
+
+
+@login_required
+@require_POST
+def job_retry(request, pk):
+    """Queue again a job that failed because the file store was out of reach (who may see the job may retry it)."""
+    job = _visible_job(request, pk)
+    if retry_job(job):
+        messages.success(request, "The job is queued again.")
+    else:
+        messages.error(request, "Only a job that failed because the file store was out of reach can be retried.")
+    return redirect("job-detail", pk=job.pk)
 
 
 @login_required

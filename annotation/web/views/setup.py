@@ -109,7 +109,7 @@ def campaign_new(request):
         staged = uploads.staged_files(token) if token else {}
         return render(request, "annotation/campaign_new.html", {"form": form, "upload": token, "staged": staged})
 
-    uploads.clean_stale_uploads()
+    uploads.clean_stale_uploads_here()
     token = token or uploads.new_upload()
     form = CampaignUploadForm(request.POST, request.FILES)
     for role, field_name in (("references", "references"), ("summaries", "summaries"), ("predicates", "predicates_file")):
@@ -128,9 +128,10 @@ def campaign_new(request):
     if missing:
         context["problems"] = [f"Upload a {label} file." for label in missing]
         return render(request, "annotation/campaign_new.html", context, status=400)
-    preview = uploads.preview_import(
-        staged["references"], staged["summaries"], staged["predicates"] if predicates == "file" else predicates
-    )
+    with uploads.local_files(staged) as files:
+        preview = uploads.preview_import(
+            files["references"], files["summaries"], files["predicates"] if predicates == "file" else predicates
+        )
     context["preview"] = preview
     if not preview.ok:
         context["problems"] = [str(p) for p in preview.problems]
@@ -327,9 +328,10 @@ def campaign_add_system(request, slug):
         form = AddSystemForm(request.POST, request.FILES)
         if form.is_valid():
             token = uploads.new_upload()
-            path = uploads.stage_file(token, "summaries", form.cleaned_data["summaries"])
+            staged = uploads.stage_file(token, "summaries", form.cleaned_data["summaries"])
             try:
-                result = add_systems(campaign, path, by=request.user)
+                with uploads.local_files({"summaries": staged}) as files:
+                    result = add_systems(campaign, files["summaries"], by=request.user)
             except CampaignImportError as exc:
                 problems = [str(p) for p in exc.problems]
                 status = 400

@@ -26,7 +26,7 @@ from annotation.web.api.views.common import (
 )
 from annotation.web.api.views.content import ExampleViewSet, PredicateViewSet, SummaryViewSet, SystemViewSet, UnitViewSet
 from annotation.web.api.views.messages import MessageViewSet
-from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobDownloadView, JobView, TokenView
+from annotation.web.api.views.tokens import TOO_MANY_LOGINS, JobDownloadView, JobRetryView, JobView, TokenView
 from annotation.web.api.views.unit_inspector import UnitInspectorViewSet
 from annotation.web.api.views.work import (
     AssignmentViewSet,
@@ -50,6 +50,7 @@ __all__ = [
     "ExampleViewSet",
     "GoldViewSet",
     "JobDownloadView",
+    "JobRetryView",
     "JobView",
     "JudgmentViewSet",
     "MessageViewSet",

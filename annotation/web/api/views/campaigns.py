@@ -120,7 +120,7 @@ class CampaignViewSet(
         from annotation.services import uploads
         from annotation.services.jobs import start_job
 
-        uploads.clean_stale_uploads()
+        uploads.clean_stale_uploads_here()
         token = uploads.new_upload()
         uploads.stage_file(token, "references", data["references"])
         uploads.stage_file(token, "summaries", data["summaries"])

@@ -27,6 +27,7 @@ def api_job(job) -> dict:
         **job_status(job),
         "url": f"/api/jobs/{job.pk}/",
         "download_url": f"/api/jobs/{job.pk}/download/" if done_export else "",
+        "retry_url": f"/api/jobs/{job.pk}/retry/" if job.state == Job.State.FAILED and job.params.get("retryable") else "",
         "campaign": job.campaign.slug if job.campaign_id else None,
     }
 

@@ -1,8 +1,7 @@
-"""Tokens and background jobs: ``/api/token/``, ``/api/jobs/ID/`` and ``/api/jobs/ID/download/``."""
+"""Tokens and background jobs: ``/api/token/``, ``/api/jobs/ID/``, ``/api/jobs/ID/download/`` and ``/api/jobs/ID/retry/``."""
 
 from __future__ import annotations
 
-from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers as drf_serializers
@@ -96,18 +95,38 @@ class JobDownloadView(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY, 404: DETAIL, 409: DETAIL})
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY, 302: OpenApiResponse(description="A short-lived link to the archive in the object store (``STORAGE_SIGNED_URL_SECONDS``)."), 404: DETAIL, 409: DETAIL, 410: DETAIL})
     def get(self, request, pk: int):
         from annotation.models import Job
         from annotation.services.jobs import export_file
+        from annotation.web.downloads import ExportGone, export_download
 
         job = visible_job(request, pk)
         if job.kind != Job.Kind.EXPORT:
             raise NotFound("This job has no file to download.")
         if not job.finished:
             raise Conflict(f"The export is {job.state}: poll /api/jobs/{job.pk}/ until it is done.")
-        path = export_file(job)
-        if path is None:
-            raise NotFound("The export failed or its file is gone; export again." if job.state != Job.State.DONE
-                           else "The export file is gone; export again.")
-        return FileResponse(path.open("rb"), as_attachment=True, filename=path.name, content_type="application/zip")
+        name = export_file(job)
+        if name is None:
+            raise NotFound("The export failed; export again.")
+        try:
+            return export_download(job, name)
+        except ExportGone as gone:
+            return Response({"detail": str(gone)}, status=410)
+
+
+class JobRetryView(APIView):
+    """``POST /api/jobs/ID/retry/``: queue again a job that failed because the file store was out of reach."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=None, responses={202: serializers.JobSerializer, 404: DETAIL, 409: DETAIL})
+    def post(self, request, pk: int):
+        from annotation.services.jobs import retry_job
+
+        job = visible_job(request, pk)
+        if not retry_job(job):
+            raise Conflict(f"The job is {job.state}: only a job that failed because the file store was out of reach "
+                           "can be retried.")
+        job.refresh_from_db()
+        return Response(api_job(job), status=202, headers={"Location": f"/api/jobs/{job.pk}/"})
