@@ -10,11 +10,11 @@ import socket
 import pytest
 import yaml
 
+from config.queues import QUEUES
 from tests.conftest import REPO
 
 K8S = REPO / "deploy" / "k8s"
 KUBERNETES_VERSION = "1.30"  # the oldest release the manifests are meant for (every field they use is older)
-QUEUES = ("interactive", "batch", "markets")
 
 
 def documents(name: str) -> list[dict]:
