@@ -76,6 +76,15 @@ def _clean(value):
 def views(client: Client, campaign: Campaign, folder) -> dict:
     """What every view shows of the campaign's figures (the keys saying when a row was written left out)."""
     campaign.refresh_from_db()
+    # The command, the export and the API's scores/ first: a view that refreshed figures on read (as the leaderboard
+    # once did) must not hide stale figures from the others.
+    out = io.StringIO()
+    call_command("campaign_scores", campaign=campaign.slug, format="json", stdout=out)
+    export_campaign(campaign, folder)
+    with (folder / "systems.csv").open(encoding="utf-8") as f:
+        systems_csv = list(csv.reader(f))
+    api_scores = client.get(f"/api/campaigns/{campaign.slug}/scores/").json()
+    api_board = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/").json()
     page = client.get(reverse("campaign-leaderboard", args=[campaign.slug]))
     assert page.status_code == 200
     board = page.context["board"]
@@ -86,13 +95,6 @@ def views(client: Client, campaign: Campaign, folder) -> dict:
                  for row in board["rows"]],
         "agreement": board["agreement"],
     }
-    api_board = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/").json()
-    api_scores = client.get(f"/api/campaigns/{campaign.slug}/scores/").json()
-    out = io.StringIO()
-    call_command("campaign_scores", campaign=campaign.slug, format="json", stdout=out)
-    export_campaign(campaign, folder)
-    with (folder / "systems.csv").open(encoding="utf-8") as f:
-        systems_csv = list(csv.reader(f))
     return _clean({"page": leaderboard_page, "api_leaderboard": api_board, "api_scores": api_scores,
                    "command": json.loads(out.getvalue()), "systems_csv": systems_csv})
 
