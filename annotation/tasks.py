@@ -48,6 +48,14 @@ def recompute_scores_task(campaign_id: int, summary_ids: list[int] | None = None
     return recompute_summary_scores(Campaign.objects.get(pk=campaign_id), summary_ids)
 
 
+@shared_task(name="annotation.after_presence_judgments", acks_late=True)
+def after_presence_judgments_task(batch_id: int, hit_ids: list[int]) -> int:
+    """After judgments of presence HITs not completed yet: the labels they already had, alpha (idempotent)."""
+    from annotation.services.pipeline import after_presence_judgments
+
+    return after_presence_judgments(batch_id, hit_ids)
+
+
 @shared_task(name="annotation.autoscore_chunk", acks_late=True, reject_on_worker_lost=True)
 def autoscore_chunk_task(chunk_id: int) -> dict:
     """Judge one chunk of an automatic-scoring run (idempotent: a redelivered chunk adds nothing)."""

@@ -13,12 +13,14 @@ the query count and the medians of the wall time and of this process's CPU time 
 templates, numpy; PostgreSQL's own CPU is not in it).  Then the score update of one presence HIT, as the
 pipeline's follow-up runs it (a new judge's judgments of one summary, their gold labels, then
 ``recompute_summary_scores``): the median CPU milliseconds of the score update over ``BENCH_SCALE_HITS``
-HITs (default 30), each the median of 3 runs rolled back.
+HITs (default 30), each the median of 3 runs rolled back, without the figures it ends with (intervals and alpha,
+which read the whole campaign once per coalesced drain: their wall milliseconds are reported apart, ``figures_ms``).
 
     python bench/bench_scale.py                  # a table, then the check
     python bench/bench_scale.py --format json    # {"sizes": [50, 500], "pages": {route: {"queries": [q50, q500],
                                                  #   "cpu_s": [c50, c500], "wall_s": [...], "status": [...]}},
-                                                 #   "score_update_ms": [m50, m500], "failures": [...]}
+                                                 #   "score_update_ms": [m50, m500], "figures_ms": [f50, f500],
+                                                 #   "failures": [...]}
 
 The check (exit status 1 when it fails): no page takes more queries at N = 500 than at N = 50; no page's CPU
 grows more than 3x (pages under ``FLOOR_S`` CPU at N = 500 pass: timer noise on a loaded machine); the score
@@ -121,11 +123,32 @@ def measure_page(client, url: str) -> dict:
     return {"queries": queries, "cpu_s": statistics.median(cpus), "wall_s": statistics.median(walls), "status": status}
 
 
+def figures_ms(campaign) -> float:
+    """Median wall ms of ``refresh_campaign_figures`` (the intervals and alpha every score update ends with: they
+    read the whole campaign, once per coalesced drain), over 3 runs rolled back."""
+    from django.db import transaction
+
+    from annotation.services.scores import refresh_campaign_figures
+
+    runs = []
+    for _ in range(3):
+        with transaction.atomic():
+            wall = time.perf_counter()
+            refresh_campaign_figures(campaign)
+            runs.append(time.perf_counter() - wall)
+            transaction.set_rollback(True)
+    return 1000 * statistics.median(runs)
+
+
 def score_update_ms(campaign) -> float:
-    """Median CPU ms of ``recompute_summary_scores`` after one new presence HIT (its judgments and gold labels)."""
+    """Median CPU ms of ``recompute_summary_scores`` after one new presence HIT (its judgments and gold labels),
+    without the figures it ends with (``figures_ms``: the part that reads the whole campaign, once per drain)."""
+    from unittest import mock
+
     from django.db import transaction
 
     from annotation.models import ContentUnit, PresenceJudgment, SystemSummary
+    from annotation.services import scores as score_service
     from annotation.services.gold import refresh_gold
     from annotation.services.scores import recompute_summary_scores
     from hits.models import Worker
@@ -147,7 +170,8 @@ def score_update_ms(campaign) -> float:
                 )
                 refresh_gold(campaign, {(u, summary) for u in units[example]})
                 cpu = time.process_time()
-                recompute_summary_scores(campaign, [summary])
+                with mock.patch.object(score_service, "refresh_figures"):
+                    recompute_summary_scores(campaign, [summary])
                 runs.append(time.process_time() - cpu)
                 transaction.set_rollback(True)  # every HIT meets the same campaign
         per_hit.append(1000 * statistics.median(runs))
@@ -196,7 +220,8 @@ def run(raw: dict) -> dict:
         pages[key] = {field: [f[field] for f in figures] for field in ("queries", "cpu_s", "wall_s", "status")}
         print(f"  {key}: {pages[key]}", file=sys.stderr, flush=True)
     scores = [score_update_ms(c) for c in campaigns]
-    return {"sizes": list(SIZES), "pages": pages, "score_update_ms": scores, "failures": failures(pages, scores)}
+    return {"sizes": list(SIZES), "pages": pages, "score_update_ms": scores, "figures_ms": [figures_ms(c) for c in campaigns],
+            "failures": failures(pages, scores)}
 
 
 def failures(pages: dict, scores: list[float]) -> list[str]:
@@ -219,6 +244,7 @@ def table(result: dict) -> str:
         (qs, ql), (cs, cl), (ws, wl) = page["queries"], page["cpu_s"], page["wall_s"]
         lines.append(f"{key:<72} {qs:>4}/{ql:<4} {cs:>10.3f} {cl:>11.3f} {cl / max(cs, 1e-9):>5.1f} {ws:>6.2f}/{wl:<6.2f} {page['status'][1]}")
     lines.append(f"score update per HIT (CPU ms): {result['score_update_ms'][0]:.1f} / {result['score_update_ms'][1]:.1f}")
+    lines.append(f"figures per drain (wall ms): {result['figures_ms'][0]:.0f} / {result['figures_ms'][1]:.0f}")
     lines.append("check: " + ("ok" if not result["failures"] else "FAILED\n  " + "\n  ".join(result["failures"])))
     return "\n".join(lines)
 

@@ -62,9 +62,10 @@ class HybridScore(models.Model):
 
 class AgreementCache(models.Model):
     """Figures of a campaign's crowd agreement as last computed with ``n_boot`` bootstrap draws, and the stamp of
-    the data they were computed from: pages read them until the data change (a new, excluded, re-included or
-    removed judgment changes the stamp).  ``kind``: the scores' agreement (``annotation.selectors.scores.agreement``),
-    the agreement dashboard's figures, or the verifiers' agreement (``annotation.selectors.agreement``)."""
+    the data they were computed from.  ``kind``: the scores' agreement (``annotation.selectors.scores.agreement``:
+    written by every score update with the system scores, ``annotation.services.scores.refresh_figures``, and read
+    as stored; its row is also the lock every writer of the figures takes first), the agreement dashboard's
+    figures, or the verifiers' agreement (``annotation.selectors.agreement``: read until the stamp changes)."""
 
     class Kind(models.TextChoices):
         SCORES = "scores", "scores' agreement"

@@ -15,7 +15,7 @@ from annotation.selectors.agreement import stored_verification_agreement
 from annotation.selectors.hybrid import hybrid_scores, routing_progress
 from annotation.selectors.pairs import pair_comparisons, pair_matrix
 from annotation.selectors.quality import workers_figures
-from annotation.selectors.scores import agreement, rank_systems
+from annotation.selectors.scores import INTERVALS, NO_INTERVAL_YET, agreement, gold_figure, rank_systems
 from hits.models import HIT, Assignment, BatchBlock, Qualification, TaskType, Worker
 from hits.mturk.status import batch_status
 from hits.qualifications import status_label
@@ -207,13 +207,7 @@ def leaderboard(campaign: Campaign) -> dict:
         for system_id, pixel, n in pixels:
             distributions.setdefault(system_id, []).extend([pixel / CHART_WIDTH] * min(n, DOTS_PER_PIXEL))
         dots = {s.name: distributions.get(s.pk, []) for s in systems}
-        figures = {
-            s.name: {
-                "qapyramid": s.score.qapyramid if hasattr(s, "score") else None,
-                "ci95": [s.score.qapyramid_low, s.score.qapyramid_high] if hasattr(s, "score") else [None, None],
-            }
-            for s in systems
-        }
+        figures = {s.name: gold_figure(getattr(s, "score", None)) for s in systems}
     by_name = {s.name: s for s in systems}
     ranked = [by_name[name] for name in rank_systems(figures)]
     # Each row: the bar with its whiskers, and below it a lane of single summaries' dots (drawn under the
@@ -256,7 +250,10 @@ def leaderboard(campaign: Campaign) -> dict:
         "pair_matrix": pair_matrix(comparisons, ranking),
         "chart": {"width": left + width + 24, "height": len(ranked) * row_height + 34, "left": left, "plot": width, "axis_y": len(ranked) * row_height + 4,
                   "ticks": [{"x": left + t / 10 * width, "label": f"{t / 10:.1f}"} for t in range(0, 11, 2)]},
-        "agreement": agreement(campaign, n_boot=500),
+        # The one stored figure (``N_BOOT`` draws, seeded from the judgments), as the API, the command and the export.
+        "agreement": agreement(campaign),
+        "intervals": INTERVALS,
+        "no_interval_yet": NO_INTERVAL_YET,
         "verification": stored_verification_agreement(campaign),
         "hybrid": hybrid,
         "human_only": human_only,

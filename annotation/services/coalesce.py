@@ -39,11 +39,12 @@ DRAIN_TASK = "annotation.drain_followups"
 
 # The Celery task (by name: the core never imports the tasks module) that takes (owner id, ids) for
 # each kind; the owner is the campaign for cross-checks and score updates, the batch for completed
-# presence HITs.
+# presence HITs and for the agreement figures after judgments of HITs not completed yet.
 TASKS = {
     "cross_checks": "annotation.update_worker_quality",
     "scores": "annotation.recompute_scores",
     "completed": "annotation.after_presence_hits",
+    "judged": "annotation.after_presence_judgments",
 }
 
 
@@ -106,7 +107,7 @@ def max_wait() -> float:
 #: third judge's places): a longer wait would only make the next drain longer by as much, then the next wait
 #: longer still (on the 500 x 10 rehearsal, a 9 s drain, an 89 s wait, then a 94 s drain of 15,765 HITs that
 #: opened third judges after the crowd had stopped), so it keeps the plain window.
-STRETCHED = frozenset({"cross_checks", "scores"})
+STRETCHED = frozenset({"cross_checks", "scores", "judged"})
 
 
 def countdown(last_cost: float | None, kind: str | None = None) -> float:

@@ -1,8 +1,8 @@
 """The follow-up work a submission or a researcher's decision calls for, run after the commit.
 
-Three kinds, each a Celery task named in ``annotation.services.coalesce.TASKS``: the workers'
-cross-checks, the score update of summaries whose gold labels changed, and the follow-ups of
-completed presence HITs.  With a Redis broker the calls of a short window are gathered into one task
+Four kinds, each a Celery task named in ``annotation.services.coalesce.TASKS``: the workers'
+cross-checks, the score update of summaries whose gold labels changed, the follow-ups of
+completed presence HITs, and the agreement figures after judgments of HITs not completed yet.  With a Redis broker the calls of a short window are gathered into one task
 per campaign (or batch); eager Celery, the embedded default, runs them at once, in-process.  The
 core asks for them here and never imports the tasks themselves.
 """
@@ -20,6 +20,12 @@ def schedule_cross_checks(campaign, workers) -> None:
 def schedule_score_update(campaign, summary_ids) -> None:
     """Recompute these summaries' scores (and the system scores), after the current transaction commits."""
     coalesce.schedule("scores", campaign.pk, summary_ids)
+
+
+def schedule_judged_presence(batch_id: int, hit_ids) -> None:
+    """The follow-up of judgments of presence HITs not completed yet (``after_presence_judgments``: alpha and the
+    labels a reopened HIT already had), after the current transaction commits."""
+    coalesce.schedule("judged", batch_id, hit_ids)
 
 
 def schedule_completed_presence(batch_id: int, hit_ids) -> None:

@@ -110,7 +110,9 @@ def refresh_gold(
             origin=GoldPresence.Origin.MAJORITY,
             decided_by=decided_by(n, n_present, campaign.assignments_presence),
         )
-        for (unit_id, summary_id), (n, n_present) in counts.items()
+        # In one order (unit, summary): two writers of overlapping pairs (a recomputation and a HIT's follow-up)
+        # lock them in the same order, never each waiting for the other.
+        for (unit_id, summary_id), (n, n_present) in sorted(counts.items())
         if (unit_id, summary_id) in pairs
     ]
     covered = {(r.unit_id, r.summary_id) for r in rows}

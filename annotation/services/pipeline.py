@@ -40,7 +40,9 @@ from annotation.models import (
 )
 from annotation.models.stages import GENERATION, PRESENCE, SCU_UNITS_PER_HIT, TASK_TYPES, VERIFICATION
 from annotation.services import coalesce, hybrid, presence_judges
-from annotation.services.followups import schedule_completed_presence, schedule_cross_checks, schedule_score_update
+from annotation.services.followups import (
+    schedule_judged_presence, schedule_completed_presence, schedule_cross_checks, schedule_score_update,
+)
 from annotation.services.gold import judgment_counts, refresh_gold, turn_share_into_gold
 from annotation.text.duplicates import PairText, near_duplicates
 from hits import sql
@@ -421,6 +423,8 @@ def record_presence(assignment) -> None:
         ]
     )
     if hit.state != HIT.State.COMPLETED:
+        # The judgments move alpha, and the labels of a HIT reopened after its completion: they follow after the commit.
+        schedule_judged_presence(hit.batch_id, [hit.pk])
         return
     if coalesce.enabled():
         # With a Redis broker, gold labels, scores, cross-checks and the campaign's end are the
@@ -445,6 +449,29 @@ def after_presence_hits(batch_id: int, hit_ids) -> int:
         return 0
     hits = list(HIT.objects.filter(pk__in=list(hit_ids), batch_id=batch_id).only("pk", "payload"))
     return _follow_up_completed(campaign, hits) if hits else 0
+
+
+def after_presence_judgments(batch_id: int, hit_ids) -> int:
+    """The follow-up of judgments of presence HITs not completed yet (idempotent): a pair that already has the
+    crowd's label (its HIT was completed, then reopened) takes the new judgments into it at once, with the scores;
+    otherwise only the figures that read every judgment move (alpha, ``refresh_campaign_figures``).  Returns the
+    number of gold labels written."""
+    from annotation.services.scores import refresh_campaign_figures
+
+    campaign = Campaign.objects.filter(batch_id=batch_id).first()
+    if campaign is None:  # the campaign was deleted meanwhile
+        return 0
+    pairs = {(unit, h.payload["summary"]) for h in HIT.objects.filter(pk__in=list(hit_ids), batch_id=batch_id).only("payload")
+             for unit in h.payload["units"]}
+    labelled = set(GoldPresence.objects.filter(
+        summary_id__in={s for _, s in pairs}, origin=GoldPresence.Origin.MAJORITY).values_list("unit_id", "summary_id")) & pairs
+    with transaction.atomic():
+        written = refresh_gold(campaign, labelled) if labelled else 0
+        if labelled:
+            schedule_score_update(campaign, {s for _, s in labelled})
+        else:
+            refresh_campaign_figures(campaign)
+    return written
 
 
 #: How many completed presence HITs one transaction of ``_follow_up_completed`` takes: a drain gathered over a

@@ -8,18 +8,21 @@ crowd judged a unit, otherwise a label imported with the data set.
 from __future__ import annotations
 
 import numpy as np
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from annotation import scoring
 from annotation.models import (
+    AgreementCache,
     Campaign,
+    GoldPresence,
     PresenceJudgment,
     SummaryScore,
     System,
     SystemScore,
     SystemSummary,
 )
-from annotation.selectors.scores import N_BOOT, agreement, gold_rows, none_if_nan
+from annotation.selectors.scores import N_BOOT, bootstrap_seed, gold_rows, none_if_nan, store_agreement
 from annotation.services.gold import refresh_gold
 
 
@@ -40,22 +43,24 @@ SUMMED = {
 def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
     """Recompute the scores of these summaries (all of the campaign's by default), then the system scores.
 
-    All of them: every system score is rebuilt from the summary scores, with intervals and alpha.  Some (after
-    presence HITs): their systems' stored sums change by the difference these summaries' scores made, under a
-    lock on those systems' rows, in the same transaction: the work grows with the HIT, not with the campaign.
-    Per-system alpha and the intervals need every judgment or summary score of the campaign: they are
-    refreshed by a full recomputation, or by the leaderboard when they are stale (``refresh_stale_intervals``).
+    All of them: every system score is rebuilt from the summary scores.  Some (after presence HITs, an exclusion,
+    an override): their systems' stored sums change by the difference these summaries' scores made, under a
+    lock on the campaign's system rows, in the same transaction: the sums' work grows with the HIT, not with the
+    campaign.  Either way the figures that need every summary score or judgment of the campaign (the intervals,
+    per-system and pooled alpha, ``updated_at``) are recomputed once at the end (``refresh_figures``), in the same
+    transaction: with a Redis broker once per coalesced drain, whatever the number of HITs it gathered.
     """
     full = summary_ids is None
     if summary_ids is None:
         summary_ids = list(SystemSummary.objects.filter(system__campaign=campaign).values_list("pk", flat=True))
     summary_ids = list(summary_ids)
     texts = _texts(campaign, summary_ids)
-    locked, before = {}, {}
+    # The campaign's figures first (``lock_figures``), whether all summaries or some are rescored: a full
+    # recomputation and a HIT's update never hold each other's rows in opposite orders.
+    locked = lock_figures(campaign)
+    before = {}
     if not full:
-        # Lock the systems' rows first (in one order: no deadlock), then read what the summaries counted before.
-        systems = sorted({system for _, _, system in texts.values()})
-        locked = {row.system_id: row for row in SystemScore.objects.select_for_update().filter(system_id__in=systems).order_by("pk")}
+        # What the summaries counted before.
         before = {row["summary_id"]: row for row in SummaryScore.objects.filter(summary_id__in=summary_ids).values(
             "summary_id", "n_units", *SUMMED)}
     rows = gold_rows(campaign, summary_ids)
@@ -98,10 +103,10 @@ def recompute_summary_scores(campaign: Campaign, summary_ids=None) -> int:
         update_fields=["n_units", "n_present", "qapyramid", "predicate_level", "repetition_rate", "length_penalty", "length", "nqapyramid"],
         batch_size=2000,
     )
-    # Bootstrap intervals and per-system alpha read every row of the campaign: the full recomputation
-    # refreshes them; after a single HIT only the sums and means move (the leaderboard refreshes stale intervals).
     if full or not _add_differences(locked, texts, before, scores):
-        recompute_system_scores(campaign, with_alpha=full, n_boot=N_BOOT if full else 0)
+        recompute_system_scores(campaign)
+    else:
+        refresh_figures(campaign)
     if campaign.is_hybrid:
         from annotation.services.hybrid_scores import refresh_hybrid_scores
 
@@ -133,7 +138,6 @@ def _add_differences(locked: dict, texts: dict, before: dict, after: dict) -> bo
             # No summary left: the sum is exactly 0 (no rounding carried over).
             summed = (getattr(row, total) or 0.0) + change[total] if n else 0.0
             values.update({total: summed, count: n, field: summed / n if n else None})
-        # ``update`` leaves ``updated_at`` alone: the intervals stay marked stale for the leaderboard.
         SystemScore.objects.filter(pk=row.pk).update(**values)
     return True
 
@@ -169,18 +173,16 @@ def ensure_hybrid_scores(campaign: Campaign) -> bool:
 
 
 @transaction.atomic
-def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha: bool = True) -> None:
-    """Per-system means of the summary scores, with bootstrap intervals resampling examples."""
-    # The systems' rows are locked while rebuilt: a HIT's update waits, then adds its difference to these sums.
-    list(SystemScore.objects.select_for_update().filter(system__campaign=campaign).order_by("pk").values_list("pk"))
+def recompute_system_scores(campaign: Campaign) -> None:
+    """Per-system means of the summary scores and the sums behind them, then the figures (``refresh_figures``)."""
+    # Locked while rebuilt: a HIT's update waits, then adds its difference to these sums.
+    lock_figures(campaign)
     rows = list(
         SummaryScore.objects.filter(summary__system__campaign=campaign).values_list(
             "summary__system_id", "summary__example_id", "qapyramid", "nqapyramid", "predicate_level", "n_units"
         )
     )
     systems = list(System.objects.filter(campaign=campaign).values_list("pk", flat=True))
-    alpha = agreement(campaign, n_boot=0)["per_system"] if with_alpha else None
-    names = dict(System.objects.filter(campaign=campaign).values_list("pk", "name"))
     results = []
     if rows:
         system_pos = {pk: i for i, pk in enumerate(systems)}
@@ -189,7 +191,6 @@ def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha
         q_mean = scoring.system_scores(sys_index, array[:, 2], len(systems))
         n_mean = scoring.system_scores(sys_index, array[:, 3], len(systems))
         p_mean = scoring.system_scores(sys_index, array[:, 4], len(systems))
-        ci = scoring.bootstrap_score_ci(array[:, 2], array[:, 1].astype(int), sys_index, n_boot=n_boot) if n_boot else None
         counts = np.bincount(sys_index[~np.isnan(array[:, 2])], minlength=len(systems))
         sums = {field: _sums(sys_index, array[:, column], len(systems)) for field, column in zip(SUMMED, (2, 3, 4))}
         units = np.bincount(sys_index, weights=array[:, 5], minlength=len(systems)).astype(int)
@@ -199,11 +200,8 @@ def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha
                     system_id=pk,
                     n_summaries=int(counts[i]) if i < len(counts) else 0,
                     qapyramid=none_if_nan(float(q_mean[i])) if i < len(q_mean) else None,
-                    qapyramid_low=none_if_nan(float(ci[i, 0])) if ci is not None and i < len(ci) else None,
-                    qapyramid_high=none_if_nan(float(ci[i, 1])) if ci is not None and i < len(ci) else None,
                     nqapyramid=none_if_nan(float(n_mean[i])) if i < len(n_mean) else None,
                     predicate_level=none_if_nan(float(p_mean[i])) if i < len(p_mean) else None,
-                    alpha=alpha.get(names[pk]) if alpha is not None else None,
                     n_units=int(units[i]),
                     qapyramid_sum=sums["qapyramid"][0][i],
                     nqapyramid_sum=sums["nqapyramid"][0][i],
@@ -217,10 +215,67 @@ def recompute_system_scores(campaign: Campaign, n_boot: int = N_BOOT, with_alpha
         update_conflicts=True,
         unique_fields=["system"],
         update_fields=["n_summaries", "qapyramid", "nqapyramid", "predicate_level", "n_units",
-                       *(name for pair in SUMMED.values() for name in pair if name != "n_summaries")]
-        + (["qapyramid_low", "qapyramid_high"] if n_boot else [])
-        + (["alpha"] if with_alpha else []),
+                       *(name for pair in SUMMED.values() for name in pair if name != "n_summaries")],
     )
+    refresh_figures(campaign)
+
+
+def lock_figures(campaign: Campaign) -> dict[int, SystemScore]:
+    """Lock the campaign's stored figures for the rest of the transaction and return its system rows (by system):
+    first the row of its stored agreement (created empty if there is none: it exists before any system row
+    does, so every writer queues on it), then every system row, in one order.  Every writer of the figures
+    (a score update, a recomputation, ``refresh_campaign_figures``) takes it first: they run one after the other."""
+    kind = AgreementCache.Kind.SCORES
+    if not AgreementCache.objects.filter(campaign=campaign, kind=kind, n_boot=N_BOOT).exists():
+        try:
+            with transaction.atomic():
+                AgreementCache.objects.create(campaign=campaign, kind=kind, n_boot=N_BOOT, stamp=[], data={})
+        except IntegrityError:
+            pass  # a concurrent writer created it: it is locked below, after that writer's commit
+    list(AgreementCache.objects.select_for_update().filter(campaign=campaign, kind=kind, n_boot=N_BOOT).values_list("pk"))
+    # (``of``: the system rows only, not the ``System`` rows the filter joins, which other work locks.)
+    return {row.system_id: row for row in SystemScore.objects.select_for_update(of=("self",)).filter(
+        system__campaign=campaign).order_by("pk")}
+
+
+@transaction.atomic
+def refresh_campaign_figures(campaign: Campaign) -> dict:
+    """``refresh_figures`` on its own, under ``lock_figures`` (after judgments that changed no gold label: they
+    move alpha only)."""
+    lock_figures(campaign)
+    return refresh_figures(campaign)
+
+
+def refresh_figures(campaign: Campaign) -> dict:
+    """The figures of the campaign's system scores that read every summary score or judgment, from what is stored:
+    each system's 95% interval (a percentile bootstrap resampling examples, ``N_BOOT`` draws seeded from the
+    campaign and the scores it summarises: ``bootstrap_seed``), its Krippendorff's alpha and the pooled alpha
+    with its interval (``store_agreement``), and ``updated_at``.  The one place they are written: every score
+    update calls it in its transaction (under the lock on the system rows), and no page or file computes them.
+    Returns the agreement stored."""
+    rows = list(SummaryScore.objects.filter(summary__system__campaign=campaign).order_by(
+        "summary__system_id", "summary__example_id").values_list("summary__system_id", "summary__example_id", "qapyramid"))
+    systems = sorted(System.objects.filter(campaign=campaign).values_list("pk", "name"))
+    position = {pk: i for i, (pk, _) in enumerate(systems)}
+    ci = None
+    if rows:
+        system_index = np.array([position[r[0]] for r in rows], dtype=np.int64)
+        examples = np.array([r[1] for r in rows], dtype=np.int64)
+        values = np.array([_nan(r[2]) for r in rows], dtype=float)
+        if not np.isnan(values).all():
+            # Seeded from what the interval summarises (the scores to 12 digits: a kept sum and a rebuilt one seed alike).
+            stamp = [[int(s) for s, _, _ in rows], [int(e) for _, e, _ in rows],
+                     [None if v is None else round(v, 12) for _, _, v in rows]]
+            ci = scoring.bootstrap_score_ci(values, examples, system_index, n_boot=N_BOOT,
+                                            seed=bootstrap_seed(campaign.pk, stamp))
+    agreement = store_agreement(campaign)
+    now = timezone.now()
+    for pk, name in systems:
+        i = position[pk]
+        low, high = (none_if_nan(float(v)) for v in ci[i]) if ci is not None and i < len(ci) else (None, None)
+        SystemScore.objects.filter(system_id=pk).update(
+            qapyramid_low=low, qapyramid_high=high, alpha=agreement["per_system"].get(name), updated_at=now)
+    return agreement
 
 
 def _cached_length(cache: dict, text: str) -> int:
@@ -242,6 +297,20 @@ def _nan(x):
     return np.nan if x is None else x
 
 
+def labelled_pairs(campaign: Campaign) -> set[tuple[int, int]]:
+    """The (unit, summary) pairs the crowd's gold labels are kept for, as the pipeline keeps them: those of judgments
+    without a HIT (imported), of completed HITs, and those with a crowd label already (a HIT reopened after its
+    completion keeps its label until it is done again).  A HIT still being judged has none yet: a recomputation
+    while HITs are submitted labels what the pipeline labels, nothing from a HIT's first judgments."""
+    from django.db.models import Q
+    from hits.models import HIT
+
+    judged = PresenceJudgment.objects.filter(summary__system__campaign=campaign).filter(
+        Q(assignment__isnull=True) | Q(assignment__hit__state=HIT.State.COMPLETED))
+    labelled = GoldPresence.objects.filter(summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY)
+    return set(judged.values_list("unit_id", "summary_id").distinct()) | set(labelled.values_list("unit_id", "summary_id"))
+
+
 def recompute_gold(campaign: Campaign, progress=None) -> dict:
     """Full recomputation: every crowd gold label from the judgments that count, then every score.
 
@@ -249,25 +318,16 @@ def recompute_gold(campaign: Campaign, progress=None) -> dict:
     """
     progress = progress or (lambda done, total, message="": None)
     progress(0, 2, "gold labels")
-    pairs = set(
-        PresenceJudgment.objects.filter(summary__system__campaign=campaign).values_list("unit_id", "summary_id").distinct()
-    )
     with transaction.atomic():
+        # The crowd's labels are locked first (in the order every writer of them uses), then the judgments read: a
+        # HIT's follow-up or an exclusion that wrote a label meanwhile has committed, and its judgments are counted
+        # here, never overwritten by counts read before it (a recomputation while HITs are submitted loses nothing).
+        list(GoldPresence.objects.select_for_update(of=("self",)).filter(
+            summary__system__campaign=campaign, origin=GoldPresence.Origin.MAJORITY).order_by("unit_id", "summary_id")
+            .values_list("pk"))
+        pairs = labelled_pairs(campaign)
         n_gold = refresh_gold(campaign, pairs)
         progress(1, 2, "scores and intervals")
         n_summaries = recompute_summary_scores(campaign)
     progress(2, 2, "recomputed")
     return {"gold_labels": n_gold, "summaries": n_summaries}
-
-
-def refresh_stale_intervals(campaign: Campaign) -> bool:
-    """Recompute system intervals and alpha when summary scores changed after them (for the leaderboard)."""
-    from django.db.models import Max
-
-    newest_summary = SummaryScore.objects.filter(summary__system__campaign=campaign).aggregate(m=Max("updated_at"))["m"]
-    oldest_system = SystemScore.objects.filter(system__campaign=campaign).aggregate(m=Max("updated_at"))["m"]
-    stale = SystemScore.objects.filter(system__campaign=campaign, qapyramid_low__isnull=True, qapyramid__isnull=False).exists()
-    if newest_summary is None or (oldest_system is not None and newest_summary <= oldest_system and not stale):
-        return False
-    recompute_system_scores(campaign, with_alpha=True)
-    return True

@@ -28,6 +28,7 @@ from django.db import transaction
 
 from annotation.importing.readers import ProblemList, read_summaries
 from annotation.models import Campaign, Example, System, SystemSummary
+from annotation.services.followups import schedule_score_update
 from hits.models import Batch
 from hits.mturk.publishing import publish_soon
 from hits.services import set_batch_state
@@ -97,6 +98,9 @@ def _write_systems(campaign: Campaign, records) -> AddedSystems:
         [SystemSummary(system=systems[r.system], example=examples[r.id], text=r.summary) for r in records], batch_size=2000
     )
     result = AddedSystems(systems=names, n_summaries=len(summaries))
+    # The new summaries' penalties, the new systems' rows and the campaign's figures (the intervals resample
+    # examples over every system) follow, with the score update, after the commit.
+    schedule_score_update(campaign, [s.pk for s in summaries])
     if campaign.state == Campaign.State.DRAFT or campaign.batch_id is None:
         return result  # launching creates every HIT, the new system's included
     if campaign.unit_type == Campaign.UnitType.SCU:

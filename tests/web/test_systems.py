@@ -117,7 +117,9 @@ def test_new_hits_of_an_mturk_campaign_go_to_the_mturk_publisher(draft, monkeypa
     with django_capture_on_commit_callbacks(execute=True):
         result = add_systems(draft, _file(NEW_SYSTEM))
     assert result.n_hits == n_predicates
-    assert sent == [("hits.mturk.publish_batch", [draft.batch_id])]
+    # The new HITs are published; the new summaries' scores (and the campaign's figures) follow as a score update.
+    assert sent == [("annotation.recompute_scores", [draft.pk, sorted(s.pk for s in SystemSummary.objects.filter(
+        system__campaign=draft, system__name="s3"))]), ("hits.mturk.publish_batch", [draft.batch_id])]
 
 
 def _launched_scu_campaign(tmp_path, name, rows):

@@ -283,11 +283,12 @@ def campaign_worker_action(request, slug):
 @login_required
 def campaign_leaderboard(request, slug):
     from annotation.selectors.campaigns import leaderboard
-    from annotation.services.scores import ensure_summary_scores, refresh_stale_intervals
+    from annotation.services.scores import ensure_summary_scores
 
     campaign = _visible_campaign(request, slug)
-    if not ensure_summary_scores(campaign):
-        refresh_stale_intervals(campaign)
+    # Stored figures only (every change that moves them refreshes them); computed here only for a campaign
+    # nothing scored yet.
+    ensure_summary_scores(campaign)
     board = leaderboard(campaign)
     return render(request, "annotation/leaderboard.html", {"campaign": campaign, "board": board, "notes": _agreement_notes(campaign, board)})
 

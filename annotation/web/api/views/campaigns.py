@@ -351,11 +351,11 @@ class CampaignViewSet(
     @extend_schema(responses={200: serializers.LeaderboardSerializer})
     @action(detail=True, methods=["get"])
     def leaderboard(self, request, slug=None):
-        """Systems ranked by gold QAPyramid, or under budgeted presence by the hybrid scores (``ranked_by``; stale
-        intervals are recomputed first), with agreement; a budgeted campaign's human-only figures in ``human_only``."""
+        """Systems ranked by gold QAPyramid, or under budgeted presence by the hybrid scores (``ranked_by``), with
+        agreement; a budgeted campaign's human-only figures in ``human_only``.  The stored figures, as the page
+        shows them (every change that moves them refreshes them)."""
         campaign = self.get_object()
         scores.ensure_hybrid_scores(campaign)
-        scores.refresh_stale_intervals(campaign)
         board = leaderboard(campaign)
         hybrid = board["ranked_by"] == "hybrid"
         rows = [
