@@ -30,6 +30,8 @@ from __future__ import annotations
 import math
 
 Z95 = 1.959963984540054
+#: A variance below this share of p (1 - p) (an effective size above 10^12) is rounding noise, read as 0.
+NUMERICALLY_ZERO = 1e-12
 
 
 def clip(value: float, lower: float = 0.0, upper: float = 1.0) -> float:
@@ -52,6 +54,10 @@ def wilson_interval(estimate: float, variance: float, n_fallback: float, lower: 
     p = (clip(estimate, lower, upper) - lower) / span
     spread = p * (1.0 - p)
     v = variance / span**2
+    if v <= NUMERICALLY_ZERO * spread:
+        # Rounding noise, not a measured error (a bootstrap of examples that all score the same gives ~1e-32):
+        # an effective size of 10^12 and more would make the interval a point.  Read as 0.
+        v = 0.0
     n = spread / v if v > 0 and spread > 0 else float(n_fallback)
     if not n > 0:
         return float("nan"), float("nan")

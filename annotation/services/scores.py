@@ -254,18 +254,23 @@ def refresh_figures(campaign: Campaign) -> dict:
     update calls it in its transaction (under the lock on the system rows), and no page or file computes them.
     Returns the agreement stored."""
     rows = list(SummaryScore.objects.filter(summary__system__campaign=campaign).order_by(
-        "summary__system_id", "summary__example_id").values_list("summary__system_id", "summary__example_id", "qapyramid"))
+        "summary__system_id", "summary__example_id").values_list(
+        "summary__system_id", "summary__example_id", "qapyramid", "nqapyramid", "predicate_level"))
     systems = sorted(System.objects.filter(campaign=campaign).values_list("pk", "name"))
     position = {pk: i for i, (pk, _) in enumerate(systems)}
-    ci = None
+    ci, means = None, {}
     if rows:
         system_index = np.array([position[r[0]] for r in rows], dtype=np.int64)
         examples = np.array([r[1] for r in rows], dtype=np.int64)
-        values = np.array([_nan(r[2]) for r in rows], dtype=float)
+        columns = {field: np.array([_nan(r[k]) for r in rows], dtype=float) for k, field in enumerate(SUMMED, start=2)}
+        # The means shown, from every summary score in one order: a HIT's kept sums and a full rebuild give the same
+        # figures to the last digit (the kept sums only spare the rebuild; their rounding never reaches a view).
+        means = {field: scoring.system_scores(system_index, values, len(systems)) for field, values in columns.items()}
+        values = columns["qapyramid"]
         if not np.isnan(values).all():
             # Seeded from what the interval summarises (the scores to 12 digits: a kept sum and a rebuilt one seed alike).
-            stamp = [[int(s) for s, _, _ in rows], [int(e) for _, e, _ in rows],
-                     [None if v is None else round(v, 12) for _, _, v in rows]]
+            stamp = [[int(r[0]) for r in rows], [int(r[1]) for r in rows],
+                     [None if r[2] is None else round(r[2], 12) for r in rows]]
             ci = scoring.bootstrap_score_ci(values, examples, system_index, n_boot=N_BOOT,
                                             seed=bootstrap_seed(campaign.pk, stamp))
     agreement = store_agreement(campaign)
@@ -273,8 +278,9 @@ def refresh_figures(campaign: Campaign) -> dict:
     for pk, name in systems:
         i = position[pk]
         low, high = (none_if_nan(float(v)) for v in ci[i]) if ci is not None and i < len(ci) else (None, None)
+        shown = {field: none_if_nan(float(m[i])) if i < len(m) else None for field, m in means.items()}
         SystemScore.objects.filter(system_id=pk).update(
-            qapyramid_low=low, qapyramid_high=high, alpha=agreement["per_system"].get(name), updated_at=now)
+            qapyramid_low=low, qapyramid_high=high, alpha=agreement["per_system"].get(name), updated_at=now, **shown)
     return agreement
 
 

@@ -277,8 +277,11 @@ def test_every_view_equals_a_full_rebuild_after_every_change(seed, tmp_path, dja
         kinds.add(change)
         shown = views(client, campaign, tmp_path / "export")
         assert same(shown, views(client, campaign, tmp_path / "export")) == [], "two reads differ"
-        differences = same(shown, rebuilt_views(client, campaign, tmp_path / "export"))
+        rebuilt = rebuilt_views(client, campaign, tmp_path / "export")
+        differences = same(shown, rebuilt)
         assert differences == [], f"after {done}: {differences[:12]}"
+        # The command's JSON is the rebuild's to the last digit (a paper cites it; a diff of the two files is empty).
+        assert shown["command"] == rebuilt["command"], f"after {done}: the JSON differs in its last digits"
         # ``updated_at`` moves whenever the figures moved.
         now = dict(SystemScore.objects.filter(system__campaign=campaign).values_list("system__name", "updated_at"))
         if previous is not None and same(shown["command"], previous) and stamps:
@@ -319,7 +322,7 @@ def test_the_page_labels_each_figure_and_says_no_interval_yet_without_a_decided_
     call_command("campaign_scores", campaign=campaign.slug, format="json", stdout=out)
     result = json.loads(out.getvalue())
     # Each interval says its target and method; the Alpha column is the Agreement section's per-system figure.
-    assert "target: its score on documents like these; method: percentile bootstrap resampling examples" in html
+    assert "target: its score on documents like these; method: Wilson score interval on [0, 1] at the variance of the mean that a bootstrap resampling examples gives" in html
     assert "target: the crowd&#x27;s agreement on documents like these" in html
     assert set(result["intervals"]) == {"ci95", "alpha_ci95"}
     for name, figures in result["systems"].items():

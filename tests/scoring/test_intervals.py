@@ -197,3 +197,11 @@ def test_an_estimate_past_the_bound_keeps_the_reach_its_noise_gives():
     low, high = wilson_interval(1.05, 0.03**2, 200)
     assert high == 1 and low == pytest.approx(min(wilson_interval(1.0, 0.0, 200)[0], 1.05 - Z95 * 0.03))
     assert low < 1.05 - Z95 * 0.03
+
+
+def test_rounding_noise_in_a_variance_gives_no_point_interval():
+    # Every example of a system scores 1/3: the bootstrap's replicate means differ only in their last bits.
+
+    low, high = bootstrap_score_ci([1 / 3] * 6, list(range(6)), [0] * 6, n_boot=200, seed=3)[0]
+    assert low < 1 / 3 < high and high - low > 0.1  # the width six examples allow, not [0.33333333333333, 0.33333333333334]
+    assert (low, high) == pytest.approx(wilson_interval(1 / 3, 0.0, 6))
