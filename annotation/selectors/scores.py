@@ -138,10 +138,18 @@ def agreement(campaign: Campaign, n_boot: int = N_BOOT) -> dict:
         stored = AgreementCache.objects.filter(
             campaign=campaign, kind=AgreementCache.Kind.SCORES, n_boot=N_BOOT).values_list("data", flat=True).first()
         if stored:  # (an empty row is the figures' lock before their first computation: ``lock_figures``)
-            return stored
+            return _in_order(stored)
     stamp = judgments_stamp(campaign)
-    return stored_figures(campaign, AgreementCache.Kind.SCORES, n_boot, stamp,
-                          lambda: compute_agreement(campaign, n_boot=n_boot, stamp=stamp))
+    return _in_order(stored_figures(campaign, AgreementCache.Kind.SCORES, n_boot, stamp,
+                                    lambda: compute_agreement(campaign, n_boot=n_boot, stamp=stamp)))
+
+
+def _in_order(figures: dict) -> dict:
+    """The figures with the systems' alphas by name: PostgreSQL's JSON keeps no key order, so a figure just computed
+    and the same figure read back would otherwise print differently."""
+    if "per_system" not in figures:
+        return figures
+    return {**figures, "per_system": dict(sorted(figures["per_system"].items()))}
 
 
 def store_agreement(campaign: Campaign) -> dict:

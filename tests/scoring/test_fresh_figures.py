@@ -269,12 +269,15 @@ def test_every_view_equals_a_full_rebuild_after_every_change(seed, tmp_path, dja
     kinds: set[str] = set()
     previous, stamps = None, None
     # Random changes, then each kind once more (so that every kind is met whatever the draws).
+    excluded_seen = False
     for change in rng.choices(names, weights, k=45) + names:
         what = getattr(replay, change)()
         if not what:
             continue
         done.append(what)
         kinds.add(change)
+        excluded_seen = excluded_seen or PresenceJudgment.objects.filter(
+            summary__system__campaign=campaign, excluded=True).exists()
         shown = views(client, campaign, tmp_path / "export")
         assert same(shown, views(client, campaign, tmp_path / "export")) == [], "two reads differ"
         rebuilt = rebuilt_views(client, campaign, tmp_path / "export")
@@ -290,7 +293,7 @@ def test_every_view_equals_a_full_rebuild_after_every_change(seed, tmp_path, dja
         previous, stamps = shown["command"], now
     # The replay went through the changes it is about, and the study has figures to compare.
     assert {"submit", "reject", "reinclude", "exclude_worker", "override", "add_system", "recompute"} <= kinds, done
-    assert PresenceJudgment.objects.filter(summary__system__campaign=campaign, excluded=True).exists()
+    assert excluded_seen  # some step compared views while judgments were excluded (a later step may re-include them)
     assert GoldPresence.objects.filter(summary__system__campaign=campaign, origin="majority").exists()
     final = views(client, campaign, tmp_path / "export")["command"]
     assert final["alpha"]["pooled"] is not None and final["alpha"]["ci95"][0] is not None
