@@ -12,19 +12,20 @@ import redis
 from annotation.models import GoldPresence, PresenceJudgment
 from annotation.services import coalesce
 from annotation.tasks import after_presence_hits_task
+from config.queues import INTERACTIVE
 from hits.models import Assignment, FollowUp
 from tests.reliability.test_faults import _judge, celery_on, private_redis, scu_campaign  # noqa: F401 - fixtures
 
 
 def _etas(port: int) -> list[datetime]:
     """When each waiting message is due (Celery's ``eta`` header), newest first (kombu pushes on the left)."""
-    return [datetime.fromisoformat(json.loads(raw)["headers"]["eta"]) for raw in redis.Redis(port=port).lrange("celery", 0, -1)]
+    return [datetime.fromisoformat(json.loads(raw)["headers"]["eta"]) for raw in redis.Redis(port=port).lrange(INTERACTIVE, 0, -1)]
 
 
 def _queued(port: int) -> list[tuple[str, list]]:
-    """(task name, args) of every message waiting in the private broker's default queue."""
+    """(task name, args) of every message waiting in the private broker's queue of follow-ups (``interactive``)."""
     out = []
-    for raw in redis.Redis(port=port).lrange("celery", 0, -1):
+    for raw in redis.Redis(port=port).lrange(INTERACTIVE, 0, -1):
         message = json.loads(raw)
         out.append((message["headers"]["task"], json.loads(base64.b64decode(message["body"]))[0]))
     return out
