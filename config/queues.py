@@ -24,6 +24,7 @@ QUEUES: dict[str, tuple[str, ...]] = {
     INTERACTIVE: (
         "annotation.drain_followups",
         "annotation.after_presence_hits",
+        "annotation.after_presence_judgments",
         "annotation.update_worker_quality",
         "annotation.recompute_scores",
         "annotation.route_presence",

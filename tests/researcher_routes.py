@@ -44,8 +44,10 @@ RESOLVERS = {
     "job-detail": lambda w: w["job"].pk,
     "job-status": lambda w: w["job"].pk,
     "job-download": lambda w: w["job"].pk,
+    "job-retry": lambda w: w["job"].pk,
     "api-job": lambda w: w["job"].pk,
     "api-job-download": lambda w: w["job"].pk,
+    "api-job-retry": lambda w: w["job"].pk,
     # The worker with the most judgments in the campaign (the largest page of the worker view).
     "campaign-worker": lambda w: _busiest_worker(w["campaign"]),
     "api-worker-detail": lambda w: _busiest_worker(w["campaign"]),
