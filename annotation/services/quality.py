@@ -169,7 +169,10 @@ def exclude_worker(campaign: Campaign, worker: Worker, *, by=None, replace: bool
 @transaction.atomic
 def include_worker(campaign: Campaign, worker: Worker, *, by=None) -> dict:
     """Undo an exclusion: the judgments count again; replacement places not yet taken are withdrawn."""
-    judgments = PresenceJudgment.objects.filter(worker=worker, summary__system__campaign=campaign, excluded=True)
+    # Work rejected with its data excluded stays excluded: the rejection, not the worker's exclusion, put it aside
+    # (its reopened place stays open), and only ``reinclude_assignment`` undoes it.
+    judgments = PresenceJudgment.objects.filter(worker=worker, summary__system__campaign=campaign, excluded=True).exclude(
+        assignment__state=Assignment.State.REJECTED)
     pairs = set(judgments.values_list("unit_id", "summary_id"))
     hit_ids = set(judgments.exclude(assignment=None).values_list("assignment__hit_id", flat=True))
     n = judgments.update(excluded=False)

@@ -242,3 +242,18 @@ def test_another_researcher_cannot_reinclude(judged, client_rita, django_user_mo
     response = client.post(reverse("campaign-review-reinclude", args=[campaign.slug, assignments["j0"].pk]))
     assert response.status_code == 404
     assert PresenceJudgment.objects.filter(assignment=assignments["j0"], excluded=True).count() == 2
+
+
+def test_including_a_worker_again_leaves_their_rejected_and_excluded_work_excluded(client_rita, judged):
+    from annotation.services.quality import exclude_worker, include_worker
+
+    campaign, assignments = judged
+    j0 = assignments["j0"]
+    reject(client_rita, campaign, j0, data="exclude")
+    rejected = state_of(campaign, j0.hit)
+    worker = Worker.objects.get(pk=j0.worker_id)
+    exclude_worker(campaign, worker, replace=False)
+    include_worker(campaign, worker)
+    # Only the worker's exclusion is undone: the rejection's stays (re-including rejected work is its own action).
+    assert not PresenceJudgment.objects.filter(assignment=j0, excluded=False).exists()
+    assert state_of(campaign, j0.hit) == rejected
